@@ -1,0 +1,184 @@
+//! The contract between the runner and a target's driver.
+//!
+//! A driver knows how to talk to one kind of target; the runner knows how to
+//! time. A network driver is a [`Codec`] (bytes in, bytes out, no I/O, no
+//! clock) plus a [`Connector`]; [`crate::net::run_worker`] drives both. A
+//! driver that is not a byte protocol (an embedded engine, an async SQL
+//! client) implements [`Driver::run_worker`] with the runner's helpers so
+//! that timing still happens in one place.
+
+use std::net::TcpStream;
+use std::ops::Range;
+use std::sync::atomic::AtomicBool;
+use std::sync::mpsc::Sender;
+use std::time::Instant;
+
+use crate::plan::Workload;
+use crate::recorder::{Interval, PhaseStats};
+use crate::value::ValuePool;
+use crate::workload::{OpKind, ZipfianConstants};
+
+/// What a reply said, as far as the runner cares. Ranges index the buffer
+/// given to [`Codec::decode`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reply {
+    /// A value was returned (a read hit) at `start..end`.
+    Value {
+        /// First byte of the value.
+        start: usize,
+        /// One past its last byte.
+        end: usize,
+    },
+    /// No such record (read miss, delete of a missing key, or a write the
+    /// target declined, such as memcached's NOT_STORED).
+    Miss,
+    /// Done as asked.
+    Ok,
+    /// The target answered with an error.
+    ServerError,
+}
+
+/// Result of trying to decode one reply from the front of a buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Decoded {
+    /// The buffer holds no whole reply yet.
+    Incomplete,
+    /// A whole reply of `len` bytes.
+    Complete {
+        /// Bytes the reply took.
+        len: usize,
+        /// What it said.
+        reply: Reply,
+    },
+    /// The bytes are not a reply of this protocol.
+    Invalid,
+}
+
+/// A wire protocol: encodes requests into a buffer and decodes replies in
+/// place. Implementations hold no per-connection state, allocate nothing
+/// per call (beyond growing `out` to its high-water mark) and never read
+/// the clock.
+pub trait Codec: Send + Sync + 'static {
+    /// Appends the request for `kind` on `key` to `out`; `header` and
+    /// `payload` together are the value for writes (empty otherwise).
+    fn encode(&self, kind: OpKind, key: &[u8], header: &[u8], payload: &[u8], out: &mut Vec<u8>);
+    /// Decodes the reply at the front of `buf` to a request of `kind`.
+    fn decode(&self, buf: &[u8], kind: OpKind) -> Decoded;
+    /// What the request for `kind` looks like, for the report.
+    fn describe(&self, kind: OpKind) -> String;
+}
+
+/// Opens connections to a network target. Called once per client at the
+/// start and again after a connection is lost; may block.
+pub trait Connector: Send + Sync {
+    /// A connected stream on which any handshake (AUTH, …) is done.
+    fn connect(&self) -> std::io::Result<TcpStream>;
+}
+
+/// Which job a worker runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JobKind {
+    /// Write every record once (ids split between clients), no warm-up.
+    Load,
+    /// Warm-up, then the measured phase.
+    Measure,
+}
+
+/// Everything a worker needs to run its share of a job. Shared read-only by
+/// all workers of the job.
+pub struct Job<'a> {
+    /// Load or measure.
+    pub kind: JobKind,
+    /// The workload of this run.
+    pub workload: &'a Workload,
+    /// Seed of the plan.
+    pub seed: u64,
+    /// Where value payloads come from.
+    pub pool: &'a ValuePool,
+    /// Zipfian constants when the key distribution is zipfian.
+    pub zipf: Option<ZipfianConstants>,
+    /// Time zero of the job; every worker measures from it.
+    pub t0: Instant,
+    /// Set on Ctrl-C: stop making requests, finish those in flight.
+    pub stop: &'a AtomicBool,
+    /// Where workers send their per-second intervals.
+    pub intervals: Sender<Interval>,
+}
+
+impl Job<'_> {
+    /// Number of phases the job records (load: 1; measure: warm-up, measure).
+    pub fn phase_count(&self) -> usize {
+        match self.kind {
+            JobKind::Load => 1,
+            JobKind::Measure => 2,
+        }
+    }
+
+    /// Global indices of the clients worker `worker` runs.
+    pub fn clients_of(&self, worker: usize) -> impl Iterator<Item = u32> {
+        let t = self.workload.threads.max(1);
+        (0..self.workload.clients).filter(move |c| c % t == worker as u32)
+    }
+
+    /// Record ids client `client` writes in a load job.
+    pub fn load_range(&self, client: u32) -> Range<u64> {
+        let n = self.workload.records as u128;
+        let c = self.workload.clients as u128;
+        let i = client as u128;
+        ((n * i / c) as u64)..((n * (i + 1) / c) as u64)
+    }
+
+    /// Operations client `client` measures in an operation-count run.
+    pub fn quota(&self, client: u32) -> u64 {
+        match self.workload.ops {
+            None => u64::MAX,
+            Some(ops) => {
+                let c = self.workload.clients as u64;
+                ops / c + u64::from((client as u64) < ops % c)
+            }
+        }
+    }
+
+    /// End of the warm-up, ns since `t0` (0 for a load job).
+    pub fn warmup_end_ns(&self) -> u64 {
+        match self.kind {
+            JobKind::Load => 0,
+            JobKind::Measure => (self.workload.warmup_s * 1e9) as u64,
+        }
+    }
+
+    /// End of the measured phase in a timed run, ns since `t0`.
+    pub fn measure_end_ns(&self) -> u64 {
+        match (self.kind, self.workload.duration_s) {
+            (JobKind::Measure, Some(d)) => self.warmup_end_ns() + (d * 1e9) as u64,
+            _ => u64::MAX,
+        }
+    }
+}
+
+/// What one worker hands back at the end of a job.
+#[derive(Debug)]
+pub struct WorkerOutput {
+    /// One entry per phase of the job.
+    pub phases: Vec<PhaseStats>,
+    /// CPU time of the worker thread during the last phase, ns.
+    pub busy_cpu_ns: u64,
+    /// Wall time of the last phase as this worker saw it, ns.
+    pub busy_wall_ns: u64,
+    /// Time of the last completion, ns since `t0`.
+    pub last_completion_ns: u64,
+    /// I/O mechanism used.
+    pub backend: &'static str,
+}
+
+/// A target's driver, as the runner uses it. Shared by all worker threads.
+pub trait Driver: Send + Sync {
+    /// Runs worker `worker`'s share of `job` on the calling thread and
+    /// returns what it measured. Errors are reserved for failures that make
+    /// the whole job meaningless (no connection could ever be opened);
+    /// failed operations are counted, not returned.
+    fn run_worker(&self, job: &Job, worker: usize) -> Result<WorkerOutput, String>;
+
+    /// What is sent for each operation kind, for the report.
+    fn describe(&self, kind: OpKind) -> String;
+}

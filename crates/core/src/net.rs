@@ -1,0 +1,627 @@
+//! The network load loop: many connections multiplexed on one thread with
+//! epoll, driven by a [`Codec`].
+//!
+//! One loop serves every mode (closed or open loop; load, warm-up and
+//! measure phases); the mode only changes when a request may be made and
+//! what its intended start is. Per operation the loop makes one clock read
+//! where the reply is parsed, patches the key and value into the request,
+//! and allocates nothing: buffers grow to their high-water mark and stay.
+//!
+//! Syscalls: one `read` per readable connection per wake-up (it takes all
+//! replies there are), one `write` per connection per wake-up (the whole
+//! pipeline), one `epoll_wait` per wake-up for all connections.
+
+use std::collections::VecDeque;
+use std::io::{ErrorKind as IoErrorKind, Read, Write};
+use std::net::TcpStream;
+use std::os::fd::AsRawFd;
+use std::sync::atomic::Ordering;
+
+use crate::driver::{Codec, Connector, Decoded, Job, JobKind, Reply, WorkerOutput};
+use crate::recorder::{thread_cpu_ns, Completion, ErrorKind, Interval, PhaseStats};
+use crate::value::VerifyError;
+use crate::workload::{KeyChooser, MixChooser, OpKind, Rng};
+
+/// Length of a key: `bk:` and 12 digits.
+pub const KEY_LEN: usize = 15;
+
+/// Writes the key of record `id` into `out` (`bk:000000000042`).
+#[inline]
+pub fn format_key(id: u64, out: &mut [u8; KEY_LEN]) {
+    out[..3].copy_from_slice(b"bk:");
+    let mut v = id;
+    for i in (3..KEY_LEN).rev() {
+        out[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+    }
+}
+
+/// Time between reconnection attempts to a lost target.
+const RECONNECT_EVERY_NS: u64 = 100_000_000;
+/// How often in-flight requests are checked against the timeout.
+const TIMEOUT_CHECK_EVERY_NS: u64 = 10_000_000;
+
+#[derive(Clone, Copy, Debug)]
+struct InFlight {
+    kind: OpKind,
+    key: u64,
+    intended: u64,
+    sent: u64,
+    phase: u8,
+}
+
+struct Conn {
+    stream: Option<TcpStream>,
+    wbuf: Vec<u8>,
+    wpos: usize,
+    want_write: bool,
+    rbuf: Vec<u8>,
+    rstart: usize,
+    rend: usize,
+    inflight: VecDeque<InFlight>,
+    rng: Rng,
+    keys: KeyChooser,
+    version: u32,
+    next_load: u64,
+    load_end: u64,
+    quota: u64,
+    next_due: u64,
+    period: u64,
+    retry_at: u64,
+    dead_since: Option<u64>,
+}
+
+/// Runs worker `worker`'s share of `job` over the network with `codec`.
+pub fn run_worker<C: Codec>(
+    codec: &C,
+    connector: &dyn Connector,
+    job: &Job,
+    worker: usize,
+) -> Result<WorkerOutput, String> {
+    let mut lp = Loop::new(codec, connector, job, worker)?;
+    lp.run();
+    Ok(lp.finish())
+}
+
+struct Loop<'a, C: Codec> {
+    codec: &'a C,
+    connector: &'a dyn Connector,
+    job: &'a Job<'a>,
+    conns: Vec<Conn>,
+    stats: Vec<PhaseStats>,
+    interval: Interval,
+    epfd: i32,
+    key_buf: [u8; KEY_LEN],
+    mix: MixChooser,
+    open_loop: bool,
+    pipeline: usize,
+    warmup_end: u64,
+    measure_end: u64,
+    timeout_ns: u64,
+    next_tick: u64,
+    next_timeout_check: u64,
+    cpu_at_tick: u64,
+    busy_cpu_start: Option<u64>,
+    busy_wall_start: u64,
+    last_completion: u64,
+    generating: bool,
+}
+
+impl<'a, C: Codec> Loop<'a, C> {
+    fn new(codec: &'a C, connector: &'a dyn Connector, job: &'a Job<'a>, worker: usize) -> Result<Self, String> {
+        let w = job.workload;
+        // SAFETY: plain syscall; the fd is closed in Drop.
+        let epfd = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
+        if epfd < 0 {
+            return Err(format!("epoll_create1 failed: {}", std::io::Error::last_os_error()));
+        }
+        let open_loop = w.rate.is_some() && job.kind == JobKind::Measure;
+        let pipeline = w.pipeline.max(1) as usize;
+        let wcap = pipeline * (w.value_size.max() + 128) + 4096;
+        let rcap = (pipeline * (w.value_size.max() + 128)).max(64 * 1024);
+        let period = match w.rate {
+            Some(r) if open_loop => ((w.clients as f64 * 1e9) / r).max(1.0) as u64,
+            _ => 0,
+        };
+        let mut conns = Vec::new();
+        for client in job.clients_of(worker) {
+            let range = job.load_range(client);
+            let stagger = if period > 0 { period * client as u64 / w.clients as u64 } else { 0 };
+            conns.push(Conn {
+
+                stream: None,
+                wbuf: Vec::with_capacity(wcap),
+                wpos: 0,
+                want_write: false,
+                rbuf: vec![0u8; rcap],
+                rstart: 0,
+                rend: 0,
+                inflight: VecDeque::with_capacity(pipeline),
+                rng: Rng::new(job.seed, client as u64),
+                keys: KeyChooser::new(w.key_distribution, w.records, client as u64, w.clients as u64, job.zipf),
+                version: 1,
+                next_load: range.start,
+                load_end: range.end,
+                quota: job.quota(client),
+                next_due: stagger,
+                period,
+                retry_at: 0,
+                dead_since: None,
+            });
+        }
+        let phases = job.phase_count();
+        let mut lp = Loop {
+            codec,
+            connector,
+            job,
+            conns,
+            stats: (0..phases).map(|_| PhaseStats::new(open_loop)).collect(),
+            interval: Interval::new(0),
+            epfd,
+            key_buf: [0; KEY_LEN],
+            mix: MixChooser::new(w.mix.weights),
+            open_loop,
+            pipeline,
+            warmup_end: job.warmup_end_ns(),
+            measure_end: job.measure_end_ns(),
+            timeout_ns: (w.timeout_s * 1e9) as u64,
+            next_tick: 1_000_000_000,
+            next_timeout_check: 0,
+            cpu_at_tick: thread_cpu_ns(),
+            busy_cpu_start: None,
+            busy_wall_start: 0,
+            last_completion: 0,
+            generating: true,
+        };
+        // Connect every client up front; if none can connect the job fails.
+        let mut first_err = None;
+        for ci in 0..lp.conns.len() {
+            if let Err(e) = lp.connect(ci) {
+                first_err.get_or_insert(e);
+            }
+        }
+        if !lp.conns.is_empty() && lp.conns.iter().all(|c| c.stream.is_none()) {
+            return Err(format!("cannot connect: {}", first_err.map(|e| e.to_string()).unwrap_or_default()));
+        }
+        Ok(lp)
+    }
+
+    #[inline]
+    fn now(&self) -> u64 {
+        self.job.t0.elapsed().as_nanos() as u64
+    }
+
+    fn connect(&mut self, ci: usize) -> std::io::Result<()> {
+        let stream = self.connector.connect()?;
+        stream.set_nonblocking(true)?;
+        let fd = stream.as_raw_fd();
+        let mut ev = libc::epoll_event { events: libc::EPOLLIN as u32, u64: ci as u64 };
+        // SAFETY: registering a valid fd we own with our epoll instance.
+        if unsafe { libc::epoll_ctl(self.epfd, libc::EPOLL_CTL_ADD, fd, &mut ev) } < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let c = &mut self.conns[ci];
+        c.stream = Some(stream);
+        c.wbuf.clear();
+        c.wpos = 0;
+        c.want_write = false;
+        c.rstart = 0;
+        c.rend = 0;
+        c.dead_since = None;
+        Ok(())
+    }
+
+    fn phase_of(&self, intended: u64) -> u8 {
+        match self.job.kind {
+            JobKind::Load => 0,
+            JobKind::Measure => u8::from(intended >= self.warmup_end),
+        }
+    }
+
+    /// Whether connection `ci` may make a request now, and with which
+    /// intended start.
+    #[inline]
+    fn due(&self, ci: usize, now: u64) -> Option<u64> {
+        let c = &self.conns[ci];
+        if !self.generating || c.stream.is_none() || c.inflight.len() >= self.pipeline {
+            return None;
+        }
+        match self.job.kind {
+            JobKind::Load => (c.next_load < c.load_end).then_some(now),
+            JobKind::Measure => {
+                let intended = if self.open_loop { c.next_due } else { now };
+                if self.open_loop && intended > now {
+                    return None;
+                }
+                if intended >= self.measure_end || (c.quota == 0 && intended >= self.warmup_end) {
+                    return None;
+                }
+                Some(intended)
+            }
+        }
+    }
+
+    /// Makes one request on connection `ci`.
+    #[inline]
+    fn issue(&mut self, ci: usize, intended: u64, now: u64) {
+        let phase = self.phase_of(intended);
+        let job = self.job;
+        let w = job.workload;
+        let c = &mut self.conns[ci];
+        let (kind, key) = match job.kind {
+            JobKind::Load => {
+                let k = c.next_load;
+                c.next_load += 1;
+                (OpKind::Set, k)
+            }
+            JobKind::Measure => {
+                if phase == 1 && c.quota != u64::MAX {
+                    c.quota -= 1;
+                }
+                let kind = self.mix.next(&mut c.rng);
+                (kind, c.keys.next(&mut c.rng))
+            }
+        };
+        if self.open_loop {
+            c.next_due += c.period;
+        }
+        format_key(key, &mut self.key_buf);
+        if kind.writes_value() {
+            let len = w.value_size.next(&mut c.rng);
+            let version = if job.kind == JobKind::Load { 0 } else { c.version };
+            c.version = c.version.wrapping_add(1);
+            let (h, p) = job.pool.value(key, version, len, w.value_content);
+            self.codec.encode(kind, &self.key_buf, &h, p, &mut c.wbuf);
+        } else {
+            self.codec.encode(kind, &self.key_buf, &[], &[], &mut c.wbuf);
+        }
+        c.inflight.push_back(InFlight { kind, key, intended, sent: now, phase });
+        self.stats[phase as usize].sent[kind as usize] += 1;
+    }
+
+    fn fill(&mut self, ci: usize, now: u64) {
+        while let Some(intended) = self.due(ci, now) {
+            self.issue(ci, intended, now);
+        }
+    }
+
+    /// Writes what is buffered for `ci`; one `write` call.
+    fn flush(&mut self, ci: usize, now: u64) {
+        let c = &mut self.conns[ci];
+        let Some(stream) = c.stream.as_mut() else { return };
+        if c.wpos == c.wbuf.len() {
+            return;
+        }
+        match stream.write(&c.wbuf[c.wpos..]) {
+            Ok(n) => {
+                c.wpos += n;
+                if c.wpos == c.wbuf.len() {
+                    c.wbuf.clear();
+                    c.wpos = 0;
+                    if c.want_write {
+                        c.want_write = false;
+                        self.set_interest(ci, false);
+                    }
+                } else if !c.want_write {
+                    c.want_write = true;
+                    self.set_interest(ci, true);
+                }
+            }
+            Err(e) if e.kind() == IoErrorKind::WouldBlock => {
+                if !c.want_write {
+                    c.want_write = true;
+                    self.set_interest(ci, true);
+                }
+            }
+            Err(e) if e.kind() == IoErrorKind::Interrupted => {}
+            Err(_) => self.fail(ci, ErrorKind::Reset, now),
+        }
+    }
+
+    fn set_interest(&mut self, ci: usize, write: bool) {
+        let Some(stream) = self.conns[ci].stream.as_ref() else { return };
+        let mut events = libc::EPOLLIN as u32;
+        if write {
+            events |= libc::EPOLLOUT as u32;
+        }
+        let mut ev = libc::epoll_event { events, u64: ci as u64 };
+        // SAFETY: modifying the registration of a fd we own.
+        unsafe { libc::epoll_ctl(self.epfd, libc::EPOLL_CTL_MOD, stream.as_raw_fd(), &mut ev) };
+    }
+
+    #[inline]
+    fn complete(&mut self, f: InFlight, how: Completion, now: u64) {
+        let response = now.saturating_sub(f.intended);
+        let service = now.saturating_sub(f.sent);
+        self.stats[f.phase as usize].record(f.kind, response, service, how);
+        self.interval.record(response, how);
+        self.last_completion = now;
+    }
+
+    /// Every request in flight on `ci` fails with `kind`; the connection is
+    /// closed and retried later.
+    fn fail(&mut self, ci: usize, kind: ErrorKind, now: u64) {
+        while let Some(f) = self.conns[ci].inflight.pop_front() {
+            self.complete(f, Completion::Error(kind), now);
+        }
+        let c = &mut self.conns[ci];
+        c.stream = None; // closing the fd removes it from epoll
+        c.wbuf.clear();
+        c.wpos = 0;
+        c.want_write = false;
+        c.rstart = 0;
+        c.rend = 0;
+        c.retry_at = now + RECONNECT_EVERY_NS;
+        c.dead_since.get_or_insert(now);
+    }
+
+    /// Reads what is there on `ci` (one `read`), completes every whole reply
+    /// and makes the requests that may follow.
+    fn on_readable(&mut self, ci: usize) {
+        let c = &mut self.conns[ci];
+        let Some(stream) = c.stream.as_mut() else { return };
+        if c.rend == c.rbuf.len() {
+            if c.rstart > 0 {
+                c.rbuf.copy_within(c.rstart..c.rend, 0);
+                c.rend -= c.rstart;
+                c.rstart = 0;
+            } else {
+                // A reply larger than the buffer: grow once, keep it.
+                let n = c.rbuf.len() * 2;
+                c.rbuf.resize(n, 0);
+            }
+        }
+        let res = stream.read(&mut c.rbuf[c.rend..]);
+        let now = self.now();
+        match res {
+            Ok(0) => return self.fail(ci, ErrorKind::Reset, now),
+            Ok(n) => self.conns[ci].rend += n,
+            Err(e) if matches!(e.kind(), IoErrorKind::WouldBlock | IoErrorKind::Interrupted) => return,
+            Err(_) => return self.fail(ci, ErrorKind::Reset, now),
+        }
+        loop {
+            let c = &self.conns[ci];
+            if c.rstart == c.rend {
+                break;
+            }
+            let Some(&front) = c.inflight.front() else {
+                // Bytes nobody asked for: the stream is out of step.
+                return self.fail(ci, ErrorKind::Protocol, now);
+            };
+            let buf = &c.rbuf[c.rstart..c.rend];
+            match self.codec.decode(buf, front.kind) {
+                Decoded::Incomplete => break,
+                Decoded::Invalid => return self.fail(ci, ErrorKind::Protocol, now),
+                Decoded::Complete { len, reply } => {
+                    let how = match reply {
+                        Reply::Ok => Completion::Ok,
+                        Reply::Miss => Completion::Miss,
+                        Reply::ServerError => Completion::Error(ErrorKind::ServerError),
+                        Reply::Value { start, end } => {
+                            if front.kind != OpKind::Get || end > len || start > end {
+                                Completion::Error(ErrorKind::Protocol)
+                            } else {
+                                match self.job.pool.verify(front.key, &buf[start..end]) {
+                                    Ok(()) => Completion::Ok,
+                                    Err(VerifyError::NotOurs | VerifyError::WrongKey | VerifyError::WrongLength | VerifyError::Corrupt) => {
+                                        Completion::Error(ErrorKind::Verification)
+                                    }
+                                }
+                            }
+                        }
+                    };
+                    // One clock read per reply, where it is parsed.
+                    let t = self.now();
+                    let c = &mut self.conns[ci];
+                    c.rstart += len;
+                    c.inflight.pop_front();
+                    self.complete(front, how, t);
+                    self.fill(ci, t);
+                }
+            }
+        }
+        let c = &mut self.conns[ci];
+        if c.rstart == c.rend {
+            c.rstart = 0;
+            c.rend = 0;
+        } else if c.rbuf.len() - c.rend < 4096 {
+            c.rbuf.copy_within(c.rstart..c.rend, 0);
+            c.rend -= c.rstart;
+            c.rstart = 0;
+        }
+        self.flush(ci, now);
+    }
+
+    fn tick(&mut self, now: u64) {
+        while now >= self.next_tick {
+            let cpu = thread_cpu_ns();
+            let second = (self.next_tick / 1_000_000_000) as u32;
+            let mut done = std::mem::replace(&mut self.interval, Interval::new(second));
+            done.cpu_ns = cpu - self.cpu_at_tick;
+            self.cpu_at_tick = cpu;
+            let _ = self.job.intervals.send(done);
+            self.next_tick += 1_000_000_000;
+        }
+    }
+
+    fn check_timeouts(&mut self, now: u64) {
+        self.next_timeout_check = now + TIMEOUT_CHECK_EVERY_NS;
+        for ci in 0..self.conns.len() {
+            let c = &self.conns[ci];
+            if let Some(f) = c.inflight.front() {
+                if now.saturating_sub(f.sent) > self.timeout_ns {
+                    self.fail(ci, ErrorKind::Timeout, now);
+                }
+            }
+        }
+    }
+
+    fn reconnect_due(&mut self, now: u64) {
+        for ci in 0..self.conns.len() {
+            let c = &self.conns[ci];
+            if c.stream.is_some() || c.retry_at > now || !self.generating {
+                continue;
+            }
+            match self.connect(ci) {
+                Ok(()) => {
+                    let now = self.now();
+                    if self.open_loop && self.conns[ci].next_due < now {
+                        // Requests that were due while the target was away
+                        // are not made late: they were lost with it.
+                        let c = &mut self.conns[ci];
+                        let behind = (now - c.next_due) / c.period.max(1);
+                        c.next_due += behind * c.period;
+                    }
+                    self.fill(ci, now);
+                    self.flush(ci, now);
+                }
+                Err(e) => {
+                    let kind = if e.kind() == IoErrorKind::TimedOut { ErrorKind::Timeout } else { ErrorKind::Refused };
+                    let phase = self.phase_of(now) as usize;
+                    self.stats[phase].record_error(kind);
+                    self.interval.errors += 1;
+                    let c = &mut self.conns[ci];
+                    c.retry_at = now + RECONNECT_EVERY_NS;
+                    // A target gone for longer than the request timeout takes
+                    // this client's remaining work with it, so that counted
+                    // runs end too.
+                    if c.dead_since.is_some_and(|d| now - d > self.timeout_ns) {
+                        c.quota = 0;
+                        c.next_load = c.load_end;
+                    }
+                }
+            }
+        }
+    }
+
+    fn run(&mut self) {
+        let start = self.now();
+        for ci in 0..self.conns.len() {
+            self.fill(ci, start);
+            self.flush(ci, start);
+        }
+        let mut events: Vec<libc::epoll_event> = vec![libc::epoll_event { events: 0, u64: 0 }; self.conns.len().clamp(1, 1024)];
+        loop {
+            let now = self.now();
+            if self.busy_cpu_start.is_none() && now >= self.warmup_end {
+                self.busy_cpu_start = Some(thread_cpu_ns());
+                self.busy_wall_start = now;
+            }
+            if self.generating && self.job.stop.load(Ordering::Relaxed) {
+                self.generating = false;
+            }
+            if self.generating && now >= self.measure_end {
+                self.generating = false;
+            }
+            self.tick(now);
+            if now >= self.next_timeout_check {
+                self.check_timeouts(now);
+                self.reconnect_due(now);
+            }
+            if self.open_loop && self.generating {
+                for ci in 0..self.conns.len() {
+                    if self.due(ci, now).is_some() {
+                        self.fill(ci, now);
+                        self.flush(ci, now);
+                    }
+                }
+            }
+            let idle = self.conns.iter().all(|c| c.inflight.is_empty());
+            if idle {
+                let more = self.generating && (0..self.conns.len()).any(|ci| self.could_issue_later(ci));
+                if !more {
+                    break;
+                }
+            }
+            let timeout_ms = self.wait_ms(now);
+            // SAFETY: events is a valid buffer of the given length.
+            let n = unsafe { libc::epoll_wait(self.epfd, events.as_mut_ptr(), events.len() as i32, timeout_ms) };
+            if n < 0 {
+                continue; // EINTR
+            }
+            for ev in &events[..n as usize] {
+                let ci = ev.u64 as usize;
+                let flags = ev.events;
+                if flags & (libc::EPOLLIN | libc::EPOLLERR | libc::EPOLLHUP) as u32 != 0 {
+                    self.on_readable(ci);
+                }
+                if flags & libc::EPOLLOUT as u32 != 0 {
+                    let now = self.now();
+                    self.flush(ci, now);
+                }
+            }
+        }
+        let now = self.now();
+        self.next_tick = self.next_tick.min(now.max(1));
+        // Ship the last partial second.
+        let cpu = thread_cpu_ns();
+        let mut done = std::mem::replace(&mut self.interval, Interval::new(0));
+        done.cpu_ns = cpu - self.cpu_at_tick;
+        done.second = (now / 1_000_000_000) as u32;
+        if done.ops + done.errors > 0 {
+            let _ = self.job.intervals.send(done);
+        }
+    }
+
+    /// Whether `ci` has requests left to make in this job.
+    fn could_issue_later(&self, ci: usize) -> bool {
+        let c = &self.conns[ci];
+        match self.job.kind {
+            JobKind::Load => c.next_load < c.load_end,
+            JobKind::Measure => c.quota > 0 || self.now() < self.warmup_end,
+        }
+    }
+
+    fn wait_ms(&self, now: u64) -> i32 {
+        let mut until = self.next_tick.min(self.next_timeout_check + TIMEOUT_CHECK_EVERY_NS);
+        if self.generating {
+            until = until.min(self.measure_end).min(if self.warmup_end > now { self.warmup_end } else { u64::MAX });
+            if self.open_loop {
+                for c in &self.conns {
+                    if c.stream.is_some() && c.inflight.len() < self.pipeline {
+                        until = until.min(c.next_due);
+                    }
+                }
+            }
+        }
+        if until <= now {
+            return 0;
+        }
+        (((until - now) / 1_000_000) as i32).clamp(0, 100)
+    }
+
+    fn finish(mut self) -> WorkerOutput {
+        let cpu = thread_cpu_ns();
+        let now = self.now();
+        let start = self.busy_cpu_start.unwrap_or(cpu);
+        let _ = &mut self.conns;
+        WorkerOutput {
+            phases: std::mem::take(&mut self.stats),
+            busy_cpu_ns: cpu - start,
+            busy_wall_ns: now.saturating_sub(self.busy_wall_start),
+            last_completion_ns: self.last_completion,
+            backend: "epoll",
+        }
+    }
+}
+
+impl<C: Codec> Drop for Loop<'_, C> {
+    fn drop(&mut self) {
+        // SAFETY: closing the epoll fd we created.
+        unsafe { libc::close(self.epfd) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_are_fixed_width() {
+        let mut k = [0u8; KEY_LEN];
+        format_key(42, &mut k);
+        assert_eq!(&k, b"bk:000000000042");
+        format_key(999_999_999_999, &mut k);
+        assert_eq!(&k, b"bk:999999999999");
+    }
+}

@@ -1,0 +1,257 @@
+//! Per-worker measurement: HDR histograms in nanoseconds per operation kind,
+//! counters, errors by kind, and the per-second interval that feeds the
+//! timeline.
+//!
+//! A recorder belongs to one worker thread and is never shared: no locks, no
+//! atomics. Workers hand finished intervals to the collector once a second
+//! and their phase recorders at the end; merging is exact because HDR
+//! histograms add bucket by bucket.
+
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+
+use crate::workload::{OpKind, OP_KINDS};
+
+/// Largest latency a histogram holds: one hour, in nanoseconds. Longer
+/// latencies are clamped to it (and show as max = 1 h).
+pub const MAX_TRACKABLE_NS: u64 = 3_600_000_000_000;
+
+/// Kinds of failed operation. Misses are not errors and are counted apart.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    /// No reply within the request timeout.
+    Timeout,
+    /// The connection could not be (re-)established.
+    Refused,
+    /// The connection was closed or reset with requests in flight.
+    Reset,
+    /// The reply could not be parsed.
+    Protocol,
+    /// The target answered with an error reply.
+    ServerError,
+    /// A value read back did not match what bakeoff wrote for that key.
+    Verification,
+}
+
+/// Number of [`ErrorKind`]s.
+pub const ERROR_KINDS: usize = 6;
+
+impl ErrorKind {
+    /// All kinds in index order.
+    pub const ALL: [ErrorKind; ERROR_KINDS] = [
+        ErrorKind::Timeout,
+        ErrorKind::Refused,
+        ErrorKind::Reset,
+        ErrorKind::Protocol,
+        ErrorKind::ServerError,
+        ErrorKind::Verification,
+    ];
+
+    /// snake_case name as in result files.
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::Refused => "refused",
+            ErrorKind::Reset => "reset",
+            ErrorKind::Protocol => "protocol",
+            ErrorKind::ServerError => "server_error",
+            ErrorKind::Verification => "verification",
+        }
+    }
+}
+
+/// A new empty latency histogram (1 ns .. 1 h, 3 significant digits).
+pub fn new_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, MAX_TRACKABLE_NS, 3).expect("valid histogram bounds")
+}
+
+/// How a completed operation ended, as far as the recorder cares.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Completion {
+    /// The target did what was asked (a read found its value).
+    Ok,
+    /// A read or delete found no record.
+    Miss,
+    /// The operation failed.
+    Error(ErrorKind),
+}
+
+/// Everything measured for one phase (load, warm-up or measure) by one
+/// worker, or merged over workers.
+#[derive(Clone, Debug)]
+pub struct PhaseStats {
+    /// Response time per kind: from the intended start (open loop) or the
+    /// send (closed loop) to the parsed reply. Successful operations and
+    /// misses only.
+    pub response: [Histogram<u64>; OP_KINDS],
+    /// Service time per kind (from the actual send); recorded in open loop
+    /// only, where it differs from the response time.
+    pub service: Option<[Histogram<u64>; OP_KINDS]>,
+    /// Successful operations per kind (misses included).
+    pub completed: [u64; OP_KINDS],
+    /// Misses per kind (reads and deletes that found no record).
+    pub misses: [u64; OP_KINDS],
+    /// Failed operations per kind of operation.
+    pub failed: [u64; OP_KINDS],
+    /// Failures per error kind.
+    pub errors: [u64; ERROR_KINDS],
+    /// Requests sent, per kind (a conservation check against the target).
+    pub sent: [u64; OP_KINDS],
+}
+
+impl PhaseStats {
+    /// Empty stats; `open_loop` adds service-time histograms.
+    pub fn new(open_loop: bool) -> Self {
+        Self {
+            response: std::array::from_fn(|_| new_histogram()),
+            service: open_loop.then(|| std::array::from_fn(|_| new_histogram())),
+            completed: [0; OP_KINDS],
+            misses: [0; OP_KINDS],
+            failed: [0; OP_KINDS],
+            errors: [0; ERROR_KINDS],
+            sent: [0; OP_KINDS],
+        }
+    }
+
+    /// Records one finished operation.
+    #[inline]
+    pub fn record(&mut self, kind: OpKind, response_ns: u64, service_ns: u64, how: Completion) {
+        let k = kind as usize;
+        match how {
+            Completion::Ok | Completion::Miss => {
+                self.completed[k] += 1;
+                if how == Completion::Miss {
+                    self.misses[k] += 1;
+                }
+                self.response[k].saturating_record(response_ns.max(1));
+                if let Some(s) = self.service.as_mut() {
+                    s[k].saturating_record(service_ns.max(1));
+                }
+            }
+            Completion::Error(e) => {
+                self.failed[k] += 1;
+                self.errors[e as usize] += 1;
+            }
+        }
+    }
+
+    /// Counts an error not tied to one operation (a failed reconnect).
+    pub fn record_error(&mut self, e: ErrorKind) {
+        self.errors[e as usize] += 1;
+    }
+
+    /// Adds `other` into `self`, exactly.
+    pub fn merge(&mut self, other: &PhaseStats) {
+        for k in 0..OP_KINDS {
+            self.response[k].add(&other.response[k]).expect("same bounds");
+            self.completed[k] += other.completed[k];
+            self.misses[k] += other.misses[k];
+            self.failed[k] += other.failed[k];
+            self.sent[k] += other.sent[k];
+        }
+        match (self.service.as_mut(), other.service.as_ref()) {
+            (Some(a), Some(b)) => {
+                for k in 0..OP_KINDS {
+                    a[k].add(&b[k]).expect("same bounds");
+                }
+            }
+            (None, Some(b)) => self.service = Some(b.clone()),
+            _ => {}
+        }
+        for e in 0..ERROR_KINDS {
+            self.errors[e] += other.errors[e];
+        }
+    }
+
+    /// Operations that finished, successfully or not.
+    pub fn finished(&self) -> u64 {
+        self.completed.iter().sum::<u64>() + self.failed.iter().sum::<u64>()
+    }
+
+    /// Total errors of every kind.
+    pub fn error_total(&self) -> u64 {
+        self.errors.iter().sum()
+    }
+}
+
+/// One second of one worker, handed to the collector.
+#[derive(Clone, Debug)]
+pub struct Interval {
+    /// Index of the second since the start of the timed phases.
+    pub second: u32,
+    /// Latency of every operation finished in this second (all kinds).
+    pub latency: Histogram<u64>,
+    /// Operations finished successfully (misses included).
+    pub ops: u64,
+    /// Operations failed, and connection-level errors.
+    pub errors: u64,
+    /// Misses.
+    pub misses: u64,
+    /// CPU time the worker thread used in this second, nanoseconds.
+    pub cpu_ns: u64,
+}
+
+impl Interval {
+    /// An empty interval for second `second`.
+    pub fn new(second: u32) -> Self {
+        Self { second, latency: new_histogram(), ops: 0, errors: 0, misses: 0, cpu_ns: 0 }
+    }
+
+    /// Counts one operation into the interval.
+    #[inline]
+    pub fn record(&mut self, response_ns: u64, how: Completion) {
+        match how {
+            Completion::Ok | Completion::Miss => {
+                self.ops += 1;
+                if how == Completion::Miss {
+                    self.misses += 1;
+                }
+                self.latency.saturating_record(response_ns.max(1));
+            }
+            Completion::Error(_) => self.errors += 1,
+        }
+    }
+
+    /// Adds another worker's interval for the same second.
+    pub fn merge(&mut self, other: &Interval) {
+        self.latency.add(&other.latency).expect("same bounds");
+        self.ops += other.ops;
+        self.errors += other.errors;
+        self.misses += other.misses;
+        self.cpu_ns += other.cpu_ns;
+    }
+}
+
+/// CPU time used by the calling thread so far, nanoseconds.
+///
+/// A system call (CLOCK_THREAD_CPUTIME_ID has no vDSO fast path): call it
+/// once a second, not per operation.
+pub fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes into the timespec we own.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn record_and_merge_are_exact() {
+        let mut a = PhaseStats::new(false);
+        let mut b = PhaseStats::new(false);
+        a.record(OpKind::Get, 1000, 1000, Completion::Ok);
+        a.record(OpKind::Get, 2000, 2000, Completion::Miss);
+        b.record(OpKind::Set, 5000, 5000, Completion::Ok);
+        b.record(OpKind::Get, 9, 9, Completion::Error(ErrorKind::Timeout));
+        a.merge(&b);
+        assert_eq!(a.completed, [2, 1, 0, 0]);
+        assert_eq!(a.misses, [1, 0, 0, 0]);
+        assert_eq!(a.failed, [1, 0, 0, 0]);
+        assert_eq!(a.errors[ErrorKind::Timeout as usize], 1);
+        assert_eq!(a.response[0].len(), 2);
+        assert_eq!(a.finished(), 4);
+    }
+}

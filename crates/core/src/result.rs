@@ -1,0 +1,398 @@
+//! The result file: one JSON document per experiment, versioned, with its
+//! JSON Schema in the repository (`schema/result.schema.json`).
+//!
+//! Every number carries its unit in its name (`_ns`, `_s`, `_bytes`,
+//! `_per_s`, `_percent`). Histograms are stored serialised (HdrHistogram V2,
+//! base64) so that results from several processes merge exactly.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use base64::Engine;
+use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+
+use crate::plan::{Plan, Workload};
+use crate::recorder::{ErrorKind, PhaseStats};
+use crate::workload::OpKind;
+
+/// Version of the result file format; bumped on incompatible changes.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// A whole experiment.
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ExperimentResult {
+    /// [`SCHEMA_VERSION`] of the writer.
+    pub schema_version: u32,
+    /// Always `bakeoff`.
+    pub tool: String,
+    /// When the experiment started (RFC 3339, UTC).
+    pub started_at: String,
+    /// `running` while runs are being added, then `complete`,
+    /// `interrupted` (Ctrl-C) or `failed`.
+    pub status: String,
+    /// The validated plan.
+    pub plan: Plan,
+    /// The machine and the tool.
+    pub environment: Environment,
+    /// Each target as it was used (or why it was skipped).
+    pub targets: Vec<TargetRecord>,
+    /// One entry per finished run.
+    pub runs: Vec<RunResult>,
+    /// Notes for the reader (client saturation, skipped targets, …).
+    pub warnings: Vec<String>,
+}
+
+/// Where the numbers were measured.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Environment {
+    /// CPU model name.
+    pub cpu_model: String,
+    /// Logical CPUs.
+    pub cores: u32,
+    /// Physical memory, bytes.
+    pub memory_bytes: u64,
+    /// Kernel release.
+    pub kernel: String,
+    /// Host name.
+    pub hostname: String,
+    /// bakeoff version.
+    pub bakeoff_version: String,
+    /// Seed of the plan.
+    pub seed: u64,
+    /// The command line, with passwords redacted.
+    pub command: String,
+}
+
+/// A target as used by the experiment.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct TargetRecord {
+    /// Target name.
+    pub name: String,
+    /// `managed`, `external` or `embedded`.
+    pub mode: String,
+    /// Endpoint (password redacted), if a network target.
+    pub endpoint: Option<String>,
+    /// Server or library version as the target reports it.
+    pub version: Option<String>,
+    /// Settings it was started or opened with.
+    pub settings: BTreeMap<String, String>,
+    /// What bakeoff sends for each operation, e.g. `SET <key> <value>`.
+    pub requests: BTreeMap<String, String>,
+    /// Set when the target could not be used; says why and how to fix it.
+    pub skipped: Option<String>,
+}
+
+/// Latency percentiles of one histogram, nanoseconds.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct LatencySummary {
+    /// Samples.
+    pub count: u64,
+    /// Mean, ns.
+    pub mean_ns: f64,
+    /// Minimum, ns.
+    pub min_ns: u64,
+    /// Median, ns.
+    pub p50_ns: u64,
+    /// 90th percentile, ns.
+    pub p90_ns: u64,
+    /// 99th percentile, ns.
+    pub p99_ns: u64,
+    /// 99.9th percentile, ns.
+    pub p999_ns: u64,
+    /// 99.99th percentile, ns.
+    pub p9999_ns: u64,
+    /// Maximum, ns.
+    pub max_ns: u64,
+    /// The histogram, HdrHistogram V2 serialisation in base64.
+    pub hdr: String,
+}
+
+impl LatencySummary {
+    /// Summarises and serialises `h`.
+    pub fn of(h: &Histogram<u64>) -> Self {
+        if h.is_empty() {
+            return Self { hdr: encode_histogram(h), ..Self::default() };
+        }
+        Self {
+            count: h.len(),
+            mean_ns: h.mean(),
+            min_ns: h.min(),
+            p50_ns: h.value_at_quantile(0.5),
+            p90_ns: h.value_at_quantile(0.9),
+            p99_ns: h.value_at_quantile(0.99),
+            p999_ns: h.value_at_quantile(0.999),
+            p9999_ns: h.value_at_quantile(0.9999),
+            max_ns: h.max(),
+            hdr: encode_histogram(h),
+        }
+    }
+}
+
+/// Serialises a histogram (V2, base64).
+pub fn encode_histogram(h: &Histogram<u64>) -> String {
+    let mut buf = Vec::new();
+    V2Serializer::new().serialize(h, &mut buf).expect("serialising into memory cannot fail");
+    base64::engine::general_purpose::STANDARD.encode(buf)
+}
+
+/// Reads a histogram written by [`encode_histogram`].
+pub fn decode_histogram(text: &str) -> Result<Histogram<u64>, String> {
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(text)
+        .map_err(|e| format!("histogram is not base64: {e}"))?;
+    Deserializer::new()
+        .deserialize(&mut &bytes[..])
+        .map_err(|e| format!("histogram does not decode: {e:?}"))
+}
+
+/// One operation kind within a phase.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct OpResult {
+    /// Requests sent.
+    pub sent: u64,
+    /// Operations that succeeded (misses included).
+    pub completed: u64,
+    /// Reads or deletes that found no record.
+    pub misses: u64,
+    /// Operations that failed.
+    pub failed: u64,
+    /// Response time: from the intended start (open loop) or the moment the
+    /// request was made (closed loop) to the parsed reply.
+    pub latency: LatencySummary,
+    /// Service time (open loop only): from the actual send.
+    pub service_time: Option<LatencySummary>,
+}
+
+/// One phase of a run.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct PhaseResult {
+    /// Wall-clock length, seconds.
+    pub duration_s: f64,
+    /// Operations that succeeded, all kinds.
+    pub completed: u64,
+    /// Throughput of successful operations, ops/s.
+    pub throughput_per_s: f64,
+    /// Misses, all kinds.
+    pub misses: u64,
+    /// Errors by kind.
+    pub errors: BTreeMap<String, u64>,
+    /// Per operation kind (only kinds that ran).
+    pub ops: BTreeMap<String, OpResult>,
+    /// All kinds together.
+    pub all: LatencySummary,
+}
+
+impl PhaseResult {
+    /// Builds the result of a phase from merged stats.
+    pub fn from_stats(stats: &PhaseStats, duration_s: f64) -> Self {
+        let mut ops = BTreeMap::new();
+        let mut all = crate::recorder::new_histogram();
+        for k in OpKind::ALL {
+            let i = k as usize;
+            all.add(&stats.response[i]).expect("same bounds");
+            if stats.sent[i] == 0 && stats.completed[i] == 0 && stats.failed[i] == 0 {
+                continue;
+            }
+            ops.insert(
+                k.name().to_string(),
+                OpResult {
+                    sent: stats.sent[i],
+                    completed: stats.completed[i],
+                    misses: stats.misses[i],
+                    failed: stats.failed[i],
+                    latency: LatencySummary::of(&stats.response[i]),
+                    service_time: stats.service.as_ref().map(|s| LatencySummary::of(&s[i])),
+                },
+            );
+        }
+        let completed: u64 = stats.completed.iter().sum();
+        let errors = ErrorKind::ALL
+            .iter()
+            .filter(|e| stats.errors[**e as usize] > 0)
+            .map(|e| (e.name().to_string(), stats.errors[*e as usize]))
+            .collect();
+        Self {
+            duration_s,
+            completed,
+            throughput_per_s: if duration_s > 0.0 { completed as f64 / duration_s } else { 0.0 },
+            misses: stats.misses.iter().sum(),
+            errors,
+            ops,
+            all: LatencySummary::of(&all),
+        }
+    }
+
+    /// Errors of every kind.
+    pub fn error_total(&self) -> u64 {
+        self.errors.values().sum()
+    }
+}
+
+/// One second of a run.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct TimelinePoint {
+    /// Seconds since the start of the warm-up (or of the measure phase).
+    pub t_s: u32,
+    /// `warmup` or `measure`.
+    pub phase: String,
+    /// Successful operations in this second.
+    pub ops_per_s: u64,
+    /// Errors in this second.
+    pub errors: u64,
+    /// Misses in this second.
+    pub misses: u64,
+    /// Median latency, ns.
+    pub p50_ns: u64,
+    /// 99th percentile, ns.
+    pub p99_ns: u64,
+    /// 99.9th percentile, ns.
+    pub p999_ns: u64,
+    /// Maximum, ns.
+    pub max_ns: u64,
+    /// Client CPU used in this second, percent of one core.
+    pub client_cpu_percent: f64,
+}
+
+/// One resource sample of a server process (or the bakeoff process for an
+/// embedded engine).
+#[derive(Clone, Debug, Default, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ResourceSample {
+    /// Seconds since the start of the warm-up.
+    pub t_s: f64,
+    /// CPU used since the previous sample, percent of one core.
+    pub cpu_percent: f64,
+    /// Resident set size, bytes.
+    pub rss_bytes: u64,
+    /// Bytes read from storage since the previous sample, per second.
+    pub read_bytes_per_s: f64,
+    /// Bytes written to storage since the previous sample, per second.
+    pub write_bytes_per_s: f64,
+    /// Size of the data directory, bytes.
+    pub disk_bytes: u64,
+}
+
+/// bakeoff's own use of the machine during the measure phase.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ClientUsage {
+    /// I/O mechanism of the network loop (`epoll`, `io_uring`, `in-process`).
+    pub io_backend: String,
+    /// Busy fraction of each worker thread, percent.
+    pub thread_busy_percent: Vec<f64>,
+    /// True when a worker was busy more than 90 % of the time: the client,
+    /// not the target, limited the numbers.
+    pub client_bound: bool,
+}
+
+/// A count bakeoff reports compared with the target's own counter.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct CounterCheck {
+    /// What is counted, e.g. `GET calls (INFO commandstats)`.
+    pub what: String,
+    /// bakeoff's count.
+    pub bakeoff: u64,
+    /// The target's count.
+    pub target: u64,
+}
+
+/// Self-checks of a run.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Checks {
+    /// Closed loop: mean latency × throughput ÷ requests in flight; 1.0 when
+    /// the latency accounting is complete (Little's law).
+    pub littles_law_ratio: Option<f64>,
+    /// Operation counts compared with the target's counters.
+    pub counters: Vec<CounterCheck>,
+    /// Records the target holds after the load phase, if it can tell.
+    pub records_after_load: Option<u64>,
+}
+
+/// One run: one target at one point of the matrix, one repeat.
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct RunResult {
+    /// Index in the experiment.
+    pub index: u32,
+    /// Target name.
+    pub target: String,
+    /// Sweep values of this point.
+    pub point: BTreeMap<String, String>,
+    /// Repeat number, from 0.
+    pub repeat: u32,
+    /// The workload as run.
+    pub workload: Workload,
+    /// `ok`, `errors` (some operations failed) or `failed` (with a reason).
+    pub status: String,
+    /// Why the run failed or what went wrong, if anything.
+    pub message: Option<String>,
+    /// The load phase, if one ran.
+    pub load: Option<PhaseResult>,
+    /// The warm-up, if one ran (not part of the measured numbers).
+    pub warmup: Option<PhaseResult>,
+    /// The measured phase.
+    pub measure: PhaseResult,
+    /// Per-second timeline of warm-up and measure phases.
+    pub timeline: Vec<TimelinePoint>,
+    /// Server (or process) resource samples, one a second.
+    pub resources: Vec<ResourceSample>,
+    /// bakeoff's own CPU.
+    pub client: ClientUsage,
+    /// Self-checks.
+    pub checks: Checks,
+}
+
+impl ExperimentResult {
+    /// Writes the result atomically: a temporary file beside `path`, then a
+    /// rename, so a reader (or a crash) never sees half a file.
+    pub fn write_atomic(&self, path: &Path) -> std::io::Result<()> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)?;
+        }
+        let tmp = path.with_extension("json.tmp");
+        let json = serde_json::to_vec_pretty(self).map_err(std::io::Error::other)?;
+        {
+            use std::io::Write;
+            let mut f = std::fs::File::create(&tmp)?;
+            f.write_all(&json)?;
+            f.sync_all()?;
+        }
+        std::fs::rename(&tmp, path)
+    }
+
+    /// Reads a result file, refusing other schema versions with a clear message.
+    pub fn read(path: &Path) -> Result<Self, String> {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| format!("{} is not JSON: {e}", path.display()))?;
+        match v.get("schema_version").and_then(|s| s.as_u64()) {
+            Some(n) if n == SCHEMA_VERSION as u64 => {}
+            Some(n) => {
+                return Err(format!(
+                    "{} has result schema version {n}; this bakeoff reads version {SCHEMA_VERSION}. Use the bakeoff version that wrote it",
+                    path.display()
+                ))
+            }
+            None => return Err(format!("{} is not a bakeoff result file (no schema_version)", path.display())),
+        }
+        serde_json::from_value(v).map_err(|e| format!("{} does not match the result schema: {e}", path.display()))
+    }
+}
+
+/// The JSON Schema of [`ExperimentResult`].
+pub fn json_schema() -> serde_json::Value {
+    serde_json::to_value(schemars::schema_for!(ExperimentResult)).expect("schema serialises")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn histograms_roundtrip() {
+        let mut h = crate::recorder::new_histogram();
+        for v in [100, 2000, 30000, 400000] {
+            h.record(v).unwrap();
+        }
+        let back = decode_histogram(&encode_histogram(&h)).unwrap();
+        assert_eq!(back, h);
+    }
+}

@@ -1,0 +1,523 @@
+//! Runs jobs on worker threads and experiments over targets.
+//!
+//! [`run_job`] starts one thread per worker, each running its share through
+//! the target's [`Driver`]; the calling thread is the collector: it merges
+//! the workers' per-second intervals into the timeline, samples the target's
+//! resources once a second and reports progress. [`run_experiment`] walks
+//! the plan's matrix, opens each target for each run, and writes the result
+//! file after every run.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use crate::driver::{Driver, Job, JobKind};
+use crate::error::RunError;
+use crate::plan::{Plan, TargetSpec, Workload};
+use crate::recorder::{Interval, PhaseStats};
+use crate::result::{
+    Checks, ClientUsage, CounterCheck, Environment, ExperimentResult, PhaseResult, ResourceSample, RunResult,
+    TargetRecord, TimelinePoint, SCHEMA_VERSION,
+};
+use crate::value::ValuePool;
+use crate::workload::{KeyDistribution, ZipfianConstants, OP_KINDS};
+
+/// Cumulative resource counters of a process (or process tree), read from
+/// /proc by whoever owns it.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ProcSnapshot {
+    /// user + system CPU time, ns.
+    pub cpu_ns: u64,
+    /// Resident set size, bytes.
+    pub rss_bytes: u64,
+    /// Bytes read from storage.
+    pub read_bytes: u64,
+    /// Bytes written to storage.
+    pub write_bytes: u64,
+    /// Size of the data directory, bytes.
+    pub disk_bytes: u64,
+}
+
+/// Operation counters a target keeps itself (e.g. Redis `INFO commandstats`).
+pub type Counters = BTreeMap<String, u64>;
+
+/// One target, ready for one run: a started server, an external endpoint or
+/// an opened engine. Dropping it stops and cleans up what it started.
+pub trait Target {
+    /// The driver that talks to it.
+    fn driver(&self) -> &dyn Driver;
+    /// Version, settings and requests, for the result file.
+    fn record(&self) -> TargetRecord;
+    /// The target's own operation counters, if it keeps any.
+    fn counters(&self) -> Option<Counters>;
+    /// Compares bakeoff's requests sent per kind (all phases) with the
+    /// change of the target's counters over the run.
+    fn counter_checks(&self, before: &Counters, after: &Counters, sent: &[u64; OP_KINDS]) -> Vec<CounterCheck>;
+    /// Records the target holds, if it can tell.
+    fn record_count(&self) -> Option<u64>;
+    /// Resource counters of the server process, if bakeoff started it.
+    fn resources(&self) -> Option<ProcSnapshot>;
+}
+
+/// Opens targets; implemented by the driver registry.
+pub trait TargetOpener {
+    /// Checks, without starting anything lasting, that `spec` can be used
+    /// (binary on PATH, endpoint answers, password accepted). The message
+    /// says what is wrong and how to fix it.
+    fn probe(&self, spec: &TargetSpec, plan: &Plan) -> Result<(), String>;
+    /// Opens `spec` for one run.
+    fn open(&self, spec: &TargetSpec, plan: &Plan) -> Result<Box<dyn Target>, String>;
+}
+
+/// Told about progress; the CLI draws it, tests ignore it.
+pub trait Observer {
+    /// A run starts: `index` of `total`.
+    fn run_started(&mut self, _index: usize, _total: usize, _label: &str, _expected_s: Option<f64>) {}
+    /// A second of the current job was completed.
+    fn second(&mut self, _job: JobKind, _point: &TimelinePoint) {}
+    /// A run finished.
+    fn run_finished(&mut self, _run: &RunResult) {}
+    /// A note for the user (skipped target, client-bound run).
+    fn note(&mut self, _text: &str) {}
+}
+
+/// An observer that shows nothing.
+pub struct Quiet;
+impl Observer for Quiet {}
+
+/// What a job measured, merged over workers.
+#[derive(Debug)]
+pub struct JobOutcome {
+    /// Merged stats per phase.
+    pub phases: Vec<PhaseStats>,
+    /// Per-second timeline.
+    pub timeline: Vec<TimelinePoint>,
+    /// Resource samples taken while the job ran.
+    pub resources: Vec<ResourceSample>,
+    /// Busy percent of each worker in the last phase.
+    pub busy_percent: Vec<f64>,
+    /// I/O mechanism.
+    pub backend: String,
+    /// Length of the last phase (measure, or load), seconds.
+    pub last_phase_s: f64,
+}
+
+/// Everything a job needs from its run.
+pub struct JobContext<'a> {
+    /// The workload.
+    pub workload: &'a Workload,
+    /// Seed.
+    pub seed: u64,
+    /// Value pool.
+    pub pool: &'a ValuePool,
+    /// Zipfian constants, if needed.
+    pub zipf: Option<ZipfianConstants>,
+    /// Ctrl-C flag.
+    pub stop: &'a AtomicBool,
+}
+
+/// Runs one job on `workload.threads` worker threads; the calling thread
+/// collects intervals, samples `resources` each second and tells `observer`.
+pub fn run_job(
+    driver: &dyn Driver,
+    kind: JobKind,
+    ctx: &JobContext,
+    resources: &mut dyn FnMut() -> Option<ProcSnapshot>,
+    observer: &mut dyn Observer,
+) -> Result<JobOutcome, String> {
+    let (tx, rx) = mpsc::channel::<Interval>();
+    let job = Job {
+        kind,
+        workload: ctx.workload,
+        seed: ctx.seed,
+        pool: ctx.pool,
+        zipf: ctx.zipf,
+        t0: Instant::now(),
+        stop: ctx.stop,
+        intervals: tx,
+    };
+    let threads = ctx.workload.threads.max(1) as usize;
+    let warmup_end_s = job.warmup_end_ns() as f64 / 1e9;
+    let phase_name = |t: u32| -> &'static str {
+        match kind {
+            JobKind::Load => "load",
+            JobKind::Measure if (t as f64) < warmup_end_s => "warmup",
+            JobKind::Measure => "measure",
+        }
+    };
+    let mut timeline = Vec::new();
+    let mut samples = Vec::new();
+    let mut pending: BTreeMap<u32, (Interval, usize)> = BTreeMap::new();
+    let mut last_snap = resources();
+    let mut last_snap_t = 0.0f64;
+    let outputs = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|w| {
+                let job = &job;
+                s.spawn(move || driver.run_worker(job, w))
+            })
+            .collect();
+        let mut next_sample = Duration::from_secs(1);
+        loop {
+            let all_done = handles.iter().all(|h| h.is_finished());
+            let wait = next_sample.saturating_sub(job.t0.elapsed()).min(Duration::from_millis(200));
+            match rx.recv_timeout(wait) {
+                Ok(iv) => {
+                    let entry = pending.entry(iv.second).or_insert_with(|| (Interval::new(iv.second), 0));
+                    entry.0.merge(&iv);
+                    entry.1 += 1;
+                    if entry.1 == threads {
+                        let (iv, _) = pending.remove(&iv.second).expect("just inserted");
+                        let p = timeline_point(&iv, phase_name(iv.second));
+                        observer.second(kind, &p);
+                        timeline.push(p);
+                    }
+                    continue;
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => {}
+            }
+            let elapsed = job.t0.elapsed();
+            if elapsed >= next_sample {
+                let t = elapsed.as_secs_f64();
+                if let (Some(now), Some(prev)) = (resources(), last_snap) {
+                    samples.push(resource_sample(&prev, &now, t - last_snap_t, t));
+                    last_snap = Some(now);
+                    last_snap_t = t;
+                }
+                next_sample += Duration::from_secs(1);
+            }
+            if all_done {
+                break;
+            }
+        }
+        handles.into_iter().map(|h| h.join().map_err(|_| "a worker thread panicked".to_string())?).collect::<Result<Vec<_>, String>>()
+    })?;
+    // Intervals sent after the last check, and partial seconds.
+    while let Ok(iv) = rx.try_recv() {
+        let entry = pending.entry(iv.second).or_insert_with(|| (Interval::new(iv.second), 0));
+        entry.0.merge(&iv);
+        entry.1 += 1;
+    }
+    for (_, (iv, _)) in pending {
+        let p = timeline_point(&iv, phase_name(iv.second));
+        observer.second(kind, &p);
+        timeline.push(p);
+    }
+    timeline.sort_by_key(|p| p.t_s);
+    if let (Some(now), Some(prev)) = (resources(), last_snap) {
+        let t = job.t0.elapsed().as_secs_f64();
+        if t - last_snap_t > 0.2 {
+            samples.push(resource_sample(&prev, &now, t - last_snap_t, t));
+        }
+    }
+    let mut phases: Vec<PhaseStats> = Vec::new();
+    for out in &outputs {
+        for (i, p) in out.phases.iter().enumerate() {
+            if phases.len() <= i {
+                phases.push(p.clone());
+            } else {
+                phases[i].merge(p);
+            }
+        }
+    }
+    let warmup_end = job.warmup_end_ns();
+    let last = outputs.iter().map(|o| o.last_completion_ns).max().unwrap_or(0);
+    let nominal = match (kind, ctx.workload.duration_s) {
+        (JobKind::Measure, Some(d)) => d,
+        _ => 0.0,
+    };
+    let mut last_phase_s = last.saturating_sub(warmup_end) as f64 / 1e9;
+    if ctx.stop.load(Ordering::Relaxed) || last_phase_s == 0.0 {
+        last_phase_s = last_phase_s.max(1e-9);
+    } else if nominal > 0.0 {
+        // A timed phase lasts its duration plus the drain of the last
+        // requests; never report less than the nominal length.
+        last_phase_s = last_phase_s.max(nominal);
+    }
+    Ok(JobOutcome {
+        phases,
+        timeline,
+        resources: samples,
+        busy_percent: outputs
+            .iter()
+            .map(|o| if o.busy_wall_ns > 0 { 100.0 * o.busy_cpu_ns as f64 / o.busy_wall_ns as f64 } else { 0.0 })
+            .collect(),
+        backend: outputs.first().map(|o| o.backend.to_string()).unwrap_or_default(),
+        last_phase_s,
+    })
+}
+
+fn timeline_point(iv: &Interval, phase: &str) -> TimelinePoint {
+    let h = &iv.latency;
+    let q = |x: f64| if h.is_empty() { 0 } else { h.value_at_quantile(x) };
+    TimelinePoint {
+        t_s: iv.second,
+        phase: phase.to_string(),
+        ops_per_s: iv.ops,
+        errors: iv.errors,
+        misses: iv.misses,
+        p50_ns: q(0.5),
+        p99_ns: q(0.99),
+        p999_ns: q(0.999),
+        max_ns: if h.is_empty() { 0 } else { h.max() },
+        client_cpu_percent: iv.cpu_ns as f64 / 1e7,
+    }
+}
+
+fn resource_sample(prev: &ProcSnapshot, now: &ProcSnapshot, dt: f64, t: f64) -> ResourceSample {
+    let dt = dt.max(1e-3);
+    ResourceSample {
+        t_s: (t * 1000.0).round() / 1000.0,
+        cpu_percent: now.cpu_ns.saturating_sub(prev.cpu_ns) as f64 / 1e9 / dt * 100.0,
+        rss_bytes: now.rss_bytes,
+        read_bytes_per_s: now.read_bytes.saturating_sub(prev.read_bytes) as f64 / dt,
+        write_bytes_per_s: now.write_bytes.saturating_sub(prev.write_bytes) as f64 / dt,
+        disk_bytes: now.disk_bytes,
+    }
+}
+
+/// Options of an experiment run.
+pub struct ExperimentOptions {
+    /// Result file path.
+    pub out: PathBuf,
+    /// Ctrl-C flag.
+    pub stop: std::sync::Arc<AtomicBool>,
+    /// Skip targets that cannot be used (the default comparison) instead
+    /// of refusing to start.
+    pub skip_unavailable: bool,
+}
+
+/// Current time as RFC 3339 UTC, without a date library.
+pub fn now_rfc3339() -> String {
+    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    let days = secs / 86_400;
+    let rem = secs % 86_400;
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = if m <= 2 { y + 1 } else { y };
+    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
+}
+
+/// Runs every point of `plan` on every target, `repeats` times, writing the
+/// result file after each run. Setup errors (a target that cannot be used
+/// when the user named it) are returned before anything runs.
+pub fn run_experiment(
+    plan: &Plan,
+    opener: &dyn TargetOpener,
+    environment: Environment,
+    opts: &ExperimentOptions,
+    observer: &mut dyn Observer,
+) -> Result<ExperimentResult, RunError> {
+    let mut result = ExperimentResult {
+        schema_version: SCHEMA_VERSION,
+        tool: "bakeoff".into(),
+        started_at: now_rfc3339(),
+        status: "running".into(),
+        plan: plan.clone(),
+        environment,
+        targets: Vec::new(),
+        runs: Vec::new(),
+        warnings: Vec::new(),
+    };
+    let mut usable = Vec::new();
+    for spec in &plan.targets {
+        match opener.probe(spec, plan) {
+            Ok(()) => usable.push(spec.clone()),
+            Err(message) if opts.skip_unavailable => {
+                let note = format!("skipped {}: {message}", spec.label());
+                observer.note(&note);
+                result.warnings.push(note);
+                result.targets.push(TargetRecord {
+                    name: spec.name.clone(),
+                    mode: "managed".into(),
+                    skipped: Some(message),
+                    ..TargetRecord::default()
+                });
+            }
+            Err(message) => return Err(RunError::Setup { target: spec.label(), message }),
+        }
+    }
+    let write = |r: &ExperimentResult| {
+        r.write_atomic(&opts.out).map_err(|source| RunError::Write { path: opts.out.display().to_string(), source })
+    };
+    write(&result)?;
+
+    let points = plan.points();
+    let max_value = points.iter().map(|p| p.workload.value_size.max()).max().unwrap_or(100);
+    let pool = ValuePool::new(max_value);
+    let total = usable.len() * points.len() * plan.repeats as usize;
+    let mut index = 0usize;
+    let mut recorded: BTreeMap<String, TargetRecord> = BTreeMap::new();
+    'outer: for point in &points {
+        let zipf = (point.workload.key_distribution == KeyDistribution::Zipfian)
+            .then(|| ZipfianConstants::new(point.workload.records));
+        for repeat in 0..plan.repeats {
+            // Targets interleave within a point so that drift of the machine
+            // hits every target alike.
+            for spec in &usable {
+                if opts.stop.load(Ordering::Relaxed) {
+                    break 'outer;
+                }
+                let label = format!(
+                    "{}{}{}",
+                    spec.label(),
+                    point.labels.iter().map(|(k, v)| format!(" {k}={v}")).collect::<String>(),
+                    if plan.repeats > 1 { format!(" repeat {}", repeat + 1) } else { String::new() }
+                );
+                let w = &point.workload;
+                observer.run_started(index, total, &label, w.duration_s.map(|d| d + w.warmup_s));
+                let run = run_one(spec, plan, point, repeat, index as u32, &pool, zipf, opener, opts, observer, &mut recorded);
+                if run.client.client_bound {
+                    let note = format!(
+                        "run {} ({label}) was client-bound: a bakeoff thread was busy {:.0} % of the time; these numbers measure bakeoff, not the target. Add --threads or lower --clients.",
+                        run.index,
+                        run.client.thread_busy_percent.iter().cloned().fold(0.0, f64::max)
+                    );
+                    observer.note(&note);
+                    result.warnings.push(note);
+                }
+                observer.run_finished(&run);
+                result.runs.push(run);
+                result.targets = merge_records(&result.targets, &recorded);
+                write(&result)?;
+                index += 1;
+            }
+        }
+    }
+    result.status = if opts.stop.load(Ordering::Relaxed) { "interrupted".into() } else { "complete".into() };
+    write(&result)?;
+    Ok(result)
+}
+
+fn merge_records(existing: &[TargetRecord], recorded: &BTreeMap<String, TargetRecord>) -> Vec<TargetRecord> {
+    let mut out: Vec<TargetRecord> = existing.iter().filter(|t| t.skipped.is_some()).cloned().collect();
+    out.extend(recorded.values().cloned());
+    out
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_one(
+    spec: &TargetSpec,
+    plan: &Plan,
+    point: &crate::plan::Point,
+    repeat: u32,
+    index: u32,
+    pool: &ValuePool,
+    zipf: Option<ZipfianConstants>,
+    opener: &dyn TargetOpener,
+    opts: &ExperimentOptions,
+    observer: &mut dyn Observer,
+    recorded: &mut BTreeMap<String, TargetRecord>,
+) -> RunResult {
+    let w = &point.workload;
+    let mut run = RunResult {
+        index,
+        target: spec.name.clone(),
+        point: point.labels.clone(),
+        repeat,
+        workload: w.clone(),
+        status: "failed".into(),
+        message: None,
+        load: None,
+        warmup: None,
+        measure: PhaseResult::default(),
+        timeline: Vec::new(),
+        resources: Vec::new(),
+        client: ClientUsage::default(),
+        checks: Checks::default(),
+    };
+    let target = match opener.open(spec, plan) {
+        Ok(t) => t,
+        Err(m) => {
+            run.message = Some(m);
+            return run;
+        }
+    };
+    recorded.insert(spec.label(), target.record());
+    let ctx = JobContext { workload: w, seed: plan.seed, pool, zipf, stop: &opts.stop };
+    let before = target.counters();
+    let mut sent = [0u64; OP_KINDS];
+    let mut load_s = 0.0;
+    if w.load {
+        let t = &target;
+        let outcome = run_job(t.driver(), JobKind::Load, &ctx, &mut || t.resources(), observer);
+        match outcome {
+            Ok(o) => {
+                for (i, s) in o.phases[0].sent.iter().enumerate() {
+                    sent[i] += s;
+                }
+                run.load = Some(PhaseResult::from_stats(&o.phases[0], o.last_phase_s));
+                load_s = o.timeline.last().map(|p| p.t_s as f64 + 1.0).unwrap_or(o.last_phase_s).ceil();
+                run.timeline.extend(o.timeline);
+                run.resources.extend(o.resources);
+            }
+            Err(m) => {
+                run.message = Some(format!("load phase failed: {m}"));
+                return run;
+            }
+        }
+        run.checks.records_after_load = target.record_count();
+    }
+    if !opts.stop.load(Ordering::Relaxed) {
+        let t = &target;
+        let outcome = run_job(t.driver(), JobKind::Measure, &ctx, &mut || t.resources(), observer);
+        match outcome {
+            Ok(o) => {
+                for p in &o.phases {
+                    for (i, s) in p.sent.iter().enumerate() {
+                        sent[i] += s;
+                    }
+                }
+                if w.warmup_s > 0.0 {
+                    run.warmup = Some(PhaseResult::from_stats(&o.phases[0], w.warmup_s));
+                }
+                run.measure = PhaseResult::from_stats(&o.phases[1], o.last_phase_s);
+                run.timeline.extend(o.timeline.into_iter().map(|mut p| {
+                    p.t_s += load_s as u32;
+                    p
+                }));
+                run.resources.extend(o.resources.into_iter().map(|mut r| {
+                    r.t_s += load_s;
+                    r
+                }));
+                let busy_max = o.busy_percent.iter().cloned().fold(0.0, f64::max);
+                run.client = ClientUsage {
+                    io_backend: o.backend,
+                    thread_busy_percent: o.busy_percent.iter().map(|b| (b * 10.0).round() / 10.0).collect(),
+                    client_bound: busy_max > 90.0,
+                };
+            }
+            Err(m) => {
+                run.message = Some(format!("measure phase failed: {m}"));
+                return run;
+            }
+        }
+    }
+    if let (Some(b), Some(a)) = (before.as_ref(), target.counters()) {
+        run.checks.counters = target.counter_checks(b, &a, &sent);
+    }
+    let m = &run.measure;
+    if w.rate.is_none() && m.error_total() == 0 && m.completed > 0 {
+        let ratio = m.all.mean_ns * 1e-9 * m.throughput_per_s / w.in_flight() as f64;
+        run.checks.littles_law_ratio = Some((ratio * 1000.0).round() / 1000.0);
+    }
+    let errors = run.load.as_ref().map(|l| l.error_total()).unwrap_or(0) + run.measure.error_total();
+    if errors > 0 {
+        run.status = "errors".into();
+        run.message = Some(format!("{errors} operations or connection attempts failed; see errors by kind"));
+    } else {
+        run.status = "ok".into();
+    }
+    run
+}

@@ -1,0 +1,149 @@
+//! Parsing of human-friendly quantities: durations (`10s`, `500ms`, `2m`),
+//! byte sizes (`100`, `10k`, `1KiB`, `64mb`) and counts (`100000`, `1m`).
+//!
+//! Every parser returns a plain message on failure; the caller wraps it in
+//! an error that names the flag or preset key.
+
+use std::time::Duration;
+
+/// Parses a duration such as `10s`, `500ms`, `2m`, `1h`, `1.5s` or a bare
+/// number of seconds.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let value: f64 = num
+        .parse()
+        .map_err(|_| format!("`{text}` is not a duration; write e.g. `10s`, `500ms`, `2m`"))?;
+    let scale = match unit.trim() {
+        "" | "s" | "sec" | "secs" => 1.0,
+        "ms" => 1e-3,
+        "us" | "µs" => 1e-6,
+        "m" | "min" | "mins" => 60.0,
+        "h" => 3600.0,
+        other => {
+            return Err(format!(
+                "unknown time unit `{other}` in `{text}`; use ms, s, m or h"
+            ))
+        }
+    };
+    let secs = value * scale;
+    if !secs.is_finite() || secs < 0.0 {
+        return Err(format!("`{text}` is not a valid duration"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+/// Parses a byte size: a bare number is bytes; `k`/`kb`/`kib` = 1024,
+/// `m`/`mb`/`mib` = 1024², `g`/`gb`/`gib` = 1024³ (binary units, as servers
+/// such as Redis read them).
+pub fn parse_bytes(text: &str) -> Result<u64, String> {
+    let t = text.trim().to_ascii_lowercase();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let value: u64 = num
+        .parse()
+        .map_err(|_| format!("`{text}` is not a size; write e.g. `100`, `10k`, `64mb`"))?;
+    let scale: u64 = match unit.trim() {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        "g" | "gb" | "gib" => 1 << 30,
+        other => return Err(format!("unknown size unit `{other}` in `{text}`; use k, m or g")),
+    };
+    value
+        .checked_mul(scale)
+        .ok_or_else(|| format!("`{text}` is too large"))
+}
+
+/// Parses a count: `100000`, `100k`, `2m` (decimal: k = 1000, m = 10⁶).
+pub fn parse_count(text: &str) -> Result<u64, String> {
+    let t = text.trim().to_ascii_lowercase().replace('_', "");
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let value: u64 = num
+        .parse()
+        .map_err(|_| format!("`{text}` is not a count; write e.g. `100000` or `100k`"))?;
+    let scale: u64 = match unit {
+        "" => 1,
+        "k" => 1_000,
+        "m" => 1_000_000,
+        "g" | "b" => 1_000_000_000,
+        other => return Err(format!("unknown count suffix `{other}` in `{text}`; use k or m")),
+    };
+    value
+        .checked_mul(scale)
+        .ok_or_else(|| format!("`{text}` is too large"))
+}
+
+/// Formats nanoseconds with a unit that keeps 3 significant digits.
+pub fn fmt_ns(ns: f64) -> String {
+    if ns >= 1e9 {
+        format!("{:.2} s", ns / 1e9)
+    } else if ns >= 1e6 {
+        format!("{:.2} ms", ns / 1e6)
+    } else if ns >= 1e3 {
+        format!("{:.1} µs", ns / 1e3)
+    } else {
+        format!("{ns:.0} ns")
+    }
+}
+
+/// Formats a rate of operations per second (`123.4k ops/s`).
+pub fn fmt_rate(per_s: f64) -> String {
+    if per_s >= 1e6 {
+        format!("{:.2}M ops/s", per_s / 1e6)
+    } else if per_s >= 1e3 {
+        format!("{:.1}k ops/s", per_s / 1e3)
+    } else {
+        format!("{per_s:.0} ops/s")
+    }
+}
+
+/// Formats a byte count with binary units.
+pub fn fmt_bytes(b: f64) -> String {
+    if b >= (1u64 << 30) as f64 {
+        format!("{:.2} GiB", b / (1u64 << 30) as f64)
+    } else if b >= (1u64 << 20) as f64 {
+        format!("{:.1} MiB", b / (1u64 << 20) as f64)
+    } else if b >= 1024.0 {
+        format!("{:.1} KiB", b / 1024.0)
+    } else {
+        format!("{b:.0} B")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("10s").unwrap(), Duration::from_secs(10));
+        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
+        assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
+        assert_eq!(parse_duration("3").unwrap(), Duration::from_secs(3));
+        assert!(parse_duration("ten").is_err());
+        assert!(parse_duration("5y").is_err());
+    }
+
+    #[test]
+    fn sizes_and_counts() {
+        assert_eq!(parse_bytes("100").unwrap(), 100);
+        assert_eq!(parse_bytes("10k").unwrap(), 10240);
+        assert_eq!(parse_bytes("64MB").unwrap(), 64 << 20);
+        assert!(parse_bytes("1x").is_err());
+        assert_eq!(parse_count("100k").unwrap(), 100_000);
+        assert_eq!(parse_count("1_000").unwrap(), 1000);
+        assert!(parse_count("-3").is_err());
+    }
+
+    #[test]
+    fn formatting_has_units() {
+        assert_eq!(fmt_ns(1500.0), "1.5 µs");
+        assert_eq!(fmt_rate(12345.0), "12.3k ops/s");
+        assert_eq!(fmt_bytes(2048.0), "2.0 KiB");
+    }
+}

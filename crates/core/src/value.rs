@@ -1,0 +1,202 @@
+//! Self-verifying values.
+//!
+//! Every value bakeoff writes starts with a 24-byte header naming the record
+//! it belongs to, followed by a payload cut from a fixed pool of bytes at an
+//! offset derived from the header. A reader can therefore check any value it
+//! gets back — right key, right length, header intact, payload intact —
+//! without remembering what was written and without extra requests.
+//!
+//! Layout (little endian):
+//!
+//! | bytes | field |
+//! |---|---|
+//! | 0..2 | magic `BK` |
+//! | 2 | format version (1) |
+//! | 3 | content: 0 random, 1 compressible |
+//! | 4..12 | record id |
+//! | 12..16 | record version (a writer's counter) |
+//! | 16..20 | total length of the value, header included |
+//! | 20..24 | checksum of bytes 0..20 |
+
+use serde::{Deserialize, Serialize};
+
+use crate::workload::{fnv1a64, Rng};
+
+/// Size of the header every value starts with; the smallest legal value.
+pub const HEADER_LEN: usize = 24;
+
+/// How the payload bytes look.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ValueContent {
+    /// Incompressible random bytes.
+    Random,
+    /// Text made of a few repeated words (compresses about 4:1).
+    Compressible,
+}
+
+impl std::str::FromStr for ValueContent {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "random" => Ok(Self::Random),
+            "compressible" => Ok(Self::Compressible),
+            other => Err(format!("unknown value content `{other}`; use random or compressible")),
+        }
+    }
+}
+
+/// Why a value read back failed verification.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VerifyError {
+    /// Shorter than a header or not starting with the magic bytes.
+    NotOurs,
+    /// The header belongs to another record.
+    WrongKey,
+    /// The header's length differs from the bytes received.
+    WrongLength,
+    /// Header checksum or payload bytes differ from what was written.
+    Corrupt,
+}
+
+/// The byte pool payloads are cut from: the same for every run, so a value
+/// written by one bakeoff process verifies in another.
+pub struct ValuePool {
+    random: Vec<u8>,
+    text: Vec<u8>,
+    window: usize,
+}
+
+impl ValuePool {
+    /// A pool able to serve payloads up to `max_value` bytes.
+    pub fn new(max_value: usize) -> Self {
+        let window = 1 << 20;
+        let len = window + max_value.max(HEADER_LEN);
+        let mut rng = Rng::new(0xBA4E_0FF5, 0);
+        let mut random = vec![0u8; len];
+        for chunk in random.chunks_mut(8) {
+            let r = rng.next_u64().to_le_bytes();
+            chunk.copy_from_slice(&r[..chunk.len()]);
+        }
+        const WORDS: [&[u8]; 8] = [
+            b"store ", b"value ", b"bakeoff ", b"record ", b"latency ", b"memory ", b"disk ", b"key ",
+        ];
+        let mut text = Vec::with_capacity(len);
+        while text.len() < len {
+            text.extend_from_slice(WORDS[rng.below(8) as usize]);
+        }
+        text.truncate(len);
+        Self { random, text, window }
+    }
+
+    fn bytes(&self, content: u8) -> &[u8] {
+        if content == 1 {
+            &self.text
+        } else {
+            &self.random
+        }
+    }
+
+    fn offset(&self, key_id: u64, version: u32) -> usize {
+        (fnv1a64(key_id ^ ((version as u64) << 40)) % self.window as u64) as usize
+    }
+
+    /// Builds the header of a `len`-byte value (`len >= HEADER_LEN`) and
+    /// returns it with the payload slice that must follow it.
+    #[inline]
+    pub fn value(
+        &self,
+        key_id: u64,
+        version: u32,
+        len: usize,
+        content: ValueContent,
+    ) -> ([u8; HEADER_LEN], &[u8]) {
+        let c = content as u8;
+        let mut h = [0u8; HEADER_LEN];
+        h[0..2].copy_from_slice(b"BK");
+        h[2] = 1;
+        h[3] = c;
+        h[4..12].copy_from_slice(&key_id.to_le_bytes());
+        h[12..16].copy_from_slice(&version.to_le_bytes());
+        h[16..20].copy_from_slice(&(len as u32).to_le_bytes());
+        let sum = header_sum(&h[..20]);
+        h[20..24].copy_from_slice(&sum.to_le_bytes());
+        let off = self.offset(key_id, version);
+        (h, &self.bytes(c)[off..off + (len - HEADER_LEN)])
+    }
+
+    /// Checks a value read back for record `key_id`.
+    #[inline]
+    pub fn verify(&self, key_id: u64, value: &[u8]) -> Result<(), VerifyError> {
+        if value.len() < HEADER_LEN || &value[0..2] != b"BK" || value[2] != 1 || value[3] > 1 {
+            return Err(VerifyError::NotOurs);
+        }
+        let sum = u32::from_le_bytes(value[20..24].try_into().unwrap());
+        if sum != header_sum(&value[..20]) {
+            return Err(VerifyError::Corrupt);
+        }
+        let id = u64::from_le_bytes(value[4..12].try_into().unwrap());
+        if id != key_id {
+            return Err(VerifyError::WrongKey);
+        }
+        let len = u32::from_le_bytes(value[16..20].try_into().unwrap()) as usize;
+        if len != value.len() {
+            return Err(VerifyError::WrongLength);
+        }
+        let version = u32::from_le_bytes(value[12..16].try_into().unwrap());
+        let off = self.offset(id, version);
+        let pool = self.bytes(value[3]);
+        if pool.len() < off + len - HEADER_LEN || pool[off..off + len - HEADER_LEN] != value[HEADER_LEN..] {
+            return Err(VerifyError::Corrupt);
+        }
+        Ok(())
+    }
+}
+
+#[inline]
+fn header_sum(bytes: &[u8]) -> u32 {
+    let mut h: u32 = 0x811c_9dc5;
+    for &b in bytes {
+        h ^= b as u32;
+        h = h.wrapping_mul(0x0100_0193);
+    }
+    h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn join(h: [u8; HEADER_LEN], p: &[u8]) -> Vec<u8> {
+        let mut v = h.to_vec();
+        v.extend_from_slice(p);
+        v
+    }
+
+    #[test]
+    fn roundtrip_verifies() {
+        let pool = ValuePool::new(4096);
+        for (len, c) in [(24, ValueContent::Random), (100, ValueContent::Random), (4096, ValueContent::Compressible)] {
+            let (h, p) = pool.value(42, 7, len, c);
+            let v = join(h, p);
+            assert_eq!(v.len(), len);
+            assert_eq!(pool.verify(42, &v), Ok(()));
+        }
+    }
+
+    #[test]
+    fn tampering_is_detected() {
+        let pool = ValuePool::new(1024);
+        let (h, p) = pool.value(9, 1, 200, ValueContent::Random);
+        let v = join(h, p);
+        assert_eq!(pool.verify(10, &v), Err(VerifyError::WrongKey));
+        let mut bad = v.clone();
+        bad[150] ^= 1;
+        assert_eq!(pool.verify(9, &bad), Err(VerifyError::Corrupt));
+        let mut bad = v.clone();
+        bad[13] ^= 1;
+        assert_eq!(pool.verify(9, &bad), Err(VerifyError::Corrupt));
+        assert_eq!(pool.verify(9, &v[..199]), Err(VerifyError::WrongLength));
+        assert_eq!(pool.verify(9, b"hello world, not a bakeoff value"), Err(VerifyError::NotOurs));
+    }
+}
