@@ -1,1 +1,46 @@
-//! placeholder
+//! # bakeoff-drivers
+//!
+//! The targets bakeoff can measure. Each target is one module behind a
+//! cargo feature (on by default) plus one line in [`registry`]. Byte
+//! protocols are spoken through lean codecs of our own ([`codec`]) driven
+//! by the shared network loop of `bakeoff-core`; drivers contain no timing
+//! code.
+//!
+//! ## Layout
+//!
+//! - [`codec`]: RESP, memcache text, memcache binary.
+//! - [`registry`]: names, capabilities, settings checks, opening targets.
+//! - [`redis`], [`memcached`]: the targets, managed or external.
+//! - [`admin`]: blocking request/reply helpers for counters and versions.
+//! - [`settings`]: typed reading of `[servers.NAME]` tables.
+
+pub mod admin;
+pub mod codec;
+#[cfg(feature = "memcached")]
+pub mod memcached;
+#[cfg(feature = "redis")]
+pub mod redis;
+pub mod registry;
+pub mod settings;
+
+use bakeoff_core::driver::{Codec, Connector, Driver, Job, WorkerOutput};
+use bakeoff_core::workload::OpKind;
+
+/// A driver for a byte protocol: a codec and a way to connect, run by the
+/// shared network loop.
+pub struct NetDriver<C: Codec> {
+    /// The protocol.
+    pub codec: C,
+    /// How connections are opened (and authenticated).
+    pub connector: Box<dyn Connector>,
+}
+
+impl<C: Codec> Driver for NetDriver<C> {
+    fn run_worker(&self, job: &Job, worker: usize) -> Result<WorkerOutput, String> {
+        bakeoff_core::net::run_worker(&self.codec, &*self.connector, job, worker)
+    }
+
+    fn describe(&self, kind: OpKind) -> String {
+        self.codec.describe(kind)
+    }
+}

@@ -1,1 +1,293 @@
-//! placeholder
+//! # bakeoff-servers
+//!
+//! Managed servers: bakeoff finds the server binary on PATH, starts it as a
+//! plain child process in a fresh temporary directory on a free 127.0.0.1
+//! port, waits until it answers, samples its CPU, RSS and disk I/O from
+//! /proc, and stops it at the end — on drop, so also on error and on
+//! Ctrl-C. The child is started with `PR_SET_PDEATHSIG`, so even a killed
+//! bakeoff leaves no server behind.
+//!
+//! ## Layout
+//!
+//! - [`ManagedServer`]: one running server process and its directory.
+//! - [`ServerCommand`]: what to start and how to tell it is ready.
+//! - [`proc_snapshot`]: /proc sampling of any process.
+
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use bakeoff_core::runner::ProcSnapshot;
+
+/// Why a server could not be started.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    /// The binary is not installed.
+    #[error("`{program}` is not on PATH; install it with `apt-get install {package}` (Debian package {package})")]
+    NotInstalled {
+        /// Binary name.
+        program: String,
+        /// Debian package that provides it.
+        package: String,
+    },
+    /// The port asked for is taken.
+    #[error("port {port} on 127.0.0.1 is already in use; free it, or leave the port unset so bakeoff picks a free one")]
+    PortInUse {
+        /// The port.
+        port: u16,
+    },
+    /// The process exited or never answered.
+    #[error("{program} did not start: {reason}{log}")]
+    Failed {
+        /// Binary name.
+        program: String,
+        /// What happened.
+        reason: String,
+        /// Tail of the server's log, if any.
+        log: String,
+    },
+    /// Creating the directory or spawning failed.
+    #[error("cannot start {program}: {source}")]
+    Io {
+        /// Binary name.
+        program: String,
+        /// Underlying error.
+        source: std::io::Error,
+    },
+}
+
+/// Finds `program` on PATH.
+pub fn find_on_path(program: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path).map(|d| d.join(program)).find(|p| {
+        std::fs::metadata(p).map(|m| m.is_file() && std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o111 != 0).unwrap_or(false)
+    })
+}
+
+/// A free TCP port on 127.0.0.1 (bound, then released).
+pub fn free_port() -> std::io::Result<u16> {
+    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+/// Whether `port` on 127.0.0.1 can be bound right now.
+pub fn port_is_free(port: u16) -> bool {
+    TcpListener::bind(("127.0.0.1", port)).is_ok()
+}
+
+/// What to start.
+pub struct ServerCommand<'a> {
+    /// Binary name on PATH.
+    pub program: &'a str,
+    /// Debian package that provides it (for the error message).
+    pub package: &'a str,
+    /// Fixed port, or `None` for a free one.
+    pub port: Option<u16>,
+    /// Builds the arguments from the port and the data directory.
+    pub args: &'a dyn Fn(u16, &Path) -> Vec<String>,
+    /// True once the server answers on the address.
+    pub ready: &'a dyn Fn(SocketAddr) -> bool,
+    /// How long to wait for readiness.
+    pub ready_timeout: Duration,
+}
+
+/// A running server started by bakeoff. Dropping it stops the process
+/// (SIGTERM, then SIGKILL after 5 s) and removes its directory.
+pub struct ManagedServer {
+    child: Child,
+    dir: tempfile::TempDir,
+    /// Loopback address it listens on.
+    pub addr: SocketAddr,
+    /// Process id.
+    pub pid: u32,
+    /// Full path of the binary.
+    pub binary: PathBuf,
+    /// Arguments it was started with.
+    pub args: Vec<String>,
+}
+
+impl ManagedServer {
+    /// Starts the server and waits until it is ready.
+    pub fn start(cmd: &ServerCommand) -> Result<Self, ServerError> {
+        let binary = find_on_path(cmd.program).ok_or_else(|| ServerError::NotInstalled {
+            program: cmd.program.into(),
+            package: cmd.package.into(),
+        })?;
+        let io = |source| ServerError::Io { program: cmd.program.into(), source };
+        let port = match cmd.port {
+            Some(p) if !port_is_free(p) => return Err(ServerError::PortInUse { port: p }),
+            Some(p) => p,
+            None => free_port().map_err(io)?,
+        };
+        let dir = tempfile::Builder::new().prefix(&format!("bakeoff-{}-", cmd.program)).tempdir().map_err(io)?;
+        // Servers that drop privileges (memcached -u nobody) need to reach it.
+        let _ = std::fs::set_permissions(dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o777));
+        let args = (cmd.args)(port, dir.path());
+        let log_path = dir.path().join("server.log");
+        let log = std::fs::File::create(&log_path).map_err(io)?;
+        let log2 = log.try_clone().map_err(io)?;
+        let mut command = Command::new(&binary);
+        command.args(&args).current_dir(dir.path()).stdin(Stdio::null()).stdout(log).stderr(log2);
+        // SAFETY: prctl is async-signal-safe; this runs in the child between
+        // fork and exec and touches no memory of the parent.
+        unsafe {
+            command.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                Ok(())
+            });
+        }
+        let child = command.spawn().map_err(io)?;
+        let addr: SocketAddr = ([127, 0, 0, 1], port).into();
+        let mut server = ManagedServer { pid: child.id(), child, dir, addr, binary, args };
+        let deadline = Instant::now() + cmd.ready_timeout;
+        loop {
+            if let Ok(Some(status)) = server.child.try_wait() {
+                let log = server.log_tail();
+                let reason = format!("it exited with {status}");
+                if log.contains("in use") || log.contains("Address already") {
+                    return Err(ServerError::PortInUse { port });
+                }
+                return Err(ServerError::Failed { program: cmd.program.into(), reason, log });
+            }
+            if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() && (cmd.ready)(addr) {
+                return Ok(server);
+            }
+            if Instant::now() > deadline {
+                let log = server.log_tail();
+                return Err(ServerError::Failed {
+                    program: cmd.program.into(),
+                    reason: format!("it did not answer on {addr} within {:?}", cmd.ready_timeout),
+                    log,
+                });
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// The server's data directory.
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Last lines of the server's log, prefixed for an error message.
+    pub fn log_tail(&self) -> String {
+        let text = std::fs::read_to_string(self.dir.path().join("server.log")).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().rev().take(5).collect();
+        if lines.is_empty() {
+            String::new()
+        } else {
+            format!("\n  server log: {}", lines.into_iter().rev().collect::<Vec<_>>().join("\n  server log: "))
+        }
+    }
+
+    /// Whether the process is still running.
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// CPU, RSS, disk I/O and directory size now.
+    pub fn snapshot(&self) -> ProcSnapshot {
+        let mut s = proc_snapshot(self.pid).unwrap_or_default();
+        s.disk_bytes = dir_size(self.dir.path());
+        s
+    }
+}
+
+impl Drop for ManagedServer {
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            // SAFETY: signalling our own child by its pid.
+            unsafe { libc::kill(self.pid as i32, libc::SIGTERM) };
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while Instant::now() < deadline {
+                if matches!(self.child.try_wait(), Ok(Some(_))) {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// Reads CPU time, RSS and storage I/O of process `pid` from /proc.
+pub fn proc_snapshot(pid: u32) -> Option<ProcSnapshot> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the parenthesised command name; utime and stime are
+    // fields 14 and 15 of the whole line, in clock ticks.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+    let rss_pages = f.get(21)?.parse::<u64>().ok()?;
+    // SAFETY: as above.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(1) as u64;
+    let io = std::fs::read_to_string(format!("/proc/{pid}/io")).unwrap_or_default();
+    let field = |name: &str| {
+        io.lines().find_map(|l| l.strip_prefix(name)).and_then(|v| v.trim().parse::<u64>().ok()).unwrap_or(0)
+    };
+    Some(ProcSnapshot {
+        cpu_ns: ticks * 1_000_000_000 / hz,
+        rss_bytes: rss_pages * page,
+        read_bytes: field("read_bytes:"),
+        write_bytes: field("write_bytes:"),
+        disk_bytes: 0,
+    })
+}
+
+/// Total size of the files under `dir`, bytes.
+pub fn dir_size(dir: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
+    entries
+        .flatten()
+        .map(|e| match e.metadata() {
+            Ok(m) if m.is_dir() => dir_size(&e.path()),
+            Ok(m) => m.len(),
+            Err(_) => 0,
+        })
+        .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn missing_binary_names_its_package() {
+        let cmd = ServerCommand {
+            program: "no-such-server-bakeoff",
+            package: "no-such-package",
+            port: None,
+            args: &|_, _| vec![],
+            ready: &|_| true,
+            ready_timeout: Duration::from_secs(1),
+        };
+        let e = ManagedServer::start(&cmd).err().unwrap().to_string();
+        assert!(e.contains("apt-get install no-such-package"), "{e}");
+    }
+
+    #[test]
+    fn snapshot_of_self_has_cpu_and_rss() {
+        let s = proc_snapshot(std::process::id()).unwrap();
+        assert!(s.rss_bytes > 0);
+    }
+
+    #[test]
+    fn port_in_use_is_reported() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        let cmd = ServerCommand {
+            program: "sleep",
+            package: "coreutils",
+            port: Some(port),
+            args: &|_, _| vec!["5".into()],
+            ready: &|_| true,
+            ready_timeout: Duration::from_secs(1),
+        };
+        let e = ManagedServer::start(&cmd).err().unwrap().to_string();
+        assert!(e.contains(&format!("port {port}")) && e.contains("in use"), "{e}");
+    }
+}

@@ -1,0 +1,243 @@
+//! The subcommands and their exit codes.
+//!
+//! Exit codes: 0 all runs clean; 1 some run had errors (failed operations,
+//! a target that died, a result file that could not be written); 2 bad
+//! input or a target that cannot be used (nothing was measured); 130
+//! interrupted by Ctrl-C (the result so far is on disk).
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use bakeoff_core::environment;
+use bakeoff_core::error::RunError;
+use bakeoff_core::plan::{Overrides, Plan, RawPreset, RawSweep, RawWorkload, Scalar};
+use bakeoff_core::result::ExperimentResult;
+use bakeoff_core::runner::{run_experiment, ExperimentOptions, Observer};
+use bakeoff_drivers::registry::{entries, Registry};
+use bakeoff_report::{Exporter, JsonExporter, TextExporter};
+
+use crate::cli::{Cli, Command, ReportArgs, RunArgs};
+use crate::progress::Progress;
+
+/// Every run clean.
+pub const EXIT_OK: i32 = 0;
+/// Some run recorded errors, or results could not be written.
+pub const EXIT_RUN_ERRORS: i32 = 1;
+/// Bad input or an unusable target; nothing measured.
+pub const EXIT_USAGE: i32 = 2;
+/// Stopped by Ctrl-C.
+pub const EXIT_INTERRUPTED: i32 = 130;
+
+/// Why a command failed.
+#[derive(Debug, thiserror::Error)]
+pub enum AppError {
+    /// Bad flags, preset or target (exit 2).
+    #[error("{0}")]
+    Usage(String),
+    /// Something failed while running (exit 1).
+    #[error("{0}")]
+    Failed(String),
+}
+
+impl AppError {
+    /// The process exit code for this error.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            AppError::Usage(_) => EXIT_USAGE,
+            AppError::Failed(_) => EXIT_RUN_ERRORS,
+        }
+    }
+}
+
+/// Runs the parsed command line and returns the exit code.
+pub fn main(cli: Cli) -> i32 {
+    let command = cli.command.unwrap_or(Command::Run(RunArgs::default()));
+    let outcome = match command {
+        Command::Run(args) => {
+            let stop = Arc::new(AtomicBool::new(false));
+            install_ctrlc(stop.clone());
+            let mut progress = Progress::new(!args.quiet);
+            run_command(&args, stop, &mut progress)
+        }
+        Command::List => {
+            print!("{}", list_text());
+            Ok(EXIT_OK)
+        }
+        Command::Report(args) => report(&args),
+        Command::Schema => {
+            println!("{}", serde_json::to_string_pretty(&bakeoff_core::result::json_schema()).expect("schema serialises"));
+            Ok(EXIT_OK)
+        }
+    };
+    match outcome {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e}");
+            e.exit_code()
+        }
+    }
+}
+
+fn install_ctrlc(stop: Arc<AtomicBool>) {
+    let _ = ctrlc::set_handler(move || {
+        if stop.swap(true, Ordering::SeqCst) {
+            eprintln!("\nsecond Ctrl-C: exiting now; finished runs are in the result file");
+            std::process::exit(EXIT_INTERRUPTED);
+        }
+        eprintln!("\nCtrl-C: finishing requests in flight and writing the result (Ctrl-C again to quit at once)");
+    });
+}
+
+/// Turns `run` flags into plan overrides.
+pub fn overrides(args: &RunArgs) -> Result<Overrides, AppError> {
+    let s = |o: &Option<String>| o.clone().map(Scalar::Str);
+    let list = |v: &Vec<String>| (!v.is_empty()).then(|| v.iter().map(|x| Scalar::Str(x.clone())).collect());
+    let mut server_settings = Vec::new();
+    for item in &args.settings {
+        let parsed = item.split_once('=').and_then(|(tk, v)| tk.split_once('.').map(|(t, k)| (t, k, v)));
+        match parsed {
+            Some((t, k, v)) if !t.is_empty() && !k.is_empty() => server_settings.push((t.into(), k.into(), v.into())),
+            _ => {
+                return Err(AppError::Usage(format!(
+                    "flag --set: `{item}` is not TARGET.KEY=VALUE; write e.g. --set redis.persistence=aof-everysec"
+                )))
+            }
+        }
+    }
+    Ok(Overrides {
+        targets: args.targets.clone(),
+        repeats: args.repeats.clone(),
+        seed: args.seed.clone(),
+        workload: RawWorkload {
+            records: s(&args.records),
+            key_distribution: s(&args.key_distribution),
+            value_size: s(&args.value_size),
+            value_content: s(&args.value_content),
+            mix: s(&args.mix),
+            clients: s(&args.clients),
+            threads: s(&args.threads),
+            pipeline: s(&args.pipeline),
+            duration: s(&args.duration),
+            ops: s(&args.ops),
+            warmup: s(&args.warmup),
+            rate: s(&args.rate),
+            timeout: s(&args.timeout),
+            load: args.no_load.then_some(false),
+        },
+        sweep: RawSweep {
+            clients: list(&args.sweep_clients),
+            value_size: list(&args.sweep_value_size),
+            mix: list(&args.sweep_mix),
+            records: list(&args.sweep_records),
+        },
+        server_settings,
+    })
+}
+
+/// Builds the validated plan from a preset and flags.
+pub fn plan(args: &RunArgs) -> Result<Plan, AppError> {
+    let preset = match &args.preset {
+        Some(p) => Some((p.as_str(), RawPreset::load(p).map_err(|e| AppError::Usage(e.to_string()))?)),
+        None => None,
+    };
+    Plan::build(preset, &overrides(args)?, &Registry).map_err(|e| AppError::Usage(e.to_string()))
+}
+
+fn default_out(plan: &Plan) -> PathBuf {
+    let stamp = bakeoff_core::runner::now_rfc3339().replace([':', '-'], "").replace('T', "-").trim_end_matches('Z').to_string();
+    PathBuf::from("results").join(format!("{}-{stamp}.json", plan.name))
+}
+
+fn command_line() -> String {
+    std::env::args().map(|a| bakeoff_core::plan::redact(&a)).collect::<Vec<_>>().join(" ")
+}
+
+/// `bakeoff run`: plan, run, write, summarise. Returns the exit code.
+pub fn run_command(args: &RunArgs, stop: Arc<AtomicBool>, observer: &mut dyn Observer) -> Result<i32, AppError> {
+    let (result, out) = run_experiment_from_args(args, stop, observer)?;
+    let mut stdout = std::io::stdout();
+    TextExporter.export(&result, &mut stdout).map_err(|e| AppError::Failed(e.to_string()))?;
+    println!("result file: {}", out.display());
+    Ok(exit_code_of(&result))
+}
+
+/// Exit code for a finished experiment.
+pub fn exit_code_of(result: &ExperimentResult) -> i32 {
+    if result.status == "interrupted" {
+        EXIT_INTERRUPTED
+    } else if result.runs.iter().any(|r| r.status != "ok") || result.runs.is_empty() {
+        EXIT_RUN_ERRORS
+    } else {
+        EXIT_OK
+    }
+}
+
+/// Plans and runs an experiment; returns the result and where it was written.
+pub fn run_experiment_from_args(
+    args: &RunArgs,
+    stop: Arc<AtomicBool>,
+    observer: &mut dyn Observer,
+) -> Result<(ExperimentResult, PathBuf), AppError> {
+    let plan = plan(args)?;
+    let out = args.out.as_ref().map(PathBuf::from).unwrap_or_else(|| default_out(&plan));
+    // The default comparison skips what this machine cannot start; a target
+    // the user named must work or the run does not start.
+    let skip_unavailable = args.targets.is_empty() && args.preset.is_none();
+    let opts = ExperimentOptions { out: out.clone(), stop, skip_unavailable };
+    let env = environment::detect(plan.seed, command_line());
+    match run_experiment(&plan, &Registry, env, &opts, observer) {
+        Ok(r) => {
+            if r.runs.is_empty() && r.status == "complete" {
+                return Err(AppError::Usage(format!(
+                    "no target could be used: {}",
+                    r.warnings.join("; ")
+                )));
+            }
+            Ok((r, out))
+        }
+        Err(e @ RunError::Setup { .. }) => Err(AppError::Usage(e.to_string())),
+        Err(e) => Err(AppError::Failed(format!("{e}; the runs finished before it are in the file if it could be written"))),
+    }
+}
+
+/// `bakeoff list`.
+pub fn list_text() -> String {
+    let mut s = String::from("targets (bakeoff run --target NAME, or --target SCHEME://host:port for one you run):\n\n");
+    for e in entries() {
+        let program = match e.package {
+            "redis-server" => "redis-server",
+            other => other,
+        };
+        let here = if bakeoff_servers::find_on_path(program).is_some() {
+            "installed".to_string()
+        } else {
+            format!("not installed: apt-get install {}", e.package)
+        };
+        let ops: Vec<&str> = e.ops.iter().map(|o| o.name()).collect();
+        s.push_str(&format!(
+            "  {:<18} {}\n  {:<18} ops: {}; pipelining: {}; managed: {} ({here}); URL: {}://host:port\n\n",
+            e.name,
+            e.about,
+            "",
+            ops.join(", "),
+            if e.pipelining { "yes" } else { "no" },
+            if e.managed { "yes" } else { "no" },
+            e.scheme
+        ));
+    }
+    s.push_str("server settings (preset [servers.NAME] or --set NAME.KEY=VALUE):\n");
+    s.push_str("  redis:     maxmemory, maxmemory_policy, persistence (none, aof-always, aof-everysec, aof-no, rdb), port\n");
+    s.push_str("  memcached: memory, threads, max_connections, port (same for memcached-binary)\n");
+    s
+}
+
+fn report(args: &ReportArgs) -> Result<i32, AppError> {
+    let mut stdout = std::io::stdout();
+    for f in &args.files {
+        let r = ExperimentResult::read(Path::new(f)).map_err(AppError::Usage)?;
+        let res = if args.json { JsonExporter.export(&r, &mut stdout) } else { TextExporter.export(&r, &mut stdout) };
+        res.map_err(|e| AppError::Failed(e.to_string()))?;
+    }
+    Ok(EXIT_OK)
+}

@@ -1,0 +1,156 @@
+//! Command-line flags. Every flag overrides the preset key of the same name;
+//! units and defaults are in the help text.
+
+use clap::{Args, Parser, Subcommand};
+
+/// bakeoff puts storage systems side by side under the same workload:
+/// throughput, latency percentiles, stability second by second, resource
+/// cost, and whether every read returned what was written.
+#[derive(Debug, Parser)]
+#[command(name = "bakeoff", version, about, long_about = None, propagate_version = true)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run an experiment: start targets, load, warm up, measure, write a result file.
+    ///
+    /// Without arguments: the default comparison of every target bakeoff can
+    /// start on this machine. Examples:
+    ///
+    ///   bakeoff run presets/003-single-set.toml
+    ///
+    ///   bakeoff run --target redis --target memcached --mix 90:10 --clients 50 --duration 10s
+    ///
+    ///   bakeoff run --target redis://:secret@127.0.0.1:6379 --rate 20000
+    Run(RunArgs),
+    /// List the targets this build knows and what each supports.
+    List,
+    /// Print a result file as a table (or re-emit it as JSON).
+    Report(ReportArgs),
+    /// Print the JSON Schema of result files.
+    Schema,
+}
+
+/// Flags of `bakeoff run`.
+#[derive(Debug, Args, Default)]
+pub struct RunArgs {
+    /// Preset file (TOML); flags override its keys.
+    pub preset: Option<String>,
+
+    /// Target: a name (`redis`, started by bakeoff) or a URL
+    /// (`redis://[:password@]host:port`, `memcached://host:port`).
+    /// Repeatable or comma-separated. [default: every target bakeoff can start]
+    #[arg(short = 't', long = "target", value_name = "NAME|URL")]
+    pub targets: Vec<String>,
+
+    /// Records loaded before measuring (keys bk:000000000000 …). Suffixes k, m. [default: 100000]
+    #[arg(long, value_name = "COUNT")]
+    pub records: Option<String>,
+
+    /// Key distribution of the measure phase: uniform, zipfian or sequential. [default: uniform]
+    #[arg(long, value_name = "DIST")]
+    pub key_distribution: Option<String>,
+
+    /// Value size in bytes, header included (min 24): `100`, a range `100-1000`,
+    /// or a list `100,1000,10000`. Suffixes k, m. [default: 100]
+    #[arg(long, value_name = "BYTES")]
+    pub value_size: Option<String>,
+
+    /// Value content: random (incompressible) or compressible. [default: random]
+    #[arg(long, value_name = "KIND")]
+    pub value_content: Option<String>,
+
+    /// Operation mix as weights get:set:update:delete, e.g. `90:10` or `95:0:5`. [default: 90:10]
+    #[arg(long, value_name = "G:S:U:D")]
+    pub mix: Option<String>,
+
+    /// Connections in all, spread over the threads. [default: 50]
+    #[arg(short = 'c', long, value_name = "N")]
+    pub clients: Option<String>,
+
+    /// Client worker threads, each an event loop over its connections. [default: 1]
+    #[arg(long, value_name = "N")]
+    pub threads: Option<String>,
+
+    /// Requests in flight per connection (pipeline depth). [default: 1]
+    #[arg(short = 'P', long, value_name = "N")]
+    pub pipeline: Option<String>,
+
+    /// Length of the measured phase: `10s`, `2m`, `500ms`. [default: 10s]
+    #[arg(short = 'd', long, value_name = "TIME", conflicts_with = "ops")]
+    pub duration: Option<String>,
+
+    /// Measure this many operations (all clients together) instead of a duration.
+    #[arg(short = 'n', long, value_name = "COUNT")]
+    pub ops: Option<String>,
+
+    /// Unmeasured warm-up before the measured phase: `2s`; `0` for none. [default: 2s]
+    #[arg(long, value_name = "TIME")]
+    pub warmup: Option<String>,
+
+    /// Target rate in operations per second (open loop: latency counts from
+    /// each request's intended start). Unset or 0: closed loop.
+    #[arg(long, value_name = "OPS/S")]
+    pub rate: Option<String>,
+
+    /// A request without a reply after this long fails as a timeout. [default: 5s]
+    #[arg(long, value_name = "TIME")]
+    pub timeout: Option<String>,
+
+    /// Skip the load phase (measure against whatever the target holds).
+    #[arg(long)]
+    pub no_load: bool,
+
+    /// Times each point of the matrix is run. [default: 1]
+    #[arg(long, value_name = "N")]
+    pub repeats: Option<String>,
+
+    /// Seed of every generator; the same seed gives the same requests. [default: 1]
+    #[arg(long, value_name = "N")]
+    pub seed: Option<String>,
+
+    /// Sweep over client counts, e.g. `1,10,100`.
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub sweep_clients: Vec<String>,
+
+    /// Sweep over value sizes, e.g. `1k,10k,100k`.
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub sweep_value_size: Vec<String>,
+
+    /// Sweep over mixes, e.g. `100:0,95:5,50:50`.
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub sweep_mix: Vec<String>,
+
+    /// Sweep over record counts, e.g. `100k,1m`.
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub sweep_records: Vec<String>,
+
+    /// A managed server setting, `TARGET.KEY=VALUE`, e.g. `redis.persistence=aof-everysec`
+    /// or `memcached.memory=64mb` (see `bakeoff list`). Repeatable.
+    #[arg(long = "set", value_name = "T.K=V")]
+    pub settings: Vec<String>,
+
+    /// Result file. [default: results/NAME-TIMESTAMP.json]
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub out: Option<String>,
+
+    /// No progress line, even on a terminal.
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+/// Flags of `bakeoff report`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Result file(s) written by `bakeoff run`.
+    #[arg(required = true)]
+    pub files: Vec<String>,
+    /// Re-emit the (validated) JSON instead of the table.
+    #[arg(long)]
+    pub json: bool,
+}

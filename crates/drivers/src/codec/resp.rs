@@ -1,0 +1,209 @@
+//! RESP (Redis serialization protocol, version 2 plus RESP3 nulls).
+//!
+//! Requests: `GET k`, `SET k v` (for set and update), `DEL k`, as arrays of
+//! bulk strings. Replies: simple strings, errors, integers, bulk strings,
+//! null bulk strings, arrays (skipped whole), RESP3 null.
+
+use bakeoff_core::driver::{Codec, Decoded, Reply};
+use bakeoff_core::workload::OpKind;
+
+use super::{find_crlf, parse_decimal, push_decimal};
+
+/// The RESP codec.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RespCodec;
+
+#[inline]
+fn push_bulk_len(out: &mut Vec<u8>, n: usize) {
+    out.push(b'$');
+    push_decimal(out, n);
+    out.extend_from_slice(b"\r\n");
+}
+
+impl Codec for RespCodec {
+    #[inline]
+    fn encode(&self, kind: OpKind, key: &[u8], header: &[u8], payload: &[u8], out: &mut Vec<u8>) {
+        match kind {
+            OpKind::Get => out.extend_from_slice(b"*2\r\n$3\r\nGET\r\n"),
+            OpKind::Set | OpKind::Update => out.extend_from_slice(b"*3\r\n$3\r\nSET\r\n"),
+            OpKind::Delete => out.extend_from_slice(b"*2\r\n$3\r\nDEL\r\n"),
+        }
+        push_bulk_len(out, key.len());
+        out.extend_from_slice(key);
+        out.extend_from_slice(b"\r\n");
+        if kind.writes_value() {
+            push_bulk_len(out, header.len() + payload.len());
+            out.extend_from_slice(header);
+            out.extend_from_slice(payload);
+            out.extend_from_slice(b"\r\n");
+        }
+    }
+
+    #[inline]
+    fn decode(&self, buf: &[u8], kind: OpKind) -> Decoded {
+        match skip_value(buf, 0) {
+            Step::Incomplete => Decoded::Incomplete,
+            Step::Invalid => Decoded::Invalid,
+            Step::Done(len, what) => {
+                let reply = match what {
+                    Kind::Error => Reply::ServerError,
+                    Kind::Null => Reply::Miss,
+                    Kind::Bulk(start, end) => Reply::Value { start, end },
+                    Kind::Integer(n) => {
+                        if kind == OpKind::Delete && n == 0 {
+                            Reply::Miss
+                        } else {
+                            Reply::Ok
+                        }
+                    }
+                    Kind::Simple | Kind::Array => Reply::Ok,
+                };
+                Decoded::Complete { len, reply }
+            }
+        }
+    }
+
+    fn describe(&self, kind: OpKind) -> String {
+        match kind {
+            OpKind::Get => "GET <key>".into(),
+            OpKind::Set => "SET <key> <value>".into(),
+            OpKind::Update => "SET <key> <value> (overwrites an existing key)".into(),
+            OpKind::Delete => "DEL <key>".into(),
+        }
+    }
+}
+
+enum Kind {
+    Simple,
+    Error,
+    Integer(i64),
+    Bulk(usize, usize),
+    Null,
+    Array,
+}
+
+enum Step {
+    Incomplete,
+    Invalid,
+    Done(usize, Kind),
+}
+
+/// Parses one value starting at `at`; returns its end offset.
+fn skip_value(buf: &[u8], at: usize) -> Step {
+    if at >= buf.len() {
+        return Step::Incomplete;
+    }
+    let Some(eol) = find_crlf(&buf[at..]) else {
+        // A line without its CRLF yet; but bytes that cannot start a reply are
+        // invalid right away.
+        return if b"+-:$*_".contains(&buf[at]) { Step::Incomplete } else { Step::Invalid };
+    };
+    let line = &buf[at + 1..at + eol];
+    let next = at + eol + 2;
+    match buf[at] {
+        b'+' => Step::Done(next, Kind::Simple),
+        b'-' => Step::Done(next, Kind::Error),
+        b'_' => Step::Done(next, Kind::Null),
+        b':' => {
+            let (neg, digits) = match line.split_first() {
+                Some((b'-', rest)) => (true, rest),
+                _ => (false, line),
+            };
+            match parse_decimal(digits) {
+                Some(n) => Step::Done(next, Kind::Integer(if neg { -(n as i64) } else { n as i64 })),
+                None => Step::Invalid,
+            }
+        }
+        b'$' => {
+            if line == b"-1" {
+                return Step::Done(next, Kind::Null);
+            }
+            let Some(n) = parse_decimal(line) else { return Step::Invalid };
+            let end = next + n;
+            if buf.len() < end + 2 {
+                return Step::Incomplete;
+            }
+            if &buf[end..end + 2] != b"\r\n" {
+                return Step::Invalid;
+            }
+            Step::Done(end + 2, Kind::Bulk(next, end))
+        }
+        b'*' => {
+            if line == b"-1" {
+                return Step::Done(next, Kind::Null);
+            }
+            let Some(n) = parse_decimal(line) else { return Step::Invalid };
+            let mut pos = next;
+            for _ in 0..n {
+                match skip_value(buf, pos) {
+                    Step::Done(p, _) => pos = p,
+                    other => return other,
+                }
+            }
+            Step::Done(pos, Kind::Array)
+        }
+        _ => Step::Invalid,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dec(b: &[u8], k: OpKind) -> Decoded {
+        RespCodec.decode(b, k)
+    }
+
+    #[test]
+    fn encodes_requests_byte_for_byte() {
+        let mut out = Vec::new();
+        RespCodec.encode(OpKind::Get, b"bk:000000000001", &[], &[], &mut out);
+        assert_eq!(out, b"*2\r\n$3\r\nGET\r\n$15\r\nbk:000000000001\r\n");
+        out.clear();
+        RespCodec.encode(OpKind::Set, b"k", b"HE", b"LLO", &mut out);
+        assert_eq!(out, b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$5\r\nHELLO\r\n");
+        out.clear();
+        RespCodec.encode(OpKind::Update, b"k", b"a", b"", &mut out);
+        assert_eq!(out, b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\na\r\n");
+        out.clear();
+        RespCodec.encode(OpKind::Delete, b"k", &[], &[], &mut out);
+        assert_eq!(out, b"*2\r\n$3\r\nDEL\r\n$1\r\nk\r\n");
+    }
+
+    #[test]
+    fn decodes_every_reply_type() {
+        assert_eq!(dec(b"+OK\r\n", OpKind::Set), Decoded::Complete { len: 5, reply: Reply::Ok });
+        assert_eq!(dec(b"-ERR wrong\r\n", OpKind::Set), Decoded::Complete { len: 12, reply: Reply::ServerError });
+        assert_eq!(dec(b":1\r\n", OpKind::Delete), Decoded::Complete { len: 4, reply: Reply::Ok });
+        assert_eq!(dec(b":0\r\n", OpKind::Delete), Decoded::Complete { len: 4, reply: Reply::Miss });
+        assert_eq!(dec(b":-5\r\n", OpKind::Get), Decoded::Complete { len: 5, reply: Reply::Ok });
+        assert_eq!(dec(b"$-1\r\n", OpKind::Get), Decoded::Complete { len: 5, reply: Reply::Miss });
+        assert_eq!(dec(b"_\r\n", OpKind::Get), Decoded::Complete { len: 3, reply: Reply::Miss });
+        assert_eq!(dec(b"$5\r\nhello\r\n", OpKind::Get), Decoded::Complete { len: 11, reply: Reply::Value { start: 4, end: 9 } });
+        assert_eq!(dec(b"$0\r\n\r\n", OpKind::Get), Decoded::Complete { len: 6, reply: Reply::Value { start: 4, end: 4 } });
+        assert_eq!(dec(b"*2\r\n$1\r\na\r\n:3\r\n", OpKind::Get), Decoded::Complete { len: 15, reply: Reply::Ok });
+        assert_eq!(dec(b"*-1\r\n", OpKind::Get), Decoded::Complete { len: 5, reply: Reply::Miss });
+    }
+
+    #[test]
+    fn waits_for_whole_replies() {
+        for partial in [&b""[..], b"+O", b"+OK\r", b"$5\r\nhel", b"$5\r\nhello\r", b"*2\r\n$1\r\na\r\n", b":1"] {
+            assert_eq!(dec(partial, OpKind::Get), Decoded::Incomplete, "{:?}", String::from_utf8_lossy(partial));
+        }
+    }
+
+    #[test]
+    fn rejects_garbage() {
+        assert_eq!(dec(b"hello\r\n", OpKind::Get), Decoded::Invalid);
+        assert_eq!(dec(b"$abc\r\n", OpKind::Get), Decoded::Invalid);
+        assert_eq!(dec(b"$2\r\nhello\r\n", OpKind::Get), Decoded::Invalid);
+        assert_eq!(dec(b"?", OpKind::Get), Decoded::Invalid);
+    }
+
+    #[test]
+    fn decodes_pipelined_replies_one_at_a_time() {
+        let buf = b"+OK\r\n$1\r\nx\r\n";
+        let Decoded::Complete { len, .. } = dec(buf, OpKind::Set) else { panic!() };
+        assert_eq!(dec(&buf[len..], OpKind::Get), Decoded::Complete { len: 7, reply: Reply::Value { start: 4, end: 5 } });
+    }
+}

@@ -1,0 +1,250 @@
+//! The `memcached` (text protocol) and `memcached-binary` targets.
+//!
+//! Managed: `memcached` from PATH (Debian package memcached) on a free
+//! loopback port with the memory and threads of `[servers.memcached]`.
+//! External: `memcached://host:port` or `memcached-binary://host:port`.
+
+use std::collections::BTreeMap;
+use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::time::Duration;
+
+use bakeoff_core::driver::{Codec, Connector, Driver};
+use bakeoff_core::plan::{Endpoint, Plan, TargetSpec};
+use bakeoff_core::result::{CounterCheck, TargetRecord};
+use bakeoff_core::runner::{Counters, ProcSnapshot, Target};
+use bakeoff_core::workload::{OpKind, OP_KINDS};
+use bakeoff_servers::{ManagedServer, ServerCommand};
+
+use crate::admin::{connect, memcache_lines};
+use crate::codec::memcache_binary::MemcacheBinaryCodec;
+use crate::codec::memcache_text::MemcacheTextCodec;
+use crate::settings::Settings;
+use crate::NetDriver;
+
+const KNOWN: &str = "memory (e.g. \"1gb\"), threads, max_connections, port";
+
+/// Settings of a managed memcached.
+#[derive(Clone, Debug)]
+pub struct MemcachedSettings {
+    /// Item memory, MiB (`-m`).
+    pub memory_mb: u64,
+    /// Worker threads (`-t`).
+    pub threads: u64,
+    /// Connection limit (`-c`).
+    pub max_connections: u64,
+    /// Fixed port.
+    pub port: Option<u16>,
+}
+
+impl MemcachedSettings {
+    /// Reads `[servers.memcached]` (or `[servers.memcached-binary]`).
+    pub fn parse(table: Option<&toml::Table>) -> Result<Self, String> {
+        let mut s = Settings::new(table);
+        let memory = s.bytes("memory")?.unwrap_or(1 << 30);
+        if memory < 1 << 20 {
+            return Err("`memory` must be at least 1mb".into());
+        }
+        let out = MemcachedSettings {
+            memory_mb: memory >> 20,
+            threads: s.positive("threads")?.unwrap_or(4),
+            max_connections: s.positive("max_connections")?.unwrap_or(4096),
+            port: s.port("port")?,
+        };
+        s.finish(KNOWN)?;
+        Ok(out)
+    }
+
+    fn args(&self, port: u16) -> Vec<String> {
+        let mut a = vec![
+            "-p".to_string(), port.to_string(), "-l".into(), "127.0.0.1".into(), "-U".into(), "0".into(),
+            "-m".into(), self.memory_mb.to_string(), "-t".into(), self.threads.to_string(),
+            "-c".into(), self.max_connections.to_string(),
+        ];
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } == 0 {
+            // memcached refuses to run as root without being told which user.
+            a.push("-u".into());
+            a.push("root".into());
+        }
+        a
+    }
+}
+
+/// Plain TCP connections (memcached has no handshake here).
+pub struct MemcachedConnector {
+    addr: SocketAddr,
+}
+
+impl Connector for MemcachedConnector {
+    fn connect(&self) -> std::io::Result<TcpStream> {
+        let s = connect(self.addr, "memcached")?;
+        s.set_read_timeout(None)?;
+        s.set_write_timeout(None)?;
+        Ok(s)
+    }
+}
+
+/// The protocol a memcached target speaks.
+enum Proto {
+    Text(NetDriver<MemcacheTextCodec>),
+    Binary(NetDriver<MemcacheBinaryCodec>),
+}
+
+/// A memcached target ready for one run.
+pub struct MemcachedTarget {
+    server: Option<ManagedServer>,
+    addr: SocketAddr,
+    proto: Proto,
+    record: TargetRecord,
+}
+
+fn resolve(host: &str, port: u16) -> Result<SocketAddr, String> {
+    (host, port)
+        .to_socket_addrs()
+        .map_err(|e| format!("cannot resolve {host}:{port}: {e}"))?
+        .next()
+        .ok_or_else(|| format!("{host}:{port} resolves to no address"))
+}
+
+fn version(addr: SocketAddr) -> Result<String, String> {
+    let mut s = connect(addr, "memcached").map_err(|e| e.to_string())?;
+    s.set_read_timeout(Some(Duration::from_secs(5))).map_err(|e| e.to_string())?;
+    let lines = memcache_lines(&mut s, "version\r\n", &[]).or_else(|_| Err(format!("{addr} did not answer `version`; is it a memcached server?")));
+    // `version` answers with a single line; read it directly.
+    match lines {
+        Ok(l) => Ok(l.join(" ")),
+        Err(e) => Err(e),
+    }
+}
+
+/// Checks that the target can be used.
+pub fn probe(spec: &TargetSpec, plan: &Plan) -> Result<(), String> {
+    match &spec.endpoint {
+        Endpoint::Managed => {
+            let settings = MemcachedSettings::parse(plan.servers.get(&spec.name))?;
+            if bakeoff_servers::find_on_path("memcached").is_none() {
+                return Err("`memcached` is not on PATH; install it with `apt-get install memcached` (Debian package memcached)".into());
+            }
+            if let Some(p) = settings.port {
+                if !bakeoff_servers::port_is_free(p) {
+                    return Err(format!("port {p} (servers.{}.port) on 127.0.0.1 is already in use; free it, or remove the setting so bakeoff picks a free port", spec.name));
+                }
+            }
+            Ok(())
+        }
+        Endpoint::External { host, port, .. } => {
+            let addr = resolve(host, *port)?;
+            stats(addr).map(|_| ()).map_err(|e| format!("{e}"))
+        }
+    }
+}
+
+/// Reads `stats` as name → value.
+fn stats(addr: SocketAddr) -> Result<BTreeMap<String, String>, String> {
+    let mut s = connect(addr, "memcached").map_err(|e| e.to_string())?;
+    s.set_read_timeout(Some(Duration::from_secs(5))).map_err(|e| e.to_string())?;
+    let lines = memcache_lines(&mut s, "stats\r\n", &["END"])
+        .map_err(|e| format!("{addr} did not answer `stats` ({e}); is it a memcached server?"))?;
+    let map: BTreeMap<String, String> = lines
+        .iter()
+        .filter_map(|l| l.strip_prefix("STAT "))
+        .filter_map(|l| l.split_once(' '))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    if map.is_empty() {
+        return Err(format!("{addr} answered `stats` with {lines:?}; is it a memcached server?"));
+    }
+    Ok(map)
+}
+
+/// Opens the target.
+pub fn open(spec: &TargetSpec, plan: &Plan) -> Result<Box<dyn Target>, String> {
+    let settings = MemcachedSettings::parse(plan.servers.get(&spec.name))?;
+    let (server, addr, mode, endpoint) = match &spec.endpoint {
+        Endpoint::Managed => {
+            let cmd = ServerCommand {
+                program: "memcached",
+                package: "memcached",
+                port: settings.port,
+                args: &|port, _| settings.args(port),
+                ready: &|addr| stats(addr).is_ok(),
+                ready_timeout: Duration::from_secs(20),
+            };
+            let server = ManagedServer::start(&cmd).map_err(|e| e.to_string())?;
+            let addr = server.addr;
+            (Some(server), addr, "managed", None)
+        }
+        Endpoint::External { host, port, url, .. } => (None, resolve(host, *port)?, "external", Some(url.clone())),
+    };
+    let connector = || Box::new(MemcachedConnector { addr });
+    let proto = if spec.name == "memcached-binary" {
+        Proto::Binary(NetDriver { codec: MemcacheBinaryCodec, connector: connector() })
+    } else {
+        Proto::Text(NetDriver { codec: MemcacheTextCodec, connector: connector() })
+    };
+    let st = stats(addr)?;
+    let mut record = TargetRecord { name: spec.name.clone(), mode: mode.into(), endpoint, ..TargetRecord::default() };
+    record.version = st.get("version").map(|v| format!("memcached {v}"));
+    let mut s = BTreeMap::new();
+    for (k, name) in [("limit_maxbytes", "limit_maxbytes"), ("threads", "threads"), ("max_connections", "max_connections")] {
+        if let Some(v) = st.get(k) {
+            s.insert(name.to_string(), v.clone());
+        }
+    }
+    s.insert("protocol".into(), if spec.name == "memcached-binary" { "binary" } else { "text" }.into());
+    if let Some(server) = &server {
+        s.insert("command_line".into(), format!("{} {}", server.binary.display(), server.args.join(" ")));
+    }
+    record.settings = s;
+    let _ = version;
+    let mut target = MemcachedTarget { server, addr, proto, record };
+    let codec_describe = |k: OpKind| match &target.proto {
+        Proto::Text(d) => d.codec.describe(k),
+        Proto::Binary(d) => d.codec.describe(k),
+    };
+    let requests = OpKind::ALL.iter().map(|k| (k.name().to_string(), codec_describe(*k))).collect();
+    target.record.requests = requests;
+    Ok(Box::new(target))
+}
+
+impl Target for MemcachedTarget {
+    fn driver(&self) -> &dyn Driver {
+        match &self.proto {
+            Proto::Text(d) => d,
+            Proto::Binary(d) => d,
+        }
+    }
+
+    fn record(&self) -> TargetRecord {
+        self.record.clone()
+    }
+
+    fn counters(&self) -> Option<Counters> {
+        let st = stats(self.addr).ok()?;
+        Some(st.into_iter().filter_map(|(k, v)| v.parse::<u64>().ok().map(|n| (k, n))).collect())
+    }
+
+    fn counter_checks(&self, before: &Counters, after: &Counters, sent: &[u64; OP_KINDS]) -> Vec<CounterCheck> {
+        let d = |k: &str| after.get(k).copied().unwrap_or(0).saturating_sub(before.get(k).copied().unwrap_or(0));
+        let mut v = Vec::new();
+        let pairs = [
+            ("get commands (stats cmd_get)", sent[OpKind::Get as usize], d("cmd_get")),
+            ("set commands (stats cmd_set)", sent[OpKind::Set as usize] + sent[OpKind::Update as usize], d("cmd_set")),
+            ("delete commands (stats delete_hits + delete_misses)", sent[OpKind::Delete as usize], d("delete_hits") + d("delete_misses")),
+        ];
+        for (what, ours, theirs) in pairs {
+            if ours > 0 || theirs > 0 {
+                v.push(CounterCheck { what: what.into(), bakeoff: ours, target: theirs });
+            }
+        }
+        v
+    }
+
+    fn record_count(&self) -> Option<u64> {
+        stats(self.addr).ok()?.get("curr_items")?.parse().ok()
+    }
+
+    fn resources(&self) -> Option<ProcSnapshot> {
+        self.server.as_ref().map(|s| s.snapshot())
+    }
+}

@@ -1,0 +1,290 @@
+//! The `redis` target: RESP over TCP, `SET k v` as a plain string.
+//!
+//! Managed: `redis-server` from PATH (Debian package redis-server) on a
+//! free loopback port in a temporary directory, with the persistence and
+//! memory settings of `[servers.redis]`. External: `redis://[user][:password@]host:port`.
+
+use std::collections::BTreeMap;
+use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::path::Path;
+use std::time::Duration;
+
+use bakeoff_core::driver::{Connector, Driver};
+use bakeoff_core::plan::{Endpoint, Plan, TargetSpec};
+use bakeoff_core::result::{CounterCheck, TargetRecord};
+use bakeoff_core::runner::{Counters, ProcSnapshot, Target};
+use bakeoff_core::workload::{OpKind, OP_KINDS};
+use bakeoff_servers::{ManagedServer, ServerCommand};
+
+use crate::admin::{connect, parse_info, resp_call, RespReply};
+use crate::codec::resp::RespCodec;
+use crate::settings::Settings;
+use crate::NetDriver;
+
+const KNOWN: &str = "maxmemory, maxmemory_policy, persistence (none, aof-always, aof-everysec, aof-no, rdb), port";
+
+/// Settings of a managed redis-server.
+#[derive(Clone, Debug, Default)]
+pub struct RedisSettings {
+    /// `maxmemory` in bytes (0 = no limit).
+    pub maxmemory: Option<u64>,
+    /// `maxmemory-policy`.
+    pub maxmemory_policy: Option<String>,
+    /// none, aof-always, aof-everysec, aof-no or rdb.
+    pub persistence: String,
+    /// Fixed port.
+    pub port: Option<u16>,
+}
+
+impl RedisSettings {
+    /// Reads `[servers.redis]`.
+    pub fn parse(table: Option<&toml::Table>) -> Result<Self, String> {
+        let mut s = Settings::new(table);
+        let out = RedisSettings {
+            maxmemory: s.bytes("maxmemory")?,
+            maxmemory_policy: s.choice(
+                "maxmemory_policy",
+                &["noeviction", "allkeys-lru", "allkeys-lfu", "allkeys-random", "volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl"],
+            )?,
+            persistence: s
+                .choice("persistence", &["none", "aof-always", "aof-everysec", "aof-no", "rdb"])?
+                .unwrap_or_else(|| "none".into()),
+            port: s.port("port")?,
+        };
+        s.finish(KNOWN)?;
+        Ok(out)
+    }
+
+    fn args(&self, port: u16, dir: &Path) -> Vec<String> {
+        let mut a: Vec<String> = [
+            "--port", &port.to_string(), "--bind", "127.0.0.1", "--dir", &dir.display().to_string(), "--daemonize", "no",
+            "--protected-mode", "yes", "--logfile", "",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let mut push = |k: &str, v: &str| {
+            a.push(k.into());
+            a.push(v.into());
+        };
+        match self.persistence.as_str() {
+            "aof-always" | "aof-everysec" | "aof-no" => {
+                push("--save", "");
+                push("--appendonly", "yes");
+                push("--appendfsync", self.persistence.trim_start_matches("aof-"));
+            }
+            "rdb" => {
+                push("--save", "3600 1 300 100 60 10000");
+                push("--appendonly", "no");
+            }
+            _ => {
+                push("--save", "");
+                push("--appendonly", "no");
+            }
+        }
+        if let Some(m) = self.maxmemory {
+            push("--maxmemory", &m.to_string());
+        }
+        if let Some(p) = &self.maxmemory_policy {
+            push("--maxmemory-policy", p);
+        }
+        a
+    }
+}
+
+/// Opens connections, authenticating when a password was given.
+pub struct RedisConnector {
+    addr: SocketAddr,
+    user: Option<String>,
+    password: Option<String>,
+}
+
+impl Connector for RedisConnector {
+    fn connect(&self) -> std::io::Result<TcpStream> {
+        let mut s = connect(self.addr, "redis")?;
+        if let Some(p) = &self.password {
+            let reply = match &self.user {
+                Some(u) => resp_call(&mut s, &[b"AUTH", u.as_bytes(), p.as_bytes()])?,
+                None => resp_call(&mut s, &[b"AUTH", p.as_bytes()])?,
+            };
+            if let RespReply::Error(e) = reply {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::PermissionDenied,
+                    format!("redis at {} refused the credentials: {e}; check the password in the URL", self.addr),
+                ));
+            }
+        }
+        s.set_read_timeout(None)?;
+        s.set_write_timeout(None)?;
+        Ok(s)
+    }
+}
+
+/// A redis target ready for one run.
+pub struct RedisTarget {
+    server: Option<ManagedServer>,
+    connector_addr: SocketAddr,
+    user: Option<String>,
+    password: Option<String>,
+    driver: NetDriver<RespCodec>,
+    record: TargetRecord,
+}
+
+fn resolve(host: &str, port: u16) -> Result<SocketAddr, String> {
+    (host, port)
+        .to_socket_addrs()
+        .map_err(|e| format!("cannot resolve {host}:{port}: {e}"))?
+        .next()
+        .ok_or_else(|| format!("{host}:{port} resolves to no address"))
+}
+
+/// Checks that the target can be used, without starting anything lasting.
+pub fn probe(spec: &TargetSpec, plan: &Plan) -> Result<(), String> {
+    match &spec.endpoint {
+        Endpoint::Managed => {
+            let settings = RedisSettings::parse(plan.servers.get(&spec.name))?;
+            if bakeoff_servers::find_on_path("redis-server").is_none() {
+                return Err("`redis-server` is not on PATH; install it with `apt-get install redis-server` (Debian package redis-server)".into());
+            }
+            if let Some(p) = settings.port {
+                if !bakeoff_servers::port_is_free(p) {
+                    return Err(format!("port {p} (servers.redis.port) on 127.0.0.1 is already in use; free it, or remove the setting so bakeoff picks a free port"));
+                }
+            }
+            Ok(())
+        }
+        Endpoint::External { host, port, .. } => {
+            let addr = resolve(host, *port)?;
+            let c = RedisConnector { addr, user: spec.user.clone(), password: spec.password.clone() };
+            let mut s = c.connect().map_err(|e| e.to_string())?;
+            s.set_read_timeout(Some(Duration::from_secs(5))).map_err(|e| e.to_string())?;
+            match resp_call(&mut s, &[b"PING"]) {
+                Ok(RespReply::Simple(p)) if p == "PONG" => Ok(()),
+                Ok(RespReply::Error(e)) => Err(format!("redis at {addr} answered PING with an error: {e}; if it needs a password, give it in the URL: redis://:PASSWORD@{host}:{port}")),
+                Ok(other) => Err(format!("{addr} answered PING with {other:?}; is it a Redis server?")),
+                Err(e) => Err(format!("{addr} did not answer PING: {e}; is it a Redis server?")),
+            }
+        }
+    }
+}
+
+/// Opens the target: starts redis-server, or connects to the URL.
+pub fn open(spec: &TargetSpec, plan: &Plan) -> Result<Box<dyn Target>, String> {
+    let settings = RedisSettings::parse(plan.servers.get(&spec.name))?;
+    let (server, addr, mode, endpoint) = match &spec.endpoint {
+        Endpoint::Managed => {
+            let cmd = ServerCommand {
+                program: "redis-server",
+                package: "redis-server",
+                port: settings.port,
+                args: &|port, dir| settings.args(port, dir),
+                ready: &|addr| {
+                    connect(addr, "redis")
+                        .and_then(|mut s| resp_call(&mut s, &[b"PING"]))
+                        .map(|r| r == RespReply::Simple("PONG".into()))
+                        .unwrap_or(false)
+                },
+                ready_timeout: Duration::from_secs(20),
+            };
+            let server = ManagedServer::start(&cmd).map_err(|e| e.to_string())?;
+            let addr = server.addr;
+            (Some(server), addr, "managed", None)
+        }
+        Endpoint::External { host, port, url, .. } => (None, resolve(host, *port)?, "external", Some(url.clone())),
+    };
+    let driver = NetDriver {
+        codec: RespCodec,
+        connector: Box::new(RedisConnector { addr, user: spec.user.clone(), password: spec.password.clone() }),
+    };
+    let mut target = RedisTarget {
+        server,
+        connector_addr: addr,
+        user: spec.user.clone(),
+        password: spec.password.clone(),
+        driver,
+        record: TargetRecord { name: spec.name.clone(), mode: mode.into(), endpoint, ..TargetRecord::default() },
+    };
+    target.record.requests = OpKind::ALL.iter().map(|k| (k.name().to_string(), target.driver.describe(*k))).collect();
+    let info = target.info("default").map_err(|e| format!("cannot read INFO from redis at {addr}: {e}"))?;
+    let get = |k: &str| info.iter().find(|(key, _)| key == k).map(|(_, v)| v.clone());
+    target.record.version = get("redis_version").map(|v| format!("Redis {v}"));
+    let mut s = BTreeMap::new();
+    for k in ["maxmemory", "maxmemory_policy", "aof_enabled", "mem_allocator", "io_threads_active", "os", "arch_bits"] {
+        if let Some(v) = get(k) {
+            s.insert(k.to_string(), v);
+        }
+    }
+    if let Some(server) = &target.server {
+        s.insert("persistence".into(), settings.persistence.clone());
+        s.insert("command_line".into(), format!("{} {}", server.binary.display(), server.args.join(" ")));
+    }
+    target.record.settings = s;
+    Ok(Box::new(target))
+}
+
+impl RedisTarget {
+    fn admin(&self) -> std::io::Result<TcpStream> {
+        let s = RedisConnector { addr: self.connector_addr, user: self.user.clone(), password: self.password.clone() }.connect()?;
+        s.set_read_timeout(Some(Duration::from_secs(10)))?;
+        Ok(s)
+    }
+
+    fn info(&self, section: &str) -> std::io::Result<Vec<(String, String)>> {
+        let mut s = self.admin()?;
+        match resp_call(&mut s, &[b"INFO", section.as_bytes()])? {
+            RespReply::Bulk(b) => Ok(parse_info(&String::from_utf8_lossy(&b))),
+            other => Err(std::io::Error::other(format!("unexpected INFO reply {other:?}"))),
+        }
+    }
+}
+
+impl Target for RedisTarget {
+    fn driver(&self) -> &dyn Driver {
+        &self.driver
+    }
+
+    fn record(&self) -> TargetRecord {
+        self.record.clone()
+    }
+
+    fn counters(&self) -> Option<Counters> {
+        let info = self.info("commandstats").ok()?;
+        let mut out = Counters::new();
+        for (k, v) in info {
+            if let Some(cmd) = k.strip_prefix("cmdstat_") {
+                let calls = v.split(',').find_map(|f| f.strip_prefix("calls=")).and_then(|c| c.parse().ok()).unwrap_or(0);
+                out.insert(cmd.to_string(), calls);
+            }
+        }
+        Some(out)
+    }
+
+    fn counter_checks(&self, before: &Counters, after: &Counters, sent: &[u64; OP_KINDS]) -> Vec<CounterCheck> {
+        let delta = |k: &str| after.get(k).copied().unwrap_or(0) - before.get(k).copied().unwrap_or(0).min(after.get(k).copied().unwrap_or(0));
+        let mut v = Vec::new();
+        let pairs = [
+            ("GET calls (INFO commandstats)", "get", sent[OpKind::Get as usize]),
+            ("SET calls (INFO commandstats)", "set", sent[OpKind::Set as usize] + sent[OpKind::Update as usize]),
+            ("DEL calls (INFO commandstats)", "del", sent[OpKind::Delete as usize]),
+        ];
+        for (what, cmd, ours) in pairs {
+            let theirs = delta(cmd);
+            if ours > 0 || theirs > 0 {
+                v.push(CounterCheck { what: what.into(), bakeoff: ours, target: theirs });
+            }
+        }
+        v
+    }
+
+    fn record_count(&self) -> Option<u64> {
+        let mut s = self.admin().ok()?;
+        match resp_call(&mut s, &[b"DBSIZE"]).ok()? {
+            RespReply::Simple(n) => n.parse().ok(),
+            _ => None,
+        }
+    }
+
+    fn resources(&self) -> Option<ProcSnapshot> {
+        self.server.as_ref().map(|s| s.snapshot())
+    }
+}

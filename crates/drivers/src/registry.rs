@@ -1,0 +1,135 @@
+//! The one place that lists targets: names, capabilities, settings checks,
+//! and how each is opened. Adding a target is a module plus a line here.
+
+use bakeoff_core::plan::{Capabilities, Plan, TargetCatalog, TargetSpec};
+use bakeoff_core::runner::{Target, TargetOpener};
+use bakeoff_core::workload::OpKind;
+
+/// One row of the registry.
+pub struct Entry {
+    /// Target name.
+    pub name: &'static str,
+    /// URL scheme of external endpoints.
+    pub scheme: &'static str,
+    /// One-line description for `bakeoff list`.
+    pub about: &'static str,
+    /// Debian package of the server.
+    pub package: &'static str,
+    /// Operation kinds.
+    pub ops: &'static [OpKind],
+    /// Pipelining on one connection.
+    pub pipelining: bool,
+    /// bakeoff can start it.
+    pub managed: bool,
+    /// Part of the default comparison.
+    pub default: bool,
+    /// Validates `[servers.NAME]`.
+    pub check: fn(Option<&toml::Table>) -> Result<(), String>,
+    /// Checks it can be used.
+    pub probe: fn(&TargetSpec, &Plan) -> Result<(), String>,
+    /// Opens it for one run.
+    pub open: fn(&TargetSpec, &Plan) -> Result<Box<dyn Target>, String>,
+}
+
+const KV: &[OpKind] = &[OpKind::Get, OpKind::Set, OpKind::Update, OpKind::Delete];
+
+/// Every target this build knows.
+pub fn entries() -> Vec<Entry> {
+    let mut v = Vec::new();
+    #[cfg(feature = "redis")]
+    v.push(Entry {
+        name: "redis",
+        scheme: "redis",
+        about: "Redis over RESP (GET/SET/DEL on string keys)",
+        package: "redis-server",
+        ops: KV,
+        pipelining: true,
+        managed: true,
+        default: true,
+        check: |t| crate::redis::RedisSettings::parse(t).map(|_| ()),
+        probe: crate::redis::probe,
+        open: crate::redis::open,
+    });
+    #[cfg(feature = "memcached")]
+    {
+        v.push(Entry {
+            name: "memcached",
+            scheme: "memcached",
+            about: "memcached, text protocol (get/set/delete)",
+            package: "memcached",
+            ops: KV,
+            pipelining: true,
+            managed: true,
+            default: true,
+            check: |t| crate::memcached::MemcachedSettings::parse(t).map(|_| ()),
+            probe: crate::memcached::probe,
+            open: crate::memcached::open,
+        });
+        v.push(Entry {
+            name: "memcached-binary",
+            scheme: "memcached-binary",
+            about: "memcached, binary protocol (GET/SET/DELETE)",
+            package: "memcached",
+            ops: KV,
+            pipelining: true,
+            managed: true,
+            default: false,
+            check: |t| crate::memcached::MemcachedSettings::parse(t).map(|_| ()),
+            probe: crate::memcached::probe,
+            open: crate::memcached::open,
+        });
+    }
+    v
+}
+
+/// The registry as the plan and the runner see it.
+#[derive(Default)]
+pub struct Registry;
+
+impl Registry {
+    fn find(&self, name: &str) -> Option<Entry> {
+        entries().into_iter().find(|e| e.name == name)
+    }
+}
+
+impl TargetCatalog for Registry {
+    fn capabilities(&self, name: &str) -> Option<Capabilities> {
+        self.find(name).map(|e| Capabilities {
+            ops: e.ops.to_vec(),
+            pipelining: e.pipelining,
+            managed: e.managed,
+            url_scheme: Some(e.scheme.to_string()),
+        })
+    }
+
+    fn names(&self) -> Vec<String> {
+        entries().iter().map(|e| e.name.to_string()).collect()
+    }
+
+    fn target_for_scheme(&self, scheme: &str) -> Option<String> {
+        entries().into_iter().find(|e| e.scheme == scheme).map(|e| e.name.to_string())
+    }
+
+    fn check_settings(&self, name: &str, settings: &toml::Table) -> Result<(), String> {
+        match self.find(name) {
+            Some(e) => (e.check)(Some(settings)),
+            None => Err(format!("unknown target `{name}`")),
+        }
+    }
+
+    fn default_targets(&self) -> Vec<String> {
+        entries().iter().filter(|e| e.default).map(|e| e.name.to_string()).collect()
+    }
+}
+
+impl TargetOpener for Registry {
+    fn probe(&self, spec: &TargetSpec, plan: &Plan) -> Result<(), String> {
+        let e = self.find(&spec.name).ok_or_else(|| format!("unknown target `{}`", spec.name))?;
+        (e.probe)(spec, plan)
+    }
+
+    fn open(&self, spec: &TargetSpec, plan: &Plan) -> Result<Box<dyn Target>, String> {
+        let e = self.find(&spec.name).ok_or_else(|| format!("unknown target `{}`", spec.name))?;
+        (e.open)(spec, plan)
+    }
+}
