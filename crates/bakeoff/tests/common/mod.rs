@@ -1,0 +1,121 @@
+//! Shared fixtures: real servers started by the test itself (through
+//! bakeoff's own ManagedServer), and a way to run the bakeoff binary.
+#![allow(dead_code)]
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use bakeoff_servers::{ManagedServer, ServerCommand};
+
+/// Fails under CI when a server is missing; skips with a reason elsewhere.
+pub fn require(program: &str, package: &str) -> bool {
+    if bakeoff_servers::find_on_path(program).is_some() {
+        return true;
+    }
+    if std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false") {
+        panic!("{program} is not installed; CI must install the Debian package {package} (see scripts/test.sh)");
+    }
+    eprintln!("skipping: {program} is not installed (apt-get install {package})");
+    false
+}
+
+/// A redis-server started for one test, optionally with a password.
+pub fn redis(password: Option<&str>) -> ManagedServer {
+    let pw = password.map(|s| s.to_string());
+    let args = move |port: u16, dir: &std::path::Path| {
+        let mut a: Vec<String> = vec![
+            "--port".into(), port.to_string(), "--bind".into(), "127.0.0.1".into(), "--dir".into(),
+            dir.display().to_string(), "--save".into(), "".into(), "--appendonly".into(), "no".into(),
+        ];
+        if let Some(p) = &pw {
+            a.push("--requirepass".into());
+            a.push(p.clone());
+        }
+        a
+    };
+    ManagedServer::start(&ServerCommand {
+        program: "redis-server",
+        package: "redis-server",
+        port: None,
+        args: &args,
+        ready: &|addr| TcpStream::connect(addr).is_ok(),
+        ready_timeout: Duration::from_secs(20),
+    })
+    .expect("redis-server starts")
+}
+
+/// A memcached started for one test.
+pub fn memcached() -> ManagedServer {
+    ManagedServer::start(&ServerCommand {
+        program: "memcached",
+        package: "memcached",
+        port: None,
+        args: &|port, _| {
+            vec!["-p".into(), port.to_string(), "-l".into(), "127.0.0.1".into(), "-U".into(), "0".into(), "-m".into(), "256".into(), "-u".into(), "root".into()]
+        },
+        ready: &|addr| TcpStream::connect(addr).is_ok(),
+        ready_timeout: Duration::from_secs(20),
+    })
+    .expect("memcached starts")
+}
+
+/// Sends raw bytes and reads until `done` says the reply is whole.
+pub fn call(addr: std::net::SocketAddr, req: &[u8], done: impl Fn(&[u8]) -> bool) -> String {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(req).unwrap();
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 65536];
+    while !done(&buf) {
+        let n = s.read(&mut chunk).unwrap();
+        assert!(n > 0, "server closed the connection");
+        buf.extend_from_slice(&chunk[..n]);
+    }
+    String::from_utf8_lossy(&buf).into_owned()
+}
+
+/// `INFO commandstats` calls of one command.
+pub fn redis_calls(addr: std::net::SocketAddr, cmd: &str) -> u64 {
+    let text = call(addr, b"INFO commandstats\r\n", |b| b.len() > 4 && b.ends_with(b"\r\n") && {
+        let t = String::from_utf8_lossy(b);
+        let n: usize = t[1..t.find("\r\n").unwrap()].parse().unwrap();
+        b.len() >= t.find("\r\n").unwrap() + 2 + n + 2
+    });
+    text.lines()
+        .find_map(|l| l.strip_prefix(&format!("cmdstat_{cmd}:")))
+        .and_then(|v| v.split(',').find_map(|f| f.strip_prefix("calls=")))
+        .map(|c| c.parse().unwrap())
+        .unwrap_or(0)
+}
+
+/// memcached `stats` value.
+pub fn memcached_stat(addr: std::net::SocketAddr, name: &str) -> u64 {
+    let text = call(addr, b"stats\r\n", |b| b.ends_with(b"END\r\n"));
+    text.lines()
+        .find_map(|l| l.strip_prefix(&format!("STAT {name} ")))
+        .map(|v| v.trim().parse().unwrap())
+        .unwrap_or_else(|| panic!("no stat {name}"))
+}
+
+/// Path of the bakeoff binary built for these tests.
+pub fn bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_bakeoff"))
+}
+
+/// Runs bakeoff with `args`; returns its output.
+pub fn bakeoff(args: &[&str]) -> Output {
+    Command::new(bin()).args(args).output().expect("bakeoff runs")
+}
+
+/// A fresh temporary directory.
+pub fn tmp() -> tempfile::TempDir {
+    tempfile::tempdir().unwrap()
+}
+
+/// Reads a result file as JSON.
+pub fn read_json(path: &std::path::Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}

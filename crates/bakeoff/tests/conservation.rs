@@ -1,0 +1,111 @@
+//! Conservation: what bakeoff says it did equals what the server counted,
+//! and the load phase leaves exactly `records` keys behind.
+
+mod common;
+use common::*;
+
+fn run_against(url: &str, out: &std::path::Path, extra: &[&str]) -> serde_json::Value {
+    let mut args = vec![
+        "run", "--target", url, "--records", "2000", "--mix", "70:20:5:5", "--clients", "8", "--pipeline", "4",
+        "--duration", "1s", "--warmup", "500ms", "--quiet", "-o", out.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let o = bakeoff(&args);
+    assert_eq!(o.status.code(), Some(0), "stderr: {}", String::from_utf8_lossy(&o.stderr));
+    read_json(out)
+}
+
+fn sent(run: &serde_json::Value, phase: &str, op: &str) -> u64 {
+    run[phase]["ops"][op]["sent"].as_u64().unwrap_or(0)
+}
+
+#[test]
+fn redis_counts_equal_commandstats_and_dbsize() {
+    if !require("redis-server", "redis-server") {
+        return;
+    }
+    let server = redis(None);
+    let dir = tmp();
+    let out = dir.path().join("r.json");
+    let r = run_against(&format!("redis://{}", server.addr), &out, &[]);
+    let run = &r["runs"][0];
+    let gets = sent(run, "warmup", "get") + sent(run, "measure", "get");
+    let sets = sent(run, "load", "set")
+        + ["warmup", "measure"].iter().map(|p| sent(run, p, "set") + sent(run, p, "update")).sum::<u64>();
+    let dels = sent(run, "warmup", "delete") + sent(run, "measure", "delete");
+    assert!(gets > 1000 && sets > 2000 && dels > 0, "{gets} {sets} {dels}");
+    assert_eq!(redis_calls(server.addr, "get"), gets);
+    assert_eq!(redis_calls(server.addr, "set"), sets);
+    assert_eq!(redis_calls(server.addr, "del"), dels);
+    assert_eq!(run["checks"]["records_after_load"], 2000);
+    // Every completed or failed op was sent, and nothing failed.
+    assert_eq!(run["measure"]["errors"].as_object().unwrap().len(), 0);
+    // Little's law holds for a closed loop: mean latency × throughput = in flight.
+    let ratio = run["checks"]["littles_law_ratio"].as_f64().unwrap();
+    assert!((ratio - 1.0).abs() < 0.05, "Little's law ratio {ratio}");
+}
+
+#[test]
+fn memcached_counts_equal_stats_and_curr_items() {
+    if !require("memcached", "memcached") {
+        return;
+    }
+    for (scheme, target) in [("memcached", "memcached"), ("memcached-binary", "memcached-binary")] {
+        let server = memcached();
+        let dir = tmp();
+        let out = dir.path().join("m.json");
+        let r = run_against(&format!("{scheme}://{}", server.addr), &out, &[]);
+        let run = &r["runs"][0];
+        assert_eq!(run["target"], target);
+        let gets = sent(run, "warmup", "get") + sent(run, "measure", "get");
+        let sets = sent(run, "load", "set")
+            + ["warmup", "measure"].iter().map(|p| sent(run, p, "set") + sent(run, p, "update")).sum::<u64>();
+        let dels = sent(run, "warmup", "delete") + sent(run, "measure", "delete");
+        assert!(gets > 1000 && sets > 2000 && dels > 0);
+        assert_eq!(memcached_stat(server.addr, "cmd_get"), gets, "{target}");
+        assert_eq!(memcached_stat(server.addr, "cmd_set"), sets, "{target}");
+        assert_eq!(memcached_stat(server.addr, "delete_hits") + memcached_stat(server.addr, "delete_misses"), dels, "{target}");
+        assert_eq!(run["checks"]["records_after_load"], 2000, "{target}");
+        // bakeoff's own check agrees.
+        for c in run["checks"]["counters"].as_array().unwrap() {
+            assert_eq!(c["bakeoff"], c["target"], "{c}");
+        }
+    }
+}
+
+#[test]
+fn managed_servers_are_started_recorded_and_cleaned_up() {
+    if !require("redis-server", "redis-server") || !require("memcached", "memcached") {
+        return;
+    }
+    let dir = tmp();
+    let out = dir.path().join("managed.json");
+    let o = bakeoff(&[
+        "run", "-t", "redis,memcached", "--records", "1000", "--duration", "1s", "--warmup", "0", "--clients", "4",
+        "--set", "redis.persistence=aof-everysec", "--set", "memcached.memory=64mb", "--quiet", "-o", out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("ops/s") && stdout.contains("µs"), "{stdout}");
+    let r = read_json(&out);
+    assert_eq!(r["status"], "complete");
+    let targets = r["targets"].as_array().unwrap();
+    let redis = targets.iter().find(|t| t["name"] == "redis").unwrap();
+    assert!(redis["version"].as_str().unwrap().starts_with("Redis "));
+    assert_eq!(redis["settings"]["aof_enabled"], "1");
+    let mc = targets.iter().find(|t| t["name"] == "memcached").unwrap();
+    assert_eq!(mc["settings"]["limit_maxbytes"], (64u64 << 20).to_string());
+    for run in r["runs"].as_array().unwrap() {
+        for c in run["checks"]["counters"].as_array().unwrap() {
+            assert_eq!(c["bakeoff"], c["target"], "{c}");
+        }
+        assert!(!run["resources"].as_array().unwrap().is_empty(), "server resources sampled");
+        assert!(run["resources"][0]["rss_bytes"].as_u64().unwrap() > 0);
+    }
+    // The servers are gone, and so are their directories.
+    let cmdline = redis["settings"]["command_line"].as_str().unwrap();
+    let data_dir = cmdline.split("--dir ").nth(1).unwrap().split(' ').next().unwrap();
+    assert!(!std::path::Path::new(data_dir).exists(), "{data_dir} left behind");
+    let port = cmdline.split("--port ").nth(1).unwrap().split(' ').next().unwrap();
+    assert!(std::net::TcpStream::connect(format!("127.0.0.1:{port}")).is_err(), "redis still listening on {port}");
+}
