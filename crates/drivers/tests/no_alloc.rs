@@ -1,0 +1,145 @@
+//! No heap allocation per operation in steady state on the Redis and
+//! memcached hot paths: a counting global allocator counts the worker
+//! thread's allocations over a window between two once-a-second interval
+//! hand-offs (which allocate, once a second, by design).
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::net::{SocketAddr, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use bakeoff_core::driver::{Codec, Connector, Job, JobKind};
+use bakeoff_core::plan::{Mix, Workload};
+use bakeoff_core::value::{ValueContent, ValuePool};
+use bakeoff_core::workload::{KeyDistribution, ValueSizes};
+use bakeoff_drivers::codec::memcache_binary::MemcacheBinaryCodec;
+use bakeoff_drivers::codec::memcache_text::MemcacheTextCodec;
+use bakeoff_drivers::codec::resp::RespCodec;
+use bakeoff_servers::{ManagedServer, ServerCommand};
+
+struct Counting;
+static ALLOCS: AtomicU64 = AtomicU64::new(0);
+thread_local! {
+    static COUNT_ME: Cell<bool> = const { Cell::new(false) };
+}
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        if COUNT_ME.with(|c| c.get()) {
+            ALLOCS.fetch_add(1, Ordering::Relaxed);
+        }
+        System.alloc(l)
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        System.dealloc(p, l)
+    }
+    unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
+        if COUNT_ME.with(|c| c.get()) {
+            ALLOCS.fetch_add(1, Ordering::Relaxed);
+        }
+        System.realloc(p, l, n)
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+struct Plain(SocketAddr);
+impl Connector for Plain {
+    fn connect(&self) -> std::io::Result<TcpStream> {
+        let s = TcpStream::connect(self.0)?;
+        s.set_nodelay(true)?;
+        Ok(s)
+    }
+}
+
+fn require(program: &str) -> bool {
+    if bakeoff_servers::find_on_path(program).is_some() {
+        return true;
+    }
+    assert!(std::env::var("CI").map(|v| v.is_empty() || v == "false").unwrap_or(true), "{program} missing under CI");
+    eprintln!("skipping: {program} not installed");
+    false
+}
+
+fn server(program: &str, args: fn(u16) -> Vec<String>) -> ManagedServer {
+    ManagedServer::start(&ServerCommand {
+        program,
+        package: program,
+        port: None,
+        args: &move |p, _| args(p),
+        ready: &|a| TcpStream::connect(a).is_ok(),
+        ready_timeout: Duration::from_secs(20),
+    })
+    .unwrap()
+}
+
+/// Runs a 2.5 s mixed job and returns (allocations in [1.25 s, 1.85 s],
+/// operations finished in second 1).
+fn steady_state_allocations<C: Codec>(codec: C, addr: SocketAddr, pipeline: u32) -> (u64, u64) {
+    let workload = Workload {
+        records: 1000,
+        key_distribution: KeyDistribution::Uniform,
+        value_size: ValueSizes::Range { min: 24, max: 400 },
+        value_content: ValueContent::Random,
+        mix: Mix { weights: [60, 20, 10, 10] },
+        clients: 8,
+        threads: 1,
+        pipeline,
+        duration_s: Some(2.5),
+        ops: None,
+        warmup_s: 0.0,
+        rate: None,
+        timeout_s: 5.0,
+        load: false,
+    };
+    let pool = ValuePool::new(400);
+    let stop = AtomicBool::new(false);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let job = Job { kind: JobKind::Measure, workload: &workload, seed: 1, pool: &pool, zipf: None, t0: Instant::now(), stop: &stop, intervals: tx };
+    let connector = Plain(addr);
+    let (a, b) = std::thread::scope(|s| {
+        let h = s.spawn(|| {
+            COUNT_ME.with(|c| c.set(true));
+            bakeoff_core::net::run_worker(&codec, &connector, &job, 0).unwrap()
+        });
+        std::thread::sleep(Duration::from_millis(1250).saturating_sub(job.t0.elapsed()));
+        let a = ALLOCS.load(Ordering::Relaxed);
+        std::thread::sleep(Duration::from_millis(1850).saturating_sub(job.t0.elapsed()));
+        let b = ALLOCS.load(Ordering::Relaxed);
+        let out = h.join().unwrap();
+        assert_eq!(out.phases[1].error_total(), 0);
+        (a, b)
+    });
+    drop(job);
+    let second1 = rx.iter().find(|iv| iv.second == 1).map(|iv| iv.ops).unwrap_or(0);
+    (b - a, second1)
+}
+
+#[test]
+fn redis_hot_path_does_not_allocate() {
+    if !require("redis-server") {
+        return;
+    }
+    let s = server("redis-server", |p| vec!["--port".into(), p.to_string(), "--bind".into(), "127.0.0.1".into(), "--save".into(), "".into()]);
+    for pipeline in [1, 8] {
+        let (allocs, ops) = steady_state_allocations(RespCodec, s.addr, pipeline);
+        assert!(ops > 1000, "the loop was busy: {ops} ops in second 1");
+        assert_eq!(allocs, 0, "{allocs} allocations during ~{} operations (pipeline {pipeline})", ops * 6 / 10);
+    }
+}
+
+#[test]
+fn memcached_hot_paths_do_not_allocate() {
+    if !require("memcached") {
+        return;
+    }
+    let s = server("memcached", |p| vec!["-p".into(), p.to_string(), "-l".into(), "127.0.0.1".into(), "-U".into(), "0".into(), "-u".into(), "root".into()]);
+    let (allocs, ops) = steady_state_allocations(MemcacheTextCodec, s.addr, 4);
+    assert!(ops > 1000, "{ops}");
+    assert_eq!(allocs, 0, "text protocol: {allocs} allocations");
+    let (allocs, ops) = steady_state_allocations(MemcacheBinaryCodec, s.addr, 4);
+    assert!(ops > 1000, "{ops}");
+    assert_eq!(allocs, 0, "binary protocol: {allocs} allocations");
+}
