@@ -162,7 +162,7 @@ pub fn run_job(
         let mut next_sample = Duration::from_secs(1);
         loop {
             let all_done = handles.iter().all(|h| h.is_finished());
-            let wait = next_sample.saturating_sub(job.t0.elapsed()).min(Duration::from_millis(200));
+            let wait = next_sample.saturating_sub(job.t0.elapsed()).min(Duration::from_millis(50));
             match rx.recv_timeout(wait) {
                 Ok(iv) => {
                     let entry = pending.entry(iv.second).or_insert_with(|| (Interval::new(iv.second), 0));
