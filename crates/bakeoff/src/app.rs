@@ -52,7 +52,7 @@ impl AppError {
 
 /// Runs the parsed command line and returns the exit code.
 pub fn main(cli: Cli) -> i32 {
-    let command = cli.command.unwrap_or(Command::Run(RunArgs::default()));
+    let command = cli.command.unwrap_or(Command::Run(Box::default()));
     let outcome = match command {
         Command::Run(args) => {
             let stop = Arc::new(AtomicBool::new(false));
@@ -66,7 +66,11 @@ pub fn main(cli: Cli) -> i32 {
         }
         Command::Report(args) => report(&args),
         Command::Schema => {
-            println!("{}", serde_json::to_string_pretty(&bakeoff_core::result::json_schema()).expect("schema serialises"));
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&bakeoff_core::result::json_schema())
+                    .expect("schema serialises")
+            );
             Ok(EXIT_OK)
         }
     };
@@ -92,10 +96,14 @@ fn install_ctrlc(stop: Arc<AtomicBool>) {
 /// Turns `run` flags into plan overrides.
 pub fn overrides(args: &RunArgs) -> Result<Overrides, AppError> {
     let s = |o: &Option<String>| o.clone().map(Scalar::Str);
-    let list = |v: &Vec<String>| (!v.is_empty()).then(|| v.iter().map(|x| Scalar::Str(x.clone())).collect());
+    let list = |v: &Vec<String>| {
+        (!v.is_empty()).then(|| v.iter().map(|x| Scalar::Str(x.clone())).collect())
+    };
     let mut server_settings = Vec::new();
     for item in &args.settings {
-        let parsed = item.split_once('=').and_then(|(tk, v)| tk.split_once('.').map(|(t, k)| (t, k, v)));
+        let parsed = item
+            .split_once('=')
+            .and_then(|(tk, v)| tk.split_once('.').map(|(t, k)| (t, k, v)));
         match parsed {
             Some((t, k, v)) if !t.is_empty() && !k.is_empty() => server_settings.push((t.into(), k.into(), v.into())),
             _ => {
@@ -138,26 +146,42 @@ pub fn overrides(args: &RunArgs) -> Result<Overrides, AppError> {
 /// Builds the validated plan from a preset and flags.
 pub fn plan(args: &RunArgs) -> Result<Plan, AppError> {
     let preset = match &args.preset {
-        Some(p) => Some((p.as_str(), RawPreset::load(p).map_err(|e| AppError::Usage(e.to_string()))?)),
+        Some(p) => Some((
+            p.as_str(),
+            RawPreset::load(p).map_err(|e| AppError::Usage(e.to_string()))?,
+        )),
         None => None,
     };
     Plan::build(preset, &overrides(args)?, &Registry).map_err(|e| AppError::Usage(e.to_string()))
 }
 
 fn default_out(plan: &Plan) -> PathBuf {
-    let stamp = bakeoff_core::runner::now_rfc3339().replace([':', '-'], "").replace('T', "-").trim_end_matches('Z').to_string();
+    let stamp = bakeoff_core::runner::now_rfc3339()
+        .replace([':', '-'], "")
+        .replace('T', "-")
+        .trim_end_matches('Z')
+        .to_string();
     PathBuf::from("results").join(format!("{}-{stamp}.json", plan.name))
 }
 
 fn command_line() -> String {
-    std::env::args().map(|a| bakeoff_core::plan::redact(&a)).collect::<Vec<_>>().join(" ")
+    std::env::args()
+        .map(|a| bakeoff_core::plan::redact(&a))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// `bakeoff run`: plan, run, write, summarise. Returns the exit code.
-pub fn run_command(args: &RunArgs, stop: Arc<AtomicBool>, observer: &mut dyn Observer) -> Result<i32, AppError> {
+pub fn run_command(
+    args: &RunArgs,
+    stop: Arc<AtomicBool>,
+    observer: &mut dyn Observer,
+) -> Result<i32, AppError> {
     let (result, out) = run_experiment_from_args(args, stop, observer)?;
     let mut stdout = std::io::stdout();
-    TextExporter.export(&result, &mut stdout).map_err(|e| AppError::Failed(e.to_string()))?;
+    TextExporter
+        .export(&result, &mut stdout)
+        .map_err(|e| AppError::Failed(e.to_string()))?;
     println!("result file: {}", out.display());
     Ok(exit_code_of(&result))
 }
@@ -180,11 +204,19 @@ pub fn run_experiment_from_args(
     observer: &mut dyn Observer,
 ) -> Result<(ExperimentResult, PathBuf), AppError> {
     let plan = plan(args)?;
-    let out = args.out.as_ref().map(PathBuf::from).unwrap_or_else(|| default_out(&plan));
+    let out = args
+        .out
+        .as_ref()
+        .map(PathBuf::from)
+        .unwrap_or_else(|| default_out(&plan));
     // The default comparison skips what this machine cannot start; a target
     // the user named must work or the run does not start.
     let skip_unavailable = args.targets.is_empty() && args.preset.is_none();
-    let opts = ExperimentOptions { out: out.clone(), stop, skip_unavailable };
+    let opts = ExperimentOptions {
+        out: out.clone(),
+        stop,
+        skip_unavailable,
+    };
     let env = environment::detect(plan.seed, command_line());
     match run_experiment(&plan, &Registry, env, &opts, observer) {
         Ok(r) => {
@@ -197,19 +229,19 @@ pub fn run_experiment_from_args(
             Ok((r, out))
         }
         Err(e @ RunError::Setup { .. }) => Err(AppError::Usage(e.to_string())),
-        Err(e) => Err(AppError::Failed(format!("{e}; the runs finished before it are in the file if it could be written"))),
+        Err(e) => Err(AppError::Failed(format!(
+            "{e}; the runs finished before it are in the file if it could be written"
+        ))),
     }
 }
 
 /// `bakeoff list`.
 pub fn list_text() -> String {
-    let mut s = String::from("targets (bakeoff run --target NAME, or --target SCHEME://host:port for one you run):\n\n");
+    let mut s = String::from(
+        "targets (bakeoff run --target NAME, or --target SCHEME://host:port for one you run):\n\n",
+    );
     for e in entries() {
-        let program = match e.package {
-            "redis-server" => "redis-server",
-            other => other,
-        };
-        let here = if bakeoff_servers::find_on_path(program).is_some() {
+        let here = if bakeoff_servers::find_on_path(e.program).is_some() {
             "installed".to_string()
         } else {
             format!("not installed: apt-get install {}", e.package)
@@ -236,7 +268,11 @@ fn report(args: &ReportArgs) -> Result<i32, AppError> {
     let mut stdout = std::io::stdout();
     for f in &args.files {
         let r = ExperimentResult::read(Path::new(f)).map_err(AppError::Usage)?;
-        let res = if args.json { JsonExporter.export(&r, &mut stdout) } else { TextExporter.export(&r, &mut stdout) };
+        let res = if args.json {
+            JsonExporter.export(&r, &mut stdout)
+        } else {
+            TextExporter.export(&r, &mut stdout)
+        };
         res.map_err(|e| AppError::Failed(e.to_string()))?;
     }
     Ok(EXIT_OK)

@@ -27,7 +27,7 @@ pub enum Command {
     ///   bakeoff run --target redis --target memcached --mix 90:10 --clients 50 --duration 10s
     ///
     ///   bakeoff run --target redis://:secret@127.0.0.1:6379 --rate 20000
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// List the targets this build knows and what each supports.
     List,
     /// Print a result file as a table (or re-emit it as JSON).

@@ -49,7 +49,9 @@ impl Observer for Progress {
         }
         let elapsed = self.started.elapsed().as_secs_f64();
         let remaining = match (job, self.expected_s) {
-            (JobKind::Measure, Some(e)) => format!(", {:.0} s left", (e - p.t_s as f64 - 1.0).max(0.0)),
+            (JobKind::Measure, Some(e)) => {
+                format!(", {:.0} s left", (e - p.t_s as f64 - 1.0).max(0.0))
+            }
             _ => String::new(),
         };
         let mut err = std::io::stderr();
@@ -77,7 +79,10 @@ impl Observer for Progress {
             fmt_ns(m.all.p50_ns as f64),
             fmt_ns(m.all.p99_ns as f64),
             m.error_total(),
-            run.message.as_ref().map(|s| format!(" — {s}")).unwrap_or_default()
+            run.message
+                .as_ref()
+                .map(|s| format!(" — {s}"))
+                .unwrap_or_default()
         );
     }
 

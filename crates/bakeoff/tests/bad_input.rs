@@ -11,22 +11,55 @@ fn expect_usage_error(args: &[&str], needles: &[&str]) {
     for n in needles {
         assert!(stderr.contains(n), "{args:?}: expected `{n}` in: {stderr}");
     }
-    assert!(!stderr.contains("panicked") && !stderr.contains("RUST_BACKTRACE"), "{stderr}");
+    assert!(
+        !stderr.contains("panicked") && !stderr.contains("RUST_BACKTRACE"),
+        "{stderr}"
+    );
 }
 
 #[test]
 fn flags_and_values() {
     expect_usage_error(&["run", "--clientz", "3"], &["--clientz"]);
-    expect_usage_error(&["run", "--clients", "0", "-t", "redis"], &["--clients", "at least 1"]);
-    expect_usage_error(&["run", "--mix", "0:0", "-t", "redis"], &["--mix", "sums to 0"]);
-    expect_usage_error(&["run", "--mix", "a:b", "-t", "redis"], &["--mix", "whole number"]);
-    expect_usage_error(&["run", "--value-size", "10", "-t", "redis"], &["--value-size", "header"]);
-    expect_usage_error(&["run", "--duration", "ten", "-t", "redis"], &["--duration", "10s"]);
-    expect_usage_error(&["run", "--key-distribution", "pareto", "-t", "redis"], &["--key-distribution", "zipfian"]);
-    expect_usage_error(&["run", "-t", "cassandra"], &["unknown target `cassandra`", "redis", "memcached"]);
-    expect_usage_error(&["run", "-t", "redis", "--set", "redis.persistance=rdb"], &["servers.redis", "persistance", "persistence"]);
-    expect_usage_error(&["run", "-t", "redis", "--set", "redis.persistence=sometimes"], &["persistence", "aof-everysec"]);
-    expect_usage_error(&["run", "-t", "redis", "--set", "oops"], &["--set", "TARGET.KEY=VALUE"]);
+    expect_usage_error(
+        &["run", "--clients", "0", "-t", "redis"],
+        &["--clients", "at least 1"],
+    );
+    expect_usage_error(
+        &["run", "--mix", "0:0", "-t", "redis"],
+        &["--mix", "sums to 0"],
+    );
+    expect_usage_error(
+        &["run", "--mix", "a:b", "-t", "redis"],
+        &["--mix", "whole number"],
+    );
+    expect_usage_error(
+        &["run", "--value-size", "10", "-t", "redis"],
+        &["--value-size", "header"],
+    );
+    expect_usage_error(
+        &["run", "--duration", "ten", "-t", "redis"],
+        &["--duration", "10s"],
+    );
+    expect_usage_error(
+        &["run", "--key-distribution", "pareto", "-t", "redis"],
+        &["--key-distribution", "zipfian"],
+    );
+    expect_usage_error(
+        &["run", "-t", "cassandra"],
+        &["unknown target `cassandra`", "redis", "memcached"],
+    );
+    expect_usage_error(
+        &["run", "-t", "redis", "--set", "redis.persistance=rdb"],
+        &["servers.redis", "persistance", "persistence"],
+    );
+    expect_usage_error(
+        &["run", "-t", "redis", "--set", "redis.persistence=sometimes"],
+        &["persistence", "aof-everysec"],
+    );
+    expect_usage_error(
+        &["run", "-t", "redis", "--set", "oops"],
+        &["--set", "TARGET.KEY=VALUE"],
+    );
     expect_usage_error(&["run", "-t", "redis://127.0.0.1"], &["no port"]);
 }
 
@@ -39,8 +72,14 @@ fn broken_presets() {
     std::fs::write(&p, "[workload\n").unwrap();
     expect_usage_error(&["run", p.to_str().unwrap()], &["bad.toml"]);
     std::fs::write(&p, "targets = [\"redis\"]\n[workload]\nrecords = 0\n").unwrap();
-    expect_usage_error(&["run", p.to_str().unwrap()], &["preset key workload.records"]);
-    expect_usage_error(&["run", "/no/such/preset.toml"], &["cannot read preset /no/such/preset.toml"]);
+    expect_usage_error(
+        &["run", p.to_str().unwrap()],
+        &["preset key workload.records"],
+    );
+    expect_usage_error(
+        &["run", "/no/such/preset.toml"],
+        &["cannot read preset /no/such/preset.toml"],
+    );
 }
 
 #[test]
@@ -48,9 +87,19 @@ fn unreachable_or_refusing_servers() {
     // A port nobody listens on (bound then released).
     let port = bakeoff_servers::free_port().unwrap();
     let url = format!("redis://127.0.0.1:{port}");
-    expect_usage_error(&["run", "-t", &url, "--duration", "1s"], &["redis", &format!("127.0.0.1:{port}"), "is the server running"]);
+    expect_usage_error(
+        &["run", "-t", &url, "--duration", "1s"],
+        &[
+            "redis",
+            &format!("127.0.0.1:{port}"),
+            "is the server running",
+        ],
+    );
     let url = format!("memcached://127.0.0.1:{port}");
-    expect_usage_error(&["run", "-t", &url, "--duration", "1s"], &["memcached", "is the server running"]);
+    expect_usage_error(
+        &["run", "-t", &url, "--duration", "1s"],
+        &["memcached", "is the server running"],
+    );
     if !require("redis-server", "redis-server") {
         return;
     }
@@ -59,18 +108,47 @@ fn unreachable_or_refusing_servers() {
     let o = bakeoff(&["run", "-t", &wrong, "--duration", "1s"]);
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("refused the credentials") && stderr.contains("password"), "{stderr}");
+    assert!(
+        stderr.contains("refused the credentials") && stderr.contains("password"),
+        "{stderr}"
+    );
     assert!(!stderr.contains("wrong-pw"), "password printed: {stderr}");
     let none = format!("redis://{}", server.addr);
-    expect_usage_error(&["run", "-t", &none, "--duration", "1s"], &["NOAUTH", "redis://:PASSWORD@"]);
+    expect_usage_error(
+        &["run", "-t", &none, "--duration", "1s"],
+        &["NOAUTH", "redis://:PASSWORD@"],
+    );
     // The right password works and never reaches the result file or output.
     let dir = tmp();
     let out = dir.path().join("pw.json");
     let right = format!("redis://:s3cret-pw@{}", server.addr);
-    let o = bakeoff(&["run", "-t", &right, "--records", "100", "--duration", "500ms", "--warmup", "0", "--clients", "2", "--quiet", "-o", out.to_str().unwrap()]);
-    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = bakeoff(&[
+        "run",
+        "-t",
+        &right,
+        "--records",
+        "100",
+        "--duration",
+        "500ms",
+        "--warmup",
+        "0",
+        "--clients",
+        "2",
+        "--quiet",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     let file = std::fs::read_to_string(&out).unwrap();
-    assert!(!file.contains("s3cret-pw"), "password stored in the result file");
+    assert!(
+        !file.contains("s3cret-pw"),
+        "password stored in the result file"
+    );
     assert!(file.contains(":***@"));
     assert!(!String::from_utf8_lossy(&o.stdout).contains("s3cret-pw"));
     assert!(!String::from_utf8_lossy(&o.stderr).contains("s3cret-pw"));
@@ -86,7 +164,10 @@ fn missing_server_binary_names_the_package() {
         .unwrap();
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("redis-server") && stderr.contains("apt-get install redis-server"), "{stderr}");
+    assert!(
+        stderr.contains("redis-server") && stderr.contains("apt-get install redis-server"),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -100,7 +181,10 @@ fn default_run_skips_what_it_cannot_start_and_says_why() {
         .unwrap();
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("skipped redis") && stderr.contains("apt-get install memcached"), "{stderr}");
+    assert!(
+        stderr.contains("skipped redis") && stderr.contains("apt-get install memcached"),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -111,7 +195,10 @@ fn port_in_use_is_a_clear_error() {
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = l.local_addr().unwrap().port().to_string();
     let setting = format!("redis.port={port}");
-    expect_usage_error(&["run", "-t", "redis", "--set", &setting, "--duration", "1s"], &[&port, "in use"]);
+    expect_usage_error(
+        &["run", "-t", "redis", "--set", &setting, "--duration", "1s"],
+        &[&port, "in use"],
+    );
 }
 
 #[test]
@@ -119,10 +206,23 @@ fn help_explains_units_and_defaults() {
     let o = bakeoff(&["run", "--help"]);
     let s = String::from_utf8_lossy(&o.stdout);
     assert_eq!(o.status.code(), Some(0));
-    for needle in ["--clients", "[default: 50]", "--rate", "OPS/S", "--value-size", "BYTES", "--duration", "[default: 10s]", "--pipeline"] {
+    for needle in [
+        "--clients",
+        "[default: 50]",
+        "--rate",
+        "OPS/S",
+        "--value-size",
+        "BYTES",
+        "--duration",
+        "[default: 10s]",
+        "--pipeline",
+    ] {
         assert!(s.contains(needle), "help lacks {needle}:\n{s}");
     }
     let o = bakeoff(&["list"]);
     let s = String::from_utf8_lossy(&o.stdout);
-    assert!(s.contains("redis") && s.contains("memcached-binary") && s.contains("pipelining"), "{s}");
+    assert!(
+        s.contains("redis") && s.contains("memcached-binary") && s.contains("pipelining"),
+        "{s}"
+    );
 }

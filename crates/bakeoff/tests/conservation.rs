@@ -6,12 +6,33 @@ use common::*;
 
 fn run_against(url: &str, out: &std::path::Path, extra: &[&str]) -> serde_json::Value {
     let mut args = vec![
-        "run", "--target", url, "--records", "2000", "--mix", "70:20:5:5", "--clients", "8", "--pipeline", "4",
-        "--duration", "1s", "--warmup", "500ms", "--quiet", "-o", out.to_str().unwrap(),
+        "run",
+        "--target",
+        url,
+        "--records",
+        "2000",
+        "--mix",
+        "70:20:5:5",
+        "--clients",
+        "8",
+        "--pipeline",
+        "4",
+        "--duration",
+        "1s",
+        "--warmup",
+        "500ms",
+        "--quiet",
+        "-o",
+        out.to_str().unwrap(),
     ];
     args.extend_from_slice(extra);
     let o = bakeoff(&args);
-    assert_eq!(o.status.code(), Some(0), "stderr: {}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "stderr: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     read_json(out)
 }
 
@@ -31,9 +52,15 @@ fn redis_counts_equal_commandstats_and_dbsize() {
     let run = &r["runs"][0];
     let gets = sent(run, "warmup", "get") + sent(run, "measure", "get");
     let sets = sent(run, "load", "set")
-        + ["warmup", "measure"].iter().map(|p| sent(run, p, "set") + sent(run, p, "update")).sum::<u64>();
+        + ["warmup", "measure"]
+            .iter()
+            .map(|p| sent(run, p, "set") + sent(run, p, "update"))
+            .sum::<u64>();
     let dels = sent(run, "warmup", "delete") + sent(run, "measure", "delete");
-    assert!(gets > 1000 && sets > 2000 && dels > 0, "{gets} {sets} {dels}");
+    assert!(
+        gets > 1000 && sets > 2000 && dels > 0,
+        "{gets} {sets} {dels}"
+    );
     assert_eq!(redis_calls(server.addr, "get"), gets);
     assert_eq!(redis_calls(server.addr, "set"), sets);
     assert_eq!(redis_calls(server.addr, "del"), dels);
@@ -50,7 +77,10 @@ fn memcached_counts_equal_stats_and_curr_items() {
     if !require("memcached", "memcached") {
         return;
     }
-    for (scheme, target) in [("memcached", "memcached"), ("memcached-binary", "memcached-binary")] {
+    for (scheme, target) in [
+        ("memcached", "memcached"),
+        ("memcached-binary", "memcached-binary"),
+    ] {
         let server = memcached();
         let dir = tmp();
         let out = dir.path().join("m.json");
@@ -59,12 +89,20 @@ fn memcached_counts_equal_stats_and_curr_items() {
         assert_eq!(run["target"], target);
         let gets = sent(run, "warmup", "get") + sent(run, "measure", "get");
         let sets = sent(run, "load", "set")
-            + ["warmup", "measure"].iter().map(|p| sent(run, p, "set") + sent(run, p, "update")).sum::<u64>();
+            + ["warmup", "measure"]
+                .iter()
+                .map(|p| sent(run, p, "set") + sent(run, p, "update"))
+                .sum::<u64>();
         let dels = sent(run, "warmup", "delete") + sent(run, "measure", "delete");
         assert!(gets > 1000 && sets > 2000 && dels > 0);
         assert_eq!(memcached_stat(server.addr, "cmd_get"), gets, "{target}");
         assert_eq!(memcached_stat(server.addr, "cmd_set"), sets, "{target}");
-        assert_eq!(memcached_stat(server.addr, "delete_hits") + memcached_stat(server.addr, "delete_misses"), dels, "{target}");
+        assert_eq!(
+            memcached_stat(server.addr, "delete_hits")
+                + memcached_stat(server.addr, "delete_misses"),
+            dels,
+            "{target}"
+        );
         assert_eq!(run["checks"]["records_after_load"], 2000, "{target}");
         // bakeoff's own check agrees.
         for c in run["checks"]["counters"].as_array().unwrap() {
@@ -81,12 +119,36 @@ fn managed_servers_are_started_recorded_and_cleaned_up() {
     let dir = tmp();
     let out = dir.path().join("managed.json");
     let o = bakeoff(&[
-        "run", "-t", "redis,memcached", "--records", "1000", "--duration", "1s", "--warmup", "0", "--clients", "4",
-        "--set", "redis.persistence=aof-everysec", "--set", "memcached.memory=64mb", "--quiet", "-o", out.to_str().unwrap(),
+        "run",
+        "-t",
+        "redis,memcached",
+        "--records",
+        "1000",
+        "--duration",
+        "1s",
+        "--warmup",
+        "0",
+        "--clients",
+        "4",
+        "--set",
+        "redis.persistence=aof-everysec",
+        "--set",
+        "memcached.memory=64mb",
+        "--quiet",
+        "-o",
+        out.to_str().unwrap(),
     ]);
-    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     let stdout = String::from_utf8_lossy(&o.stdout);
-    assert!(stdout.contains("ops/s") && stdout.contains("µs"), "{stdout}");
+    assert!(
+        stdout.contains("ops/s") && stdout.contains("µs"),
+        "{stdout}"
+    );
     let r = read_json(&out);
     assert_eq!(r["status"], "complete");
     let targets = r["targets"].as_array().unwrap();
@@ -99,13 +161,34 @@ fn managed_servers_are_started_recorded_and_cleaned_up() {
         for c in run["checks"]["counters"].as_array().unwrap() {
             assert_eq!(c["bakeoff"], c["target"], "{c}");
         }
-        assert!(!run["resources"].as_array().unwrap().is_empty(), "server resources sampled");
+        assert!(
+            !run["resources"].as_array().unwrap().is_empty(),
+            "server resources sampled"
+        );
         assert!(run["resources"][0]["rss_bytes"].as_u64().unwrap() > 0);
     }
     // The servers are gone, and so are their directories.
     let cmdline = redis["settings"]["command_line"].as_str().unwrap();
-    let data_dir = cmdline.split("--dir ").nth(1).unwrap().split(' ').next().unwrap();
-    assert!(!std::path::Path::new(data_dir).exists(), "{data_dir} left behind");
-    let port = cmdline.split("--port ").nth(1).unwrap().split(' ').next().unwrap();
-    assert!(std::net::TcpStream::connect(format!("127.0.0.1:{port}")).is_err(), "redis still listening on {port}");
+    let data_dir = cmdline
+        .split("--dir ")
+        .nth(1)
+        .unwrap()
+        .split(' ')
+        .next()
+        .unwrap();
+    assert!(
+        !std::path::Path::new(data_dir).exists(),
+        "{data_dir} left behind"
+    );
+    let port = cmdline
+        .split("--port ")
+        .nth(1)
+        .unwrap()
+        .split(' ')
+        .next()
+        .unwrap();
+    assert!(
+        std::net::TcpStream::connect(format!("127.0.0.1:{port}")).is_err(),
+        "redis still listening on {port}"
+    );
 }

@@ -15,8 +15,20 @@ fn killed_server_is_counted_and_the_result_is_written() {
     let out = dir.path().join("fault.json");
     let child = std::process::Command::new(bin())
         .args([
-            "run", "-t", &format!("redis://{}", server.addr), "--records", "1000", "--duration", "3s", "--warmup", "0",
-            "--clients", "4", "--quiet", "-o", out.to_str().unwrap(),
+            "run",
+            "-t",
+            &format!("redis://{}", server.addr),
+            "--records",
+            "1000",
+            "--duration",
+            "3s",
+            "--warmup",
+            "0",
+            "--clients",
+            "4",
+            "--quiet",
+            "-o",
+            out.to_str().unwrap(),
         ])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -33,12 +45,21 @@ fn killed_server_is_counted_and_the_result_is_written() {
     let run = &r["runs"][0];
     assert_eq!(run["status"], "errors");
     let m = &run["measure"];
-    assert!(m["completed"].as_u64().unwrap() > 100, "operations before the kill were counted");
+    assert!(
+        m["completed"].as_u64().unwrap() > 100,
+        "operations before the kill were counted"
+    );
     let errors = m["errors"].as_object().unwrap();
     let lost = errors.get("reset").and_then(|v| v.as_u64()).unwrap_or(0);
     let refused = errors.get("refused").and_then(|v| v.as_u64()).unwrap_or(0);
-    assert!(lost > 0, "requests in flight at the kill count as reset: {errors:?}");
-    assert!(refused > 0, "reconnection attempts count as refused: {errors:?}");
+    assert!(
+        lost > 0,
+        "requests in flight at the kill count as reset: {errors:?}"
+    );
+    assert!(
+        refused > 0,
+        "reconnection attempts count as refused: {errors:?}"
+    );
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(stdout.contains("errors by kind"), "{stdout}");
 }
@@ -52,8 +73,22 @@ fn ctrl_c_keeps_finished_runs_and_stops_managed_servers() {
     let out = dir.path().join("int.json");
     let child = std::process::Command::new(bin())
         .args([
-            "run", "-t", "redis", "--records", "1000", "--duration", "1s", "--warmup", "0", "--clients", "2",
-            "--sweep-clients", "1,2,3,4,5,6,7,8", "--quiet", "-o", out.to_str().unwrap(),
+            "run",
+            "-t",
+            "redis",
+            "--records",
+            "1000",
+            "--duration",
+            "1s",
+            "--warmup",
+            "0",
+            "--clients",
+            "2",
+            "--sweep-clients",
+            "1,2,3,4,5,6,7,8",
+            "--quiet",
+            "-o",
+            out.to_str().unwrap(),
         ])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -64,22 +99,49 @@ fn ctrl_c_keeps_finished_runs_and_stops_managed_servers() {
     // SAFETY: interrupting the bakeoff process this test started.
     unsafe { libc::kill(pid as i32, libc::SIGINT) };
     let o = child.wait_with_output().unwrap();
-    assert_eq!(o.status.code(), Some(130), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(
+        o.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     let r = read_json(&out);
     assert_eq!(r["status"], "interrupted");
     let runs = r["runs"].as_array().unwrap();
-    assert!(!runs.is_empty() && runs.len() < 8, "{} runs kept", runs.len());
-    // No redis-server started by that bakeoff is left.
-    let mut left = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let cmd = std::fs::read_to_string(entry.path().join("cmdline")).unwrap_or_default();
-        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
-        let ppid = stat.rsplit(')').next().and_then(|s| s.split_whitespace().nth(1)).unwrap_or("");
-        if cmd.starts_with("redis-server") || cmd.contains("/redis-server") {
-            if ppid == pid.to_string() {
-                left.push(cmd);
-            }
-        }
-    }
-    assert!(left.is_empty(), "{left:?}");
+    assert!(
+        !runs.is_empty() && runs.len() < 8,
+        "{} runs kept",
+        runs.len()
+    );
+    // The redis-server that bakeoff started is gone, and so is its directory.
+    let redis = r["targets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "redis")
+        .unwrap()
+        .clone();
+    let cmdline = redis["settings"]["command_line"].as_str().unwrap();
+    let data_dir = cmdline
+        .split("--dir ")
+        .nth(1)
+        .unwrap()
+        .split(' ')
+        .next()
+        .unwrap();
+    let port = cmdline
+        .split("--port ")
+        .nth(1)
+        .unwrap()
+        .split(' ')
+        .next()
+        .unwrap();
+    assert!(
+        !std::path::Path::new(data_dir).exists(),
+        "{data_dir} left behind"
+    );
+    assert!(
+        std::net::TcpStream::connect(format!("127.0.0.1:{port}")).is_err(),
+        "redis still listening on {port}"
+    );
 }

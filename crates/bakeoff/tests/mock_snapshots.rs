@@ -20,7 +20,12 @@ use bakeoff_report::{Exporter, JsonExporter, TextExporter};
 struct MockCatalog;
 impl TargetCatalog for MockCatalog {
     fn capabilities(&self, name: &str) -> Option<Capabilities> {
-        (name == "mock").then(|| Capabilities { ops: OpKind::ALL.to_vec(), pipelining: true, managed: true, url_scheme: None })
+        (name == "mock").then(|| Capabilities {
+            ops: OpKind::ALL.to_vec(),
+            pipelining: true,
+            managed: true,
+            url_scheme: None,
+        })
     }
     fn names(&self) -> Vec<String> {
         vec!["mock".into()]
@@ -51,21 +56,43 @@ fn fixed_env() -> Environment {
 
 fn run_mock(preset: &str, out: &Path) -> ExperimentResult {
     let raw: RawPreset = toml::from_str(preset).unwrap();
-    let plan = Plan::build(Some(("mock.toml", raw)), &Overrides::default(), &MockCatalog).unwrap();
-    let opts = ExperimentOptions { out: out.to_path_buf(), stop: Arc::new(AtomicBool::new(false)), skip_unavailable: false };
-    let mut r = run_experiment(&plan, &MockOpener::default(), fixed_env(), &opts, &mut Quiet).unwrap();
+    let plan = Plan::build(
+        Some(("mock.toml", raw)),
+        &Overrides::default(),
+        &MockCatalog,
+    )
+    .unwrap();
+    let opts = ExperimentOptions {
+        out: out.to_path_buf(),
+        stop: Arc::new(AtomicBool::new(false)),
+        skip_unavailable: false,
+    };
+    let mut r = run_experiment(
+        &plan,
+        &MockOpener::default(),
+        fixed_env(),
+        &opts,
+        &mut Quiet,
+    )
+    .unwrap();
     r.started_at = "2026-01-01T00:00:00Z".into();
     r
 }
 
 fn check_snapshot(name: &str, actual: &str) {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots").join(name);
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/snapshots")
+        .join(name);
     if std::env::var("UPDATE_SNAPSHOTS").is_ok() {
         std::fs::write(&path, actual).unwrap();
         return;
     }
-    let expected = std::fs::read_to_string(&path)
-        .unwrap_or_else(|_| panic!("snapshot {} missing; create it with UPDATE_SNAPSHOTS=1", path.display()));
+    let expected = std::fs::read_to_string(&path).unwrap_or_else(|_| {
+        panic!(
+            "snapshot {} missing; create it with UPDATE_SNAPSHOTS=1",
+            path.display()
+        )
+    });
     assert!(expected == actual, "snapshot {name} differs; if intended, regenerate with UPDATE_SNAPSHOTS=1.\n--- expected\n{expected}\n--- actual\n{actual}");
 }
 
@@ -99,7 +126,10 @@ fn text_and_json_output_are_stable() {
     check_snapshot("mock.json", &String::from_utf8(json).unwrap());
     // Deterministic: the same plan gives the same numbers again.
     let again = run_mock(PRESET, &dir.path().join("m2.json"));
-    assert_eq!(serde_json::to_value(&again.runs).unwrap(), serde_json::to_value(&r.runs).unwrap());
+    assert_eq!(
+        serde_json::to_value(&again.runs).unwrap(),
+        serde_json::to_value(&r.runs).unwrap()
+    );
 }
 
 #[test]
@@ -107,14 +137,20 @@ fn result_file_on_disk_matches_the_schema_and_reads_back() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("m.json");
     run_mock(PRESET, &path);
-    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     let schema: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../schema/result.schema.json")).unwrap(),
+        &std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../schema/result.schema.json"),
+        )
+        .unwrap(),
     )
     .unwrap();
     let compiled = jsonschema::JSONSchema::compile(&schema).expect("schema compiles");
     if let Err(errors) = compiled.validate(&v) {
-        let msgs: Vec<String> = errors.map(|e| format!("{} at {}", e, e.instance_path)).collect();
+        let msgs: Vec<String> = errors
+            .map(|e| format!("{} at {}", e, e.instance_path))
+            .collect();
         panic!("result does not match schema: {msgs:?}");
     }
     // A broken file is refused against the same schema.
@@ -128,9 +164,16 @@ fn result_file_on_disk_matches_the_schema_and_reads_back() {
 
 #[test]
 fn committed_schema_is_the_generated_one() {
-    let committed = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../schema/result.schema.json")).unwrap();
-    let generated = serde_json::to_string_pretty(&bakeoff_core::result::json_schema()).unwrap() + "\n";
-    assert!(committed == generated, "schema/result.schema.json is stale: run `cargo run -- schema > schema/result.schema.json`");
+    let committed = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../schema/result.schema.json"),
+    )
+    .unwrap();
+    let generated =
+        serde_json::to_string_pretty(&bakeoff_core::result::json_schema()).unwrap() + "\n";
+    assert!(
+        committed == generated,
+        "schema/result.schema.json is stale: run `cargo run -- schema > schema/result.schema.json`"
+    );
 }
 
 #[test]
@@ -139,9 +182,14 @@ fn other_schema_versions_are_refused_clearly() {
     let path = dir.path().join("old.json");
     std::fs::write(&path, r#"{"schema_version": 0, "runs": []}"#).unwrap();
     let e = ExperimentResult::read(&path).unwrap_err();
-    assert!(e.contains("schema version 0") && e.contains("reads version 1"), "{e}");
+    assert!(
+        e.contains("schema version 0") && e.contains("reads version 1"),
+        "{e}"
+    );
     std::fs::write(&path, r#"{"hello": 1}"#).unwrap();
-    assert!(ExperimentResult::read(&path).unwrap_err().contains("not a bakeoff result file"));
+    assert!(ExperimentResult::read(&path)
+        .unwrap_err()
+        .contains("not a bakeoff result file"));
 }
 
 /// Histograms merged from two result files equal the histogram of the
@@ -180,4 +228,16 @@ fn flags_and_scalar_overrides_reach_the_runner() {
     flags.workload.pipeline = Some(Scalar::Str("3".into()));
     let plan = Plan::build(Some(("mock.toml", raw)), &flags, &MockCatalog).unwrap();
     assert!(plan.points().iter().all(|p| p.workload.pipeline == 3));
+}
+
+#[test]
+fn writing_to_a_device_does_not_replace_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = run_mock(
+        "targets = [\"mock\"]\n[workload]\nops = 10\nwarmup = \"0\"\nload = false\n",
+        &dir.path().join("x.json"),
+    );
+    r.write_atomic(Path::new("/dev/null")).unwrap();
+    let meta = std::fs::metadata("/dev/null").unwrap();
+    assert!(!meta.is_file(), "/dev/null was replaced by a regular file");
 }

@@ -27,7 +27,11 @@ pub struct MockDriver {
 
 impl Default for MockDriver {
     fn default() -> Self {
-        Self { latency_ns: [50_000, 80_000, 90_000, 60_000], miss_every: 20, error_every: 0 }
+        Self {
+            latency_ns: [50_000, 80_000, 90_000, 60_000],
+            miss_every: 20,
+            error_every: 0,
+        }
     }
 }
 
@@ -35,7 +39,9 @@ impl Driver for MockDriver {
     fn run_worker(&self, job: &Job, worker: usize) -> Result<WorkerOutput, String> {
         let w = job.workload;
         let open_loop = w.rate.is_some() && job.kind == JobKind::Measure;
-        let mut phases: Vec<PhaseStats> = (0..job.phase_count()).map(|_| PhaseStats::new(open_loop)).collect();
+        let mut phases: Vec<PhaseStats> = (0..job.phase_count())
+            .map(|_| PhaseStats::new(open_loop))
+            .collect();
         let mut seconds: BTreeMap<u32, Interval> = BTreeMap::new();
         let warmup_end = job.warmup_end_ns();
         let measure_end = job.measure_end_ns();
@@ -43,7 +49,13 @@ impl Driver for MockDriver {
         let mut last = 0;
         for client in job.clients_of(worker) {
             let mut rng = Rng::new(job.seed, client as u64);
-            let mut keys = KeyChooser::new(w.key_distribution, w.records, client as u64, w.clients as u64, job.zipf);
+            let mut keys = KeyChooser::new(
+                w.key_distribution,
+                w.records,
+                client as u64,
+                w.clients as u64,
+                job.zipf,
+            );
             let mut quota = job.quota(client);
             let mut load = job.load_range(client);
             let mut now = 0u64;
@@ -71,10 +83,14 @@ impl Driver for MockDriver {
                     }
                 };
                 n += 1;
-                let lat = self.latency_ns[kind as usize] * (10 + (n * 7 + client as u64 * 3) % 10) / 10;
-                let how = if self.error_every > 0 && n % self.error_every == 0 {
+                let lat =
+                    self.latency_ns[kind as usize] * (10 + (n * 7 + client as u64 * 3) % 10) / 10;
+                let how = if self.error_every > 0 && n.is_multiple_of(self.error_every) {
                     Completion::Error(ErrorKind::ServerError)
-                } else if kind == OpKind::Get && self.miss_every > 0 && n % self.miss_every == 0 {
+                } else if kind == OpKind::Get
+                    && self.miss_every > 0
+                    && n.is_multiple_of(self.miss_every)
+                {
                     Completion::Miss
                 } else {
                     Completion::Ok
@@ -83,7 +99,10 @@ impl Driver for MockDriver {
                 let done = now + lat * w.pipeline.max(1) as u64;
                 phases[phase].record(kind, done - now, done - now, how);
                 let sec = (done / 1_000_000_000) as u32;
-                seconds.entry(sec).or_insert_with(|| Interval::new(sec)).record(done - now, how);
+                seconds
+                    .entry(sec)
+                    .or_insert_with(|| Interval::new(sec))
+                    .record(done - now, how);
                 now = done;
                 last = last.max(done);
             }
@@ -91,11 +110,21 @@ impl Driver for MockDriver {
         for (_, iv) in seconds {
             let _ = job.intervals.send(iv);
         }
-        Ok(WorkerOutput { phases, busy_cpu_ns: 0, busy_wall_ns: 0, last_completion_ns: last, backend: "mock" })
+        Ok(WorkerOutput {
+            phases,
+            busy_cpu_ns: 0,
+            busy_wall_ns: 0,
+            last_completion_ns: last,
+            backend: "mock",
+        })
     }
 
     fn describe(&self, kind: OpKind) -> String {
-        format!("mock {} (scripted latency {} ns)", kind.name(), self.latency_ns[kind as usize])
+        format!(
+            "mock {} (scripted latency {} ns)",
+            kind.name(),
+            self.latency_ns[kind as usize]
+        )
     }
 }
 
@@ -113,7 +142,10 @@ impl Target for MockTarget {
             name: "mock".into(),
             mode: "embedded".into(),
             version: Some("scripted".into()),
-            requests: OpKind::ALL.iter().map(|k| (k.name().to_string(), self.driver.describe(*k))).collect(),
+            requests: OpKind::ALL
+                .iter()
+                .map(|k| (k.name().to_string(), self.driver.describe(*k)))
+                .collect(),
             ..TargetRecord::default()
         }
     }
@@ -143,6 +175,8 @@ impl TargetOpener for MockOpener {
         Ok(())
     }
     fn open(&self, _: &TargetSpec, _: &Plan) -> Result<Box<dyn Target>, String> {
-        Ok(Box::new(MockTarget { driver: self.driver.clone() }))
+        Ok(Box::new(MockTarget {
+            driver: self.driver.clone(),
+        }))
     }
 }

@@ -108,12 +108,20 @@ struct Loop<'a, C: Codec> {
 }
 
 impl<'a, C: Codec> Loop<'a, C> {
-    fn new(codec: &'a C, connector: &'a dyn Connector, job: &'a Job<'a>, worker: usize) -> Result<Self, String> {
+    fn new(
+        codec: &'a C,
+        connector: &'a dyn Connector,
+        job: &'a Job<'a>,
+        worker: usize,
+    ) -> Result<Self, String> {
         let w = job.workload;
         // SAFETY: plain syscall; the fd is closed in Drop.
         let epfd = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
         if epfd < 0 {
-            return Err(format!("epoll_create1 failed: {}", std::io::Error::last_os_error()));
+            return Err(format!(
+                "epoll_create1 failed: {}",
+                std::io::Error::last_os_error()
+            ));
         }
         let open_loop = w.rate.is_some() && job.kind == JobKind::Measure;
         let pipeline = w.pipeline.max(1) as usize;
@@ -126,9 +134,12 @@ impl<'a, C: Codec> Loop<'a, C> {
         let mut conns = Vec::new();
         for client in job.clients_of(worker) {
             let range = job.load_range(client);
-            let stagger = if period > 0 { period * client as u64 / w.clients as u64 } else { 0 };
+            let stagger = if period > 0 {
+                period * client as u64 / w.clients as u64
+            } else {
+                0
+            };
             conns.push(Conn {
-
                 stream: None,
                 wbuf: Vec::with_capacity(wcap),
                 wpos: 0,
@@ -138,7 +149,13 @@ impl<'a, C: Codec> Loop<'a, C> {
                 rend: 0,
                 inflight: VecDeque::with_capacity(pipeline),
                 rng: Rng::new(job.seed, client as u64),
-                keys: KeyChooser::new(w.key_distribution, w.records, client as u64, w.clients as u64, job.zipf),
+                keys: KeyChooser::new(
+                    w.key_distribution,
+                    w.records,
+                    client as u64,
+                    w.clients as u64,
+                    job.zipf,
+                ),
                 version: 1,
                 next_load: range.start,
                 load_end: range.end,
@@ -181,7 +198,10 @@ impl<'a, C: Codec> Loop<'a, C> {
             }
         }
         if !lp.conns.is_empty() && lp.conns.iter().all(|c| c.stream.is_none()) {
-            return Err(format!("cannot connect: {}", first_err.map(|e| e.to_string()).unwrap_or_default()));
+            return Err(format!(
+                "cannot connect: {}",
+                first_err.map(|e| e.to_string()).unwrap_or_default()
+            ));
         }
         Ok(lp)
     }
@@ -195,7 +215,10 @@ impl<'a, C: Codec> Loop<'a, C> {
         let stream = self.connector.connect()?;
         stream.set_nonblocking(true)?;
         let fd = stream.as_raw_fd();
-        let mut ev = libc::epoll_event { events: libc::EPOLLIN as u32, u64: ci as u64 };
+        let mut ev = libc::epoll_event {
+            events: libc::EPOLLIN as u32,
+            u64: ci as u64,
+        };
         // SAFETY: registering a valid fd we own with our epoll instance.
         if unsafe { libc::epoll_ctl(self.epfd, libc::EPOLL_CTL_ADD, fd, &mut ev) } < 0 {
             return Err(std::io::Error::last_os_error());
@@ -268,14 +291,25 @@ impl<'a, C: Codec> Loop<'a, C> {
         format_key(key, &mut self.key_buf);
         if kind.writes_value() {
             let len = w.value_size.next(&mut c.rng);
-            let version = if job.kind == JobKind::Load { 0 } else { c.version };
+            let version = if job.kind == JobKind::Load {
+                0
+            } else {
+                c.version
+            };
             c.version = c.version.wrapping_add(1);
             let (h, p) = job.pool.value(key, version, len, w.value_content);
             self.codec.encode(kind, &self.key_buf, &h, p, &mut c.wbuf);
         } else {
-            self.codec.encode(kind, &self.key_buf, &[], &[], &mut c.wbuf);
+            self.codec
+                .encode(kind, &self.key_buf, &[], &[], &mut c.wbuf);
         }
-        c.inflight.push_back(InFlight { kind, key, intended, sent: now, phase });
+        c.inflight.push_back(InFlight {
+            kind,
+            key,
+            intended,
+            sent: now,
+            phase,
+        });
         self.stats[phase as usize].sent[kind as usize] += 1;
     }
 
@@ -288,7 +322,9 @@ impl<'a, C: Codec> Loop<'a, C> {
     /// Writes what is buffered for `ci`; one `write` call.
     fn flush(&mut self, ci: usize, now: u64) {
         let c = &mut self.conns[ci];
-        let Some(stream) = c.stream.as_mut() else { return };
+        let Some(stream) = c.stream.as_mut() else {
+            return;
+        };
         if c.wpos == c.wbuf.len() {
             return;
         }
@@ -319,12 +355,17 @@ impl<'a, C: Codec> Loop<'a, C> {
     }
 
     fn set_interest(&mut self, ci: usize, write: bool) {
-        let Some(stream) = self.conns[ci].stream.as_ref() else { return };
+        let Some(stream) = self.conns[ci].stream.as_ref() else {
+            return;
+        };
         let mut events = libc::EPOLLIN as u32;
         if write {
             events |= libc::EPOLLOUT as u32;
         }
-        let mut ev = libc::epoll_event { events, u64: ci as u64 };
+        let mut ev = libc::epoll_event {
+            events,
+            u64: ci as u64,
+        };
         // SAFETY: modifying the registration of a fd we own.
         unsafe { libc::epoll_ctl(self.epfd, libc::EPOLL_CTL_MOD, stream.as_raw_fd(), &mut ev) };
     }
@@ -359,7 +400,9 @@ impl<'a, C: Codec> Loop<'a, C> {
     /// and makes the requests that may follow.
     fn on_readable(&mut self, ci: usize) {
         let c = &mut self.conns[ci];
-        let Some(stream) = c.stream.as_mut() else { return };
+        let Some(stream) = c.stream.as_mut() else {
+            return;
+        };
         if c.rend == c.rbuf.len() {
             if c.rstart > 0 {
                 c.rbuf.copy_within(c.rstart..c.rend, 0);
@@ -376,7 +419,9 @@ impl<'a, C: Codec> Loop<'a, C> {
         match res {
             Ok(0) => return self.fail(ci, ErrorKind::Reset, now),
             Ok(n) => self.conns[ci].rend += n,
-            Err(e) if matches!(e.kind(), IoErrorKind::WouldBlock | IoErrorKind::Interrupted) => return,
+            Err(e) if matches!(e.kind(), IoErrorKind::WouldBlock | IoErrorKind::Interrupted) => {
+                return
+            }
             Err(_) => return self.fail(ci, ErrorKind::Reset, now),
         }
         loop {
@@ -403,9 +448,12 @@ impl<'a, C: Codec> Loop<'a, C> {
                             } else {
                                 match self.job.pool.verify(front.key, &buf[start..end]) {
                                     Ok(()) => Completion::Ok,
-                                    Err(VerifyError::NotOurs | VerifyError::WrongKey | VerifyError::WrongLength | VerifyError::Corrupt) => {
-                                        Completion::Error(ErrorKind::Verification)
-                                    }
+                                    Err(
+                                        VerifyError::NotOurs
+                                        | VerifyError::WrongKey
+                                        | VerifyError::WrongLength
+                                        | VerifyError::Corrupt,
+                                    ) => Completion::Error(ErrorKind::Verification),
                                 }
                             }
                         }
@@ -476,7 +524,11 @@ impl<'a, C: Codec> Loop<'a, C> {
                     self.flush(ci, now);
                 }
                 Err(e) => {
-                    let kind = if e.kind() == IoErrorKind::TimedOut { ErrorKind::Timeout } else { ErrorKind::Refused };
+                    let kind = if e.kind() == IoErrorKind::TimedOut {
+                        ErrorKind::Timeout
+                    } else {
+                        ErrorKind::Refused
+                    };
                     let phase = self.phase_of(now) as usize;
                     self.stats[phase].record_error(kind);
                     self.interval.errors += 1;
@@ -500,7 +552,8 @@ impl<'a, C: Codec> Loop<'a, C> {
             self.fill(ci, start);
             self.flush(ci, start);
         }
-        let mut events: Vec<libc::epoll_event> = vec![libc::epoll_event { events: 0, u64: 0 }; self.conns.len().clamp(1, 1024)];
+        let mut events: Vec<libc::epoll_event> =
+            vec![libc::epoll_event { events: 0, u64: 0 }; self.conns.len().clamp(1, 1024)];
         loop {
             let now = self.now();
             if self.busy_cpu_start.is_none() && now >= self.warmup_end {
@@ -528,14 +581,22 @@ impl<'a, C: Codec> Loop<'a, C> {
             }
             let idle = self.conns.iter().all(|c| c.inflight.is_empty());
             if idle {
-                let more = self.generating && (0..self.conns.len()).any(|ci| self.could_issue_later(ci));
+                let more =
+                    self.generating && (0..self.conns.len()).any(|ci| self.could_issue_later(ci));
                 if !more {
                     break;
                 }
             }
             let timeout_ms = self.wait_ms(now);
             // SAFETY: events is a valid buffer of the given length.
-            let n = unsafe { libc::epoll_wait(self.epfd, events.as_mut_ptr(), events.len() as i32, timeout_ms) };
+            let n = unsafe {
+                libc::epoll_wait(
+                    self.epfd,
+                    events.as_mut_ptr(),
+                    events.len() as i32,
+                    timeout_ms,
+                )
+            };
             if n < 0 {
                 continue; // EINTR
             }
@@ -573,9 +634,15 @@ impl<'a, C: Codec> Loop<'a, C> {
     }
 
     fn wait_ms(&self, now: u64) -> i32 {
-        let mut until = self.next_tick.min(self.next_timeout_check + TIMEOUT_CHECK_EVERY_NS);
+        let mut until = self
+            .next_tick
+            .min(self.next_timeout_check + TIMEOUT_CHECK_EVERY_NS);
         if self.generating {
-            until = until.min(self.measure_end).min(if self.warmup_end > now { self.warmup_end } else { u64::MAX });
+            until = until.min(self.measure_end).min(if self.warmup_end > now {
+                self.warmup_end
+            } else {
+                u64::MAX
+            });
             if self.open_loop {
                 for c in &self.conns {
                     if c.stream.is_some() && c.inflight.len() < self.pipeline {

@@ -114,8 +114,10 @@ pub struct RawPreset {
 impl RawPreset {
     /// Reads and parses a preset file; unknown keys are errors.
     pub fn load(path: &str) -> Result<Self, PlanError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|source| PlanError::Read { path: path.to_string(), source })?;
+        let text = std::fs::read_to_string(path).map_err(|source| PlanError::Read {
+            path: path.to_string(),
+            source,
+        })?;
         toml::from_str(&text).map_err(|e| PlanError::Syntax {
             path: path.to_string(),
             message: e.to_string().trim().replace('\n', "\n  "),
@@ -227,17 +229,30 @@ impl Mix {
         let t = text.trim();
         if t.contains('=') {
             for part in t.split(',') {
-                let (k, v) = part.split_once('=').ok_or_else(|| format!("`{part}` is not name=weight"))?;
+                let (k, v) = part
+                    .split_once('=')
+                    .ok_or_else(|| format!("`{part}` is not name=weight"))?;
                 let i = OpKind::ALL
                     .iter()
                     .position(|o| o.name() == k.trim())
-                    .ok_or_else(|| format!("unknown operation `{}`; use get, set, update or delete", k.trim()))?;
-                weights[i] = v.trim().parse().map_err(|_| format!("weight `{v}` is not a whole number"))?;
+                    .ok_or_else(|| {
+                        format!(
+                            "unknown operation `{}`; use get, set, update or delete",
+                            k.trim()
+                        )
+                    })?;
+                weights[i] = v
+                    .trim()
+                    .parse()
+                    .map_err(|_| format!("weight `{v}` is not a whole number"))?;
             }
         } else {
             let parts: Vec<&str> = t.split(':').collect();
             if parts.len() > OP_KINDS {
-                return Err(format!("`{text}` has {} weights; the order is get:set:update:delete", parts.len()));
+                return Err(format!(
+                    "`{text}` has {} weights; the order is get:set:update:delete",
+                    parts.len()
+                ));
             }
             for (i, p) in parts.iter().enumerate() {
                 weights[i] = p
@@ -247,14 +262,18 @@ impl Mix {
             }
         }
         if weights.iter().map(|&w| w as u64).sum::<u64>() == 0 {
-            return Err(format!("mix `{text}` sums to 0; give at least one operation a weight, e.g. 90:10"));
+            return Err(format!(
+                "mix `{text}` sums to 0; give at least one operation a weight, e.g. 90:10"
+            ));
         }
         Ok(Self { weights })
     }
 
     /// Operation kinds with a non-zero weight.
     pub fn kinds(&self) -> impl Iterator<Item = OpKind> + '_ {
-        OpKind::ALL.into_iter().filter(|k| self.weights[*k as usize] > 0)
+        OpKind::ALL
+            .into_iter()
+            .filter(|k| self.weights[*k as usize] > 0)
     }
 }
 
@@ -413,15 +432,39 @@ impl Origin {
         }
     }
     fn err(&self, message: impl Into<String>) -> PlanError {
-        PlanError::Invalid { origin: self.describe(), message: message.into() }
+        PlanError::Invalid {
+            origin: self.describe(),
+            message: message.into(),
+        }
     }
 }
 
-fn pick(flag_v: &Option<Scalar>, preset_v: &Option<Scalar>, flag: &'static str, key: &'static str) -> Option<(String, Origin)> {
+fn pick(
+    flag_v: &Option<Scalar>,
+    preset_v: &Option<Scalar>,
+    flag: &'static str,
+    key: &'static str,
+) -> Option<(String, Origin)> {
     if let Some(v) = flag_v {
-        Some((v.to_string(), Origin { flag, key, from_flag: true }))
+        Some((
+            v.to_string(),
+            Origin {
+                flag,
+                key,
+                from_flag: true,
+            },
+        ))
     } else {
-        preset_v.as_ref().map(|v| (v.to_string(), Origin { flag, key, from_flag: false }))
+        preset_v.as_ref().map(|v| {
+            (
+                v.to_string(),
+                Origin {
+                    flag,
+                    key,
+                    from_flag: false,
+                },
+            )
+        })
     }
 }
 
@@ -463,35 +506,116 @@ impl Plan {
         let fw = &flags.workload;
         let pw = &raw.workload;
 
-        let records = parse_with(&fw.records, &pw.records, "--records", "workload.records", 100_000, |s| {
-            let v = parse_count(s)?;
-            if v == 0 {
-                return Err("0 records leaves nothing to read; use at least 1".into());
-            }
-            if v >= 1_000_000_000_000 {
-                return Err("at most 999999999999 records (keys have 12 digits)".into());
-            }
-            Ok(v)
-        })?;
-        let key_distribution = parse_with(&fw.key_distribution, &pw.key_distribution, "--key-distribution", "workload.key_distribution", KeyDistribution::Uniform, |s| s.parse())?;
-        let value_origin = pick(&fw.value_size, &pw.value_size, "--value-size", "workload.value_size");
-        let value_size = parse_with(&fw.value_size, &pw.value_size, "--value-size", "workload.value_size", ValueSizes::Fixed(100), ValueSizes::parse)?;
-        let value_content = parse_with(&fw.value_content, &pw.value_content, "--value-content", "workload.value_content", ValueContent::Random, |s| s.parse())?;
-        let mix = parse_with(&fw.mix, &pw.mix, "--mix", "workload.mix", Mix { weights: [90, 10, 0, 0] }, Mix::parse)?;
-        let clients = parse_with(&fw.clients, &pw.clients, "--clients", "workload.clients", 50, positive_u32("clients"))?;
+        let records = parse_with(
+            &fw.records,
+            &pw.records,
+            "--records",
+            "workload.records",
+            100_000,
+            |s| {
+                let v = parse_count(s)?;
+                if v == 0 {
+                    return Err("0 records leaves nothing to read; use at least 1".into());
+                }
+                if v >= 1_000_000_000_000 {
+                    return Err("at most 999999999999 records (keys have 12 digits)".into());
+                }
+                Ok(v)
+            },
+        )?;
+        let key_distribution = parse_with(
+            &fw.key_distribution,
+            &pw.key_distribution,
+            "--key-distribution",
+            "workload.key_distribution",
+            KeyDistribution::Uniform,
+            |s| s.parse(),
+        )?;
+        let value_origin = pick(
+            &fw.value_size,
+            &pw.value_size,
+            "--value-size",
+            "workload.value_size",
+        );
+        let value_size = parse_with(
+            &fw.value_size,
+            &pw.value_size,
+            "--value-size",
+            "workload.value_size",
+            ValueSizes::Fixed(100),
+            ValueSizes::parse,
+        )?;
+        let value_content = parse_with(
+            &fw.value_content,
+            &pw.value_content,
+            "--value-content",
+            "workload.value_content",
+            ValueContent::Random,
+            |s| s.parse(),
+        )?;
+        let mix = parse_with(
+            &fw.mix,
+            &pw.mix,
+            "--mix",
+            "workload.mix",
+            Mix {
+                weights: [90, 10, 0, 0],
+            },
+            Mix::parse,
+        )?;
+        let clients = parse_with(
+            &fw.clients,
+            &pw.clients,
+            "--clients",
+            "workload.clients",
+            50,
+            positive_u32("clients"),
+        )?;
         let threads_given = pick(&fw.threads, &pw.threads, "--threads", "workload.threads");
-        let threads = parse_with(&fw.threads, &pw.threads, "--threads", "workload.threads", 1, positive_u32("threads"))?;
-        let pipeline = parse_with(&fw.pipeline, &pw.pipeline, "--pipeline", "workload.pipeline", 1, positive_u32("pipeline depth"))?;
-        let warmup = parse_with(&fw.warmup, &pw.warmup, "--warmup", "workload.warmup", Duration::from_secs(2), parse_duration)?;
-        let timeout = parse_with(&fw.timeout, &pw.timeout, "--timeout", "workload.timeout", Duration::from_secs(5), |s| {
-            let d = parse_duration(s)?;
-            if d.is_zero() {
-                return Err("a timeout of 0 fails every request; use e.g. 5s".into());
-            }
-            Ok(d)
-        })?;
+        let threads = parse_with(
+            &fw.threads,
+            &pw.threads,
+            "--threads",
+            "workload.threads",
+            1,
+            positive_u32("threads"),
+        )?;
+        let pipeline = parse_with(
+            &fw.pipeline,
+            &pw.pipeline,
+            "--pipeline",
+            "workload.pipeline",
+            1,
+            positive_u32("pipeline depth"),
+        )?;
+        let warmup = parse_with(
+            &fw.warmup,
+            &pw.warmup,
+            "--warmup",
+            "workload.warmup",
+            Duration::from_secs(2),
+            parse_duration,
+        )?;
+        let timeout = parse_with(
+            &fw.timeout,
+            &pw.timeout,
+            "--timeout",
+            "workload.timeout",
+            Duration::from_secs(5),
+            |s| {
+                let d = parse_duration(s)?;
+                if d.is_zero() {
+                    return Err("a timeout of 0 fails every request; use e.g. 5s".into());
+                }
+                Ok(d)
+            },
+        )?;
         let rate = parse_with(&fw.rate, &pw.rate, "--rate", "workload.rate", None, |s| {
-            let v: f64 = s.trim().trim_end_matches("/s").parse().map_err(|_| format!("`{s}` is not a rate in ops/s"))?;
+            let v: f64 = s
+                .trim()
+                .trim_end_matches("/s")
+                .parse()
+                .map_err(|_| format!("`{s}` is not a rate in ops/s"))?;
             if !(v >= 0.0 && v.is_finite()) {
                 return Err(format!("`{s}` is not a rate in ops/s"));
             }
@@ -507,28 +631,52 @@ impl Plan {
         let duration = match dur_src {
             None => None,
             Some(v) => Some(parse_duration(&v.to_string()).map_err(|m| {
-                Origin { flag: "--duration", key: "workload.duration", from_flag }.err(m)
+                Origin {
+                    flag: "--duration",
+                    key: "workload.duration",
+                    from_flag,
+                }
+                .err(m)
             })?),
         };
         let ops = match ops_src {
             None => None,
             Some(v) => Some(parse_count(&v.to_string()).map_err(|m| {
-                Origin { flag: "--ops", key: "workload.ops", from_flag }.err(m)
+                Origin {
+                    flag: "--ops",
+                    key: "workload.ops",
+                    from_flag,
+                }
+                .err(m)
             })?),
         };
         if duration.is_some() && ops.is_some() {
-            return Err(Origin { flag: "--ops", key: "workload.ops", from_flag }
-                .err("give either a duration or an operation count, not both"));
+            return Err(Origin {
+                flag: "--ops",
+                key: "workload.ops",
+                from_flag,
+            }
+            .err("give either a duration or an operation count, not both"));
         }
         if ops == Some(0) {
-            return Err(Origin { flag: "--ops", key: "workload.ops", from_flag }.err("0 operations measures nothing; use at least 1"));
+            return Err(Origin {
+                flag: "--ops",
+                key: "workload.ops",
+                from_flag,
+            }
+            .err("0 operations measures nothing; use at least 1"));
         }
         let duration = match (duration, ops) {
             (None, None) => Some(Duration::from_secs(10)),
             (d, _) => d,
         };
         if duration.is_some_and(|d| d.is_zero()) {
-            return Err(Origin { flag: "--duration", key: "workload.duration", from_flag }.err("a duration of 0 measures nothing; use e.g. 10s"));
+            return Err(Origin {
+                flag: "--duration",
+                key: "workload.duration",
+                from_flag,
+            }
+            .err("a duration of 0 measures nothing; use e.g. 10s"));
         }
         let load = fw.load.or(pw.load).unwrap_or(true);
 
@@ -557,42 +705,113 @@ impl Plan {
         let fs = &flags.sweep;
         let ps = &raw.sweep;
         let mut sweep = Vec::new();
-        if let Some((vals, o)) = pick_list(&fs.clients, &ps.clients, "--sweep-clients", "sweep.clients") {
-            let v = vals.iter().map(|s| positive_u32("clients")(s)).collect::<Result<Vec<_>, _>>().map_err(|m| o.err(m))?;
+        if let Some((vals, o)) =
+            pick_list(&fs.clients, &ps.clients, "--sweep-clients", "sweep.clients")
+        {
+            let v = vals
+                .iter()
+                .map(|s| positive_u32("clients")(s))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|m| o.err(m))?;
             sweep.push(SweepAxis::Clients(v));
         }
-        if let Some((vals, o)) = pick_list(&fs.value_size, &ps.value_size, "--sweep-value-size", "sweep.value_size") {
-            let v = vals.iter().map(|s| ValueSizes::parse(s)).collect::<Result<Vec<_>, _>>().map_err(|m| o.err(m))?;
+        if let Some((vals, o)) = pick_list(
+            &fs.value_size,
+            &ps.value_size,
+            "--sweep-value-size",
+            "sweep.value_size",
+        ) {
+            let v = vals
+                .iter()
+                .map(|s| ValueSizes::parse(s))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|m| o.err(m))?;
             for vs in &v {
                 check_value_size(vs, Some(&o))?;
             }
             sweep.push(SweepAxis::ValueSize(v));
         }
         if let Some((vals, o)) = pick_list(&fs.mix, &ps.mix, "--sweep-mix", "sweep.mix") {
-            let v = vals.iter().map(|s| Mix::parse(s)).collect::<Result<Vec<_>, _>>().map_err(|m| o.err(m))?;
-            sweep.push(SweepAxis::Mix(v));
-        }
-        if let Some((vals, o)) = pick_list(&fs.records, &ps.records, "--sweep-records", "sweep.records") {
             let v = vals
                 .iter()
-                .map(|s| parse_count(s).and_then(|n| if n == 0 { Err("0 records leaves nothing to read".to_string()) } else { Ok(n) }))
+                .map(|s| Mix::parse(s))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|m| o.err(m))?;
+            sweep.push(SweepAxis::Mix(v));
+        }
+        if let Some((vals, o)) =
+            pick_list(&fs.records, &ps.records, "--sweep-records", "sweep.records")
+        {
+            let v = vals
+                .iter()
+                .map(|s| {
+                    parse_count(s).and_then(|n| {
+                        if n == 0 {
+                            Err("0 records leaves nothing to read".to_string())
+                        } else {
+                            Ok(n)
+                        }
+                    })
+                })
                 .collect::<Result<Vec<_>, _>>()
                 .map_err(|m| o.err(m))?;
             sweep.push(SweepAxis::Records(v));
         }
 
-        let repeats = parse_with(&flags.repeats.clone().map(Scalar::Str), &raw.repeats, "--repeats", "repeats", 1, positive_u32("repeats"))?;
-        let seed = parse_with(&flags.seed.clone().map(Scalar::Str), &raw.seed, "--seed", "seed", 1, |s| {
-            s.trim().parse::<u64>().map_err(|_| format!("`{s}` is not a whole number"))
-        })?;
+        let repeats = parse_with(
+            &flags.repeats.clone().map(Scalar::Str),
+            &raw.repeats,
+            "--repeats",
+            "repeats",
+            1,
+            positive_u32("repeats"),
+        )?;
+        let seed = parse_with(
+            &flags.seed.clone().map(Scalar::Str),
+            &raw.seed,
+            "--seed",
+            "seed",
+            1,
+            |s| {
+                s.trim()
+                    .parse::<u64>()
+                    .map_err(|_| format!("`{s}` is not a whole number"))
+            },
+        )?;
 
         // Targets.
         let (target_texts, t_origin) = if !flags.targets.is_empty() {
-            (flags.targets.iter().flat_map(|t| t.split(',')).map(|s| s.trim().to_string()).collect::<Vec<_>>(), Origin { flag: "--target", key: "targets", from_flag: true })
+            (
+                flags
+                    .targets
+                    .iter()
+                    .flat_map(|t| t.split(','))
+                    .map(|s| s.trim().to_string())
+                    .collect::<Vec<_>>(),
+                Origin {
+                    flag: "--target",
+                    key: "targets",
+                    from_flag: true,
+                },
+            )
         } else if let Some(t) = &raw.targets {
-            (t.clone(), Origin { flag: "--target", key: "targets", from_flag: false })
+            (
+                t.clone(),
+                Origin {
+                    flag: "--target",
+                    key: "targets",
+                    from_flag: false,
+                },
+            )
         } else {
-            (catalog.default_targets(), Origin { flag: "--target", key: "targets", from_flag: false })
+            (
+                catalog.default_targets(),
+                Origin {
+                    flag: "--target",
+                    key: "targets",
+                    from_flag: false,
+                },
+            )
         };
         if target_texts.is_empty() {
             return Err(t_origin.err("no targets; name at least one, e.g. --target redis"));
@@ -600,8 +819,11 @@ impl Plan {
         let mut targets = Vec::new();
         for text in target_texts.iter().filter(|t| !t.is_empty()) {
             let spec = parse_target(text, catalog).map_err(|m| t_origin.err(m))?;
-            let caps = catalog.capabilities(&spec.name).expect("parse_target checked the name");
-            check_capabilities(&spec.name, &caps, &workload, &sweep).map_err(|m| t_origin.err(m))?;
+            let caps = catalog
+                .capabilities(&spec.name)
+                .expect("parse_target checked the name");
+            check_capabilities(&spec.name, &caps, &workload, &sweep)
+                .map_err(|m| t_origin.err(m))?;
             targets.push(spec);
         }
 
@@ -613,19 +835,27 @@ impl Plan {
                 .ok()
                 .and_then(|mut t| t.remove("v"))
                 .unwrap_or_else(|| toml::Value::String(value.clone()));
-            servers.entry(target.clone()).or_default().insert(key.clone(), parsed);
+            servers
+                .entry(target.clone())
+                .or_default()
+                .insert(key.clone(), parsed);
         }
         for (name, table) in &servers {
             if catalog.capabilities(name).is_none() {
                 return Err(PlanError::Invalid {
                     origin: format!("preset key servers.{name}"),
-                    message: format!("unknown target `{name}`; known targets: {}", catalog.names().join(", ")),
+                    message: format!(
+                        "unknown target `{name}`; known targets: {}",
+                        catalog.names().join(", ")
+                    ),
                 });
             }
-            catalog.check_settings(name, table).map_err(|m| PlanError::Invalid {
-                origin: format!("preset key servers.{name}"),
-                message: m,
-            })?;
+            catalog
+                .check_settings(name, table)
+                .map_err(|m| PlanError::Invalid {
+                    origin: format!("preset key servers.{name}"),
+                    message: m,
+                })?;
         }
 
         let name = raw.name.clone().unwrap_or_else(|| {
@@ -649,7 +879,10 @@ impl Plan {
 
     /// Every point of the matrix, in order (first axis outermost).
     pub fn points(&self) -> Vec<Point> {
-        let mut points = vec![Point { labels: BTreeMap::new(), workload: self.workload.clone() }];
+        let mut points = vec![Point {
+            labels: BTreeMap::new(),
+            workload: self.workload.clone(),
+        }];
         for axis in &self.sweep {
             let mut next = Vec::with_capacity(points.len() * axis.len());
             for p in &points {
@@ -671,19 +904,34 @@ impl Plan {
     }
 }
 
-fn pick_list(flag_v: &Option<Vec<Scalar>>, preset_v: &Option<Vec<Scalar>>, flag: &'static str, key: &'static str) -> Option<(Vec<String>, Origin)> {
+fn pick_list(
+    flag_v: &Option<Vec<Scalar>>,
+    preset_v: &Option<Vec<Scalar>>,
+    flag: &'static str,
+    key: &'static str,
+) -> Option<(Vec<String>, Origin)> {
     let (v, from_flag) = match (flag_v, preset_v) {
         (Some(v), _) => (v, true),
         (None, Some(v)) => (v, false),
         _ => return None,
     };
-    Some((v.iter().map(|s| s.to_string()).collect(), Origin { flag, key, from_flag }))
+    Some((
+        v.iter().map(|s| s.to_string()).collect(),
+        Origin {
+            flag,
+            key,
+            from_flag,
+        },
+    ))
 }
 
 fn check_value_size(v: &ValueSizes, origin: Option<&Origin>) -> Result<(), PlanError> {
     let fail = |m: String| match origin {
         Some(o) => o.err(m),
-        None => PlanError::Invalid { origin: "flag --value-size".into(), message: m },
+        None => PlanError::Invalid {
+            origin: "flag --value-size".into(),
+            message: m,
+        },
     };
     if v.min() < HEADER_LEN {
         return Err(fail(format!(
@@ -692,7 +940,10 @@ fn check_value_size(v: &ValueSizes, origin: Option<&Origin>) -> Result<(), PlanE
         )));
     }
     if v.max() > 64 << 20 {
-        return Err(fail(format!("values of {} B are larger than the 64 MiB bakeoff supports", v.max())));
+        return Err(fail(format!(
+            "values of {} B are larger than the 64 MiB bakeoff supports",
+            v.max()
+        )));
     }
     if let ValueSizes::List(l) = v {
         if l.is_empty() {
@@ -702,7 +953,12 @@ fn check_value_size(v: &ValueSizes, origin: Option<&Origin>) -> Result<(), PlanE
     Ok(())
 }
 
-fn check_capabilities(name: &str, caps: &Capabilities, w: &Workload, sweep: &[SweepAxis]) -> Result<(), String> {
+fn check_capabilities(
+    name: &str,
+    caps: &Capabilities,
+    w: &Workload,
+    sweep: &[SweepAxis],
+) -> Result<(), String> {
     let mut mixes = vec![w.mix];
     for axis in sweep {
         if let SweepAxis::Mix(m) = axis {
@@ -712,12 +968,17 @@ fn check_capabilities(name: &str, caps: &Capabilities, w: &Workload, sweep: &[Sw
     for m in mixes {
         for k in m.kinds() {
             if !caps.ops.contains(&k) {
-                return Err(format!("target {name} cannot do `{}`; remove it from the mix", k.name()));
+                return Err(format!(
+                    "target {name} cannot do `{}`; remove it from the mix",
+                    k.name()
+                ));
             }
         }
     }
     if w.pipeline > 1 && !caps.pipelining {
-        return Err(format!("target {name} does not support pipelining; use --pipeline 1"));
+        return Err(format!(
+            "target {name} does not support pipelining; use --pipeline 1"
+        ));
     }
     Ok(())
 }
@@ -726,15 +987,28 @@ fn check_capabilities(name: &str, caps: &Capabilities, w: &Workload, sweep: &[Sw
 fn parse_target(text: &str, catalog: &dyn TargetCatalog) -> Result<TargetSpec, String> {
     let Some((scheme, rest)) = text.split_once("://") else {
         let caps = catalog.capabilities(text).ok_or_else(|| {
-            format!("unknown target `{text}`; known targets: {} (see `bakeoff list`)", catalog.names().join(", "))
+            format!(
+                "unknown target `{text}`; known targets: {} (see `bakeoff list`)",
+                catalog.names().join(", ")
+            )
         })?;
         if !caps.managed {
-            return Err(format!("target {text} cannot be started by bakeoff; give its URL instead"));
+            return Err(format!(
+                "target {text} cannot be started by bakeoff; give its URL instead"
+            ));
         }
-        return Ok(TargetSpec { name: text.to_string(), endpoint: Endpoint::Managed, password: None, user: None });
+        return Ok(TargetSpec {
+            name: text.to_string(),
+            endpoint: Endpoint::Managed,
+            password: None,
+            user: None,
+        });
     };
     let name = catalog.target_for_scheme(scheme).ok_or_else(|| {
-        format!("unknown URL scheme `{scheme}://`; known targets: {} (see `bakeoff list`)", catalog.names().join(", "))
+        format!(
+            "unknown URL scheme `{scheme}://`; known targets: {} (see `bakeoff list`)",
+            catalog.names().join(", ")
+        )
     })?;
     let (rest, query) = rest.split_once('?').unwrap_or((rest, ""));
     let rest = rest.trim_end_matches('/');
@@ -750,10 +1024,15 @@ fn parse_target(text: &str, catalog: &dyn TargetCatalog) -> Result<TargetSpec, S
         },
     };
     let hostport = hostport.split('/').next().unwrap_or(hostport);
-    let (host, port) = hostport
-        .rsplit_once(':')
-        .ok_or_else(|| format!("URL `{}` has no port; write e.g. {scheme}://127.0.0.1:6379", redact(text)))?;
-    let port: u16 = port.parse().map_err(|_| format!("`{port}` in `{}` is not a port number", redact(text)))?;
+    let (host, port) = hostport.rsplit_once(':').ok_or_else(|| {
+        format!(
+            "URL `{}` has no port; write e.g. {scheme}://127.0.0.1:6379",
+            redact(text)
+        )
+    })?;
+    let port: u16 = port
+        .parse()
+        .map_err(|_| format!("`{port}` in `{}` is not a port number", redact(text)))?;
     if host.is_empty() {
         return Err(format!("URL `{}` has no host", redact(text)));
     }
@@ -764,7 +1043,12 @@ fn parse_target(text: &str, catalog: &dyn TargetCatalog) -> Result<TargetSpec, S
     }
     Ok(TargetSpec {
         name,
-        endpoint: Endpoint::External { url: redact(text), host: host.to_string(), port, options },
+        endpoint: Endpoint::External {
+            url: redact(text),
+            host: host.to_string(),
+            port,
+            options,
+        },
         password,
         user,
     })
@@ -772,7 +1056,9 @@ fn parse_target(text: &str, catalog: &dyn TargetCatalog) -> Result<TargetSpec, S
 
 /// Replaces the password of a URL with `***`.
 pub fn redact(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else { return url.to_string() };
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
     match rest.rsplit_once('@') {
         Some((auth, host)) => match auth.split_once(':') {
             Some((user, _)) => format!("{scheme}://{user}:***@{host}"),
@@ -783,13 +1069,19 @@ pub fn redact(url: &str) -> String {
 }
 
 #[cfg(test)]
+#[allow(clippy::field_reassign_with_default)] // tests set one flag each
 mod tests {
     use super::*;
 
     struct Cat;
     impl TargetCatalog for Cat {
         fn capabilities(&self, name: &str) -> Option<Capabilities> {
-            (name == "redis").then(|| Capabilities { ops: OpKind::ALL.to_vec(), pipelining: true, managed: true, url_scheme: Some("redis".into()) })
+            (name == "redis").then(|| Capabilities {
+                ops: OpKind::ALL.to_vec(),
+                pipelining: true,
+                managed: true,
+                url_scheme: Some("redis".into()),
+            })
         }
         fn names(&self) -> Vec<String> {
             vec!["redis".into()]
@@ -825,8 +1117,13 @@ mod tests {
 
     #[test]
     fn errors_name_their_origin() {
-        let e = build("[workload]\nclients = 0\n", Overrides::default()).unwrap_err().to_string();
-        assert!(e.contains("preset key workload.clients") && e.contains("at least 1"), "{e}");
+        let e = build("[workload]\nclients = 0\n", Overrides::default())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("preset key workload.clients") && e.contains("at least 1"),
+            "{e}"
+        );
         let mut f = Overrides::default();
         f.workload.mix = Some(Scalar::Str("0:0".into()));
         let e = build("", f).unwrap_err().to_string();
@@ -838,14 +1135,21 @@ mod tests {
         let mut f = Overrides::default();
         f.targets = vec!["nosuch".into()];
         let e = build("", f).unwrap_err().to_string();
-        assert!(e.contains("unknown target `nosuch`") && e.contains("redis"), "{e}");
-        let e = build("[servers.redis]\nbogus = 1\n", Overrides::default()).unwrap_err().to_string();
+        assert!(
+            e.contains("unknown target `nosuch`") && e.contains("redis"),
+            "{e}"
+        );
+        let e = build("[servers.redis]\nbogus = 1\n", Overrides::default())
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("servers.redis") && e.contains("bogus"), "{e}");
     }
 
     #[test]
     fn unknown_preset_key_is_rejected() {
-        let e = toml::from_str::<RawPreset>("[workload]\nclient = 3\n").unwrap_err().to_string();
+        let e = toml::from_str::<RawPreset>("[workload]\nclient = 3\n")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("client"), "{e}");
     }
 
@@ -862,7 +1166,11 @@ mod tests {
 
     #[test]
     fn sweep_is_a_cartesian_product() {
-        let p = build("[sweep]\nclients = [1, 10]\nvalue_size = [\"1k\", \"10k\", 100]\n", Overrides::default()).unwrap();
+        let p = build(
+            "[sweep]\nclients = [1, 10]\nvalue_size = [\"1k\", \"10k\", 100]\n",
+            Overrides::default(),
+        )
+        .unwrap();
         let pts = p.points();
         assert_eq!(pts.len(), 6);
         assert_eq!(pts[5].workload.clients, 10);
@@ -873,7 +1181,12 @@ mod tests {
 
     #[test]
     fn duration_and_ops_exclude_each_other_within_one_source() {
-        let e = build("[workload]\nduration = \"5s\"\nops = 100\n", Overrides::default()).unwrap_err().to_string();
+        let e = build(
+            "[workload]\nduration = \"5s\"\nops = 100\n",
+            Overrides::default(),
+        )
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("either a duration or an operation count"), "{e}");
         let mut f = Overrides::default();
         f.workload.ops = Some(Scalar::Str("100".into()));

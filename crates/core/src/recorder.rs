@@ -144,7 +144,9 @@ impl PhaseStats {
     /// Adds `other` into `self`, exactly.
     pub fn merge(&mut self, other: &PhaseStats) {
         for k in 0..OP_KINDS {
-            self.response[k].add(&other.response[k]).expect("same bounds");
+            self.response[k]
+                .add(&other.response[k])
+                .expect("same bounds");
             self.completed[k] += other.completed[k];
             self.misses[k] += other.misses[k];
             self.failed[k] += other.failed[k];
@@ -195,7 +197,14 @@ pub struct Interval {
 impl Interval {
     /// An empty interval for second `second`.
     pub fn new(second: u32) -> Self {
-        Self { second, latency: new_histogram(), ops: 0, errors: 0, misses: 0, cpu_ns: 0 }
+        Self {
+            second,
+            latency: new_histogram(),
+            ops: 0,
+            errors: 0,
+            misses: 0,
+            cpu_ns: 0,
+        }
     }
 
     /// Counts one operation into the interval.
@@ -228,7 +237,10 @@ impl Interval {
 /// A system call (CLOCK_THREAD_CPUTIME_ID has no vDSO fast path): call it
 /// once a second, not per operation.
 pub fn thread_cpu_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: clock_gettime writes into the timespec we own.
     unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64

@@ -113,7 +113,10 @@ impl LatencySummary {
     /// Summarises and serialises `h`.
     pub fn of(h: &Histogram<u64>) -> Self {
         if h.is_empty() {
-            return Self { hdr: encode_histogram(h), ..Self::default() };
+            return Self {
+                hdr: encode_histogram(h),
+                ..Self::default()
+            };
         }
         Self {
             count: h.len(),
@@ -133,7 +136,9 @@ impl LatencySummary {
 /// Serialises a histogram (V2, base64).
 pub fn encode_histogram(h: &Histogram<u64>) -> String {
     let mut buf = Vec::new();
-    V2Serializer::new().serialize(h, &mut buf).expect("serialising into memory cannot fail");
+    V2Serializer::new()
+        .serialize(h, &mut buf)
+        .expect("serialising into memory cannot fail");
     base64::engine::general_purpose::STANDARD.encode(buf)
 }
 
@@ -216,7 +221,11 @@ impl PhaseResult {
         Self {
             duration_s,
             completed,
-            throughput_per_s: if duration_s > 0.0 { completed as f64 / duration_s } else { 0.0 },
+            throughput_per_s: if duration_s > 0.0 {
+                completed as f64 / duration_s
+            } else {
+                0.0
+            },
             misses: stats.misses.iter().sum(),
             errors,
             ops,
@@ -344,12 +353,18 @@ pub struct RunResult {
 impl ExperimentResult {
     /// Writes the result atomically: a temporary file beside `path`, then a
     /// rename, so a reader (or a crash) never sees half a file.
+    /// A path that exists but is not a regular file (`/dev/stdout`, a
+    /// pipe) is written straight through: renaming over it would replace
+    /// the device.
     pub fn write_atomic(&self, path: &Path) -> std::io::Result<()> {
+        let json = serde_json::to_vec_pretty(self).map_err(std::io::Error::other)?;
+        if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
+            return std::fs::write(path, &json);
+        }
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir)?;
         }
         let tmp = path.with_extension("json.tmp");
-        let json = serde_json::to_vec_pretty(self).map_err(std::io::Error::other)?;
         {
             use std::io::Write;
             let mut f = std::fs::File::create(&tmp)?;
@@ -361,8 +376,10 @@ impl ExperimentResult {
 
     /// Reads a result file, refusing other schema versions with a clear message.
     pub fn read(path: &Path) -> Result<Self, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-        let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| format!("{} is not JSON: {e}", path.display()))?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let v: serde_json::Value = serde_json::from_str(&text)
+            .map_err(|e| format!("{} is not JSON: {e}", path.display()))?;
         match v.get("schema_version").and_then(|s| s.as_u64()) {
             Some(n) if n == SCHEMA_VERSION as u64 => {}
             Some(n) => {
@@ -373,7 +390,8 @@ impl ExperimentResult {
             }
             None => return Err(format!("{} is not a bakeoff result file (no schema_version)", path.display())),
         }
-        serde_json::from_value(v).map_err(|e| format!("{} does not match the result schema: {e}", path.display()))
+        serde_json::from_value(v)
+            .map_err(|e| format!("{} does not match the result schema: {e}", path.display()))
     }
 }
 

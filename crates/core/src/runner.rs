@@ -18,8 +18,8 @@ use crate::error::RunError;
 use crate::plan::{Plan, TargetSpec, Workload};
 use crate::recorder::{Interval, PhaseStats};
 use crate::result::{
-    Checks, ClientUsage, CounterCheck, Environment, ExperimentResult, PhaseResult, ResourceSample, RunResult,
-    TargetRecord, TimelinePoint, SCHEMA_VERSION,
+    Checks, ClientUsage, CounterCheck, Environment, ExperimentResult, PhaseResult, ResourceSample,
+    RunResult, TargetRecord, TimelinePoint, SCHEMA_VERSION,
 };
 use crate::value::ValuePool;
 use crate::workload::{KeyDistribution, ZipfianConstants, OP_KINDS};
@@ -54,7 +54,12 @@ pub trait Target {
     fn counters(&self) -> Option<Counters>;
     /// Compares bakeoff's requests sent per kind (all phases) with the
     /// change of the target's counters over the run.
-    fn counter_checks(&self, before: &Counters, after: &Counters, sent: &[u64; OP_KINDS]) -> Vec<CounterCheck>;
+    fn counter_checks(
+        &self,
+        before: &Counters,
+        after: &Counters,
+        sent: &[u64; OP_KINDS],
+    ) -> Vec<CounterCheck>;
     /// Records the target holds, if it can tell.
     fn record_count(&self) -> Option<u64>;
     /// Resource counters of the server process, if bakeoff started it.
@@ -74,7 +79,14 @@ pub trait TargetOpener {
 /// Told about progress; the CLI draws it, tests ignore it.
 pub trait Observer {
     /// A run starts: `index` of `total`.
-    fn run_started(&mut self, _index: usize, _total: usize, _label: &str, _expected_s: Option<f64>) {}
+    fn run_started(
+        &mut self,
+        _index: usize,
+        _total: usize,
+        _label: &str,
+        _expected_s: Option<f64>,
+    ) {
+    }
     /// A second of the current job was completed.
     fn second(&mut self, _job: JobKind, _point: &TimelinePoint) {}
     /// A run finished.
@@ -162,10 +174,14 @@ pub fn run_job(
         let mut next_sample = Duration::from_secs(1);
         loop {
             let all_done = handles.iter().all(|h| h.is_finished());
-            let wait = next_sample.saturating_sub(job.t0.elapsed()).min(Duration::from_millis(50));
+            let wait = next_sample
+                .saturating_sub(job.t0.elapsed())
+                .min(Duration::from_millis(50));
             match rx.recv_timeout(wait) {
                 Ok(iv) => {
-                    let entry = pending.entry(iv.second).or_insert_with(|| (Interval::new(iv.second), 0));
+                    let entry = pending
+                        .entry(iv.second)
+                        .or_insert_with(|| (Interval::new(iv.second), 0));
                     entry.0.merge(&iv);
                     entry.1 += 1;
                     if entry.1 == threads {
@@ -193,11 +209,19 @@ pub fn run_job(
                 break;
             }
         }
-        handles.into_iter().map(|h| h.join().map_err(|_| "a worker thread panicked".to_string())?).collect::<Result<Vec<_>, String>>()
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .map_err(|_| "a worker thread panicked".to_string())?
+            })
+            .collect::<Result<Vec<_>, String>>()
     })?;
     // Intervals sent after the last check, and partial seconds.
     while let Ok(iv) = rx.try_recv() {
-        let entry = pending.entry(iv.second).or_insert_with(|| (Interval::new(iv.second), 0));
+        let entry = pending
+            .entry(iv.second)
+            .or_insert_with(|| (Interval::new(iv.second), 0));
         entry.0.merge(&iv);
         entry.1 += 1;
     }
@@ -224,7 +248,11 @@ pub fn run_job(
         }
     }
     let warmup_end = job.warmup_end_ns();
-    let last = outputs.iter().map(|o| o.last_completion_ns).max().unwrap_or(0);
+    let last = outputs
+        .iter()
+        .map(|o| o.last_completion_ns)
+        .max()
+        .unwrap_or(0);
     let nominal = match (kind, ctx.workload.duration_s) {
         (JobKind::Measure, Some(d)) => d,
         _ => 0.0,
@@ -243,16 +271,31 @@ pub fn run_job(
         resources: samples,
         busy_percent: outputs
             .iter()
-            .map(|o| if o.busy_wall_ns > 0 { 100.0 * o.busy_cpu_ns as f64 / o.busy_wall_ns as f64 } else { 0.0 })
+            .map(|o| {
+                if o.busy_wall_ns > 0 {
+                    100.0 * o.busy_cpu_ns as f64 / o.busy_wall_ns as f64
+                } else {
+                    0.0
+                }
+            })
             .collect(),
-        backend: outputs.first().map(|o| o.backend.to_string()).unwrap_or_default(),
+        backend: outputs
+            .first()
+            .map(|o| o.backend.to_string())
+            .unwrap_or_default(),
         last_phase_s,
     })
 }
 
 fn timeline_point(iv: &Interval, phase: &str) -> TimelinePoint {
     let h = &iv.latency;
-    let q = |x: f64| if h.is_empty() { 0 } else { h.value_at_quantile(x) };
+    let q = |x: f64| {
+        if h.is_empty() {
+            0
+        } else {
+            h.value_at_quantile(x)
+        }
+    };
     TimelinePoint {
         t_s: iv.second,
         phase: phase.to_string(),
@@ -292,7 +335,10 @@ pub struct ExperimentOptions {
 
 /// Current time as RFC 3339 UTC, without a date library.
 pub fn now_rfc3339() -> String {
-    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
     let days = secs / 86_400;
     let rem = secs % 86_400;
     // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
@@ -306,7 +352,12 @@ pub fn now_rfc3339() -> String {
     let d = doy - (153 * mp + 2) / 5 + 1;
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = if m <= 2 { y + 1 } else { y };
-    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
 }
 
 /// Runs every point of `plan` on every target, `repeats` times, writing the
@@ -345,16 +396,28 @@ pub fn run_experiment(
                     ..TargetRecord::default()
                 });
             }
-            Err(message) => return Err(RunError::Setup { target: spec.label(), message }),
+            Err(message) => {
+                return Err(RunError::Setup {
+                    target: spec.label(),
+                    message,
+                })
+            }
         }
     }
     let write = |r: &ExperimentResult| {
-        r.write_atomic(&opts.out).map_err(|source| RunError::Write { path: opts.out.display().to_string(), source })
+        r.write_atomic(&opts.out).map_err(|source| RunError::Write {
+            path: opts.out.display().to_string(),
+            source,
+        })
     };
     write(&result)?;
 
     let points = plan.points();
-    let max_value = points.iter().map(|p| p.workload.value_size.max()).max().unwrap_or(100);
+    let max_value = points
+        .iter()
+        .map(|p| p.workload.value_size.max())
+        .max()
+        .unwrap_or(100);
     let pool = ValuePool::new(max_value);
     let total = usable.len() * points.len() * plan.repeats as usize;
     let mut index = 0usize;
@@ -372,12 +435,32 @@ pub fn run_experiment(
                 let label = format!(
                     "{}{}{}",
                     spec.label(),
-                    point.labels.iter().map(|(k, v)| format!(" {k}={v}")).collect::<String>(),
-                    if plan.repeats > 1 { format!(" repeat {}", repeat + 1) } else { String::new() }
+                    point
+                        .labels
+                        .iter()
+                        .map(|(k, v)| format!(" {k}={v}"))
+                        .collect::<String>(),
+                    if plan.repeats > 1 {
+                        format!(" repeat {}", repeat + 1)
+                    } else {
+                        String::new()
+                    }
                 );
                 let w = &point.workload;
                 observer.run_started(index, total, &label, w.duration_s.map(|d| d + w.warmup_s));
-                let run = run_one(spec, plan, point, repeat, index as u32, &pool, zipf, opener, opts, observer, &mut recorded);
+                let run = run_one(
+                    spec,
+                    plan,
+                    point,
+                    repeat,
+                    index as u32,
+                    &pool,
+                    zipf,
+                    opener,
+                    opts,
+                    observer,
+                    &mut recorded,
+                );
                 if run.client.client_bound {
                     let note = format!(
                         "run {} ({label}) was client-bound: a bakeoff thread was busy {:.0} % of the time; these numbers measure bakeoff, not the target. Add --threads or lower --clients.",
@@ -395,13 +478,24 @@ pub fn run_experiment(
             }
         }
     }
-    result.status = if opts.stop.load(Ordering::Relaxed) { "interrupted".into() } else { "complete".into() };
+    result.status = if opts.stop.load(Ordering::Relaxed) {
+        "interrupted".into()
+    } else {
+        "complete".into()
+    };
     write(&result)?;
     Ok(result)
 }
 
-fn merge_records(existing: &[TargetRecord], recorded: &BTreeMap<String, TargetRecord>) -> Vec<TargetRecord> {
-    let mut out: Vec<TargetRecord> = existing.iter().filter(|t| t.skipped.is_some()).cloned().collect();
+fn merge_records(
+    existing: &[TargetRecord],
+    recorded: &BTreeMap<String, TargetRecord>,
+) -> Vec<TargetRecord> {
+    let mut out: Vec<TargetRecord> = existing
+        .iter()
+        .filter(|t| t.skipped.is_some())
+        .cloned()
+        .collect();
     out.extend(recorded.values().cloned());
     out
 }
@@ -445,20 +539,37 @@ fn run_one(
         }
     };
     recorded.insert(spec.label(), target.record());
-    let ctx = JobContext { workload: w, seed: plan.seed, pool, zipf, stop: &opts.stop };
+    let ctx = JobContext {
+        workload: w,
+        seed: plan.seed,
+        pool,
+        zipf,
+        stop: &opts.stop,
+    };
     let before = target.counters();
     let mut sent = [0u64; OP_KINDS];
     let mut load_s = 0.0;
     if w.load {
         let t = &target;
-        let outcome = run_job(t.driver(), JobKind::Load, &ctx, &mut || t.resources(), observer);
+        let outcome = run_job(
+            t.driver(),
+            JobKind::Load,
+            &ctx,
+            &mut || t.resources(),
+            observer,
+        );
         match outcome {
             Ok(o) => {
                 for (i, s) in o.phases[0].sent.iter().enumerate() {
                     sent[i] += s;
                 }
                 run.load = Some(PhaseResult::from_stats(&o.phases[0], o.last_phase_s));
-                load_s = o.timeline.last().map(|p| p.t_s as f64 + 1.0).unwrap_or(o.last_phase_s).ceil();
+                load_s = o
+                    .timeline
+                    .last()
+                    .map(|p| p.t_s as f64 + 1.0)
+                    .unwrap_or(o.last_phase_s)
+                    .ceil();
                 run.timeline.extend(o.timeline);
                 run.resources.extend(o.resources);
             }
@@ -471,7 +582,13 @@ fn run_one(
     }
     if !opts.stop.load(Ordering::Relaxed) {
         let t = &target;
-        let outcome = run_job(t.driver(), JobKind::Measure, &ctx, &mut || t.resources(), observer);
+        let outcome = run_job(
+            t.driver(),
+            JobKind::Measure,
+            &ctx,
+            &mut || t.resources(),
+            observer,
+        );
         match outcome {
             Ok(o) => {
                 for p in &o.phases {
@@ -494,7 +611,11 @@ fn run_one(
                 let busy_max = o.busy_percent.iter().cloned().fold(0.0, f64::max);
                 run.client = ClientUsage {
                     io_backend: o.backend,
-                    thread_busy_percent: o.busy_percent.iter().map(|b| (b * 10.0).round() / 10.0).collect(),
+                    thread_busy_percent: o
+                        .busy_percent
+                        .iter()
+                        .map(|b| (b * 10.0).round() / 10.0)
+                        .collect(),
                     client_bound: busy_max > 90.0,
                 };
             }
@@ -512,10 +633,13 @@ fn run_one(
         let ratio = m.all.mean_ns * 1e-9 * m.throughput_per_s / w.in_flight() as f64;
         run.checks.littles_law_ratio = Some((ratio * 1000.0).round() / 1000.0);
     }
-    let errors = run.load.as_ref().map(|l| l.error_total()).unwrap_or(0) + run.measure.error_total();
+    let errors =
+        run.load.as_ref().map(|l| l.error_total()).unwrap_or(0) + run.measure.error_total();
     if errors > 0 {
         run.status = "errors".into();
-        run.message = Some(format!("{errors} operations or connection attempts failed; see errors by kind"));
+        run.message = Some(format!(
+            "{errors} operations or connection attempts failed; see errors by kind"
+        ));
     } else {
         run.status = "ok".into();
     }

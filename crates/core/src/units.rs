@@ -51,7 +51,11 @@ pub fn parse_bytes(text: &str) -> Result<u64, String> {
         "k" | "kb" | "kib" => 1 << 10,
         "m" | "mb" | "mib" => 1 << 20,
         "g" | "gb" | "gib" => 1 << 30,
-        other => return Err(format!("unknown size unit `{other}` in `{text}`; use k, m or g")),
+        other => {
+            return Err(format!(
+                "unknown size unit `{other}` in `{text}`; use k, m or g"
+            ))
+        }
     };
     value
         .checked_mul(scale)
@@ -71,7 +75,11 @@ pub fn parse_count(text: &str) -> Result<u64, String> {
         "k" => 1_000,
         "m" => 1_000_000,
         "g" | "b" => 1_000_000_000,
-        other => return Err(format!("unknown count suffix `{other}` in `{text}`; use k or m")),
+        other => {
+            return Err(format!(
+                "unknown count suffix `{other}` in `{text}`; use k or m"
+            ))
+        }
     };
     value
         .checked_mul(scale)

@@ -41,7 +41,9 @@ impl std::str::FromStr for ValueContent {
         match s.trim().to_ascii_lowercase().as_str() {
             "random" => Ok(Self::Random),
             "compressible" => Ok(Self::Compressible),
-            other => Err(format!("unknown value content `{other}`; use random or compressible")),
+            other => Err(format!(
+                "unknown value content `{other}`; use random or compressible"
+            )),
         }
     }
 }
@@ -79,14 +81,25 @@ impl ValuePool {
             chunk.copy_from_slice(&r[..chunk.len()]);
         }
         const WORDS: [&[u8]; 8] = [
-            b"store ", b"value ", b"bakeoff ", b"record ", b"latency ", b"memory ", b"disk ", b"key ",
+            b"store ",
+            b"value ",
+            b"bakeoff ",
+            b"record ",
+            b"latency ",
+            b"memory ",
+            b"disk ",
+            b"key ",
         ];
         let mut text = Vec::with_capacity(len);
         while text.len() < len {
             text.extend_from_slice(WORDS[rng.below(8) as usize]);
         }
         text.truncate(len);
-        Self { random, text, window }
+        Self {
+            random,
+            text,
+            window,
+        }
     }
 
     fn bytes(&self, content: u8) -> &[u8] {
@@ -146,7 +159,9 @@ impl ValuePool {
         let version = u32::from_le_bytes(value[12..16].try_into().unwrap());
         let off = self.offset(id, version);
         let pool = self.bytes(value[3]);
-        if pool.len() < off + len - HEADER_LEN || pool[off..off + len - HEADER_LEN] != value[HEADER_LEN..] {
+        if pool.len() < off + len - HEADER_LEN
+            || pool[off..off + len - HEADER_LEN] != value[HEADER_LEN..]
+        {
             return Err(VerifyError::Corrupt);
         }
         Ok(())
@@ -176,7 +191,11 @@ mod tests {
     #[test]
     fn roundtrip_verifies() {
         let pool = ValuePool::new(4096);
-        for (len, c) in [(24, ValueContent::Random), (100, ValueContent::Random), (4096, ValueContent::Compressible)] {
+        for (len, c) in [
+            (24, ValueContent::Random),
+            (100, ValueContent::Random),
+            (4096, ValueContent::Compressible),
+        ] {
             let (h, p) = pool.value(42, 7, len, c);
             let v = join(h, p);
             assert_eq!(v.len(), len);
@@ -197,6 +216,9 @@ mod tests {
         bad[13] ^= 1;
         assert_eq!(pool.verify(9, &bad), Err(VerifyError::Corrupt));
         assert_eq!(pool.verify(9, &v[..199]), Err(VerifyError::WrongLength));
-        assert_eq!(pool.verify(9, b"hello world, not a bakeoff value"), Err(VerifyError::NotOurs));
+        assert_eq!(
+            pool.verify(9, b"hello world, not a bakeoff value"),
+            Err(VerifyError::NotOurs)
+        );
     }
 }

@@ -126,7 +126,13 @@ impl ZipfianConstants {
         let zeta2 = zeta(2.min(n));
         let alpha = 1.0 / (1.0 - theta);
         let eta = (1.0 - (2.0 / n as f64).powf(1.0 - theta)) / (1.0 - zeta2 / zetan);
-        Self { n, theta, alpha, zetan, eta }
+        Self {
+            n,
+            theta,
+            alpha,
+            zetan,
+            eta,
+        }
     }
 
     #[inline]
@@ -164,7 +170,13 @@ impl KeyChooser {
         zipf: Option<ZipfianConstants>,
     ) -> Self {
         let stride = clients.max(1);
-        Self { dist, records, next_seq: client % records.max(1), stride, zipf }
+        Self {
+            dist,
+            records,
+            next_seq: client % records.max(1),
+            stride,
+            zipf,
+        }
     }
 
     /// The next record id.
@@ -178,7 +190,10 @@ impl KeyChooser {
                 k
             }
             KeyDistribution::Zipfian => {
-                let z = self.zipf.as_ref().expect("zipfian constants computed by the plan");
+                let z = self
+                    .zipf
+                    .as_ref()
+                    .expect("zipfian constants computed by the plan");
                 // Scramble so the hot records are spread over the key space,
                 // as YCSB's ScrambledZipfianGenerator does.
                 fnv1a64(z.rank(rng)) % self.records
@@ -214,7 +229,10 @@ impl MixChooser {
             acc += w;
             cumulative[i] = acc;
         }
-        Self { cumulative, total: acc }
+        Self {
+            cumulative,
+            total: acc,
+        }
     }
 
     /// The next operation.
@@ -318,9 +336,24 @@ mod tests {
 
     #[test]
     fn rng_is_deterministic_per_stream() {
-        let a: Vec<u64> = (0..4).map({ let mut r = Rng::new(7, 1); move |_| r.next_u64() }).collect();
-        let b: Vec<u64> = (0..4).map({ let mut r = Rng::new(7, 1); move |_| r.next_u64() }).collect();
-        let c: Vec<u64> = (0..4).map({ let mut r = Rng::new(7, 2); move |_| r.next_u64() }).collect();
+        let a: Vec<u64> = (0..4)
+            .map({
+                let mut r = Rng::new(7, 1);
+                move |_| r.next_u64()
+            })
+            .collect();
+        let b: Vec<u64> = (0..4)
+            .map({
+                let mut r = Rng::new(7, 1);
+                move |_| r.next_u64()
+            })
+            .collect();
+        let c: Vec<u64> = (0..4)
+            .map({
+                let mut r = Rng::new(7, 2);
+                move |_| r.next_u64()
+            })
+            .collect();
         assert_eq!(a, b);
         assert_ne!(a, c);
     }
@@ -349,7 +382,10 @@ mod tests {
         counts.sort_unstable_by(|a, b| b.cmp(a));
         let top10: u32 = counts[..10].iter().sum();
         // Under θ = 0.99 the 1 % hottest keys take far more than 1 % of draws.
-        assert!(top10 > 20_000, "top 10 of 1000 keys got {top10} of 100000 draws");
+        assert!(
+            top10 > 20_000,
+            "top 10 of 1000 keys got {top10} of 100000 draws"
+        );
     }
 
     #[test]
@@ -375,8 +411,17 @@ mod tests {
     #[test]
     fn value_sizes_parse() {
         assert_eq!(ValueSizes::parse("100").unwrap(), ValueSizes::Fixed(100));
-        assert_eq!(ValueSizes::parse("1k-2k").unwrap(), ValueSizes::Range { min: 1024, max: 2048 });
-        assert_eq!(ValueSizes::parse("1k,10k").unwrap(), ValueSizes::List(vec![1024, 10240]));
+        assert_eq!(
+            ValueSizes::parse("1k-2k").unwrap(),
+            ValueSizes::Range {
+                min: 1024,
+                max: 2048
+            }
+        );
+        assert_eq!(
+            ValueSizes::parse("1k,10k").unwrap(),
+            ValueSizes::List(vec![1024, 10240])
+        );
         assert!(ValueSizes::parse("5-1").is_err());
     }
 }

@@ -66,13 +66,19 @@ pub fn resp_call(stream: &mut TcpStream, words: &[&[u8]]) -> std::io::Result<Res
                 });
             }
             Decoded::Invalid => {
-                return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, "the server's reply is not RESP"))
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    "the server's reply is not RESP",
+                ))
             }
             Decoded::Incomplete => {}
         }
         let n = stream.read(&mut chunk)?;
         if n == 0 {
-            return Err(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "the server closed the connection"));
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                "the server closed the connection",
+            ));
         }
         buf.extend_from_slice(&chunk[..n]);
     }
@@ -89,21 +95,30 @@ pub fn parse_info(text: &str) -> Vec<(String, String)> {
 
 /// Sends a memcache text command and reads until a line equal to one of
 /// `ends` (e.g. `END`), returning the lines before it.
-pub fn memcache_lines(stream: &mut TcpStream, command: &str, ends: &[&str]) -> std::io::Result<Vec<String>> {
+pub fn memcache_lines(
+    stream: &mut TcpStream,
+    command: &str,
+    ends: &[&str],
+) -> std::io::Result<Vec<String>> {
     stream.write_all(command.as_bytes())?;
     let mut buf = Vec::new();
     let mut chunk = [0u8; 16384];
     loop {
         let text = String::from_utf8_lossy(&buf);
         let lines: Vec<&str> = text.split("\r\n").collect();
-        if let Some(pos) = lines.iter().position(|l| ends.contains(l) || l.starts_with("ERROR") || l.starts_with("SERVER_ERROR")) {
+        if let Some(pos) = lines.iter().position(|l| {
+            ends.contains(l) || l.starts_with("ERROR") || l.starts_with("SERVER_ERROR")
+        }) {
             if pos < lines.len() - 1 {
                 return Ok(lines[..=pos].iter().map(|s| s.to_string()).collect());
             }
         }
         let n = stream.read(&mut chunk)?;
         if n == 0 {
-            return Err(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "the server closed the connection"));
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                "the server closed the connection",
+            ));
         }
         buf.extend_from_slice(&chunk[..n]);
     }

@@ -56,9 +56,18 @@ impl MemcachedSettings {
 
     fn args(&self, port: u16) -> Vec<String> {
         let mut a = vec![
-            "-p".to_string(), port.to_string(), "-l".into(), "127.0.0.1".into(), "-U".into(), "0".into(),
-            "-m".into(), self.memory_mb.to_string(), "-t".into(), self.threads.to_string(),
-            "-c".into(), self.max_connections.to_string(),
+            "-p".to_string(),
+            port.to_string(),
+            "-l".into(),
+            "127.0.0.1".into(),
+            "-U".into(),
+            "0".into(),
+            "-m".into(),
+            self.memory_mb.to_string(),
+            "-t".into(),
+            self.threads.to_string(),
+            "-c".into(),
+            self.max_connections.to_string(),
         ];
         // SAFETY: geteuid has no preconditions.
         if unsafe { libc::geteuid() } == 0 {
@@ -106,17 +115,6 @@ fn resolve(host: &str, port: u16) -> Result<SocketAddr, String> {
         .ok_or_else(|| format!("{host}:{port} resolves to no address"))
 }
 
-fn version(addr: SocketAddr) -> Result<String, String> {
-    let mut s = connect(addr, "memcached").map_err(|e| e.to_string())?;
-    s.set_read_timeout(Some(Duration::from_secs(5))).map_err(|e| e.to_string())?;
-    let lines = memcache_lines(&mut s, "version\r\n", &[]).or_else(|_| Err(format!("{addr} did not answer `version`; is it a memcached server?")));
-    // `version` answers with a single line; read it directly.
-    match lines {
-        Ok(l) => Ok(l.join(" ")),
-        Err(e) => Err(e),
-    }
-}
-
 /// Checks that the target can be used.
 pub fn probe(spec: &TargetSpec, plan: &Plan) -> Result<(), String> {
     match &spec.endpoint {
@@ -134,7 +132,7 @@ pub fn probe(spec: &TargetSpec, plan: &Plan) -> Result<(), String> {
         }
         Endpoint::External { host, port, .. } => {
             let addr = resolve(host, *port)?;
-            stats(addr).map(|_| ()).map_err(|e| format!("{e}"))
+            stats(addr).map(|_| ())
         }
     }
 }
@@ -142,7 +140,8 @@ pub fn probe(spec: &TargetSpec, plan: &Plan) -> Result<(), String> {
 /// Reads `stats` as name → value.
 fn stats(addr: SocketAddr) -> Result<BTreeMap<String, String>, String> {
     let mut s = connect(addr, "memcached").map_err(|e| e.to_string())?;
-    s.set_read_timeout(Some(Duration::from_secs(5))).map_err(|e| e.to_string())?;
+    s.set_read_timeout(Some(Duration::from_secs(5)))
+        .map_err(|e| e.to_string())?;
     let lines = memcache_lines(&mut s, "stats\r\n", &["END"])
         .map_err(|e| format!("{addr} did not answer `stats` ({e}); is it a memcached server?"))?;
     let map: BTreeMap<String, String> = lines
@@ -152,7 +151,9 @@ fn stats(addr: SocketAddr) -> Result<BTreeMap<String, String>, String> {
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
     if map.is_empty() {
-        return Err(format!("{addr} answered `stats` with {lines:?}; is it a memcached server?"));
+        return Err(format!(
+            "{addr} answered `stats` with {lines:?}; is it a memcached server?"
+        ));
     }
     Ok(map)
 }
@@ -174,35 +175,70 @@ pub fn open(spec: &TargetSpec, plan: &Plan) -> Result<Box<dyn Target>, String> {
             let addr = server.addr;
             (Some(server), addr, "managed", None)
         }
-        Endpoint::External { host, port, url, .. } => (None, resolve(host, *port)?, "external", Some(url.clone())),
+        Endpoint::External {
+            host, port, url, ..
+        } => (None, resolve(host, *port)?, "external", Some(url.clone())),
     };
     let connector = || Box::new(MemcachedConnector { addr });
     let proto = if spec.name == "memcached-binary" {
-        Proto::Binary(NetDriver { codec: MemcacheBinaryCodec, connector: connector() })
+        Proto::Binary(NetDriver {
+            codec: MemcacheBinaryCodec,
+            connector: connector(),
+        })
     } else {
-        Proto::Text(NetDriver { codec: MemcacheTextCodec, connector: connector() })
+        Proto::Text(NetDriver {
+            codec: MemcacheTextCodec,
+            connector: connector(),
+        })
     };
     let st = stats(addr)?;
-    let mut record = TargetRecord { name: spec.name.clone(), mode: mode.into(), endpoint, ..TargetRecord::default() };
+    let mut record = TargetRecord {
+        name: spec.name.clone(),
+        mode: mode.into(),
+        endpoint,
+        ..TargetRecord::default()
+    };
     record.version = st.get("version").map(|v| format!("memcached {v}"));
     let mut s = BTreeMap::new();
-    for (k, name) in [("limit_maxbytes", "limit_maxbytes"), ("threads", "threads"), ("max_connections", "max_connections")] {
+    for (k, name) in [
+        ("limit_maxbytes", "limit_maxbytes"),
+        ("threads", "threads"),
+        ("max_connections", "max_connections"),
+    ] {
         if let Some(v) = st.get(k) {
             s.insert(name.to_string(), v.clone());
         }
     }
-    s.insert("protocol".into(), if spec.name == "memcached-binary" { "binary" } else { "text" }.into());
+    s.insert(
+        "protocol".into(),
+        if spec.name == "memcached-binary" {
+            "binary"
+        } else {
+            "text"
+        }
+        .into(),
+    );
     if let Some(server) = &server {
-        s.insert("command_line".into(), format!("{} {}", server.binary.display(), server.args.join(" ")));
+        s.insert(
+            "command_line".into(),
+            format!("{} {}", server.binary.display(), server.args.join(" ")),
+        );
     }
     record.settings = s;
-    let _ = version;
-    let mut target = MemcachedTarget { server, addr, proto, record };
+    let mut target = MemcachedTarget {
+        server,
+        addr,
+        proto,
+        record,
+    };
     let codec_describe = |k: OpKind| match &target.proto {
         Proto::Text(d) => d.codec.describe(k),
         Proto::Binary(d) => d.codec.describe(k),
     };
-    let requests = OpKind::ALL.iter().map(|k| (k.name().to_string(), codec_describe(*k))).collect();
+    let requests = OpKind::ALL
+        .iter()
+        .map(|k| (k.name().to_string(), codec_describe(*k)))
+        .collect();
     target.record.requests = requests;
     Ok(Box::new(target))
 }
@@ -221,20 +257,51 @@ impl Target for MemcachedTarget {
 
     fn counters(&self) -> Option<Counters> {
         let st = stats(self.addr).ok()?;
-        Some(st.into_iter().filter_map(|(k, v)| v.parse::<u64>().ok().map(|n| (k, n))).collect())
+        Some(
+            st.into_iter()
+                .filter_map(|(k, v)| v.parse::<u64>().ok().map(|n| (k, n)))
+                .collect(),
+        )
     }
 
-    fn counter_checks(&self, before: &Counters, after: &Counters, sent: &[u64; OP_KINDS]) -> Vec<CounterCheck> {
-        let d = |k: &str| after.get(k).copied().unwrap_or(0).saturating_sub(before.get(k).copied().unwrap_or(0));
+    fn counter_checks(
+        &self,
+        before: &Counters,
+        after: &Counters,
+        sent: &[u64; OP_KINDS],
+    ) -> Vec<CounterCheck> {
+        let d = |k: &str| {
+            after
+                .get(k)
+                .copied()
+                .unwrap_or(0)
+                .saturating_sub(before.get(k).copied().unwrap_or(0))
+        };
         let mut v = Vec::new();
         let pairs = [
-            ("get commands (stats cmd_get)", sent[OpKind::Get as usize], d("cmd_get")),
-            ("set commands (stats cmd_set)", sent[OpKind::Set as usize] + sent[OpKind::Update as usize], d("cmd_set")),
-            ("delete commands (stats delete_hits + delete_misses)", sent[OpKind::Delete as usize], d("delete_hits") + d("delete_misses")),
+            (
+                "get commands (stats cmd_get)",
+                sent[OpKind::Get as usize],
+                d("cmd_get"),
+            ),
+            (
+                "set commands (stats cmd_set)",
+                sent[OpKind::Set as usize] + sent[OpKind::Update as usize],
+                d("cmd_set"),
+            ),
+            (
+                "delete commands (stats delete_hits + delete_misses)",
+                sent[OpKind::Delete as usize],
+                d("delete_hits") + d("delete_misses"),
+            ),
         ];
         for (what, ours, theirs) in pairs {
             if ours > 0 || theirs > 0 {
-                v.push(CounterCheck { what: what.into(), bakeoff: ours, target: theirs });
+                v.push(CounterCheck {
+                    what: what.into(),
+                    bakeoff: ours,
+                    target: theirs,
+                });
             }
         }
         v

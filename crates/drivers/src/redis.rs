@@ -21,7 +21,8 @@ use crate::codec::resp::RespCodec;
 use crate::settings::Settings;
 use crate::NetDriver;
 
-const KNOWN: &str = "maxmemory, maxmemory_policy, persistence (none, aof-always, aof-everysec, aof-no, rdb), port";
+const KNOWN: &str =
+    "maxmemory, maxmemory_policy, persistence (none, aof-always, aof-everysec, aof-no, rdb), port";
 
 /// Settings of a managed redis-server.
 #[derive(Clone, Debug, Default)]
@@ -44,10 +45,22 @@ impl RedisSettings {
             maxmemory: s.bytes("maxmemory")?,
             maxmemory_policy: s.choice(
                 "maxmemory_policy",
-                &["noeviction", "allkeys-lru", "allkeys-lfu", "allkeys-random", "volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl"],
+                &[
+                    "noeviction",
+                    "allkeys-lru",
+                    "allkeys-lfu",
+                    "allkeys-random",
+                    "volatile-lru",
+                    "volatile-lfu",
+                    "volatile-random",
+                    "volatile-ttl",
+                ],
             )?,
             persistence: s
-                .choice("persistence", &["none", "aof-always", "aof-everysec", "aof-no", "rdb"])?
+                .choice(
+                    "persistence",
+                    &["none", "aof-always", "aof-everysec", "aof-no", "rdb"],
+                )?
                 .unwrap_or_else(|| "none".into()),
             port: s.port("port")?,
         };
@@ -57,8 +70,18 @@ impl RedisSettings {
 
     fn args(&self, port: u16, dir: &Path) -> Vec<String> {
         let mut a: Vec<String> = [
-            "--port", &port.to_string(), "--bind", "127.0.0.1", "--dir", &dir.display().to_string(), "--daemonize", "no",
-            "--protected-mode", "yes", "--logfile", "",
+            "--port",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--dir",
+            &dir.display().to_string(),
+            "--daemonize",
+            "no",
+            "--protected-mode",
+            "yes",
+            "--logfile",
+            "",
         ]
         .iter()
         .map(|s| s.to_string())
@@ -110,7 +133,10 @@ impl Connector for RedisConnector {
             if let RespReply::Error(e) = reply {
                 return Err(std::io::Error::new(
                     std::io::ErrorKind::PermissionDenied,
-                    format!("redis at {} refused the credentials: {e}; check the password in the URL", self.addr),
+                    format!(
+                        "redis at {} refused the credentials: {e}; check the password in the URL",
+                        self.addr
+                    ),
                 ));
             }
         }
@@ -155,9 +181,14 @@ pub fn probe(spec: &TargetSpec, plan: &Plan) -> Result<(), String> {
         }
         Endpoint::External { host, port, .. } => {
             let addr = resolve(host, *port)?;
-            let c = RedisConnector { addr, user: spec.user.clone(), password: spec.password.clone() };
+            let c = RedisConnector {
+                addr,
+                user: spec.user.clone(),
+                password: spec.password.clone(),
+            };
             let mut s = c.connect().map_err(|e| e.to_string())?;
-            s.set_read_timeout(Some(Duration::from_secs(5))).map_err(|e| e.to_string())?;
+            s.set_read_timeout(Some(Duration::from_secs(5)))
+                .map_err(|e| e.to_string())?;
             match resp_call(&mut s, &[b"PING"]) {
                 Ok(RespReply::Simple(p)) if p == "PONG" => Ok(()),
                 Ok(RespReply::Error(e)) => Err(format!("redis at {addr} answered PING with an error: {e}; if it needs a password, give it in the URL: redis://:PASSWORD@{host}:{port}")),
@@ -190,11 +221,17 @@ pub fn open(spec: &TargetSpec, plan: &Plan) -> Result<Box<dyn Target>, String> {
             let addr = server.addr;
             (Some(server), addr, "managed", None)
         }
-        Endpoint::External { host, port, url, .. } => (None, resolve(host, *port)?, "external", Some(url.clone())),
+        Endpoint::External {
+            host, port, url, ..
+        } => (None, resolve(host, *port)?, "external", Some(url.clone())),
     };
     let driver = NetDriver {
         codec: RespCodec,
-        connector: Box::new(RedisConnector { addr, user: spec.user.clone(), password: spec.password.clone() }),
+        connector: Box::new(RedisConnector {
+            addr,
+            user: spec.user.clone(),
+            password: spec.password.clone(),
+        }),
     };
     let mut target = RedisTarget {
         server,
@@ -202,21 +239,46 @@ pub fn open(spec: &TargetSpec, plan: &Plan) -> Result<Box<dyn Target>, String> {
         user: spec.user.clone(),
         password: spec.password.clone(),
         driver,
-        record: TargetRecord { name: spec.name.clone(), mode: mode.into(), endpoint, ..TargetRecord::default() },
+        record: TargetRecord {
+            name: spec.name.clone(),
+            mode: mode.into(),
+            endpoint,
+            ..TargetRecord::default()
+        },
     };
-    target.record.requests = OpKind::ALL.iter().map(|k| (k.name().to_string(), target.driver.describe(*k))).collect();
-    let info = target.info("default").map_err(|e| format!("cannot read INFO from redis at {addr}: {e}"))?;
-    let get = |k: &str| info.iter().find(|(key, _)| key == k).map(|(_, v)| v.clone());
+    target.record.requests = OpKind::ALL
+        .iter()
+        .map(|k| (k.name().to_string(), target.driver.describe(*k)))
+        .collect();
+    let info = target
+        .info("default")
+        .map_err(|e| format!("cannot read INFO from redis at {addr}: {e}"))?;
+    let get = |k: &str| {
+        info.iter()
+            .find(|(key, _)| key == k)
+            .map(|(_, v)| v.clone())
+    };
     target.record.version = get("redis_version").map(|v| format!("Redis {v}"));
     let mut s = BTreeMap::new();
-    for k in ["maxmemory", "maxmemory_policy", "aof_enabled", "mem_allocator", "io_threads_active", "os", "arch_bits"] {
+    for k in [
+        "maxmemory",
+        "maxmemory_policy",
+        "aof_enabled",
+        "mem_allocator",
+        "io_threads_active",
+        "os",
+        "arch_bits",
+    ] {
         if let Some(v) = get(k) {
             s.insert(k.to_string(), v);
         }
     }
     if let Some(server) = &target.server {
         s.insert("persistence".into(), settings.persistence.clone());
-        s.insert("command_line".into(), format!("{} {}", server.binary.display(), server.args.join(" ")));
+        s.insert(
+            "command_line".into(),
+            format!("{} {}", server.binary.display(), server.args.join(" ")),
+        );
     }
     target.record.settings = s;
     Ok(Box::new(target))
@@ -224,7 +286,12 @@ pub fn open(spec: &TargetSpec, plan: &Plan) -> Result<Box<dyn Target>, String> {
 
 impl RedisTarget {
     fn admin(&self) -> std::io::Result<TcpStream> {
-        let s = RedisConnector { addr: self.connector_addr, user: self.user.clone(), password: self.password.clone() }.connect()?;
+        let s = RedisConnector {
+            addr: self.connector_addr,
+            user: self.user.clone(),
+            password: self.password.clone(),
+        }
+        .connect()?;
         s.set_read_timeout(Some(Duration::from_secs(10)))?;
         Ok(s)
     }
@@ -233,7 +300,9 @@ impl RedisTarget {
         let mut s = self.admin()?;
         match resp_call(&mut s, &[b"INFO", section.as_bytes()])? {
             RespReply::Bulk(b) => Ok(parse_info(&String::from_utf8_lossy(&b))),
-            other => Err(std::io::Error::other(format!("unexpected INFO reply {other:?}"))),
+            other => Err(std::io::Error::other(format!(
+                "unexpected INFO reply {other:?}"
+            ))),
         }
     }
 }
@@ -252,25 +321,57 @@ impl Target for RedisTarget {
         let mut out = Counters::new();
         for (k, v) in info {
             if let Some(cmd) = k.strip_prefix("cmdstat_") {
-                let calls = v.split(',').find_map(|f| f.strip_prefix("calls=")).and_then(|c| c.parse().ok()).unwrap_or(0);
+                let calls = v
+                    .split(',')
+                    .find_map(|f| f.strip_prefix("calls="))
+                    .and_then(|c| c.parse().ok())
+                    .unwrap_or(0);
                 out.insert(cmd.to_string(), calls);
             }
         }
         Some(out)
     }
 
-    fn counter_checks(&self, before: &Counters, after: &Counters, sent: &[u64; OP_KINDS]) -> Vec<CounterCheck> {
-        let delta = |k: &str| after.get(k).copied().unwrap_or(0) - before.get(k).copied().unwrap_or(0).min(after.get(k).copied().unwrap_or(0));
+    fn counter_checks(
+        &self,
+        before: &Counters,
+        after: &Counters,
+        sent: &[u64; OP_KINDS],
+    ) -> Vec<CounterCheck> {
+        let delta = |k: &str| {
+            after.get(k).copied().unwrap_or(0)
+                - before
+                    .get(k)
+                    .copied()
+                    .unwrap_or(0)
+                    .min(after.get(k).copied().unwrap_or(0))
+        };
         let mut v = Vec::new();
         let pairs = [
-            ("GET calls (INFO commandstats)", "get", sent[OpKind::Get as usize]),
-            ("SET calls (INFO commandstats)", "set", sent[OpKind::Set as usize] + sent[OpKind::Update as usize]),
-            ("DEL calls (INFO commandstats)", "del", sent[OpKind::Delete as usize]),
+            (
+                "GET calls (INFO commandstats)",
+                "get",
+                sent[OpKind::Get as usize],
+            ),
+            (
+                "SET calls (INFO commandstats)",
+                "set",
+                sent[OpKind::Set as usize] + sent[OpKind::Update as usize],
+            ),
+            (
+                "DEL calls (INFO commandstats)",
+                "del",
+                sent[OpKind::Delete as usize],
+            ),
         ];
         for (what, cmd, ours) in pairs {
             let theirs = delta(cmd);
             if ours > 0 || theirs > 0 {
-                v.push(CounterCheck { what: what.into(), bakeoff: ours, target: theirs });
+                v.push(CounterCheck {
+                    what: what.into(),
+                    bakeoff: ours,
+                    target: theirs,
+                });
             }
         }
         v

@@ -5,6 +5,9 @@ use bakeoff_core::plan::{Capabilities, Plan, TargetCatalog, TargetSpec};
 use bakeoff_core::runner::{Target, TargetOpener};
 use bakeoff_core::workload::OpKind;
 
+/// Opens a target for one run.
+pub type OpenFn = fn(&TargetSpec, &Plan) -> Result<Box<dyn Target>, String>;
+
 /// One row of the registry.
 pub struct Entry {
     /// Target name.
@@ -13,6 +16,8 @@ pub struct Entry {
     pub scheme: &'static str,
     /// One-line description for `bakeoff list`.
     pub about: &'static str,
+    /// Server binary looked up on PATH (empty for embedded engines).
+    pub program: &'static str,
     /// Debian package of the server.
     pub package: &'static str,
     /// Operation kinds.
@@ -28,7 +33,7 @@ pub struct Entry {
     /// Checks it can be used.
     pub probe: fn(&TargetSpec, &Plan) -> Result<(), String>,
     /// Opens it for one run.
-    pub open: fn(&TargetSpec, &Plan) -> Result<Box<dyn Target>, String>,
+    pub open: OpenFn,
 }
 
 const KV: &[OpKind] = &[OpKind::Get, OpKind::Set, OpKind::Update, OpKind::Delete];
@@ -41,6 +46,7 @@ pub fn entries() -> Vec<Entry> {
         name: "redis",
         scheme: "redis",
         about: "Redis over RESP (GET/SET/DEL on string keys)",
+        program: "redis-server",
         package: "redis-server",
         ops: KV,
         pipelining: true,
@@ -56,6 +62,7 @@ pub fn entries() -> Vec<Entry> {
             name: "memcached",
             scheme: "memcached",
             about: "memcached, text protocol (get/set/delete)",
+            program: "memcached",
             package: "memcached",
             ops: KV,
             pipelining: true,
@@ -69,6 +76,7 @@ pub fn entries() -> Vec<Entry> {
             name: "memcached-binary",
             scheme: "memcached-binary",
             about: "memcached, binary protocol (GET/SET/DELETE)",
+            program: "memcached",
             package: "memcached",
             ops: KV,
             pipelining: true,
@@ -107,7 +115,10 @@ impl TargetCatalog for Registry {
     }
 
     fn target_for_scheme(&self, scheme: &str) -> Option<String> {
-        entries().into_iter().find(|e| e.scheme == scheme).map(|e| e.name.to_string())
+        entries()
+            .into_iter()
+            .find(|e| e.scheme == scheme)
+            .map(|e| e.name.to_string())
     }
 
     fn check_settings(&self, name: &str, settings: &toml::Table) -> Result<(), String> {
@@ -118,18 +129,26 @@ impl TargetCatalog for Registry {
     }
 
     fn default_targets(&self) -> Vec<String> {
-        entries().iter().filter(|e| e.default).map(|e| e.name.to_string()).collect()
+        entries()
+            .iter()
+            .filter(|e| e.default)
+            .map(|e| e.name.to_string())
+            .collect()
     }
 }
 
 impl TargetOpener for Registry {
     fn probe(&self, spec: &TargetSpec, plan: &Plan) -> Result<(), String> {
-        let e = self.find(&spec.name).ok_or_else(|| format!("unknown target `{}`", spec.name))?;
+        let e = self
+            .find(&spec.name)
+            .ok_or_else(|| format!("unknown target `{}`", spec.name))?;
         (e.probe)(spec, plan)
     }
 
     fn open(&self, spec: &TargetSpec, plan: &Plan) -> Result<Box<dyn Target>, String> {
-        let e = self.find(&spec.name).ok_or_else(|| format!("unknown target `{}`", spec.name))?;
+        let e = self
+            .find(&spec.name)
+            .ok_or_else(|| format!("unknown target `{}`", spec.name))?;
         (e.open)(spec, plan)
     }
 }

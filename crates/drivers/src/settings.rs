@@ -10,7 +10,10 @@ pub struct Settings<'a> {
 impl<'a> Settings<'a> {
     /// Wraps a table (or none).
     pub fn new(table: Option<&'a toml::Table>) -> Self {
-        Self { table, seen: Vec::new() }
+        Self {
+            table,
+            seen: Vec::new(),
+        }
     }
 
     fn raw(&mut self, key: &'static str) -> Option<&'a toml::Value> {
@@ -24,16 +27,24 @@ impl<'a> Settings<'a> {
             None => Ok(None),
             Some(toml::Value::String(s)) => Ok(Some(s.clone())),
             Some(toml::Value::Integer(i)) => Ok(Some(i.to_string())),
-            Some(v) => Err(format!("`{key}` must be a string or a number, not {}", v.type_str())),
+            Some(v) => Err(format!(
+                "`{key}` must be a string or a number, not {}",
+                v.type_str()
+            )),
         }
     }
 
     /// One of `allowed`.
-    pub fn choice(&mut self, key: &'static str, allowed: &[&str]) -> Result<Option<String>, String> {
+    pub fn choice(
+        &mut self,
+        key: &'static str,
+        allowed: &[&str],
+    ) -> Result<Option<String>, String> {
         match self.text(key)? {
-            Some(v) if !allowed.contains(&v.as_str()) => {
-                Err(format!("`{key}` = \"{v}\" is not one of: {}", allowed.join(", ")))
-            }
+            Some(v) if !allowed.contains(&v.as_str()) => Err(format!(
+                "`{key}` = \"{v}\" is not one of: {}",
+                allowed.join(", ")
+            )),
             v => Ok(v),
         }
     }
@@ -60,7 +71,9 @@ impl<'a> Settings<'a> {
     pub fn port(&mut self, key: &'static str) -> Result<Option<u16>, String> {
         match self.positive(key)? {
             None => Ok(None),
-            Some(p) => u16::try_from(p).map(Some).map_err(|_| format!("`{key}` = {p} is not a port number")),
+            Some(p) => u16::try_from(p)
+                .map(Some)
+                .map_err(|_| format!("`{key}` = {p} is not a port number")),
         }
     }
 

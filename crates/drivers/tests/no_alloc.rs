@@ -58,7 +58,12 @@ fn require(program: &str) -> bool {
     if bakeoff_servers::find_on_path(program).is_some() {
         return true;
     }
-    assert!(std::env::var("CI").map(|v| v.is_empty() || v == "false").unwrap_or(true), "{program} missing under CI");
+    assert!(
+        std::env::var("CI")
+            .map(|v| v.is_empty() || v == "false")
+            .unwrap_or(true),
+        "{program} missing under CI"
+    );
     eprintln!("skipping: {program} not installed");
     false
 }
@@ -83,7 +88,9 @@ fn steady_state_allocations<C: Codec>(codec: C, addr: SocketAddr, pipeline: u32)
         key_distribution: KeyDistribution::Uniform,
         value_size: ValueSizes::Range { min: 24, max: 400 },
         value_content: ValueContent::Random,
-        mix: Mix { weights: [60, 20, 10, 10] },
+        mix: Mix {
+            weights: [60, 20, 10, 10],
+        },
         clients: 8,
         threads: 1,
         pipeline,
@@ -97,7 +104,16 @@ fn steady_state_allocations<C: Codec>(codec: C, addr: SocketAddr, pipeline: u32)
     let pool = ValuePool::new(400);
     let stop = AtomicBool::new(false);
     let (tx, rx) = std::sync::mpsc::channel();
-    let job = Job { kind: JobKind::Measure, workload: &workload, seed: 1, pool: &pool, zipf: None, t0: Instant::now(), stop: &stop, intervals: tx };
+    let job = Job {
+        kind: JobKind::Measure,
+        workload: &workload,
+        seed: 1,
+        pool: &pool,
+        zipf: None,
+        t0: Instant::now(),
+        stop: &stop,
+        intervals: tx,
+    };
     let connector = Plain(addr);
     let (a, b) = std::thread::scope(|s| {
         let h = s.spawn(|| {
@@ -113,7 +129,11 @@ fn steady_state_allocations<C: Codec>(codec: C, addr: SocketAddr, pipeline: u32)
         (a, b)
     });
     drop(job);
-    let second1 = rx.iter().find(|iv| iv.second == 1).map(|iv| iv.ops).unwrap_or(0);
+    let second1 = rx
+        .iter()
+        .find(|iv| iv.second == 1)
+        .map(|iv| iv.ops)
+        .unwrap_or(0);
     (b - a, second1)
 }
 
@@ -122,11 +142,25 @@ fn redis_hot_path_does_not_allocate() {
     if !require("redis-server") {
         return;
     }
-    let s = server("redis-server", |p| vec!["--port".into(), p.to_string(), "--bind".into(), "127.0.0.1".into(), "--save".into(), "".into()]);
+    let s = server("redis-server", |p| {
+        vec![
+            "--port".into(),
+            p.to_string(),
+            "--bind".into(),
+            "127.0.0.1".into(),
+            "--save".into(),
+            "".into(),
+        ]
+    });
     for pipeline in [1, 8] {
         let (allocs, ops) = steady_state_allocations(RespCodec, s.addr, pipeline);
         assert!(ops > 1000, "the loop was busy: {ops} ops in second 1");
-        assert_eq!(allocs, 0, "{allocs} allocations during ~{} operations (pipeline {pipeline})", ops * 6 / 10);
+        assert_eq!(
+            allocs,
+            0,
+            "{allocs} allocations during ~{} operations (pipeline {pipeline})",
+            ops * 6 / 10
+        );
     }
 }
 
@@ -135,7 +169,18 @@ fn memcached_hot_paths_do_not_allocate() {
     if !require("memcached") {
         return;
     }
-    let s = server("memcached", |p| vec!["-p".into(), p.to_string(), "-l".into(), "127.0.0.1".into(), "-U".into(), "0".into(), "-u".into(), "root".into()]);
+    let s = server("memcached", |p| {
+        vec![
+            "-p".into(),
+            p.to_string(),
+            "-l".into(),
+            "127.0.0.1".into(),
+            "-U".into(),
+            "0".into(),
+            "-u".into(),
+            "root".into(),
+        ]
+    });
     let (allocs, ops) = steady_state_allocations(MemcacheTextCodec, s.addr, 4);
     assert!(ops > 1000, "{ops}");
     assert_eq!(allocs, 0, "text protocol: {allocs} allocations");

@@ -49,7 +49,14 @@ fn point_label(run: &RunResult) -> String {
 
 fn table(rows: &[Vec<String>], out: &mut dyn Write) -> std::io::Result<()> {
     let cols = rows.iter().map(|r| r.len()).max().unwrap_or(0);
-    let widths: Vec<usize> = (0..cols).map(|c| rows.iter().map(|r| r.get(c).map(|s| s.chars().count()).unwrap_or(0)).max().unwrap_or(0)).collect();
+    let widths: Vec<usize> = (0..cols)
+        .map(|c| {
+            rows.iter()
+                .map(|r| r.get(c).map(|s| s.chars().count()).unwrap_or(0))
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
     for (i, r) in rows.iter().enumerate() {
         let mut line = String::new();
         for (c, cell) in r.iter().enumerate() {
@@ -65,7 +72,11 @@ fn table(rows: &[Vec<String>], out: &mut dyn Write) -> std::io::Result<()> {
         }
         writeln!(out, "{}", line.trim_end())?;
         if i == 0 {
-            writeln!(out, "{}", "-".repeat(widths.iter().sum::<usize>() + 2 * cols.saturating_sub(1)))?;
+            writeln!(
+                out,
+                "{}",
+                "-".repeat(widths.iter().sum::<usize>() + 2 * cols.saturating_sub(1))
+            )?;
         }
     }
     Ok(())
@@ -73,20 +84,45 @@ fn table(rows: &[Vec<String>], out: &mut dyn Write) -> std::io::Result<()> {
 
 impl Exporter for TextExporter {
     fn export(&self, r: &ExperimentResult, out: &mut dyn Write) -> std::io::Result<()> {
-        writeln!(out, "experiment {} — {} run(s), status {}", r.plan.name, r.runs.len(), r.status)?;
+        writeln!(
+            out,
+            "experiment {} — {} run(s), status {}",
+            r.plan.name,
+            r.runs.len(),
+            r.status
+        )?;
         let mut rows = vec![[
-            "target", "point", "throughput", "mean", "p50", "p99", "p99.9", "max", "errors", "misses", "client busy",
+            "target",
+            "point",
+            "throughput",
+            "mean",
+            "p50",
+            "p99",
+            "p99.9",
+            "max",
+            "errors",
+            "misses",
+            "client busy",
         ]
         .iter()
         .map(|s| s.to_string())
         .collect::<Vec<_>>()];
         for run in &r.runs {
             let m = &run.measure;
-            let busy = run.client.thread_busy_percent.iter().cloned().fold(0.0, f64::max);
+            let busy = run
+                .client
+                .thread_busy_percent
+                .iter()
+                .cloned()
+                .fold(0.0, f64::max);
             rows.push(vec![
                 run.target.clone(),
                 point_label(run),
-                if run.status == "failed" { "failed".into() } else { fmt_rate(m.throughput_per_s) },
+                if run.status == "failed" {
+                    "failed".into()
+                } else {
+                    fmt_rate(m.throughput_per_s)
+                },
                 fmt_ns(m.all.mean_ns),
                 fmt_ns(m.all.p50_ns as f64),
                 fmt_ns(m.all.p99_ns as f64),
@@ -94,7 +130,10 @@ impl Exporter for TextExporter {
                 fmt_ns(m.all.max_ns as f64),
                 m.error_total().to_string(),
                 m.misses.to_string(),
-                format!("{busy:.0} %{}", if run.client.client_bound { " (!)" } else { "" }),
+                format!(
+                    "{busy:.0} %{}",
+                    if run.client.client_bound { " (!)" } else { "" }
+                ),
             ]);
         }
         table(&rows, out)?;
@@ -103,8 +142,19 @@ impl Exporter for TextExporter {
                 writeln!(out, "run {} ({}): {}", run.index, run.target, msg)?;
             }
             if !run.measure.errors.is_empty() {
-                let e: Vec<String> = run.measure.errors.iter().map(|(k, v)| format!("{k} {v}")).collect();
-                writeln!(out, "run {} ({}) errors by kind: {}", run.index, run.target, e.join(", "))?;
+                let e: Vec<String> = run
+                    .measure
+                    .errors
+                    .iter()
+                    .map(|(k, v)| format!("{k} {v}"))
+                    .collect();
+                writeln!(
+                    out,
+                    "run {} ({}) errors by kind: {}",
+                    run.index,
+                    run.target,
+                    e.join(", ")
+                )?;
             }
             let bad: Vec<String> = run
                 .checks
@@ -114,12 +164,27 @@ impl Exporter for TextExporter {
                 .map(|c| format!("{}: bakeoff {} vs target {}", c.what, c.bakeoff, c.target))
                 .collect();
             if !bad.is_empty() {
-                writeln!(out, "run {} ({}) counts differ from the target's: {}", run.index, run.target, bad.join("; "))?;
+                writeln!(
+                    out,
+                    "run {} ({}) counts differ from the target's: {}",
+                    run.index,
+                    run.target,
+                    bad.join("; ")
+                )?;
             }
         }
         for t in &r.targets {
             if let Some(v) = &t.version {
-                writeln!(out, "{}: {}{}", t.name, v, t.endpoint.as_ref().map(|e| format!(" at {e}")).unwrap_or_default())?;
+                writeln!(
+                    out,
+                    "{}: {}{}",
+                    t.name,
+                    v,
+                    t.endpoint
+                        .as_ref()
+                        .map(|e| format!(" at {e}"))
+                        .unwrap_or_default()
+                )?;
             }
         }
         for w in &r.warnings {

@@ -61,9 +61,16 @@ pub enum ServerError {
 /// Finds `program` on PATH.
 pub fn find_on_path(program: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path).map(|d| d.join(program)).find(|p| {
-        std::fs::metadata(p).map(|m| m.is_file() && std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o111 != 0).unwrap_or(false)
-    })
+    std::env::split_paths(&path)
+        .map(|d| d.join(program))
+        .find(|p| {
+            std::fs::metadata(p)
+                .map(|m| {
+                    m.is_file()
+                        && std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o111 != 0
+                })
+                .unwrap_or(false)
+        })
 }
 
 /// A free TCP port on 127.0.0.1 (bound, then released).
@@ -114,21 +121,35 @@ impl ManagedServer {
             program: cmd.program.into(),
             package: cmd.package.into(),
         })?;
-        let io = |source| ServerError::Io { program: cmd.program.into(), source };
+        let io = |source| ServerError::Io {
+            program: cmd.program.into(),
+            source,
+        };
         let port = match cmd.port {
             Some(p) if !port_is_free(p) => return Err(ServerError::PortInUse { port: p }),
             Some(p) => p,
             None => free_port().map_err(io)?,
         };
-        let dir = tempfile::Builder::new().prefix(&format!("bakeoff-{}-", cmd.program)).tempdir().map_err(io)?;
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("bakeoff-{}-", cmd.program))
+            .tempdir()
+            .map_err(io)?;
         // Servers that drop privileges (memcached -u nobody) need to reach it.
-        let _ = std::fs::set_permissions(dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o777));
+        let _ = std::fs::set_permissions(
+            dir.path(),
+            std::os::unix::fs::PermissionsExt::from_mode(0o777),
+        );
         let args = (cmd.args)(port, dir.path());
         let log_path = dir.path().join("server.log");
         let log = std::fs::File::create(&log_path).map_err(io)?;
         let log2 = log.try_clone().map_err(io)?;
         let mut command = Command::new(&binary);
-        command.args(&args).current_dir(dir.path()).stdin(Stdio::null()).stdout(log).stderr(log2);
+        command
+            .args(&args)
+            .current_dir(dir.path())
+            .stdin(Stdio::null())
+            .stdout(log)
+            .stderr(log2);
         // SAFETY: prctl is async-signal-safe; this runs in the child between
         // fork and exec and touches no memory of the parent.
         unsafe {
@@ -139,7 +160,14 @@ impl ManagedServer {
         }
         let child = command.spawn().map_err(io)?;
         let addr: SocketAddr = ([127, 0, 0, 1], port).into();
-        let mut server = ManagedServer { pid: child.id(), child, dir, addr, binary, args };
+        let mut server = ManagedServer {
+            pid: child.id(),
+            child,
+            dir,
+            addr,
+            binary,
+            args,
+        };
         let deadline = Instant::now() + cmd.ready_timeout;
         loop {
             if let Ok(Some(status)) = server.child.try_wait() {
@@ -148,9 +176,15 @@ impl ManagedServer {
                 if log.contains("in use") || log.contains("Address already") {
                     return Err(ServerError::PortInUse { port });
                 }
-                return Err(ServerError::Failed { program: cmd.program.into(), reason, log });
+                return Err(ServerError::Failed {
+                    program: cmd.program.into(),
+                    reason,
+                    log,
+                });
             }
-            if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() && (cmd.ready)(addr) {
+            if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok()
+                && (cmd.ready)(addr)
+            {
                 return Ok(server);
             }
             if Instant::now() > deadline {
@@ -177,7 +211,14 @@ impl ManagedServer {
         if lines.is_empty() {
             String::new()
         } else {
-            format!("\n  server log: {}", lines.into_iter().rev().collect::<Vec<_>>().join("\n  server log: "))
+            format!(
+                "\n  server log: {}",
+                lines
+                    .into_iter()
+                    .rev()
+                    .collect::<Vec<_>>()
+                    .join("\n  server log: ")
+            )
         }
     }
 
@@ -227,7 +268,10 @@ pub fn proc_snapshot(pid: u32) -> Option<ProcSnapshot> {
     let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(1) as u64;
     let io = std::fs::read_to_string(format!("/proc/{pid}/io")).unwrap_or_default();
     let field = |name: &str| {
-        io.lines().find_map(|l| l.strip_prefix(name)).and_then(|v| v.trim().parse::<u64>().ok()).unwrap_or(0)
+        io.lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .unwrap_or(0)
     };
     Some(ProcSnapshot {
         cpu_ns: ticks * 1_000_000_000 / hz,
@@ -240,7 +284,9 @@ pub fn proc_snapshot(pid: u32) -> Option<ProcSnapshot> {
 
 /// Total size of the files under `dir`, bytes.
 pub fn dir_size(dir: &Path) -> u64 {
-    let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
     entries
         .flatten()
         .map(|e| match e.metadata() {
@@ -288,6 +334,9 @@ mod tests {
             ready_timeout: Duration::from_secs(1),
         };
         let e = ManagedServer::start(&cmd).err().unwrap().to_string();
-        assert!(e.contains(&format!("port {port}")) && e.contains("in use"), "{e}");
+        assert!(
+            e.contains(&format!("port {port}")) && e.contains("in use"),
+            "{e}"
+        );
     }
 }

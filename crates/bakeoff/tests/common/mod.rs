@@ -27,8 +27,16 @@ pub fn redis(password: Option<&str>) -> ManagedServer {
     let pw = password.map(|s| s.to_string());
     let args = move |port: u16, dir: &std::path::Path| {
         let mut a: Vec<String> = vec![
-            "--port".into(), port.to_string(), "--bind".into(), "127.0.0.1".into(), "--dir".into(),
-            dir.display().to_string(), "--save".into(), "".into(), "--appendonly".into(), "no".into(),
+            "--port".into(),
+            port.to_string(),
+            "--bind".into(),
+            "127.0.0.1".into(),
+            "--dir".into(),
+            dir.display().to_string(),
+            "--save".into(),
+            "".into(),
+            "--appendonly".into(),
+            "no".into(),
         ];
         if let Some(p) = &pw {
             a.push("--requirepass".into());
@@ -54,7 +62,18 @@ pub fn memcached() -> ManagedServer {
         package: "memcached",
         port: None,
         args: &|port, _| {
-            vec!["-p".into(), port.to_string(), "-l".into(), "127.0.0.1".into(), "-U".into(), "0".into(), "-m".into(), "256".into(), "-u".into(), "root".into()]
+            vec![
+                "-p".into(),
+                port.to_string(),
+                "-l".into(),
+                "127.0.0.1".into(),
+                "-U".into(),
+                "0".into(),
+                "-m".into(),
+                "256".into(),
+                "-u".into(),
+                "root".into(),
+            ]
         },
         ready: &|addr| TcpStream::connect(addr).is_ok(),
         ready_timeout: Duration::from_secs(20),
@@ -79,10 +98,12 @@ pub fn call(addr: std::net::SocketAddr, req: &[u8], done: impl Fn(&[u8]) -> bool
 
 /// `INFO commandstats` calls of one command.
 pub fn redis_calls(addr: std::net::SocketAddr, cmd: &str) -> u64 {
-    let text = call(addr, b"INFO commandstats\r\n", |b| b.len() > 4 && b.ends_with(b"\r\n") && {
-        let t = String::from_utf8_lossy(b);
-        let n: usize = t[1..t.find("\r\n").unwrap()].parse().unwrap();
-        b.len() >= t.find("\r\n").unwrap() + 2 + n + 2
+    let text = call(addr, b"INFO commandstats\r\n", |b| {
+        b.len() > 4 && b.ends_with(b"\r\n") && {
+            let t = String::from_utf8_lossy(b);
+            let n: usize = t[1..t.find("\r\n").unwrap()].parse().unwrap();
+            b.len() >= t.find("\r\n").unwrap() + 2 + n + 2
+        }
     });
     text.lines()
         .find_map(|l| l.strip_prefix(&format!("cmdstat_{cmd}:")))
@@ -107,7 +128,10 @@ pub fn bin() -> PathBuf {
 
 /// Runs bakeoff with `args`; returns its output.
 pub fn bakeoff(args: &[&str]) -> Output {
-    Command::new(bin()).args(args).output().expect("bakeoff runs")
+    Command::new(bin())
+        .args(args)
+        .output()
+        .expect("bakeoff runs")
 }
 
 /// A fresh temporary directory.

@@ -41,7 +41,11 @@ impl Codec for MemcacheBinaryCodec {
     fn encode(&self, kind: OpKind, key: &[u8], header: &[u8], payload: &[u8], out: &mut Vec<u8>) {
         match kind {
             OpKind::Get | OpKind::Delete => {
-                let op = if kind == OpKind::Get { OP_GET } else { OP_DELETE };
+                let op = if kind == OpKind::Get {
+                    OP_GET
+                } else {
+                    OP_DELETE
+                };
                 push_header(out, op, key.len(), 0, key.len());
                 out.extend_from_slice(key);
             }
@@ -59,7 +63,11 @@ impl Codec for MemcacheBinaryCodec {
     #[inline]
     fn decode(&self, buf: &[u8], kind: OpKind) -> Decoded {
         if buf.len() < HEADER {
-            return if buf.first().is_some_and(|&m| m != 0x81) { Decoded::Invalid } else { Decoded::Incomplete };
+            return if buf.first().is_some_and(|&m| m != 0x81) {
+                Decoded::Invalid
+            } else {
+                Decoded::Incomplete
+            };
         }
         if buf[0] != 0x81 {
             return Decoded::Invalid;
@@ -76,7 +84,10 @@ impl Codec for MemcacheBinaryCodec {
             return Decoded::Incomplete;
         }
         let reply = match status {
-            STATUS_OK if kind == OpKind::Get => Reply::Value { start: HEADER + extras + key_len, end: len },
+            STATUS_OK if kind == OpKind::Get => Reply::Value {
+                start: HEADER + extras + key_len,
+                end: len,
+            },
             STATUS_OK => Reply::Ok,
             STATUS_NOT_FOUND | STATUS_EXISTS | STATUS_NOT_STORED => Reply::Miss,
             _ => Reply::ServerError,
@@ -116,10 +127,28 @@ mod tests {
     fn encodes_requests_byte_for_byte() {
         let mut out = Vec::new();
         MemcacheBinaryCodec.encode(OpKind::Get, b"ab", &[], &[], &mut out);
-        assert_eq!(out, [&[0x80, 0x00, 0, 2, 0, 0, 0, 0, 0, 0, 0, 2][..], &[0; 12], b"ab"].concat());
+        assert_eq!(
+            out,
+            [
+                &[0x80, 0x00, 0, 2, 0, 0, 0, 0, 0, 0, 0, 2][..],
+                &[0; 12],
+                b"ab"
+            ]
+            .concat()
+        );
         out.clear();
         MemcacheBinaryCodec.encode(OpKind::Set, b"k", b"v", b"w", &mut out);
-        assert_eq!(out, [&[0x80, 0x01, 0, 1, 8, 0, 0, 0, 0, 0, 0, 11][..], &[0; 12], &[0; 8], b"k", b"vw"].concat());
+        assert_eq!(
+            out,
+            [
+                &[0x80, 0x01, 0, 1, 8, 0, 0, 0, 0, 0, 0, 11][..],
+                &[0; 12],
+                &[0; 8],
+                b"k",
+                b"vw"
+            ]
+            .concat()
+        );
         out.clear();
         MemcacheBinaryCodec.encode(OpKind::Delete, b"k", &[], &[], &mut out);
         assert_eq!(out[1], OP_DELETE);
@@ -130,15 +159,51 @@ mod tests {
     fn decodes_every_reply_type() {
         let d = |b: &[u8], k| MemcacheBinaryCodec.decode(b, k);
         let hit = response(STATUS_OK, &[0, 0, 0, 0], b"", b"hello");
-        assert_eq!(d(&hit, OpKind::Get), Decoded::Complete { len: 33, reply: Reply::Value { start: 28, end: 33 } });
+        assert_eq!(
+            d(&hit, OpKind::Get),
+            Decoded::Complete {
+                len: 33,
+                reply: Reply::Value { start: 28, end: 33 }
+            }
+        );
         let stored = response(STATUS_OK, &[], b"", b"");
-        assert_eq!(d(&stored, OpKind::Set), Decoded::Complete { len: 24, reply: Reply::Ok });
+        assert_eq!(
+            d(&stored, OpKind::Set),
+            Decoded::Complete {
+                len: 24,
+                reply: Reply::Ok
+            }
+        );
         let miss = response(STATUS_NOT_FOUND, &[], b"", b"Not found");
-        assert_eq!(d(&miss, OpKind::Get), Decoded::Complete { len: 33, reply: Reply::Miss });
-        assert_eq!(d(&response(STATUS_EXISTS, &[], b"", b""), OpKind::Set), Decoded::Complete { len: 24, reply: Reply::Miss });
-        assert_eq!(d(&response(STATUS_NOT_STORED, &[], b"", b""), OpKind::Set), Decoded::Complete { len: 24, reply: Reply::Miss });
+        assert_eq!(
+            d(&miss, OpKind::Get),
+            Decoded::Complete {
+                len: 33,
+                reply: Reply::Miss
+            }
+        );
+        assert_eq!(
+            d(&response(STATUS_EXISTS, &[], b"", b""), OpKind::Set),
+            Decoded::Complete {
+                len: 24,
+                reply: Reply::Miss
+            }
+        );
+        assert_eq!(
+            d(&response(STATUS_NOT_STORED, &[], b"", b""), OpKind::Set),
+            Decoded::Complete {
+                len: 24,
+                reply: Reply::Miss
+            }
+        );
         let oom = response(0x0082, &[], b"", b"Out of memory");
-        assert_eq!(d(&oom, OpKind::Set), Decoded::Complete { len: 37, reply: Reply::ServerError });
+        assert_eq!(
+            d(&oom, OpKind::Set),
+            Decoded::Complete {
+                len: 37,
+                reply: Reply::ServerError
+            }
+        );
         assert_eq!(d(&hit[..30], OpKind::Get), Decoded::Incomplete);
         assert_eq!(d(&hit[..10], OpKind::Get), Decoded::Incomplete);
         assert_eq!(d(b"VALUE", OpKind::Get), Decoded::Invalid);

@@ -44,7 +44,11 @@ impl Codec for MemcacheTextCodec {
     #[inline]
     fn decode(&self, buf: &[u8], _kind: OpKind) -> Decoded {
         let Some(eol) = find_crlf(buf) else {
-            return if buf.len() > 2048 { Decoded::Invalid } else { Decoded::Incomplete };
+            return if buf.len() > 2048 {
+                Decoded::Invalid
+            } else {
+                Decoded::Incomplete
+            };
         };
         let line = &buf[..eol];
         let next = eol + 2;
@@ -53,14 +57,20 @@ impl Codec for MemcacheTextCodec {
             b"STORED" | b"DELETED" | b"TOUCHED" => done(Reply::Ok),
             b"END" | b"NOT_FOUND" | b"NOT_STORED" | b"EXISTS" => done(Reply::Miss),
             b"ERROR" => done(Reply::ServerError),
-            _ if line.starts_with(b"CLIENT_ERROR") || line.starts_with(b"SERVER_ERROR") => done(Reply::ServerError),
+            _ if line.starts_with(b"CLIENT_ERROR") || line.starts_with(b"SERVER_ERROR") => {
+                done(Reply::ServerError)
+            }
             _ if line.starts_with(b"VALUE ") => {
                 // VALUE <key> <flags> <bytes> [<cas>]
                 let mut fields = line[6..].split(|&b| b == b' ');
-                let (Some(_key), Some(_flags), Some(bytes)) = (fields.next(), fields.next(), fields.next()) else {
+                let (Some(_key), Some(_flags), Some(bytes)) =
+                    (fields.next(), fields.next(), fields.next())
+                else {
                     return Decoded::Invalid;
                 };
-                let Some(n) = parse_decimal(bytes) else { return Decoded::Invalid };
+                let Some(n) = parse_decimal(bytes) else {
+                    return Decoded::Invalid;
+                };
                 let end = next + n;
                 // data, CRLF, then "END\r\n"
                 if buf.len() < end + 7 {
@@ -69,7 +79,10 @@ impl Codec for MemcacheTextCodec {
                 if &buf[end..end + 7] != b"\r\nEND\r\n" {
                     return Decoded::Invalid;
                 }
-                Decoded::Complete { len: end + 7, reply: Reply::Value { start: next, end } }
+                Decoded::Complete {
+                    len: end + 7,
+                    reply: Reply::Value { start: next, end },
+                }
             }
             _ => Decoded::Invalid,
         }
@@ -116,16 +129,38 @@ mod tests {
         assert_eq!(dec(b"NOT_STORED\r\n"), c(12, Reply::Miss));
         assert_eq!(dec(b"EXISTS\r\n"), c(8, Reply::Miss));
         assert_eq!(dec(b"ERROR\r\n"), c(7, Reply::ServerError));
-        assert_eq!(dec(b"CLIENT_ERROR bad data chunk\r\n"), c(29, Reply::ServerError));
-        assert_eq!(dec(b"SERVER_ERROR out of memory storing object\r\n"), c(43, Reply::ServerError));
-        assert_eq!(dec(b"VALUE k1 0 5\r\nhello\r\nEND\r\n"), c(26, Reply::Value { start: 14, end: 19 }));
-        assert_eq!(dec(b"VALUE k1 0 5 99\r\nhello\r\nEND\r\n"), c(29, Reply::Value { start: 17, end: 22 }));
+        assert_eq!(
+            dec(b"CLIENT_ERROR bad data chunk\r\n"),
+            c(29, Reply::ServerError)
+        );
+        assert_eq!(
+            dec(b"SERVER_ERROR out of memory storing object\r\n"),
+            c(43, Reply::ServerError)
+        );
+        assert_eq!(
+            dec(b"VALUE k1 0 5\r\nhello\r\nEND\r\n"),
+            c(26, Reply::Value { start: 14, end: 19 })
+        );
+        assert_eq!(
+            dec(b"VALUE k1 0 5 99\r\nhello\r\nEND\r\n"),
+            c(29, Reply::Value { start: 17, end: 22 })
+        );
     }
 
     #[test]
     fn waits_for_whole_replies() {
-        for p in [&b"STOR"[..], b"VALUE k1 0 5\r\nhel", b"VALUE k1 0 5\r\nhello\r\nEN", b"END\r"] {
-            assert_eq!(dec(p), Decoded::Incomplete, "{:?}", String::from_utf8_lossy(p));
+        for p in [
+            &b"STOR"[..],
+            b"VALUE k1 0 5\r\nhel",
+            b"VALUE k1 0 5\r\nhello\r\nEN",
+            b"END\r",
+        ] {
+            assert_eq!(
+                dec(p),
+                Decoded::Incomplete,
+                "{:?}",
+                String::from_utf8_lossy(p)
+            );
         }
     }
 

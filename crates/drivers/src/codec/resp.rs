@@ -96,7 +96,11 @@ fn skip_value(buf: &[u8], at: usize) -> Step {
     let Some(eol) = find_crlf(&buf[at..]) else {
         // A line without its CRLF yet; but bytes that cannot start a reply are
         // invalid right away.
-        return if b"+-:$*_".contains(&buf[at]) { Step::Incomplete } else { Step::Invalid };
+        return if b"+-:$*_".contains(&buf[at]) {
+            Step::Incomplete
+        } else {
+            Step::Invalid
+        };
     };
     let line = &buf[at + 1..at + eol];
     let next = at + eol + 2;
@@ -110,7 +114,10 @@ fn skip_value(buf: &[u8], at: usize) -> Step {
                 _ => (false, line),
             };
             match parse_decimal(digits) {
-                Some(n) => Step::Done(next, Kind::Integer(if neg { -(n as i64) } else { n as i64 })),
+                Some(n) => Step::Done(
+                    next,
+                    Kind::Integer(if neg { -(n as i64) } else { n as i64 }),
+                ),
                 None => Step::Invalid,
             }
         }
@@ -118,7 +125,9 @@ fn skip_value(buf: &[u8], at: usize) -> Step {
             if line == b"-1" {
                 return Step::Done(next, Kind::Null);
             }
-            let Some(n) = parse_decimal(line) else { return Step::Invalid };
+            let Some(n) = parse_decimal(line) else {
+                return Step::Invalid;
+            };
             let end = next + n;
             if buf.len() < end + 2 {
                 return Step::Incomplete;
@@ -132,7 +141,9 @@ fn skip_value(buf: &[u8], at: usize) -> Step {
             if line == b"-1" {
                 return Step::Done(next, Kind::Null);
             }
-            let Some(n) = parse_decimal(line) else { return Step::Invalid };
+            let Some(n) = parse_decimal(line) else {
+                return Step::Invalid;
+            };
             let mut pos = next;
             for _ in 0..n {
                 match skip_value(buf, pos) {
@@ -172,23 +183,102 @@ mod tests {
 
     #[test]
     fn decodes_every_reply_type() {
-        assert_eq!(dec(b"+OK\r\n", OpKind::Set), Decoded::Complete { len: 5, reply: Reply::Ok });
-        assert_eq!(dec(b"-ERR wrong\r\n", OpKind::Set), Decoded::Complete { len: 12, reply: Reply::ServerError });
-        assert_eq!(dec(b":1\r\n", OpKind::Delete), Decoded::Complete { len: 4, reply: Reply::Ok });
-        assert_eq!(dec(b":0\r\n", OpKind::Delete), Decoded::Complete { len: 4, reply: Reply::Miss });
-        assert_eq!(dec(b":-5\r\n", OpKind::Get), Decoded::Complete { len: 5, reply: Reply::Ok });
-        assert_eq!(dec(b"$-1\r\n", OpKind::Get), Decoded::Complete { len: 5, reply: Reply::Miss });
-        assert_eq!(dec(b"_\r\n", OpKind::Get), Decoded::Complete { len: 3, reply: Reply::Miss });
-        assert_eq!(dec(b"$5\r\nhello\r\n", OpKind::Get), Decoded::Complete { len: 11, reply: Reply::Value { start: 4, end: 9 } });
-        assert_eq!(dec(b"$0\r\n\r\n", OpKind::Get), Decoded::Complete { len: 6, reply: Reply::Value { start: 4, end: 4 } });
-        assert_eq!(dec(b"*2\r\n$1\r\na\r\n:3\r\n", OpKind::Get), Decoded::Complete { len: 15, reply: Reply::Ok });
-        assert_eq!(dec(b"*-1\r\n", OpKind::Get), Decoded::Complete { len: 5, reply: Reply::Miss });
+        assert_eq!(
+            dec(b"+OK\r\n", OpKind::Set),
+            Decoded::Complete {
+                len: 5,
+                reply: Reply::Ok
+            }
+        );
+        assert_eq!(
+            dec(b"-ERR wrong\r\n", OpKind::Set),
+            Decoded::Complete {
+                len: 12,
+                reply: Reply::ServerError
+            }
+        );
+        assert_eq!(
+            dec(b":1\r\n", OpKind::Delete),
+            Decoded::Complete {
+                len: 4,
+                reply: Reply::Ok
+            }
+        );
+        assert_eq!(
+            dec(b":0\r\n", OpKind::Delete),
+            Decoded::Complete {
+                len: 4,
+                reply: Reply::Miss
+            }
+        );
+        assert_eq!(
+            dec(b":-5\r\n", OpKind::Get),
+            Decoded::Complete {
+                len: 5,
+                reply: Reply::Ok
+            }
+        );
+        assert_eq!(
+            dec(b"$-1\r\n", OpKind::Get),
+            Decoded::Complete {
+                len: 5,
+                reply: Reply::Miss
+            }
+        );
+        assert_eq!(
+            dec(b"_\r\n", OpKind::Get),
+            Decoded::Complete {
+                len: 3,
+                reply: Reply::Miss
+            }
+        );
+        assert_eq!(
+            dec(b"$5\r\nhello\r\n", OpKind::Get),
+            Decoded::Complete {
+                len: 11,
+                reply: Reply::Value { start: 4, end: 9 }
+            }
+        );
+        assert_eq!(
+            dec(b"$0\r\n\r\n", OpKind::Get),
+            Decoded::Complete {
+                len: 6,
+                reply: Reply::Value { start: 4, end: 4 }
+            }
+        );
+        assert_eq!(
+            dec(b"*2\r\n$1\r\na\r\n:3\r\n", OpKind::Get),
+            Decoded::Complete {
+                len: 15,
+                reply: Reply::Ok
+            }
+        );
+        assert_eq!(
+            dec(b"*-1\r\n", OpKind::Get),
+            Decoded::Complete {
+                len: 5,
+                reply: Reply::Miss
+            }
+        );
     }
 
     #[test]
     fn waits_for_whole_replies() {
-        for partial in [&b""[..], b"+O", b"+OK\r", b"$5\r\nhel", b"$5\r\nhello\r", b"*2\r\n$1\r\na\r\n", b":1"] {
-            assert_eq!(dec(partial, OpKind::Get), Decoded::Incomplete, "{:?}", String::from_utf8_lossy(partial));
+        for partial in [
+            &b""[..],
+            b"+O",
+            b"+OK\r",
+            b"$5\r\nhel",
+            b"$5\r\nhello\r",
+            b"*2\r\n$1\r\na\r\n",
+            b":1",
+        ] {
+            assert_eq!(
+                dec(partial, OpKind::Get),
+                Decoded::Incomplete,
+                "{:?}",
+                String::from_utf8_lossy(partial)
+            );
         }
     }
 
@@ -203,7 +293,15 @@ mod tests {
     #[test]
     fn decodes_pipelined_replies_one_at_a_time() {
         let buf = b"+OK\r\n$1\r\nx\r\n";
-        let Decoded::Complete { len, .. } = dec(buf, OpKind::Set) else { panic!() };
-        assert_eq!(dec(&buf[len..], OpKind::Get), Decoded::Complete { len: 7, reply: Reply::Value { start: 4, end: 5 } });
+        let Decoded::Complete { len, .. } = dec(buf, OpKind::Set) else {
+            panic!()
+        };
+        assert_eq!(
+            dec(&buf[len..], OpKind::Get),
+            Decoded::Complete {
+                len: 7,
+                reply: Reply::Value { start: 4, end: 5 }
+            }
+        );
     }
 }

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Installs what bakeoff needs on Debian (servers under test, Rust if absent),
+# builds it in release mode, and runs the default comparison.
+#
+#   scripts/setup.sh            install, build, run the default comparison
+#   scripts/setup.sh --no-run   install and build only
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_apt=()
+for pair in redis-server:redis-server memcached:memcached redis-benchmark:redis-tools; do
+  bin=${pair%%:*} pkg=${pair##*:}
+  command -v "$bin" >/dev/null 2>&1 || need_apt+=("$pkg")
+done
+if [ ${#need_apt[@]} -gt 0 ]; then
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  echo "installing Debian packages: ${need_apt[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+# Debian starts the packaged services; bakeoff starts its own servers and
+# needs none of them running.
+for svc in redis-server memcached; do
+  if command -v service >/dev/null 2>&1; then service "$svc" stop >/dev/null 2>&1 || true; fi
+done
+
+if ! command -v cargo >/dev/null 2>&1; then
+  if [ -x "$HOME/.cargo/bin/cargo" ]; then
+    export PATH="$HOME/.cargo/bin:$PATH"
+  else
+    echo "installing Rust (rustup, from Debian)"
+    ${sudo:-} apt-get install -y -qq rustup >/dev/null 2>&1 && rustup default stable \
+      || ${sudo:-} apt-get install -y -qq cargo rustc >/dev/null
+  fi
+fi
+
+cargo build --release --quiet
+echo "built target/release/bakeoff"
+if [ "${1:-}" != "--no-run" ]; then
+  ./target/release/bakeoff run
+fi
