@@ -132,6 +132,7 @@ pub fn overrides(args: &RunArgs) -> Result<Overrides, AppError> {
             rate: s(&args.rate),
             timeout: s(&args.timeout),
             load: args.no_load.then_some(false),
+            io: s(&args.io),
         },
         sweep: RawSweep {
             clients: list(&args.sweep_clients),

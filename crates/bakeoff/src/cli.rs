@@ -102,6 +102,11 @@ pub struct RunArgs {
     #[arg(long, value_name = "TIME")]
     pub timeout: Option<String>,
 
+    /// How bakeoff's network loop moves bytes: auto (io_uring where the
+    /// kernel allows it, else epoll), epoll or io_uring. [default: auto]
+    #[arg(long, value_name = "BACKEND")]
+    pub io: Option<String>,
+
     /// Skip the load phase (measure against whatever the target holds).
     #[arg(long)]
     pub no_load: bool,

@@ -167,8 +167,8 @@ pub struct WorkerOutput {
     pub busy_wall_ns: u64,
     /// Time of the last completion, ns since `t0`.
     pub last_completion_ns: u64,
-    /// I/O mechanism used.
-    pub backend: &'static str,
+    /// I/O mechanism used, with the reason for a fallback.
+    pub backend: String,
 }
 
 /// A target's driver, as the runner uses it. Shared by all worker threads.

@@ -115,7 +115,7 @@ impl Driver for MockDriver {
             busy_cpu_ns: 0,
             busy_wall_ns: 0,
             last_completion_ns: last,
-            backend: "mock",
+            backend: "mock".into(),
         })
     }
 

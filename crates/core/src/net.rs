@@ -1,5 +1,6 @@
-//! The network load loop: many connections multiplexed on one thread with
-//! epoll, driven by a [`Codec`].
+//! The network load loop: many connections multiplexed on one thread,
+//! driven by a [`Codec`], over io_uring (default where the kernel allows
+//! it) or epoll.
 //!
 //! One loop serves every mode (closed or open loop; load, warm-up and
 //! measure phases); the mode only changes when a request may be made and
@@ -7,9 +8,16 @@
 //! where the reply is parsed, patches the key and value into the request,
 //! and allocates nothing: buffers grow to their high-water mark and stay.
 //!
-//! Syscalls: one `read` per readable connection per wake-up (it takes all
-//! replies there are), one `write` per connection per wake-up (the whole
-//! pipeline), one `epoll_wait` per wake-up for all connections.
+//! Syscalls. io_uring: one `io_uring_enter` per wake-up submits every send
+//! and receive the wake-up produced, for all connections, and waits for the
+//! next completions, so one system call serves many operations. epoll: one
+//! `read` per readable connection per wake-up (all replies there are), one
+//! `write` per connection per wake-up (the whole pipeline), one
+//! `epoll_wait` per wake-up.
+//!
+//! Bytes move only through [`Loop::arm_recv`], [`Loop::on_readable`] and
+//! [`Loop::kick_write`]; parsing, timing and request generation are the
+//! same for both mechanisms.
 
 use std::collections::VecDeque;
 use std::io::{ErrorKind as IoErrorKind, Read, Write};
@@ -17,7 +25,10 @@ use std::net::TcpStream;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering;
 
+use io_uring::{opcode, types, IoUring};
+
 use crate::driver::{Codec, Connector, Decoded, Job, JobKind, Reply, WorkerOutput};
+use crate::plan::IoBackend;
 use crate::recorder::{thread_cpu_ns, Completion, ErrorKind, Interval, PhaseStats};
 use crate::value::VerifyError;
 use crate::workload::{KeyChooser, MixChooser, OpKind, Rng};
@@ -52,9 +63,20 @@ struct InFlight {
 
 struct Conn {
     stream: Option<TcpStream>,
+    /// Requests made since the last send was started.
     wbuf: Vec<u8>,
-    wpos: usize,
+    /// Bytes being sent (with io_uring the kernel holds a pointer into it
+    /// until the send completes); `spos` of them are gone.
+    sending: Vec<u8>,
+    spos: usize,
+    /// epoll: EPOLLOUT is armed because the socket buffer was full.
     want_write: bool,
+    /// io_uring: a receive / send is in the kernel.
+    recv_inflight: bool,
+    send_inflight: bool,
+    /// io_uring: the socket was shut down; waiting for the kernel to hand
+    /// back the buffers before closing.
+    closing: bool,
     rbuf: Vec<u8>,
     rstart: usize,
     rend: usize,
@@ -69,6 +91,96 @@ struct Conn {
     period: u64,
     retry_at: u64,
     dead_since: Option<u64>,
+}
+
+impl Conn {
+    fn usable(&self) -> bool {
+        self.stream.is_some() && !self.closing
+    }
+
+    /// Makes room at the end of the read buffer (compacting, or growing
+    /// once when a single reply is larger than the buffer).
+    fn make_room(&mut self) {
+        if self.rstart == self.rend {
+            self.rstart = 0;
+            self.rend = 0;
+        } else if self.rbuf.len() - self.rend < 4096 {
+            if self.rstart > 0 {
+                self.rbuf.copy_within(self.rstart..self.rend, 0);
+                self.rend -= self.rstart;
+                self.rstart = 0;
+            }
+            if self.rbuf.len() - self.rend < 4096 {
+                let n = self.rbuf.len() * 2;
+                self.rbuf.resize(n, 0);
+            }
+        }
+    }
+
+    fn reset_buffers(&mut self) {
+        self.wbuf.clear();
+        self.sending.clear();
+        self.spos = 0;
+        self.want_write = false;
+        self.rstart = 0;
+        self.rend = 0;
+    }
+}
+
+/// How bytes move: io_uring or epoll.
+enum Backend {
+    Uring {
+        ring: IoUring,
+        /// Completions copied out of the ring before they are handled.
+        completions: Vec<(u64, i32)>,
+    },
+    Epoll {
+        epfd: i32,
+        events: Vec<libc::epoll_event>,
+    },
+}
+
+const RECV: u64 = 0;
+const SEND: u64 = 1;
+
+impl Backend {
+    fn new(choice: IoBackend, conns: usize) -> (Self, String) {
+        if choice != IoBackend::Epoll {
+            let entries = (2 * conns + 16).next_power_of_two().clamp(64, 4096) as u32;
+            match IoUring::builder().setup_cqsize(entries * 2).build(entries) {
+                Ok(ring) => {
+                    return (
+                        Backend::Uring { ring, completions: Vec::with_capacity(entries as usize * 2) },
+                        "io_uring".to_string(),
+                    )
+                }
+                Err(e) if choice == IoBackend::IoUring => {
+                    return (Self::epoll(conns), format!("epoll (io_uring was asked for but is unavailable: {e})"))
+                }
+                Err(e) => return (Self::epoll(conns), format!("epoll (io_uring unavailable: {e})")),
+            }
+        }
+        (Self::epoll(conns), "epoll".to_string())
+    }
+
+    fn epoll(conns: usize) -> Self {
+        // SAFETY: plain syscall; the fd is closed in Drop.
+        let epfd = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
+        Backend::Epoll { epfd, events: vec![libc::epoll_event { events: 0, u64: 0 }; conns.clamp(1, 1024)] }
+    }
+
+    /// Queues an io_uring operation, submitting first if the queue is full.
+    fn push(ring: &mut IoUring, entry: io_uring::squeue::Entry) {
+        // SAFETY: every buffer an entry points to lives in a Conn that is
+        // neither moved, resized nor dropped until the entry's completion
+        // has been reaped (recv_inflight / send_inflight guard them).
+        unsafe {
+            if ring.submission().push(&entry).is_err() {
+                let _ = ring.submit();
+                let _ = ring.submission().push(&entry);
+            }
+        }
+    }
 }
 
 /// Runs worker `worker`'s share of `job` over the network with `codec`.
@@ -90,7 +202,8 @@ struct Loop<'a, C: Codec> {
     conns: Vec<Conn>,
     stats: Vec<PhaseStats>,
     interval: Interval,
-    epfd: i32,
+    backend: Backend,
+    backend_name: String,
     key_buf: [u8; KEY_LEN],
     mix: MixChooser,
     open_loop: bool,
@@ -108,21 +221,8 @@ struct Loop<'a, C: Codec> {
 }
 
 impl<'a, C: Codec> Loop<'a, C> {
-    fn new(
-        codec: &'a C,
-        connector: &'a dyn Connector,
-        job: &'a Job<'a>,
-        worker: usize,
-    ) -> Result<Self, String> {
+    fn new(codec: &'a C, connector: &'a dyn Connector, job: &'a Job<'a>, worker: usize) -> Result<Self, String> {
         let w = job.workload;
-        // SAFETY: plain syscall; the fd is closed in Drop.
-        let epfd = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
-        if epfd < 0 {
-            return Err(format!(
-                "epoll_create1 failed: {}",
-                std::io::Error::last_os_error()
-            ));
-        }
         let open_loop = w.rate.is_some() && job.kind == JobKind::Measure;
         let pipeline = w.pipeline.max(1) as usize;
         let wcap = pipeline * (w.value_size.max() + 128) + 4096;
@@ -134,28 +234,22 @@ impl<'a, C: Codec> Loop<'a, C> {
         let mut conns = Vec::new();
         for client in job.clients_of(worker) {
             let range = job.load_range(client);
-            let stagger = if period > 0 {
-                period * client as u64 / w.clients as u64
-            } else {
-                0
-            };
+            let stagger = if period > 0 { period * client as u64 / w.clients as u64 } else { 0 };
             conns.push(Conn {
                 stream: None,
                 wbuf: Vec::with_capacity(wcap),
-                wpos: 0,
+                sending: Vec::with_capacity(wcap),
+                spos: 0,
                 want_write: false,
+                recv_inflight: false,
+                send_inflight: false,
+                closing: false,
                 rbuf: vec![0u8; rcap],
                 rstart: 0,
                 rend: 0,
                 inflight: VecDeque::with_capacity(pipeline),
                 rng: Rng::new(job.seed, client as u64),
-                keys: KeyChooser::new(
-                    w.key_distribution,
-                    w.records,
-                    client as u64,
-                    w.clients as u64,
-                    job.zipf,
-                ),
+                keys: KeyChooser::new(w.key_distribution, w.records, client as u64, w.clients as u64, job.zipf),
                 version: 1,
                 next_load: range.start,
                 load_end: range.end,
@@ -166,6 +260,12 @@ impl<'a, C: Codec> Loop<'a, C> {
                 dead_since: None,
             });
         }
+        let (backend, backend_name) = Backend::new(w.io, conns.len());
+        if let Backend::Epoll { epfd, .. } = &backend {
+            if *epfd < 0 {
+                return Err(format!("epoll_create1 failed: {}", std::io::Error::last_os_error()));
+            }
+        }
         let phases = job.phase_count();
         let mut lp = Loop {
             codec,
@@ -174,7 +274,8 @@ impl<'a, C: Codec> Loop<'a, C> {
             conns,
             stats: (0..phases).map(|_| PhaseStats::new(open_loop)).collect(),
             interval: Interval::new(0),
-            epfd,
+            backend,
+            backend_name,
             key_buf: [0; KEY_LEN],
             mix: MixChooser::new(w.mix.weights),
             open_loop,
@@ -198,10 +299,7 @@ impl<'a, C: Codec> Loop<'a, C> {
             }
         }
         if !lp.conns.is_empty() && lp.conns.iter().all(|c| c.stream.is_none()) {
-            return Err(format!(
-                "cannot connect: {}",
-                first_err.map(|e| e.to_string()).unwrap_or_default()
-            ));
+            return Err(format!("cannot connect: {}", first_err.map(|e| e.to_string()).unwrap_or_default()));
         }
         Ok(lp)
     }
@@ -214,23 +312,19 @@ impl<'a, C: Codec> Loop<'a, C> {
     fn connect(&mut self, ci: usize) -> std::io::Result<()> {
         let stream = self.connector.connect()?;
         stream.set_nonblocking(true)?;
-        let fd = stream.as_raw_fd();
-        let mut ev = libc::epoll_event {
-            events: libc::EPOLLIN as u32,
-            u64: ci as u64,
-        };
-        // SAFETY: registering a valid fd we own with our epoll instance.
-        if unsafe { libc::epoll_ctl(self.epfd, libc::EPOLL_CTL_ADD, fd, &mut ev) } < 0 {
-            return Err(std::io::Error::last_os_error());
+        if let Backend::Epoll { epfd, .. } = &self.backend {
+            let mut ev = libc::epoll_event { events: libc::EPOLLIN as u32, u64: ci as u64 };
+            // SAFETY: registering a valid fd we own with our epoll instance.
+            if unsafe { libc::epoll_ctl(*epfd, libc::EPOLL_CTL_ADD, stream.as_raw_fd(), &mut ev) } < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
         }
         let c = &mut self.conns[ci];
         c.stream = Some(stream);
-        c.wbuf.clear();
-        c.wpos = 0;
-        c.want_write = false;
-        c.rstart = 0;
-        c.rend = 0;
+        c.reset_buffers();
+        c.closing = false;
         c.dead_since = None;
+        self.arm_recv(ci);
         Ok(())
     }
 
@@ -246,7 +340,7 @@ impl<'a, C: Codec> Loop<'a, C> {
     #[inline]
     fn due(&self, ci: usize, now: u64) -> Option<u64> {
         let c = &self.conns[ci];
-        if !self.generating || c.stream.is_none() || c.inflight.len() >= self.pipeline {
+        if !self.generating || !c.usable() || c.inflight.len() >= self.pipeline {
             return None;
         }
         match self.job.kind {
@@ -291,25 +385,14 @@ impl<'a, C: Codec> Loop<'a, C> {
         format_key(key, &mut self.key_buf);
         if kind.writes_value() {
             let len = w.value_size.next(&mut c.rng);
-            let version = if job.kind == JobKind::Load {
-                0
-            } else {
-                c.version
-            };
+            let version = if job.kind == JobKind::Load { 0 } else { c.version };
             c.version = c.version.wrapping_add(1);
             let (h, p) = job.pool.value(key, version, len, w.value_content);
             self.codec.encode(kind, &self.key_buf, &h, p, &mut c.wbuf);
         } else {
-            self.codec
-                .encode(kind, &self.key_buf, &[], &[], &mut c.wbuf);
+            self.codec.encode(kind, &self.key_buf, &[], &[], &mut c.wbuf);
         }
-        c.inflight.push_back(InFlight {
-            kind,
-            key,
-            intended,
-            sent: now,
-            phase,
-        });
+        c.inflight.push_back(InFlight { kind, key, intended, sent: now, phase });
         self.stats[phase as usize].sent[kind as usize] += 1;
     }
 
@@ -319,55 +402,74 @@ impl<'a, C: Codec> Loop<'a, C> {
         }
     }
 
-    /// Writes what is buffered for `ci`; one `write` call.
-    fn flush(&mut self, ci: usize, now: u64) {
+    /// Starts sending what is buffered for `ci`: epoll writes it now (one
+    /// `write`); io_uring queues one send for the next submission.
+    fn kick_write(&mut self, ci: usize, now: u64) {
         let c = &mut self.conns[ci];
-        let Some(stream) = c.stream.as_mut() else {
-            return;
-        };
-        if c.wpos == c.wbuf.len() {
+        if !c.usable() {
             return;
         }
-        match stream.write(&c.wbuf[c.wpos..]) {
-            Ok(n) => {
-                c.wpos += n;
-                if c.wpos == c.wbuf.len() {
-                    c.wbuf.clear();
-                    c.wpos = 0;
-                    if c.want_write {
-                        c.want_write = false;
-                        self.set_interest(ci, false);
+        if c.spos == c.sending.len() {
+            if c.wbuf.is_empty() {
+                return;
+            }
+            c.sending.clear();
+            c.spos = 0;
+            std::mem::swap(&mut c.wbuf, &mut c.sending);
+        }
+        let c = &mut self.conns[ci];
+        match &mut self.backend {
+            Backend::Uring { ring, .. } => {
+                if c.send_inflight {
+                    return;
+                }
+                let fd = c.stream.as_ref().expect("usable").as_raw_fd();
+                let rest = &c.sending[c.spos..];
+                let e = opcode::Send::new(types::Fd(fd), rest.as_ptr(), rest.len() as u32)
+                    .build()
+                    .user_data(((ci as u64) << 1) | SEND);
+                Backend::push(ring, e);
+                c.send_inflight = true;
+            }
+            Backend::Epoll { epfd, .. } => {
+                let epfd = *epfd;
+                let stream = c.stream.as_mut().expect("usable");
+                match stream.write(&c.sending[c.spos..]) {
+                    Ok(n) => c.spos += n,
+                    Err(e) if matches!(e.kind(), IoErrorKind::WouldBlock | IoErrorKind::Interrupted) => {}
+                    Err(_) => return self.fail(ci, ErrorKind::Reset, now),
+                }
+                let pending = c.spos < c.sending.len();
+                if pending != c.want_write {
+                    c.want_write = pending;
+                    let mut events = libc::EPOLLIN as u32;
+                    if pending {
+                        events |= libc::EPOLLOUT as u32;
                     }
-                } else if !c.want_write {
-                    c.want_write = true;
-                    self.set_interest(ci, true);
+                    let mut ev = libc::epoll_event { events, u64: ci as u64 };
+                    let fd = c.stream.as_ref().expect("usable").as_raw_fd();
+                    // SAFETY: modifying the registration of a fd we own.
+                    unsafe { libc::epoll_ctl(epfd, libc::EPOLL_CTL_MOD, fd, &mut ev) };
                 }
             }
-            Err(e) if e.kind() == IoErrorKind::WouldBlock => {
-                if !c.want_write {
-                    c.want_write = true;
-                    self.set_interest(ci, true);
-                }
-            }
-            Err(e) if e.kind() == IoErrorKind::Interrupted => {}
-            Err(_) => self.fail(ci, ErrorKind::Reset, now),
         }
     }
 
-    fn set_interest(&mut self, ci: usize, write: bool) {
-        let Some(stream) = self.conns[ci].stream.as_ref() else {
+    /// io_uring: keeps one receive in the kernel for `ci`.
+    fn arm_recv(&mut self, ci: usize) {
+        let Backend::Uring { ring, .. } = &mut self.backend else { return };
+        let c = &mut self.conns[ci];
+        if c.recv_inflight || !c.usable() {
             return;
-        };
-        let mut events = libc::EPOLLIN as u32;
-        if write {
-            events |= libc::EPOLLOUT as u32;
         }
-        let mut ev = libc::epoll_event {
-            events,
-            u64: ci as u64,
-        };
-        // SAFETY: modifying the registration of a fd we own.
-        unsafe { libc::epoll_ctl(self.epfd, libc::EPOLL_CTL_MOD, stream.as_raw_fd(), &mut ev) };
+        c.make_room();
+        let fd = c.stream.as_ref().expect("usable").as_raw_fd();
+        let room = &mut c.rbuf[c.rend..];
+        let e = opcode::Recv::new(types::Fd(fd), room.as_mut_ptr(), room.len() as u32)
+            .build()
+            .user_data((ci as u64) << 1);
+        Backend::push(ring, e);
+        c.recv_inflight = true;
     }
 
     #[inline]
@@ -386,44 +488,47 @@ impl<'a, C: Codec> Loop<'a, C> {
             self.complete(f, Completion::Error(kind), now);
         }
         let c = &mut self.conns[ci];
-        c.stream = None; // closing the fd removes it from epoll
-        c.wbuf.clear();
-        c.wpos = 0;
-        c.want_write = false;
-        c.rstart = 0;
-        c.rend = 0;
         c.retry_at = now + RECONNECT_EVERY_NS;
         c.dead_since.get_or_insert(now);
+        if c.recv_inflight || c.send_inflight {
+            // The kernel still holds our buffers: shut the socket down so the
+            // operations finish, and close once they have.
+            if let Some(s) = &c.stream {
+                // SAFETY: shutting down a socket we own.
+                unsafe { libc::shutdown(s.as_raw_fd(), libc::SHUT_RDWR) };
+            }
+            c.closing = true;
+        } else {
+            c.stream = None; // closing the fd also removes it from epoll
+            c.closing = false;
+            c.reset_buffers();
+        }
     }
 
-    /// Reads what is there on `ci` (one `read`), completes every whole reply
-    /// and makes the requests that may follow.
+    /// epoll: reads what is there on `ci` (one `read`).
     fn on_readable(&mut self, ci: usize) {
         let c = &mut self.conns[ci];
-        let Some(stream) = c.stream.as_mut() else {
+        if c.stream.is_none() {
             return;
-        };
-        if c.rend == c.rbuf.len() {
-            if c.rstart > 0 {
-                c.rbuf.copy_within(c.rstart..c.rend, 0);
-                c.rend -= c.rstart;
-                c.rstart = 0;
-            } else {
-                // A reply larger than the buffer: grow once, keep it.
-                let n = c.rbuf.len() * 2;
-                c.rbuf.resize(n, 0);
-            }
         }
+        c.make_room();
+        let stream = c.stream.as_mut().expect("checked above");
         let res = stream.read(&mut c.rbuf[c.rend..]);
         let now = self.now();
         match res {
-            Ok(0) => return self.fail(ci, ErrorKind::Reset, now),
-            Ok(n) => self.conns[ci].rend += n,
-            Err(e) if matches!(e.kind(), IoErrorKind::WouldBlock | IoErrorKind::Interrupted) => {
-                return
-            }
-            Err(_) => return self.fail(ci, ErrorKind::Reset, now),
+            Ok(n) => self.on_bytes(ci, n, now),
+            Err(e) if matches!(e.kind(), IoErrorKind::WouldBlock | IoErrorKind::Interrupted) => {}
+            Err(_) => self.fail(ci, ErrorKind::Reset, now),
         }
+    }
+
+    /// `n` bytes arrived on `ci` (0 = closed by the peer): completes every
+    /// whole reply and makes the requests that may follow.
+    fn on_bytes(&mut self, ci: usize, n: usize, now: u64) {
+        if n == 0 {
+            return self.fail(ci, ErrorKind::Reset, now);
+        }
+        self.conns[ci].rend += n;
         loop {
             let c = &self.conns[ci];
             if c.rstart == c.rend {
@@ -468,16 +573,52 @@ impl<'a, C: Codec> Loop<'a, C> {
                 }
             }
         }
+        self.kick_write(ci, now);
+    }
+
+    /// io_uring: handles one completion.
+    fn on_completion(&mut self, user_data: u64, res: i32) {
+        let ci = (user_data >> 1) as usize;
+        let op = user_data & 1;
+        let now = self.now();
         let c = &mut self.conns[ci];
-        if c.rstart == c.rend {
-            c.rstart = 0;
-            c.rend = 0;
-        } else if c.rbuf.len() - c.rend < 4096 {
-            c.rbuf.copy_within(c.rstart..c.rend, 0);
-            c.rend -= c.rstart;
-            c.rstart = 0;
+        if op == RECV {
+            c.recv_inflight = false;
+        } else {
+            c.send_inflight = false;
         }
-        self.flush(ci, now);
+        if c.closing {
+            if !c.recv_inflight && !c.send_inflight {
+                c.stream = None;
+                c.closing = false;
+                c.reset_buffers();
+            }
+            return;
+        }
+        if c.stream.is_none() {
+            return;
+        }
+        if res < 0 {
+            let kind = if -res == libc::ECANCELED || -res == libc::EINTR || -res == libc::EAGAIN {
+                // Not a failure of the connection: try again.
+                if op == RECV {
+                    self.arm_recv(ci);
+                } else {
+                    self.kick_write(ci, now);
+                }
+                return;
+            } else {
+                ErrorKind::Reset
+            };
+            return self.fail(ci, kind, now);
+        }
+        if op == RECV {
+            self.on_bytes(ci, res as usize, now);
+            self.arm_recv(ci);
+        } else {
+            c.spos += res as usize;
+            self.kick_write(ci, now);
+        }
     }
 
     fn tick(&mut self, now: u64) {
@@ -521,14 +662,10 @@ impl<'a, C: Codec> Loop<'a, C> {
                         c.next_due += behind * c.period;
                     }
                     self.fill(ci, now);
-                    self.flush(ci, now);
+                    self.kick_write(ci, now);
                 }
                 Err(e) => {
-                    let kind = if e.kind() == IoErrorKind::TimedOut {
-                        ErrorKind::Timeout
-                    } else {
-                        ErrorKind::Refused
-                    };
+                    let kind = if e.kind() == IoErrorKind::TimedOut { ErrorKind::Timeout } else { ErrorKind::Refused };
                     let phase = self.phase_of(now) as usize;
                     self.stats[phase].record_error(kind);
                     self.interval.errors += 1;
@@ -550,20 +687,15 @@ impl<'a, C: Codec> Loop<'a, C> {
         let start = self.now();
         for ci in 0..self.conns.len() {
             self.fill(ci, start);
-            self.flush(ci, start);
+            self.kick_write(ci, start);
         }
-        let mut events: Vec<libc::epoll_event> =
-            vec![libc::epoll_event { events: 0, u64: 0 }; self.conns.len().clamp(1, 1024)];
         loop {
             let now = self.now();
             if self.busy_cpu_start.is_none() && now >= self.warmup_end {
                 self.busy_cpu_start = Some(thread_cpu_ns());
                 self.busy_wall_start = now;
             }
-            if self.generating && self.job.stop.load(Ordering::Relaxed) {
-                self.generating = false;
-            }
-            if self.generating && now >= self.measure_end {
+            if self.generating && (self.job.stop.load(Ordering::Relaxed) || now >= self.measure_end) {
                 self.generating = false;
             }
             self.tick(now);
@@ -575,45 +707,22 @@ impl<'a, C: Codec> Loop<'a, C> {
                 for ci in 0..self.conns.len() {
                     if self.due(ci, now).is_some() {
                         self.fill(ci, now);
-                        self.flush(ci, now);
+                        self.kick_write(ci, now);
                     }
                 }
             }
             let idle = self.conns.iter().all(|c| c.inflight.is_empty());
             if idle {
-                let more =
-                    self.generating && (0..self.conns.len()).any(|ci| self.could_issue_later(ci));
+                let more = self.generating && (0..self.conns.len()).any(|ci| self.could_issue_later(ci));
                 if !more {
                     break;
                 }
             }
-            let timeout_ms = self.wait_ms(now);
-            // SAFETY: events is a valid buffer of the given length.
-            let n = unsafe {
-                libc::epoll_wait(
-                    self.epfd,
-                    events.as_mut_ptr(),
-                    events.len() as i32,
-                    timeout_ms,
-                )
-            };
-            if n < 0 {
-                continue; // EINTR
-            }
-            for ev in &events[..n as usize] {
-                let ci = ev.u64 as usize;
-                let flags = ev.events;
-                if flags & (libc::EPOLLIN | libc::EPOLLERR | libc::EPOLLHUP) as u32 != 0 {
-                    self.on_readable(ci);
-                }
-                if flags & libc::EPOLLOUT as u32 != 0 {
-                    let now = self.now();
-                    self.flush(ci, now);
-                }
-            }
+            let wait_ns = self.wait_ns(now);
+            self.wait_and_handle(wait_ns);
         }
+        self.drain_kernel();
         let now = self.now();
-        self.next_tick = self.next_tick.min(now.max(1));
         // Ship the last partial second.
         let cpu = thread_cpu_ns();
         let mut done = std::mem::replace(&mut self.interval, Interval::new(0));
@@ -621,6 +730,73 @@ impl<'a, C: Codec> Loop<'a, C> {
         done.second = (now / 1_000_000_000) as u32;
         if done.ops + done.errors > 0 {
             let _ = self.job.intervals.send(done);
+        }
+    }
+
+    /// One wait: io_uring submits everything queued and waits for at least
+    /// one completion in the same system call; epoll waits for readiness.
+    fn wait_and_handle(&mut self, wait_ns: u64) {
+        match &mut self.backend {
+            Backend::Uring { ring, completions } => {
+                let ts = types::Timespec::new().sec(wait_ns / 1_000_000_000).nsec((wait_ns % 1_000_000_000) as u32);
+                let args = types::SubmitArgs::new().timespec(&ts);
+                let r = if wait_ns == 0 { ring.submit() } else { ring.submitter().submit_with_args(1, &args) };
+                if let Err(e) = r {
+                    if !matches!(e.raw_os_error(), Some(libc::ETIME) | Some(libc::EINTR) | Some(libc::EBUSY)) {
+                        // Nothing sensible is left to do with a broken ring
+                        // but to stop making requests.
+                        self.generating = false;
+                    }
+                }
+                completions.clear();
+                completions.extend(ring.completion().map(|cqe| (cqe.user_data(), cqe.result())));
+                for i in 0..completions.len() {
+                    let (ud, res) = match &self.backend {
+                        Backend::Uring { completions, .. } => completions[i],
+                        Backend::Epoll { .. } => unreachable!(),
+                    };
+                    self.on_completion(ud, res);
+                }
+            }
+            Backend::Epoll { epfd, events } => {
+                let ms = (wait_ns / 1_000_000).min(100) as i32;
+                // SAFETY: events is a valid buffer of the given length.
+                let n = unsafe { libc::epoll_wait(*epfd, events.as_mut_ptr(), events.len() as i32, ms) };
+                for i in 0..n.max(0) as usize {
+                    let (ci, flags) = match &self.backend {
+                        Backend::Epoll { events, .. } => (events[i].u64 as usize, events[i].events),
+                        Backend::Uring { .. } => unreachable!(),
+                    };
+                    if flags & (libc::EPOLLIN | libc::EPOLLERR | libc::EPOLLHUP) as u32 != 0 {
+                        self.on_readable(ci);
+                    }
+                    if flags & libc::EPOLLOUT as u32 != 0 {
+                        let now = self.now();
+                        self.kick_write(ci, now);
+                    }
+                }
+            }
+        }
+    }
+
+    /// io_uring: shuts every socket down and waits until the kernel has
+    /// returned every buffer, so none is freed while it may still be written.
+    fn drain_kernel(&mut self) {
+        if !matches!(self.backend, Backend::Uring { .. }) {
+            return;
+        }
+        for c in &mut self.conns {
+            if c.recv_inflight || c.send_inflight {
+                if let Some(s) = &c.stream {
+                    // SAFETY: shutting down a socket we own.
+                    unsafe { libc::shutdown(s.as_raw_fd(), libc::SHUT_RDWR) };
+                }
+                c.closing = true;
+            }
+        }
+        let deadline = self.now() + 5_000_000_000;
+        while self.conns.iter().any(|c| c.recv_inflight || c.send_inflight) && self.now() < deadline {
+            self.wait_and_handle(10_000_000);
         }
     }
 
@@ -633,49 +809,42 @@ impl<'a, C: Codec> Loop<'a, C> {
         }
     }
 
-    fn wait_ms(&self, now: u64) -> i32 {
-        let mut until = self
-            .next_tick
-            .min(self.next_timeout_check + TIMEOUT_CHECK_EVERY_NS);
+    /// How long the next wait may last, ns.
+    fn wait_ns(&self, now: u64) -> u64 {
+        let mut until = self.next_tick.min(self.next_timeout_check + TIMEOUT_CHECK_EVERY_NS);
         if self.generating {
-            until = until.min(self.measure_end).min(if self.warmup_end > now {
-                self.warmup_end
-            } else {
-                u64::MAX
-            });
+            until = until.min(self.measure_end).min(if self.warmup_end > now { self.warmup_end } else { u64::MAX });
             if self.open_loop {
                 for c in &self.conns {
-                    if c.stream.is_some() && c.inflight.len() < self.pipeline {
+                    if c.usable() && c.inflight.len() < self.pipeline {
                         until = until.min(c.next_due);
                     }
                 }
             }
         }
-        if until <= now {
-            return 0;
-        }
-        (((until - now) / 1_000_000) as i32).clamp(0, 100)
+        until.saturating_sub(now).min(100_000_000)
     }
 
     fn finish(mut self) -> WorkerOutput {
         let cpu = thread_cpu_ns();
         let now = self.now();
         let start = self.busy_cpu_start.unwrap_or(cpu);
-        let _ = &mut self.conns;
         WorkerOutput {
             phases: std::mem::take(&mut self.stats),
             busy_cpu_ns: cpu - start,
             busy_wall_ns: now.saturating_sub(self.busy_wall_start),
             last_completion_ns: self.last_completion,
-            backend: "epoll",
+            backend: std::mem::take(&mut self.backend_name),
         }
     }
 }
 
 impl<C: Codec> Drop for Loop<'_, C> {
     fn drop(&mut self) {
-        // SAFETY: closing the epoll fd we created.
-        unsafe { libc::close(self.epfd) };
+        if let Backend::Epoll { epfd, .. } = self.backend {
+            // SAFETY: closing the epoll fd we created.
+            unsafe { libc::close(epfd) };
+        }
     }
 }
 

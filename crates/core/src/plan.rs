@@ -70,6 +70,8 @@ pub struct RawWorkload {
     pub timeout: Option<Scalar>,
     /// Whether to load the records first.
     pub load: Option<bool>,
+    /// auto, epoll or io_uring.
+    pub io: Option<Scalar>,
 }
 
 /// The `[sweep]` table of a preset: axes, each a list of values.
@@ -215,6 +217,31 @@ impl TargetSpec {
     }
 }
 
+/// How the network loop moves bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum IoBackend {
+    /// io_uring where the kernel allows it, else epoll (the result says which).
+    #[default]
+    Auto,
+    /// epoll.
+    Epoll,
+    /// io_uring (falls back to epoll, and says so, where unavailable).
+    IoUring,
+}
+
+impl std::str::FromStr for IoBackend {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.trim().to_ascii_lowercase().replace('-', "_").as_str() {
+            "auto" => Ok(Self::Auto),
+            "epoll" => Ok(Self::Epoll),
+            "io_uring" | "iouring" | "uring" => Ok(Self::IoUring),
+            other => Err(format!("unknown I/O backend `{other}`; use auto, epoll or io_uring")),
+        }
+    }
+}
+
 /// Operation weights `get:set:update:delete`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Mix {
@@ -315,6 +342,9 @@ pub struct Workload {
     pub timeout_s: f64,
     /// Whether the load phase fills every record first.
     pub load: bool,
+    /// How the network loop moves bytes.
+    #[serde(default)]
+    pub io: IoBackend,
 }
 
 impl Workload {
@@ -679,6 +709,7 @@ impl Plan {
             .err("a duration of 0 measures nothing; use e.g. 10s"));
         }
         let load = fw.load.or(pw.load).unwrap_or(true);
+        let io = parse_with(&fw.io, &pw.io, "--io", "workload.io", IoBackend::Auto, |s| s.parse())?;
 
         let mut workload = Workload {
             records,
@@ -695,6 +726,7 @@ impl Plan {
             rate,
             timeout_s: timeout.as_secs_f64(),
             load,
+            io,
         };
         if threads_given.is_none() {
             workload.threads = 1;

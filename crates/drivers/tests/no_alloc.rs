@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use bakeoff_core::driver::{Codec, Connector, Job, JobKind};
-use bakeoff_core::plan::{Mix, Workload};
+use bakeoff_core::plan::{IoBackend, Mix, Workload};
 use bakeoff_core::value::{ValueContent, ValuePool};
 use bakeoff_core::workload::{KeyDistribution, ValueSizes};
 use bakeoff_drivers::codec::memcache_binary::MemcacheBinaryCodec;
@@ -82,7 +82,7 @@ fn server(program: &str, args: fn(u16) -> Vec<String>) -> ManagedServer {
 
 /// Runs a 2.5 s mixed job and returns (allocations in [1.25 s, 1.85 s],
 /// operations finished in second 1).
-fn steady_state_allocations<C: Codec>(codec: C, addr: SocketAddr, pipeline: u32) -> (u64, u64) {
+fn steady_state_allocations<C: Codec>(codec: C, addr: SocketAddr, pipeline: u32, io: IoBackend) -> (u64, u64) {
     let workload = Workload {
         records: 1000,
         key_distribution: KeyDistribution::Uniform,
@@ -100,6 +100,7 @@ fn steady_state_allocations<C: Codec>(codec: C, addr: SocketAddr, pipeline: u32)
         rate: None,
         timeout_s: 5.0,
         load: false,
+        io,
     };
     let pool = ValuePool::new(400);
     let stop = AtomicBool::new(false);
@@ -152,15 +153,12 @@ fn redis_hot_path_does_not_allocate() {
             "".into(),
         ]
     });
-    for pipeline in [1, 8] {
-        let (allocs, ops) = steady_state_allocations(RespCodec, s.addr, pipeline);
-        assert!(ops > 1000, "the loop was busy: {ops} ops in second 1");
-        assert_eq!(
-            allocs,
-            0,
-            "{allocs} allocations during ~{} operations (pipeline {pipeline})",
-            ops * 6 / 10
-        );
+    for io in [IoBackend::IoUring, IoBackend::Epoll] {
+        for pipeline in [1, 8] {
+            let (allocs, ops) = steady_state_allocations(RespCodec, s.addr, pipeline, io);
+            assert!(ops > 1000, "the loop was busy: {ops} ops in second 1");
+            assert_eq!(allocs, 0, "{io:?}: {allocs} allocations during ~{} operations (pipeline {pipeline})", ops * 6 / 10);
+        }
     }
 }
 
@@ -181,10 +179,12 @@ fn memcached_hot_paths_do_not_allocate() {
             "root".into(),
         ]
     });
-    let (allocs, ops) = steady_state_allocations(MemcacheTextCodec, s.addr, 4);
-    assert!(ops > 1000, "{ops}");
-    assert_eq!(allocs, 0, "text protocol: {allocs} allocations");
-    let (allocs, ops) = steady_state_allocations(MemcacheBinaryCodec, s.addr, 4);
-    assert!(ops > 1000, "{ops}");
-    assert_eq!(allocs, 0, "binary protocol: {allocs} allocations");
+    for io in [IoBackend::IoUring, IoBackend::Epoll] {
+        let (allocs, ops) = steady_state_allocations(MemcacheTextCodec, s.addr, 4, io);
+        assert!(ops > 1000, "{ops}");
+        assert_eq!(allocs, 0, "{io:?} text protocol: {allocs} allocations");
+        let (allocs, ops) = steady_state_allocations(MemcacheBinaryCodec, s.addr, 4, io);
+        assert!(ops > 1000, "{ops}");
+        assert_eq!(allocs, 0, "{io:?} binary protocol: {allocs} allocations");
+    }
 }
