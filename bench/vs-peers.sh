@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# bakeoff against the load generators people use today, on the same servers
+# with the same settings: SET and GET, 100-byte values, 100000 keys filled
+# first, 50 connections, pipeline 1 and 16, same duration.
+#
+# Per tool: ops/s, client CPU ns per operation (task-clock of the client
+# process / operations), system calls per operation (perf raw_syscalls),
+# user-space instructions per operation (callgrind, marginal over two run
+# lengths so start-up cancels out), and the Little's-law check of the mean
+# latency each tool reports. Timings vary 10-40 % on shared machines: the
+# table shows the median of interleaved rounds; the counts are steady.
+#
+#   bench/vs-peers.sh [--rounds 3] [--duration 4] [--no-callgrind]
+#
+# Needs: redis-server, redis-tools (redis-benchmark), memcached,
+# libmemcached-tools (memcaslap), linux-perf, valgrind; memtier_benchmark is
+# used when it is on PATH (set MEMTIER=/path/to/memtier_benchmark).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+missing=()
+for pair in redis-server:redis-server memcached:memcached redis-benchmark:redis-tools memcaslap:libmemcached-tools perf:linux-perf valgrind:valgrind; do
+  command -v "${pair%%:*}" >/dev/null 2>&1 || missing+=("${pair##*:}")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing: ${missing[*]}"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+cargo build --release --quiet
+exec python3 bench/vs_peers.py "$@"

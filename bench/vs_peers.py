@@ -1,0 +1,299 @@
+"""Driver of bench/vs-peers.sh: see that script for what is measured."""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+BAKEOFF = os.path.abspath("target/release/bakeoff")
+CLIENTS = 50
+RECORDS = 100_000
+VALUE = 100
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_port(port, timeout=20):
+    end = time.time() + timeout
+    while time.time() < end:
+        try:
+            socket.create_connection(("127.0.0.1", port), 0.2).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise SystemExit(f"server on {port} did not start")
+
+
+def send_all(port, payload, expect_lines):
+    """Pipes a whole fill into a server and waits for every reply line."""
+    s = socket.create_connection(("127.0.0.1", port))
+    s.sendall(payload)
+    got = 0
+    buf = b""
+    while got < expect_lines:
+        chunk = s.recv(1 << 20)
+        if not chunk:
+            raise SystemExit("server closed the connection during the fill")
+        buf += chunk
+        got += chunk.count(b"\n")
+    s.close()
+
+
+def fill_redis(port, keys):
+    value = b"x" * VALUE
+    parts = []
+    for k in keys:
+        kb = k.encode()
+        parts.append(b"*3\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n" % (len(kb), kb, len(value), value))
+    send_all(port, b"".join(parts), len(parts))
+
+
+def fill_memcached(port, keys):
+    value = b"x" * VALUE
+    parts = [b"set %s 0 0 %d\r\n%s\r\n" % (k.encode(), len(value), value) for k in keys]
+    send_all(port, b"".join(parts), len(parts))
+
+
+def perf_run(cmd, timeout):
+    """Runs cmd under perf stat; returns (stdout, task_clock_ms, syscalls)."""
+    with tempfile.NamedTemporaryFile("r", suffix=".perf") as pf:
+        full = ["perf", "stat", "-x,", "-o", pf.name, "-e", "task-clock,raw_syscalls:sys_enter", "--"] + cmd
+        p = subprocess.run(full, capture_output=True, text=True, timeout=timeout)
+        if p.returncode != 0:
+            raise RuntimeError(f"{' '.join(cmd)} failed ({p.returncode}): {p.stderr[-500:]}")
+        task, calls = None, None
+        for line in open(pf.name):
+            f = line.strip().split(",")
+            if len(f) > 2 and f[2].startswith("task-clock"):
+                task = float(f[0])
+            if len(f) > 2 and f[2].startswith("raw_syscalls:sys_enter"):
+                calls = int(float(f[0]))
+        return p.stdout + p.stderr, task, calls
+
+
+class Tool:
+    """One load generator against one server kind."""
+
+    def __init__(self, name, server, pipelines):
+        self.name, self.server, self.pipelines = name, server, pipelines
+
+    def command(self, op, pipeline, port, duration, ops=None, out=None):
+        raise NotImplementedError
+
+    def parse(self, text, out, duration):
+        """Returns (operations, ops/s, mean latency in seconds or None)."""
+        raise NotImplementedError
+
+
+class Bakeoff(Tool):
+    def command(self, op, pipeline, port, duration, ops=None, out=None):
+        url = f"{self.server}://127.0.0.1:{port}"
+        cmd = [BAKEOFF, "run", "-t", url, "--no-load", "--records", str(RECORDS), "--value-size", str(VALUE),
+               "--mix", "100:0" if op == "get" else "0:100", "--clients", str(CLIENTS), "--pipeline", str(pipeline),
+               "--warmup", "0", "-q", "-o", out]
+        return cmd + (["--ops", str(ops)] if ops else ["--duration", f"{duration}s"])
+
+    def parse(self, text, out, duration):
+        r = json.load(open(out))["runs"][0]
+        m = r["measure"]
+        ops = m["completed"] + sum(v["failed"] for v in m["ops"].values())
+        mean = m["all"]["mean_ns"] / 1e9
+        self.backend = r["client"]["io_backend"]
+        return ops, m["throughput_per_s"], mean
+
+
+class RedisBenchmark(Tool):
+    def command(self, op, pipeline, port, duration, ops=None, out=None):
+        n = ops or self.n[(op, pipeline)]
+        return ["redis-benchmark", "-h", "127.0.0.1", "-p", str(port), "-c", str(CLIENTS), "-n", str(n), "-d", str(VALUE),
+                "-r", str(RECORDS), "-P", str(pipeline), "-t", op, "--csv"]
+
+    def parse(self, text, out, duration):
+        for line in text.splitlines():
+            f = [x.strip('"') for x in line.split(",")]
+            if len(f) > 2 and f[0].upper() in ("GET", "SET"):
+                rps, avg_ms = float(f[1]), float(f[2])
+                return int(self.last_n), rps, avg_ms / 1e3
+        raise RuntimeError("no CSV line from redis-benchmark: " + text[-300:])
+
+
+class Memtier(Tool):
+    def command(self, op, pipeline, port, duration, ops=None, out=None):
+        proto = "redis" if self.server == "redis" else "memcache_text"
+        cmd = [self.binary, "-s", "127.0.0.1", "-p", str(port), "-P", proto, "-t", "1", "-c", str(CLIENTS),
+               f"--pipeline={pipeline}", "-d", str(VALUE), "--ratio", "0:1" if op == "get" else "1:0",
+               "--key-pattern=R:R", "--key-minimum=1", f"--key-maximum={RECORDS}", "--hide-histogram",
+               "--distinct-client-seed", f"--json-out-file={out}"]
+        return cmd + ([f"--requests={max(1, ops // CLIENTS)}"] if ops else [f"--test-time={duration}"])
+
+    def parse(self, text, out, duration):
+        j = json.load(open(out))
+        totals = j["ALL STATS"]["Totals"]
+        rate = float(totals["Ops/sec"])
+        runtime = j["ALL STATS"].get("Runtime", {})
+        secs = (runtime.get("Total duration", duration * 1000)) / 1000.0
+        return int(rate * secs), rate, float(totals.get("Latency", totals.get("Average Latency", 0))) / 1e3
+
+
+class Memaslap(Tool):
+    def command(self, op, pipeline, port, duration, ops=None, out=None):
+        cfg = out + ".cfg"
+        with open(cfg, "w") as f:
+            f.write("key\n16 16 1\nvalue\n%d %d 1\ncmd\n0 %s\n1 %s\n" % (VALUE, VALUE, "0" if op == "get" else "1", "1" if op == "get" else "0"))
+        cmd = ["memcaslap", "-s", f"127.0.0.1:{port}", "-T", "1", "-c", str(CLIENTS), "-X", str(VALUE), "-F", cfg]
+        return cmd + (["-x", str(ops)] if ops else ["-t", f"{duration}s"])
+
+    def parse(self, text, out, duration):
+        m = re.search(r"Run time: ([\d.]+)s Ops: (\d+) TPS: (\d+)", text)
+        if not m:
+            raise RuntimeError("memaslap printed no totals: " + text[-300:])
+        avg = None
+        g = re.search(r"Get Statistics.*?Global.*?Avg:\s+(\d+)", text, re.S) if "Get Statistics" in text else None
+        if g:
+            avg = int(g.group(1)) / 1e6
+        return int(m.group(2)), float(m.group(3)), avg
+
+
+def callgrind_ir(cmd):
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "cg.out")
+        p = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}"] + cmd,
+                           capture_output=True, text=True, timeout=900)
+        m = re.search(r"Collected : (\d+)", p.stderr)
+        if not m:
+            raise RuntimeError("callgrind: " + p.stderr[-400:])
+        return int(m.group(1))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--duration", type=int, default=4)
+    ap.add_argument("--no-callgrind", action="store_true")
+    ap.add_argument("--pipelines", default="1,16")
+    args = ap.parse_args()
+    pipelines = [int(p) for p in args.pipelines.split(",")]
+    work = tempfile.mkdtemp(prefix="bakeoff-bench-")
+    rport, mport = free_port(), free_port()
+    servers = [
+        subprocess.Popen(["redis-server", "--port", str(rport), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                          "--dir", work, "--logfile", os.path.join(work, "redis.log")]),
+        subprocess.Popen(["memcached", "-p", str(mport), "-l", "127.0.0.1", "-U", "0", "-m", "1024", "-t", "1", "-c", "4096"]
+                         + (["-u", "root"] if os.geteuid() == 0 else [])),
+    ]
+    try:
+        wait_port(rport)
+        wait_port(mport)
+        ports = {"redis": rport, "memcached": mport}
+        tools = [Bakeoff("bakeoff", "redis", pipelines), RedisBenchmark("redis-benchmark", "redis", pipelines),
+                 Bakeoff("bakeoff", "memcached", pipelines), Memaslap("memaslap", "memcached", [1])]
+        memtier = os.environ.get("MEMTIER") or shutil.which("memtier_benchmark")
+        if memtier:
+            for server in ("redis", "memcached"):
+                t = Memtier("memtier", server, pipelines)
+                t.binary = memtier
+                tools.append(t)
+        else:
+            print("memtier_benchmark not on PATH: left out (set MEMTIER=/path/to/memtier_benchmark)")
+        # Fill every tool's own key space: 100000 keys of 100 bytes.
+        for server, port in ports.items():
+            subprocess.run([BAKEOFF, "run", "-t", f"{server}://127.0.0.1:{port}", "--records", str(RECORDS), "--value-size",
+                            str(VALUE), "--ops", "1", "--warmup", "0", "--clients", str(CLIENTS), "-q", "-o",
+                            os.path.join(work, "fill.json")], check=True, capture_output=True)
+        fill_redis(rport, ["key:%012d" % i for i in range(RECORDS)])
+        fill_redis(rport, ["memtier-%d" % i for i in range(1, RECORDS + 1)])
+        fill_memcached(mport, ["memtier-%d" % i for i in range(1, RECORDS + 1)])
+        # redis-benchmark counts requests, not seconds: size them to last about as long.
+        for t in tools:
+            if isinstance(t, RedisBenchmark):
+                t.n = {(op, p): (70_000 if p == 1 else 500_000) * args.duration for op in ("get", "set") for p in pipelines}
+        results = {}
+        for rnd in range(args.rounds):
+            for p in pipelines:
+                for op in ("get", "set"):
+                    for t in tools:
+                        if p not in t.pipelines:
+                            continue
+                        out = os.path.join(work, f"{t.name}-{t.server}-{op}-{p}.json")
+                        cmd = t.command(op, p, ports[t.server], args.duration, out=out)
+                        if isinstance(t, RedisBenchmark):
+                            t.last_n = t.n[(op, p)]
+                        text, task_ms, calls = perf_run(cmd, timeout=300)
+                        ops, rate, mean = t.parse(text, out, args.duration)
+                        key = (t.server, p, op, t.name)
+                        results.setdefault(key, []).append((rate, task_ms * 1e6 / ops, calls / ops, mean))
+                        print(f"round {rnd + 1} {t.server:9} P{p:<2} {op} {t.name:16} {rate:>10.0f} ops/s "
+                              f"{task_ms * 1e6 / ops:>7.0f} ns CPU/op {calls / ops:6.3f} syscalls/op", file=sys.stderr)
+        ir = {}
+        if not args.no_callgrind:
+            for t in tools:
+                for p in t.pipelines:
+                    small, large = 20_000, 60_000
+                    try:
+                        out = os.path.join(work, "cg.json")
+                        if isinstance(t, RedisBenchmark):
+                            t.last_n = small
+                        a = callgrind_ir(t.command("get", p, ports[t.server], args.duration, ops=small, out=out))
+                        b = callgrind_ir(t.command("get", p, ports[t.server], args.duration, ops=large, out=out))
+                        ir[(t.server, p, t.name)] = (b - a) / (large - small)
+                    except Exception as e:  # a tool that cannot run under valgrind is reported, not fatal
+                        print(f"callgrind {t.name} {t.server} P{p}: {e}", file=sys.stderr)
+        report(results, ir, tools)
+    finally:
+        for s in servers:
+            s.terminate()
+        for s in servers:
+            s.wait(timeout=10)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def report(results, ir, tools):
+    backend = next((getattr(t, "backend", None) for t in tools if isinstance(t, Bakeoff) and hasattr(t, "backend")), "?")
+    print(f"\nmedians of interleaved rounds; {CLIENTS} connections, {VALUE}-byte values, {RECORDS} keys; bakeoff I/O: {backend}")
+    print(f"{'server':9} {'P':>3} {'op':4} {'tool':16} {'ops/s':>10} {'CPU ns/op':>10} {'syscalls/op':>12} {'instr/op':>9} {'Little':>7}")
+    goals = []
+    for key in sorted(results):
+        server, p, op, name = key
+        rows = results[key]
+        rate = statistics.median(r[0] for r in rows)
+        cpu = statistics.median(r[1] for r in rows)
+        calls = statistics.median(r[2] for r in rows)
+        means = [r[3] for r in rows if r[3]]
+        little = f"{statistics.median(means) * rate / (CLIENTS * p):.2f}" if means else "-"
+        instr = ir.get((server, p, name))
+        istr = f"{instr:,.0f}" if instr and op == "get" else "-"
+        print(f"{server:9} {p:>3} {op:4} {name:16} {rate:>10,.0f} {cpu:>10,.0f} {calls:>12.3f} {istr:>9} {little:>7}")
+        goals.append((server, p, op, name, rate, cpu, calls))
+    print("\ngoals (bakeoff vs the peers in the same run):")
+    for server in ("redis", "memcached"):
+        for p in sorted({g[1] for g in goals}):
+            for op in ("get", "set"):
+                mine = [g for g in goals if g[:3] == (server, p, op) and g[3] == "bakeoff"]
+                peers = [g for g in goals if g[:3] == (server, p, op) and g[3] != "bakeoff"]
+                if not mine or not peers:
+                    continue
+                m = mine[0]
+                cheapest = min(peers, key=lambda g: g[5])
+                fastest = max(peers, key=lambda g: g[4])
+                print(f"  {server:9} P{p:<2} {op}: syscalls/op {m[6]:.3f} (goal <= 1); CPU/op {m[5] / cheapest[5]:.2f} x "
+                      f"cheapest peer {cheapest[3]} (goal <= 0.8); ops/s {m[4] / fastest[4]:.2f} x fastest peer {fastest[3]} (goal > 1)")
+    for (server, p, name), v in sorted(ir.items()):
+        if name == "redis-benchmark":
+            mine = ir.get((server, p, "bakeoff"))
+            if mine:
+                print(f"  instructions/op GET P{p}: bakeoff {mine:,.0f} vs redis-benchmark {v:,.0f} ({mine / v:.2f} x; goal < 1)")
+
+
+if __name__ == "__main__":
+    main()
