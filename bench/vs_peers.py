@@ -65,6 +65,27 @@ def fill_memcached(port, keys):
     send_all(port, b"".join(parts), len(parts))
 
 
+def server_ops(server, port):
+    """Operations the server itself counted (GET + SET), so that every tool
+    is measured alike, whatever it counts in its own report."""
+    s = socket.create_connection(("127.0.0.1", port))
+    if server == "redis":
+        s.sendall(b"INFO commandstats\r\n")
+        end = lambda b: b.count(b"\r\n") >= 2 and len(b) >= b.index(b"\r\n") + 2 + int(b[1:b.index(b"\r\n")]) + 2
+    else:
+        s.sendall(b"stats\r\n")
+        end = lambda b: b.endswith(b"END\r\n")
+    buf = b""
+    while not (buf and end(buf)):
+        buf += s.recv(1 << 16)
+    s.close()
+    text = buf.decode()
+    if server == "redis":
+        calls = re.findall(r"cmdstat_(get|set):calls=(\d+)", text)
+        return sum(int(c) for _, c in calls)
+    return sum(int(v) for k, v in re.findall(r"STAT (cmd_get|cmd_set) (\d+)", text))
+
+
 def perf_run(cmd, timeout):
     """Runs cmd under perf stat; returns (stdout, task_clock_ms, syscalls)."""
     with tempfile.NamedTemporaryFile("r", suffix=".perf") as pf:
@@ -151,7 +172,8 @@ class Memaslap(Tool):
         cfg = out + ".cfg"
         with open(cfg, "w") as f:
             f.write("key\n16 16 1\nvalue\n%d %d 1\ncmd\n0 %s\n1 %s\n" % (VALUE, VALUE, "0" if op == "get" else "1", "1" if op == "get" else "0"))
-        cmd = ["memcaslap", "-s", f"127.0.0.1:{port}", "-T", "1", "-c", str(CLIENTS), "-X", str(VALUE), "-F", cfg]
+        # A window of 2k keys per connection: its warm-up fills 100000 keys.
+        cmd = ["memcaslap", "-s", f"127.0.0.1:{port}", "-T", "1", "-c", str(CLIENTS), "-X", str(VALUE), "-w", "2k", "-F", cfg]
         return cmd + (["-x", str(ops)] if ops else ["-t", f"{duration}s"])
 
     def parse(self, text, out, duration):
@@ -229,12 +251,18 @@ def main():
                         cmd = t.command(op, p, ports[t.server], args.duration, out=out)
                         if isinstance(t, RedisBenchmark):
                             t.last_n = t.n[(op, p)]
+                        before = server_ops(t.server, ports[t.server])
+                        started = time.monotonic()
                         text, task_ms, calls = perf_run(cmd, timeout=300)
-                        ops, rate, mean = t.parse(text, out, args.duration)
+                        wall = time.monotonic() - started
+                        ops = server_ops(t.server, ports[t.server]) - before
+                        own_ops, own_rate, mean = t.parse(text, out, args.duration)
+                        rate = ops / wall
                         key = (t.server, p, op, t.name)
-                        results.setdefault(key, []).append((rate, task_ms * 1e6 / ops, calls / ops, mean))
+                        results.setdefault(key, []).append((rate, task_ms * 1e6 / ops, calls / ops, mean, own_rate))
                         print(f"round {rnd + 1} {t.server:9} P{p:<2} {op} {t.name:16} {rate:>10.0f} ops/s "
-                              f"{task_ms * 1e6 / ops:>7.0f} ns CPU/op {calls / ops:6.3f} syscalls/op", file=sys.stderr)
+                              f"(own report {own_rate:>9.0f}) {task_ms * 1e6 / ops:>7.0f} ns CPU/op "
+                              f"{calls / ops:6.3f} syscalls/op", file=sys.stderr)
         ir = {}
         if not args.no_callgrind:
             for t in tools:
@@ -261,7 +289,9 @@ def main():
 def report(results, ir, tools):
     backend = next((getattr(t, "backend", None) for t in tools if isinstance(t, Bakeoff) and hasattr(t, "backend")), "?")
     print(f"\nmedians of interleaved rounds; {CLIENTS} connections, {VALUE}-byte values, {RECORDS} keys; bakeoff I/O: {backend}")
-    print(f"{'server':9} {'P':>3} {'op':4} {'tool':16} {'ops/s':>10} {'CPU ns/op':>10} {'syscalls/op':>12} {'instr/op':>9} {'Little':>7}")
+    print("ops: counted by the server (INFO commandstats, stats) over the client's whole life; ops/s = those / wall time;")
+    print("'own' = the rate the tool itself reported (memaslap counts its warm-up sets in it).")
+    print(f"{'server':9} {'P':>3} {'op':4} {'tool':16} {'ops/s':>10} {'own ops/s':>10} {'CPU ns/op':>10} {'syscalls/op':>12} {'instr/op':>9} {'Little':>7}")
     goals = []
     for key in sorted(results):
         server, p, op, name = key
@@ -269,11 +299,12 @@ def report(results, ir, tools):
         rate = statistics.median(r[0] for r in rows)
         cpu = statistics.median(r[1] for r in rows)
         calls = statistics.median(r[2] for r in rows)
+        own = statistics.median(r[4] for r in rows)
         means = [r[3] for r in rows if r[3]]
-        little = f"{statistics.median(means) * rate / (CLIENTS * p):.2f}" if means else "-"
+        little = f"{statistics.median(means) * own / (CLIENTS * p):.2f}" if means else "-"
         instr = ir.get((server, p, name))
         istr = f"{instr:,.0f}" if instr and op == "get" else "-"
-        print(f"{server:9} {p:>3} {op:4} {name:16} {rate:>10,.0f} {cpu:>10,.0f} {calls:>12.3f} {istr:>9} {little:>7}")
+        print(f"{server:9} {p:>3} {op:4} {name:16} {rate:>10,.0f} {own:>10,.0f} {cpu:>10,.0f} {calls:>12.3f} {istr:>9} {little:>7}")
         goals.append((server, p, op, name, rate, cpu, calls))
     print("\ngoals (bakeoff vs the peers in the same run):")
     for server in ("redis", "memcached"):
