@@ -130,7 +130,7 @@ impl Conn {
 /// How bytes move: io_uring or epoll.
 enum Backend {
     Uring {
-        ring: IoUring,
+        ring: Box<IoUring>,
         /// Completions copied out of the ring before they are handled.
         completions: Vec<(u64, i32)>,
     },
@@ -156,18 +156,30 @@ impl Backend {
                 .setup_defer_taskrun()
                 .setup_taskrun_flag()
                 .build(entries);
-            let ring = tuned.or_else(|_| IoUring::builder().setup_cqsize(entries * 2).build(entries));
+            let ring =
+                tuned.or_else(|_| IoUring::builder().setup_cqsize(entries * 2).build(entries));
             match ring {
                 Ok(ring) => {
                     return (
-                        Backend::Uring { ring, completions: Vec::with_capacity(entries as usize * 2) },
+                        Backend::Uring {
+                            ring: Box::new(ring),
+                            completions: Vec::with_capacity(entries as usize * 2),
+                        },
                         "io_uring".to_string(),
                     )
                 }
                 Err(e) if choice == IoBackend::IoUring => {
-                    return (Self::epoll(conns), format!("epoll (io_uring was asked for but is unavailable: {e})"))
+                    return (
+                        Self::epoll(conns),
+                        format!("epoll (io_uring was asked for but is unavailable: {e})"),
+                    )
                 }
-                Err(e) => return (Self::epoll(conns), format!("epoll (io_uring unavailable: {e})")),
+                Err(e) => {
+                    return (
+                        Self::epoll(conns),
+                        format!("epoll (io_uring unavailable: {e})"),
+                    )
+                }
             }
         }
         (Self::epoll(conns), "epoll".to_string())
@@ -176,7 +188,10 @@ impl Backend {
     fn epoll(conns: usize) -> Self {
         // SAFETY: plain syscall; the fd is closed in Drop.
         let epfd = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
-        Backend::Epoll { epfd, events: vec![libc::epoll_event { events: 0, u64: 0 }; conns.clamp(1, 1024)] }
+        Backend::Epoll {
+            epfd,
+            events: vec![libc::epoll_event { events: 0, u64: 0 }; conns.clamp(1, 1024)],
+        }
     }
 
     /// Queues an io_uring operation, submitting first if the queue is full.
@@ -231,7 +246,12 @@ struct Loop<'a, C: Codec> {
 }
 
 impl<'a, C: Codec> Loop<'a, C> {
-    fn new(codec: &'a C, connector: &'a dyn Connector, job: &'a Job<'a>, worker: usize) -> Result<Self, String> {
+    fn new(
+        codec: &'a C,
+        connector: &'a dyn Connector,
+        job: &'a Job<'a>,
+        worker: usize,
+    ) -> Result<Self, String> {
         let w = job.workload;
         let open_loop = w.rate.is_some() && job.kind == JobKind::Measure;
         let pipeline = w.pipeline.max(1) as usize;
@@ -244,7 +264,11 @@ impl<'a, C: Codec> Loop<'a, C> {
         let mut conns = Vec::new();
         for client in job.clients_of(worker) {
             let range = job.load_range(client);
-            let stagger = if period > 0 { period * client as u64 / w.clients as u64 } else { 0 };
+            let stagger = if period > 0 {
+                period * client as u64 / w.clients as u64
+            } else {
+                0
+            };
             conns.push(Conn {
                 stream: None,
                 wbuf: Vec::with_capacity(wcap),
@@ -259,7 +283,13 @@ impl<'a, C: Codec> Loop<'a, C> {
                 rend: 0,
                 inflight: VecDeque::with_capacity(pipeline),
                 rng: Rng::new(job.seed, client as u64),
-                keys: KeyChooser::new(w.key_distribution, w.records, client as u64, w.clients as u64, job.zipf),
+                keys: KeyChooser::new(
+                    w.key_distribution,
+                    w.records,
+                    client as u64,
+                    w.clients as u64,
+                    job.zipf,
+                ),
                 version: 1,
                 next_load: range.start,
                 load_end: range.end,
@@ -273,7 +303,10 @@ impl<'a, C: Codec> Loop<'a, C> {
         let (backend, backend_name) = Backend::new(w.io, conns.len());
         if let Backend::Epoll { epfd, .. } = &backend {
             if *epfd < 0 {
-                return Err(format!("epoll_create1 failed: {}", std::io::Error::last_os_error()));
+                return Err(format!(
+                    "epoll_create1 failed: {}",
+                    std::io::Error::last_os_error()
+                ));
             }
         }
         let phases = job.phase_count();
@@ -309,7 +342,10 @@ impl<'a, C: Codec> Loop<'a, C> {
             }
         }
         if !lp.conns.is_empty() && lp.conns.iter().all(|c| c.stream.is_none()) {
-            return Err(format!("cannot connect: {}", first_err.map(|e| e.to_string()).unwrap_or_default()));
+            return Err(format!(
+                "cannot connect: {}",
+                first_err.map(|e| e.to_string()).unwrap_or_default()
+            ));
         }
         Ok(lp)
     }
@@ -323,9 +359,14 @@ impl<'a, C: Codec> Loop<'a, C> {
         let stream = self.connector.connect()?;
         stream.set_nonblocking(true)?;
         if let Backend::Epoll { epfd, .. } = &self.backend {
-            let mut ev = libc::epoll_event { events: libc::EPOLLIN as u32, u64: ci as u64 };
+            let mut ev = libc::epoll_event {
+                events: libc::EPOLLIN as u32,
+                u64: ci as u64,
+            };
             // SAFETY: registering a valid fd we own with our epoll instance.
-            if unsafe { libc::epoll_ctl(*epfd, libc::EPOLL_CTL_ADD, stream.as_raw_fd(), &mut ev) } < 0 {
+            if unsafe { libc::epoll_ctl(*epfd, libc::EPOLL_CTL_ADD, stream.as_raw_fd(), &mut ev) }
+                < 0
+            {
                 return Err(std::io::Error::last_os_error());
             }
         }
@@ -395,14 +436,25 @@ impl<'a, C: Codec> Loop<'a, C> {
         format_key(key, &mut self.key_buf);
         if kind.writes_value() {
             let len = w.value_size.next(&mut c.rng);
-            let version = if job.kind == JobKind::Load { 0 } else { c.version };
+            let version = if job.kind == JobKind::Load {
+                0
+            } else {
+                c.version
+            };
             c.version = c.version.wrapping_add(1);
             let (h, p) = job.pool.value(key, version, len, w.value_content);
             self.codec.encode(kind, &self.key_buf, &h, p, &mut c.wbuf);
         } else {
-            self.codec.encode(kind, &self.key_buf, &[], &[], &mut c.wbuf);
+            self.codec
+                .encode(kind, &self.key_buf, &[], &[], &mut c.wbuf);
         }
-        c.inflight.push_back(InFlight { kind, key, intended, sent: now, phase });
+        c.inflight.push_back(InFlight {
+            kind,
+            key,
+            intended,
+            sent: now,
+            phase,
+        });
         self.stats[phase as usize].sent[kind as usize] += 1;
     }
 
@@ -446,7 +498,11 @@ impl<'a, C: Codec> Loop<'a, C> {
                 let stream = c.stream.as_mut().expect("usable");
                 match stream.write(&c.sending[c.spos..]) {
                     Ok(n) => c.spos += n,
-                    Err(e) if matches!(e.kind(), IoErrorKind::WouldBlock | IoErrorKind::Interrupted) => {}
+                    Err(e)
+                        if matches!(
+                            e.kind(),
+                            IoErrorKind::WouldBlock | IoErrorKind::Interrupted
+                        ) => {}
                     Err(_) => return self.fail(ci, ErrorKind::Reset, now),
                 }
                 let pending = c.spos < c.sending.len();
@@ -456,7 +512,10 @@ impl<'a, C: Codec> Loop<'a, C> {
                     if pending {
                         events |= libc::EPOLLOUT as u32;
                     }
-                    let mut ev = libc::epoll_event { events, u64: ci as u64 };
+                    let mut ev = libc::epoll_event {
+                        events,
+                        u64: ci as u64,
+                    };
                     let fd = c.stream.as_ref().expect("usable").as_raw_fd();
                     // SAFETY: modifying the registration of a fd we own.
                     unsafe { libc::epoll_ctl(epfd, libc::EPOLL_CTL_MOD, fd, &mut ev) };
@@ -467,7 +526,9 @@ impl<'a, C: Codec> Loop<'a, C> {
 
     /// io_uring: keeps one receive in the kernel for `ci`.
     fn arm_recv(&mut self, ci: usize) {
-        let Backend::Uring { ring, .. } = &mut self.backend else { return };
+        let Backend::Uring { ring, .. } = &mut self.backend else {
+            return;
+        };
         let c = &mut self.conns[ci];
         if c.recv_inflight || !c.usable() {
             return;
@@ -675,7 +736,11 @@ impl<'a, C: Codec> Loop<'a, C> {
                     self.kick_write(ci, now);
                 }
                 Err(e) => {
-                    let kind = if e.kind() == IoErrorKind::TimedOut { ErrorKind::Timeout } else { ErrorKind::Refused };
+                    let kind = if e.kind() == IoErrorKind::TimedOut {
+                        ErrorKind::Timeout
+                    } else {
+                        ErrorKind::Refused
+                    };
                     let phase = self.phase_of(now) as usize;
                     self.stats[phase].record_error(kind);
                     self.interval.errors += 1;
@@ -705,7 +770,8 @@ impl<'a, C: Codec> Loop<'a, C> {
                 self.busy_cpu_start = Some(thread_cpu_ns());
                 self.busy_wall_start = now;
             }
-            if self.generating && (self.job.stop.load(Ordering::Relaxed) || now >= self.measure_end) {
+            if self.generating && (self.job.stop.load(Ordering::Relaxed) || now >= self.measure_end)
+            {
                 self.generating = false;
             }
             self.tick(now);
@@ -723,7 +789,8 @@ impl<'a, C: Codec> Loop<'a, C> {
             }
             let idle = self.conns.iter().all(|c| c.inflight.is_empty());
             if idle {
-                let more = self.generating && (0..self.conns.len()).any(|ci| self.could_issue_later(ci));
+                let more =
+                    self.generating && (0..self.conns.len()).any(|ci| self.could_issue_later(ci));
                 if !more {
                     break;
                 }
@@ -748,11 +815,20 @@ impl<'a, C: Codec> Loop<'a, C> {
     fn wait_and_handle(&mut self, wait_ns: u64) {
         match &mut self.backend {
             Backend::Uring { ring, completions } => {
-                let ts = types::Timespec::new().sec(wait_ns / 1_000_000_000).nsec((wait_ns % 1_000_000_000) as u32);
+                let ts = types::Timespec::new()
+                    .sec(wait_ns / 1_000_000_000)
+                    .nsec((wait_ns % 1_000_000_000) as u32);
                 let args = types::SubmitArgs::new().timespec(&ts);
-                let r = if wait_ns == 0 { ring.submit() } else { ring.submitter().submit_with_args(1, &args) };
+                let r = if wait_ns == 0 {
+                    ring.submit()
+                } else {
+                    ring.submitter().submit_with_args(1, &args)
+                };
                 if let Err(e) = r {
-                    if !matches!(e.raw_os_error(), Some(libc::ETIME) | Some(libc::EINTR) | Some(libc::EBUSY)) {
+                    if !matches!(
+                        e.raw_os_error(),
+                        Some(libc::ETIME) | Some(libc::EINTR) | Some(libc::EBUSY)
+                    ) {
                         // Nothing sensible is left to do with a broken ring
                         // but to stop making requests.
                         self.generating = false;
@@ -771,7 +847,9 @@ impl<'a, C: Codec> Loop<'a, C> {
             Backend::Epoll { epfd, events } => {
                 let ms = (wait_ns / 1_000_000).min(100) as i32;
                 // SAFETY: events is a valid buffer of the given length.
-                let n = unsafe { libc::epoll_wait(*epfd, events.as_mut_ptr(), events.len() as i32, ms) };
+                let n = unsafe {
+                    libc::epoll_wait(*epfd, events.as_mut_ptr(), events.len() as i32, ms)
+                };
                 for i in 0..n.max(0) as usize {
                     let (ci, flags) = match &self.backend {
                         Backend::Epoll { events, .. } => (events[i].u64 as usize, events[i].events),
@@ -805,7 +883,12 @@ impl<'a, C: Codec> Loop<'a, C> {
             }
         }
         let deadline = self.now() + 5_000_000_000;
-        while self.conns.iter().any(|c| c.recv_inflight || c.send_inflight) && self.now() < deadline {
+        while self
+            .conns
+            .iter()
+            .any(|c| c.recv_inflight || c.send_inflight)
+            && self.now() < deadline
+        {
             self.wait_and_handle(10_000_000);
         }
     }
@@ -821,9 +904,15 @@ impl<'a, C: Codec> Loop<'a, C> {
 
     /// How long the next wait may last, ns.
     fn wait_ns(&self, now: u64) -> u64 {
-        let mut until = self.next_tick.min(self.next_timeout_check + TIMEOUT_CHECK_EVERY_NS);
+        let mut until = self
+            .next_tick
+            .min(self.next_timeout_check + TIMEOUT_CHECK_EVERY_NS);
         if self.generating {
-            until = until.min(self.measure_end).min(if self.warmup_end > now { self.warmup_end } else { u64::MAX });
+            until = until.min(self.measure_end).min(if self.warmup_end > now {
+                self.warmup_end
+            } else {
+                u64::MAX
+            });
             if self.open_loop {
                 for c in &self.conns {
                     if c.usable() && c.inflight.len() < self.pipeline {

@@ -218,7 +218,9 @@ impl TargetSpec {
 }
 
 /// How the network loop moves bytes.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum IoBackend {
     /// io_uring where the kernel allows it, else epoll (the result says which).
@@ -237,7 +239,9 @@ impl std::str::FromStr for IoBackend {
             "auto" => Ok(Self::Auto),
             "epoll" => Ok(Self::Epoll),
             "io_uring" | "iouring" | "uring" => Ok(Self::IoUring),
-            other => Err(format!("unknown I/O backend `{other}`; use auto, epoll or io_uring")),
+            other => Err(format!(
+                "unknown I/O backend `{other}`; use auto, epoll or io_uring"
+            )),
         }
     }
 }
@@ -709,7 +713,14 @@ impl Plan {
             .err("a duration of 0 measures nothing; use e.g. 10s"));
         }
         let load = fw.load.or(pw.load).unwrap_or(true);
-        let io = parse_with(&fw.io, &pw.io, "--io", "workload.io", IoBackend::Auto, |s| s.parse())?;
+        let io = parse_with(
+            &fw.io,
+            &pw.io,
+            "--io",
+            "workload.io",
+            IoBackend::Auto,
+            |s| s.parse(),
+        )?;
 
         let mut workload = Workload {
             records,

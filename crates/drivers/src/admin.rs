@@ -3,13 +3,22 @@
 //! memcached `version` and `stats`.
 
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
 use bakeoff_core::driver::{Codec, Decoded, Reply};
 use bakeoff_core::workload::OpKind;
 
 use crate::codec::resp::RespCodec;
+
+/// Resolves `host:port` to one address, with a message naming both.
+pub fn resolve(host: &str, port: u16) -> Result<SocketAddr, String> {
+    (host, port)
+        .to_socket_addrs()
+        .map_err(|e| format!("cannot resolve {host}:{port}: {e}"))?
+        .next()
+        .ok_or_else(|| format!("{host}:{port} resolves to no address"))
+}
 
 /// Connects with a timeout and TCP_NODELAY; explains refusals.
 pub fn connect(addr: SocketAddr, what: &str) -> std::io::Result<TcpStream> {

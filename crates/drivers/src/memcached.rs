@@ -5,7 +5,7 @@
 //! External: `memcached://host:port` or `memcached-binary://host:port`.
 
 use std::collections::BTreeMap;
-use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
 use bakeoff_core::driver::{Codec, Connector, Driver};
@@ -15,7 +15,7 @@ use bakeoff_core::runner::{Counters, ProcSnapshot, Target};
 use bakeoff_core::workload::{OpKind, OP_KINDS};
 use bakeoff_servers::{ManagedServer, ServerCommand};
 
-use crate::admin::{connect, memcache_lines};
+use crate::admin::{connect, memcache_lines, resolve};
 use crate::codec::memcache_binary::MemcacheBinaryCodec;
 use crate::codec::memcache_text::MemcacheTextCodec;
 use crate::settings::Settings;
@@ -105,14 +105,6 @@ pub struct MemcachedTarget {
     addr: SocketAddr,
     proto: Proto,
     record: TargetRecord,
-}
-
-fn resolve(host: &str, port: u16) -> Result<SocketAddr, String> {
-    (host, port)
-        .to_socket_addrs()
-        .map_err(|e| format!("cannot resolve {host}:{port}: {e}"))?
-        .next()
-        .ok_or_else(|| format!("{host}:{port} resolves to no address"))
 }
 
 /// Checks that the target can be used.

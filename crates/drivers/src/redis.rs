@@ -5,7 +5,7 @@
 //! memory settings of `[servers.redis]`. External: `redis://[user][:password@]host:port`.
 
 use std::collections::BTreeMap;
-use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::net::{SocketAddr, TcpStream};
 use std::path::Path;
 use std::time::Duration;
 
@@ -16,7 +16,7 @@ use bakeoff_core::runner::{Counters, ProcSnapshot, Target};
 use bakeoff_core::workload::{OpKind, OP_KINDS};
 use bakeoff_servers::{ManagedServer, ServerCommand};
 
-use crate::admin::{connect, parse_info, resp_call, RespReply};
+use crate::admin::{connect, parse_info, resolve, resp_call, RespReply};
 use crate::codec::resp::RespCodec;
 use crate::settings::Settings;
 use crate::NetDriver;
@@ -154,14 +154,6 @@ pub struct RedisTarget {
     password: Option<String>,
     driver: NetDriver<RespCodec>,
     record: TargetRecord,
-}
-
-fn resolve(host: &str, port: u16) -> Result<SocketAddr, String> {
-    (host, port)
-        .to_socket_addrs()
-        .map_err(|e| format!("cannot resolve {host}:{port}: {e}"))?
-        .next()
-        .ok_or_else(|| format!("{host}:{port} resolves to no address"))
 }
 
 /// Checks that the target can be used, without starting anything lasting.

@@ -82,7 +82,12 @@ fn server(program: &str, args: fn(u16) -> Vec<String>) -> ManagedServer {
 
 /// Runs a 2.5 s mixed job and returns (allocations in [1.25 s, 1.85 s],
 /// operations finished in second 1).
-fn steady_state_allocations<C: Codec>(codec: C, addr: SocketAddr, pipeline: u32, io: IoBackend) -> (u64, u64) {
+fn steady_state_allocations<C: Codec>(
+    codec: C,
+    addr: SocketAddr,
+    pipeline: u32,
+    io: IoBackend,
+) -> (u64, u64) {
     let workload = Workload {
         records: 1000,
         key_distribution: KeyDistribution::Uniform,
@@ -157,7 +162,12 @@ fn redis_hot_path_does_not_allocate() {
         for pipeline in [1, 8] {
             let (allocs, ops) = steady_state_allocations(RespCodec, s.addr, pipeline, io);
             assert!(ops > 1000, "the loop was busy: {ops} ops in second 1");
-            assert_eq!(allocs, 0, "{io:?}: {allocs} allocations during ~{} operations (pipeline {pipeline})", ops * 6 / 10);
+            assert_eq!(
+                allocs,
+                0,
+                "{io:?}: {allocs} allocations during ~{} operations (pipeline {pipeline})",
+                ops * 6 / 10
+            );
         }
     }
 }

@@ -76,7 +76,7 @@ impl Codec for MemcacheBinaryCodec {
         let extras = buf[4] as usize;
         let status = u16::from_be_bytes([buf[6], buf[7]]);
         let body = u32::from_be_bytes([buf[8], buf[9], buf[10], buf[11]]) as usize;
-        if extras + key_len > body {
+        if extras + key_len > body || body > super::MAX_DECLARED_LEN {
             return Decoded::Invalid;
         }
         let len = HEADER + body;

@@ -8,7 +8,7 @@
 use bakeoff_core::driver::{Codec, Decoded, Reply};
 use bakeoff_core::workload::OpKind;
 
-use super::{find_crlf, parse_decimal, push_decimal};
+use super::{find_crlf, parse_decimal, push_decimal, MAX_DECLARED_LEN};
 
 /// The memcache text codec.
 #[derive(Clone, Copy, Debug, Default)]
@@ -68,7 +68,7 @@ impl Codec for MemcacheTextCodec {
                 else {
                     return Decoded::Invalid;
                 };
-                let Some(n) = parse_decimal(bytes) else {
+                let Some(n) = parse_decimal(bytes).filter(|&n| n <= MAX_DECLARED_LEN) else {
                     return Decoded::Invalid;
                 };
                 let end = next + n;

@@ -7,6 +7,10 @@ pub mod memcache_binary;
 pub mod memcache_text;
 pub mod resp;
 
+/// Largest length a reply may declare (1 GiB): beyond it the stream is
+/// treated as garbage rather than growing the read buffer without bound.
+pub(crate) const MAX_DECLARED_LEN: usize = 1 << 30;
+
 /// Appends the decimal digits of `n` to `out` without allocating.
 #[inline]
 pub(crate) fn push_decimal(out: &mut Vec<u8>, mut n: usize) {

@@ -7,7 +7,7 @@
 use bakeoff_core::driver::{Codec, Decoded, Reply};
 use bakeoff_core::workload::OpKind;
 
-use super::{find_crlf, parse_decimal, push_decimal};
+use super::{find_crlf, parse_decimal, push_decimal, MAX_DECLARED_LEN};
 
 /// The RESP codec.
 #[derive(Clone, Copy, Debug, Default)]
@@ -102,6 +102,10 @@ fn skip_value(buf: &[u8], at: usize) -> Step {
             Step::Invalid
         };
     };
+    if eol == 0 {
+        // An empty line has no type byte.
+        return Step::Invalid;
+    }
     let line = &buf[at + 1..at + eol];
     let next = at + eol + 2;
     match buf[at] {
@@ -125,7 +129,7 @@ fn skip_value(buf: &[u8], at: usize) -> Step {
             if line == b"-1" {
                 return Step::Done(next, Kind::Null);
             }
-            let Some(n) = parse_decimal(line) else {
+            let Some(n) = parse_decimal(line).filter(|&n| n <= MAX_DECLARED_LEN) else {
                 return Step::Invalid;
             };
             let end = next + n;
@@ -141,7 +145,7 @@ fn skip_value(buf: &[u8], at: usize) -> Step {
             if line == b"-1" {
                 return Step::Done(next, Kind::Null);
             }
-            let Some(n) = parse_decimal(line) else {
+            let Some(n) = parse_decimal(line).filter(|&n| n <= MAX_DECLARED_LEN) else {
                 return Step::Invalid;
             };
             let mut pos = next;
@@ -288,6 +292,8 @@ mod tests {
         assert_eq!(dec(b"$abc\r\n", OpKind::Get), Decoded::Invalid);
         assert_eq!(dec(b"$2\r\nhello\r\n", OpKind::Get), Decoded::Invalid);
         assert_eq!(dec(b"?", OpKind::Get), Decoded::Invalid);
+        assert_eq!(dec(b"\r\n", OpKind::Get), Decoded::Invalid);
+        assert_eq!(dec(b"$99999999999\r\n", OpKind::Get), Decoded::Invalid);
     }
 
     #[test]
