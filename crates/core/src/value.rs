@@ -20,7 +20,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::workload::{fnv1a64, Rng};
+use crate::workload::Rng;
 
 /// Size of the header every value starts with; the smallest legal value.
 pub const HEADER_LEN: usize = 24;
@@ -110,8 +110,11 @@ impl ValuePool {
         }
     }
 
+    #[inline]
     fn offset(&self, key_id: u64, version: u32) -> usize {
-        (fnv1a64(key_id ^ ((version as u64) << 40)) % self.window as u64) as usize
+        // `window` is a power of two: a multiply-mix and a mask.
+        let h = (key_id ^ ((version as u64) << 40)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        ((h >> 24) as usize) & (self.window - 1)
     }
 
     /// Builds the header of a `len`-byte value (`len >= HEADER_LEN`) and
@@ -168,14 +171,16 @@ impl ValuePool {
     }
 }
 
+/// Checksum of the first 20 header bytes: three words, multiply-mixed.
 #[inline]
 fn header_sum(bytes: &[u8]) -> u32 {
-    let mut h: u32 = 0x811c_9dc5;
-    for &b in bytes {
-        h ^= b as u32;
-        h = h.wrapping_mul(0x0100_0193);
-    }
-    h
+    let a = u64::from_le_bytes(bytes[0..8].try_into().expect("20 bytes"));
+    let b = u64::from_le_bytes(bytes[8..16].try_into().expect("20 bytes"));
+    let c = u32::from_le_bytes(bytes[16..20].try_into().expect("20 bytes")) as u64;
+    let h = (a ^ 0x243F_6A88_85A3_08D3).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        ^ (b ^ 0x1319_8A2E_0370_7344).wrapping_mul(0xC2B2_AE3D_27D4_EB4F)
+        ^ (c ^ 0xA409_3822_299F_31D0).wrapping_mul(0x1656_67B1_9E37_79F9);
+    ((h ^ (h >> 29)) >> 32) as u32
 }
 
 #[cfg(test)]
