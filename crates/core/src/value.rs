@@ -11,7 +11,7 @@
 //! | bytes | field |
 //! |---|---|
 //! | 0..2 | magic `BK` |
-//! | 2 | format version (1) |
+//! | 2 | format version (2) |
 //! | 3 | content: 0 random, 1 compressible |
 //! | 4..12 | record id |
 //! | 12..16 | record version (a writer's counter) |
@@ -21,6 +21,9 @@
 use serde::{Deserialize, Serialize};
 
 use crate::workload::Rng;
+
+/// Version of the value layout; values of another layout fail verification.
+pub const FORMAT_VERSION: u8 = 2;
 
 /// Size of the header every value starts with; the smallest legal value.
 pub const HEADER_LEN: usize = 24;
@@ -130,7 +133,7 @@ impl ValuePool {
         let c = content as u8;
         let mut h = [0u8; HEADER_LEN];
         h[0..2].copy_from_slice(b"BK");
-        h[2] = 1;
+        h[2] = FORMAT_VERSION;
         h[3] = c;
         h[4..12].copy_from_slice(&key_id.to_le_bytes());
         h[12..16].copy_from_slice(&version.to_le_bytes());
@@ -144,7 +147,7 @@ impl ValuePool {
     /// Checks a value read back for record `key_id`.
     #[inline]
     pub fn verify(&self, key_id: u64, value: &[u8]) -> Result<(), VerifyError> {
-        if value.len() < HEADER_LEN || &value[0..2] != b"BK" || value[2] != 1 || value[3] > 1 {
+        if value.len() < HEADER_LEN || &value[0..2] != b"BK" || value[2] != FORMAT_VERSION || value[3] > 1 {
             return Err(VerifyError::NotOurs);
         }
         let sum = u32::from_le_bytes(value[20..24].try_into().unwrap());
