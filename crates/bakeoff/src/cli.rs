@@ -3,11 +3,35 @@
 
 use clap::{Args, Parser, Subcommand};
 
+const GUIDE: &str = "\
+Examples:
+  bakeoff run                                 default comparison of every target this machine can start
+  bakeoff run presets/003-single-get.toml     one experiment of the seed reports
+  bakeoff run -t redis -t memcached --mix 95:5 --clients 50 --pipeline 16
+  bakeoff run -t redis --sweep-clients 1,10,100 --repeats 3
+  bakeoff run -t redis://:PASSWORD@host:6379 --rate 20000
+  bakeoff report results/default-*.json
+
+How it measures:
+  closed loop (default)  each client waits for its reply; Little's law is checked per run
+  open loop (--rate)     requests start on a schedule; latency counts from the intended start,
+                         so a stalled server shows in the percentiles (no coordinated omission)
+  every read is verified against the header bakeoff wrote into the value; operation counts are
+  compared with the server's own counters; a client thread busier than 90 % is reported.
+
+Exit codes: 0 clean, 1 some run had errors, 2 bad input or unusable target, 130 interrupted.";
+
 /// bakeoff puts storage systems side by side under the same workload:
 /// throughput, latency percentiles, stability second by second, resource
 /// cost, and whether every read returned what was written.
 #[derive(Debug, Parser)]
-#[command(name = "bakeoff", version, about, long_about = None, propagate_version = true)]
+#[command(
+    name = "bakeoff",
+    version,
+    about = "Puts storage systems side by side under the same workload.",
+    propagate_version = true,
+    after_help = GUIDE
+)]
 pub struct Cli {
     /// What to do.
     #[command(subcommand)]

@@ -147,7 +147,11 @@ impl ValuePool {
     /// Checks a value read back for record `key_id`.
     #[inline]
     pub fn verify(&self, key_id: u64, value: &[u8]) -> Result<(), VerifyError> {
-        if value.len() < HEADER_LEN || &value[0..2] != b"BK" || value[2] != FORMAT_VERSION || value[3] > 1 {
+        if value.len() < HEADER_LEN
+            || &value[0..2] != b"BK"
+            || value[2] != FORMAT_VERSION
+            || value[3] > 1
+        {
             return Err(VerifyError::NotOurs);
         }
         let sum = u32::from_le_bytes(value[20..24].try_into().unwrap());
