@@ -5,7 +5,7 @@ use clap::{Args, Parser, Subcommand};
 
 const GUIDE: &str = "\
 Examples:
-  bakeoff run                                 default comparison of every target this machine can start
+  bakeoff run                                 default comparison of what this machine can start
   bakeoff run presets/003-single-get.toml     one experiment of the seed reports
   bakeoff run -t redis -t memcached --mix 95:5 --clients 50 --pipeline 16
   bakeoff run -t redis --sweep-clients 1,10,100 --repeats 3
