@@ -13,14 +13,18 @@
 //! - [`workload`]: seeded key, value-size and operation generators.
 //! - [`value`]: self-verifying values (header + pooled payload).
 //! - [`recorder`]: per-worker HDR histograms, counters, intervals.
+//! - [`client`]: one client's request stream, shared by every loop.
 //! - [`driver`]: the contract between runner and drivers.
+//! - [`embedded`]: the loop for in-process engines.
 //! - [`net`]: the epoll network loop shared by byte-protocol drivers.
 //! - [`runner`]: jobs on worker threads, experiments over targets.
 //! - [`result`]: the versioned result file.
 //! - [`mock`]: a deterministic scripted driver for snapshot tests.
 //! - [`environment`]: what machine the numbers come from.
 
+pub mod client;
 pub mod driver;
+pub mod embedded;
 pub mod environment;
 pub mod error;
 pub mod mock;

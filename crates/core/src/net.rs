@@ -27,11 +27,12 @@ use std::sync::atomic::Ordering;
 
 use io_uring::{opcode, types, IoUring};
 
+use crate::client::ClientState;
 use crate::driver::{Codec, Connector, Decoded, Job, JobKind, Reply, WorkerOutput};
 use crate::plan::IoBackend;
-use crate::recorder::{thread_cpu_ns, Completion, ErrorKind, Interval, PhaseStats};
+use crate::recorder::{monotonic_ns, Completion, ErrorKind, WorkerMeter};
 use crate::value::VerifyError;
-use crate::workload::{KeyChooser, MixChooser, OpKind, Rng};
+use crate::workload::{MixChooser, OpKind};
 
 /// Length of a key: `bk:` and 12 digits.
 pub const KEY_LEN: usize = 15;
@@ -92,14 +93,7 @@ struct Conn {
     rstart: usize,
     rend: usize,
     inflight: VecDeque<InFlight>,
-    rng: Rng,
-    keys: KeyChooser,
-    version: u32,
-    next_load: u64,
-    load_end: u64,
-    quota: u64,
-    next_due: u64,
-    period: u64,
+    gen: ClientState,
     retry_at: u64,
     dead_since: Option<u64>,
 }
@@ -236,8 +230,7 @@ struct Loop<'a, C: Codec> {
     connector: &'a dyn Connector,
     job: &'a Job<'a>,
     conns: Vec<Conn>,
-    stats: Vec<PhaseStats>,
-    interval: Interval,
+    meter: WorkerMeter,
     backend: Backend,
     backend_name: String,
     key_buf: [u8; KEY_LEN],
@@ -247,27 +240,10 @@ struct Loop<'a, C: Codec> {
     warmup_end: u64,
     measure_end: u64,
     timeout_ns: u64,
-    next_tick: u64,
     next_timeout_check: u64,
-    cpu_at_tick: u64,
-    busy_cpu_start: Option<u64>,
-    busy_wall_start: u64,
-    last_completion: u64,
     generating: bool,
     /// The job's `t0` on CLOCK_MONOTONIC, ns.
     t0_ns: u64,
-}
-
-/// CLOCK_MONOTONIC in nanoseconds (the clock `Instant` uses on Linux).
-#[inline]
-fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes into the timespec we own.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 impl<'a, C: Codec> Loop<'a, C> {
@@ -282,18 +258,8 @@ impl<'a, C: Codec> Loop<'a, C> {
         let pipeline = w.pipeline.max(1) as usize;
         let wcap = pipeline * (w.value_size.max() + 128) + 4096;
         let rcap = (pipeline * (w.value_size.max() + 128)).max(64 * 1024);
-        let period = match w.rate {
-            Some(r) if open_loop => ((w.clients as f64 * 1e9) / r).max(1.0) as u64,
-            _ => 0,
-        };
         let mut conns = Vec::new();
         for client in job.clients_of(worker) {
-            let range = job.load_range(client);
-            let stagger = if period > 0 {
-                period * client as u64 / w.clients as u64
-            } else {
-                0
-            };
             conns.push(Conn {
                 stream: None,
                 wbuf: Vec::with_capacity(wcap),
@@ -307,20 +273,7 @@ impl<'a, C: Codec> Loop<'a, C> {
                 rstart: 0,
                 rend: 0,
                 inflight: VecDeque::with_capacity(pipeline),
-                rng: Rng::new(job.seed, client as u64),
-                keys: KeyChooser::new(
-                    w.key_distribution,
-                    w.records,
-                    client as u64,
-                    w.clients as u64,
-                    job.zipf,
-                ),
-                version: 1,
-                next_load: range.start,
-                load_end: range.end,
-                quota: job.quota(client),
-                next_due: stagger,
-                period,
+                gen: ClientState::new(job, client, open_loop),
                 retry_at: 0,
                 dead_since: None,
             });
@@ -340,8 +293,7 @@ impl<'a, C: Codec> Loop<'a, C> {
             connector,
             job,
             conns,
-            stats: (0..phases).map(|_| PhaseStats::new(open_loop)).collect(),
-            interval: Interval::new(0),
+            meter: WorkerMeter::new(phases, open_loop),
             backend,
             backend_name,
             key_buf: [0; KEY_LEN],
@@ -351,12 +303,7 @@ impl<'a, C: Codec> Loop<'a, C> {
             warmup_end: job.warmup_end_ns(),
             measure_end: job.measure_end_ns(),
             timeout_ns: (w.timeout_s * 1e9) as u64,
-            next_tick: 1_000_000_000,
             next_timeout_check: 0,
-            cpu_at_tick: thread_cpu_ns(),
-            busy_cpu_start: None,
-            busy_wall_start: 0,
-            last_completion: 0,
             generating: true,
             t0_ns: monotonic_ns().saturating_sub(job.t0.elapsed().as_nanos() as u64),
         };
@@ -422,19 +369,13 @@ impl<'a, C: Codec> Loop<'a, C> {
         if !self.generating || !c.usable() || c.inflight.len() >= self.pipeline {
             return None;
         }
-        match self.job.kind {
-            JobKind::Load => (c.next_load < c.load_end).then_some(now),
-            JobKind::Measure => {
-                let intended = if self.open_loop { c.next_due } else { now };
-                if self.open_loop && intended > now {
-                    return None;
-                }
-                if intended >= self.measure_end || (c.quota == 0 && intended >= self.warmup_end) {
-                    return None;
-                }
-                Some(intended)
-            }
+        let intended = if self.open_loop { c.gen.next_due } else { now };
+        if intended > now {
+            return None;
         }
+        c.gen
+            .may_issue(self.job, intended, self.warmup_end, self.measure_end)
+            .then_some(intended)
     }
 
     /// Makes one request on connection `ci`.
@@ -442,35 +383,11 @@ impl<'a, C: Codec> Loop<'a, C> {
     fn issue(&mut self, ci: usize, intended: u64, now: u64) {
         let phase = self.phase_of(intended);
         let job = self.job;
-        let w = job.workload;
         let c = &mut self.conns[ci];
-        let (kind, key) = match job.kind {
-            JobKind::Load => {
-                let k = c.next_load;
-                c.next_load += 1;
-                (OpKind::Set, k)
-            }
-            JobKind::Measure => {
-                if phase == 1 && c.quota != u64::MAX {
-                    c.quota -= 1;
-                }
-                let kind = self.mix.next(&mut c.rng);
-                (kind, c.keys.next(&mut c.rng))
-            }
-        };
-        if self.open_loop {
-            c.next_due += c.period;
-        }
+        let (kind, key) = c.gen.next_op(job, &self.mix, phase);
         format_key(key, &mut self.key_buf);
         if kind.writes_value() {
-            let len = w.value_size.next(&mut c.rng);
-            let version = if job.kind == JobKind::Load {
-                0
-            } else {
-                c.version
-            };
-            c.version = c.version.wrapping_add(1);
-            let (h, p) = job.pool.value(key, version, len, w.value_content);
+            let (h, p) = c.gen.value(job, key);
             self.codec.encode(kind, &self.key_buf, &h, p, &mut c.wbuf);
         } else {
             self.codec
@@ -483,7 +400,7 @@ impl<'a, C: Codec> Loop<'a, C> {
             sent: now,
             phase,
         });
-        self.stats[phase as usize].sent[kind as usize] += 1;
+        self.meter.stats[phase as usize].sent[kind as usize] += 1;
     }
 
     fn fill(&mut self, ci: usize, now: u64) {
@@ -577,9 +494,8 @@ impl<'a, C: Codec> Loop<'a, C> {
     fn complete(&mut self, f: InFlight, how: Completion, now: u64) {
         let response = now.saturating_sub(f.intended);
         let service = now.saturating_sub(f.sent);
-        self.stats[f.phase as usize].record(f.kind, response, service, how);
-        self.interval.record(response, how);
-        self.last_completion = now;
+        self.meter
+            .record(f.phase, f.kind, response, service, how, now);
     }
 
     /// Every request in flight on `ci` fails with `kind`; the connection is
@@ -722,18 +638,6 @@ impl<'a, C: Codec> Loop<'a, C> {
         }
     }
 
-    fn tick(&mut self, now: u64) {
-        while now >= self.next_tick {
-            let cpu = thread_cpu_ns();
-            let second = (self.next_tick / 1_000_000_000) as u32;
-            let mut done = std::mem::replace(&mut self.interval, Interval::new(second));
-            done.cpu_ns = cpu - self.cpu_at_tick;
-            self.cpu_at_tick = cpu;
-            let _ = self.job.intervals.send(done);
-            self.next_tick += 1_000_000_000;
-        }
-    }
-
     fn check_timeouts(&mut self, now: u64) {
         self.next_timeout_check = now + TIMEOUT_CHECK_EVERY_NS;
         for ci in 0..self.conns.len() {
@@ -755,13 +659,7 @@ impl<'a, C: Codec> Loop<'a, C> {
             match self.connect(ci) {
                 Ok(()) => {
                     let now = self.now();
-                    if self.open_loop && self.conns[ci].next_due < now {
-                        // Requests that were due while the target was away
-                        // are not made late: they were lost with it.
-                        let c = &mut self.conns[ci];
-                        let behind = (now - c.next_due) / c.period.max(1);
-                        c.next_due += behind * c.period;
-                    }
+                    self.conns[ci].gen.skip_missed(now);
                     self.fill(ci, now);
                     self.kick_write(ci, now);
                 }
@@ -772,16 +670,15 @@ impl<'a, C: Codec> Loop<'a, C> {
                         ErrorKind::Refused
                     };
                     let phase = self.phase_of(now) as usize;
-                    self.stats[phase].record_error(kind);
-                    self.interval.errors += 1;
+                    self.meter.stats[phase].record_error(kind);
+                    self.meter.interval.errors += 1;
                     let c = &mut self.conns[ci];
                     c.retry_at = now + RECONNECT_EVERY_NS;
                     // A target gone for longer than the request timeout takes
                     // this client's remaining work with it, so that counted
                     // runs end too.
                     if c.dead_since.is_some_and(|d| now - d > self.timeout_ns) {
-                        c.quota = 0;
-                        c.next_load = c.load_end;
+                        c.gen.give_up();
                     }
                 }
             }
@@ -796,15 +693,12 @@ impl<'a, C: Codec> Loop<'a, C> {
         }
         loop {
             let now = self.now();
-            if self.busy_cpu_start.is_none() && now >= self.warmup_end {
-                self.busy_cpu_start = Some(thread_cpu_ns());
-                self.busy_wall_start = now;
-            }
+            self.meter
+                .on_loop(now, self.warmup_end, &self.job.intervals);
             if self.generating && (self.job.stop.load(Ordering::Relaxed) || now >= self.measure_end)
             {
                 self.generating = false;
             }
-            self.tick(now);
             if now >= self.next_timeout_check {
                 self.check_timeouts(now);
                 self.reconnect_due(now);
@@ -829,15 +723,6 @@ impl<'a, C: Codec> Loop<'a, C> {
             self.wait_and_handle(wait_ns);
         }
         self.drain_kernel();
-        let now = self.now();
-        // Ship the last partial second.
-        let cpu = thread_cpu_ns();
-        let mut done = std::mem::replace(&mut self.interval, Interval::new(0));
-        done.cpu_ns = cpu - self.cpu_at_tick;
-        done.second = (now / 1_000_000_000) as u32;
-        if done.ops + done.errors > 0 {
-            let _ = self.job.intervals.send(done);
-        }
     }
 
     /// One wait: io_uring submits everything queued and waits for at least
@@ -925,17 +810,16 @@ impl<'a, C: Codec> Loop<'a, C> {
 
     /// Whether `ci` has requests left to make in this job.
     fn could_issue_later(&self, ci: usize) -> bool {
-        let c = &self.conns[ci];
-        match self.job.kind {
-            JobKind::Load => c.next_load < c.load_end,
-            JobKind::Measure => c.quota > 0 || self.now() < self.warmup_end,
-        }
+        self.conns[ci]
+            .gen
+            .has_work_left(self.job, self.now(), self.warmup_end)
     }
 
     /// How long the next wait may last, ns.
     fn wait_ns(&self, now: u64) -> u64 {
         let mut until = self
-            .next_tick
+            .meter
+            .next_tick()
             .min(self.next_timeout_check + TIMEOUT_CHECK_EVERY_NS);
         if self.generating {
             until = until.min(self.measure_end).min(if self.warmup_end > now {
@@ -946,7 +830,7 @@ impl<'a, C: Codec> Loop<'a, C> {
             if self.open_loop {
                 for c in &self.conns {
                     if c.usable() && c.inflight.len() < self.pipeline {
-                        until = until.min(c.next_due);
+                        until = until.min(c.gen.next_due);
                     }
                 }
             }
@@ -955,16 +839,13 @@ impl<'a, C: Codec> Loop<'a, C> {
     }
 
     fn finish(mut self) -> WorkerOutput {
-        let cpu = thread_cpu_ns();
         let now = self.now();
-        let start = self.busy_cpu_start.unwrap_or(cpu);
-        WorkerOutput {
-            phases: std::mem::take(&mut self.stats),
-            busy_cpu_ns: cpu - start,
-            busy_wall_ns: now.saturating_sub(self.busy_wall_start),
-            last_completion_ns: self.last_completion,
-            backend: std::mem::take(&mut self.backend_name),
-        }
+        let meter = std::mem::replace(&mut self.meter, WorkerMeter::new(0, false));
+        meter.finish(
+            now,
+            std::mem::take(&mut self.backend_name),
+            &self.job.intervals,
+        )
     }
 }
 

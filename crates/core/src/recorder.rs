@@ -232,6 +232,114 @@ impl Interval {
     }
 }
 
+/// CLOCK_MONOTONIC in nanoseconds (the clock `Instant` uses on Linux): one
+/// vDSO read, no system call; loops call it once per operation.
+#[inline]
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes into the timespec we own.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// The bookkeeping every worker loop shares: phase stats, the current
+/// one-second interval and its hand-off to the collector, the worker's CPU
+/// over the measured phase, the time of the last completion.
+pub struct WorkerMeter {
+    /// Stats per phase of the job.
+    pub stats: Vec<PhaseStats>,
+    /// The second being recorded.
+    pub interval: Interval,
+    next_tick: u64,
+    cpu_at_tick: u64,
+    busy_cpu_start: Option<u64>,
+    busy_wall_start: u64,
+    last_completion: u64,
+}
+
+impl WorkerMeter {
+    /// A meter for `phases` phases; `open_loop` adds service-time histograms.
+    pub fn new(phases: usize, open_loop: bool) -> Self {
+        Self {
+            stats: (0..phases).map(|_| PhaseStats::new(open_loop)).collect(),
+            interval: Interval::new(0),
+            next_tick: 1_000_000_000,
+            cpu_at_tick: thread_cpu_ns(),
+            busy_cpu_start: None,
+            busy_wall_start: 0,
+            last_completion: 0,
+        }
+    }
+
+    /// When the current second ends, ns since the job's start.
+    #[inline]
+    pub fn next_tick(&self) -> u64 {
+        self.next_tick
+    }
+
+    /// Called once per loop iteration: starts the busy-CPU window at the end
+    /// of the warm-up and hands finished seconds to the collector.
+    #[inline]
+    pub fn on_loop(&mut self, now: u64, warmup_end: u64, tx: &std::sync::mpsc::Sender<Interval>) {
+        if self.busy_cpu_start.is_none() && now >= warmup_end {
+            self.busy_cpu_start = Some(thread_cpu_ns());
+            self.busy_wall_start = now;
+        }
+        while now >= self.next_tick {
+            let cpu = thread_cpu_ns();
+            let second = (self.next_tick / 1_000_000_000) as u32;
+            let mut done = std::mem::replace(&mut self.interval, Interval::new(second));
+            done.cpu_ns = cpu - self.cpu_at_tick;
+            self.cpu_at_tick = cpu;
+            let _ = tx.send(done);
+            self.next_tick += 1_000_000_000;
+        }
+    }
+
+    /// Records one finished operation of `phase`.
+    #[inline]
+    pub fn record(
+        &mut self,
+        phase: u8,
+        kind: OpKind,
+        response_ns: u64,
+        service_ns: u64,
+        how: Completion,
+        now: u64,
+    ) {
+        self.stats[phase as usize].record(kind, response_ns, service_ns, how);
+        self.interval.record(response_ns, how);
+        self.last_completion = now;
+    }
+
+    /// Hands over the last partial second and everything measured.
+    pub fn finish(
+        mut self,
+        now: u64,
+        backend: String,
+        tx: &std::sync::mpsc::Sender<Interval>,
+    ) -> crate::driver::WorkerOutput {
+        let cpu = thread_cpu_ns();
+        let mut done = std::mem::replace(&mut self.interval, Interval::new(0));
+        done.cpu_ns = cpu - self.cpu_at_tick;
+        done.second = (now / 1_000_000_000) as u32;
+        if done.ops + done.errors > 0 {
+            let _ = tx.send(done);
+        }
+        let start = self.busy_cpu_start.unwrap_or(cpu);
+        crate::driver::WorkerOutput {
+            phases: self.stats,
+            busy_cpu_ns: cpu - start,
+            busy_wall_ns: now.saturating_sub(self.busy_wall_start),
+            last_completion_ns: self.last_completion,
+            backend,
+        }
+    }
+}
+
 /// CPU time used by the calling thread so far, nanoseconds.
 ///
 /// A system call (CLOCK_THREAD_CPUTIME_ID has no vDSO fast path): call it

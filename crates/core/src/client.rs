@@ -1,0 +1,125 @@
+//! One client's request stream: which operation comes next, on which
+//! record, with which value, and — in open loop — when. Every loop (the
+//! network loop, the embedded-engine loop) draws requests from here, so a
+//! workload means the same thing on every target.
+
+use crate::driver::{Job, JobKind};
+use crate::value::HEADER_LEN;
+use crate::workload::{KeyChooser, MixChooser, OpKind, Rng};
+
+/// The generator state of one client.
+pub struct ClientState {
+    rng: Rng,
+    keys: KeyChooser,
+    version: u32,
+    next_load: u64,
+    load_end: u64,
+    quota: u64,
+    /// Open loop: intended start of the next request, ns since `t0`.
+    pub next_due: u64,
+    /// Open loop: time between this client's requests, ns (0 = closed loop).
+    pub period: u64,
+}
+
+impl ClientState {
+    /// The stream of client `client` in `job`; `open_loop` spaces requests
+    /// evenly at the workload's rate, staggered between clients.
+    pub fn new(job: &Job, client: u32, open_loop: bool) -> Self {
+        let w = job.workload;
+        let period = match w.rate {
+            Some(r) if open_loop => ((w.clients as f64 * 1e9) / r).max(1.0) as u64,
+            _ => 0,
+        };
+        let range = job.load_range(client);
+        Self {
+            rng: Rng::new(job.seed, client as u64),
+            keys: KeyChooser::new(
+                w.key_distribution,
+                w.records,
+                client as u64,
+                w.clients as u64,
+                job.zipf,
+            ),
+            version: 1,
+            next_load: range.start,
+            load_end: range.end,
+            quota: job.quota(client),
+            next_due: if period > 0 {
+                period * client as u64 / w.clients as u64
+            } else {
+                0
+            },
+            period,
+        }
+    }
+
+    /// Whether a request with intended start `intended` may be made.
+    #[inline]
+    pub fn may_issue(&self, job: &Job, intended: u64, warmup_end: u64, measure_end: u64) -> bool {
+        match job.kind {
+            JobKind::Load => self.next_load < self.load_end,
+            JobKind::Measure => {
+                intended < measure_end && !(self.quota == 0 && intended >= warmup_end)
+            }
+        }
+    }
+
+    /// Whether this client has requests left to make in the job at `now`.
+    pub fn has_work_left(&self, job: &Job, now: u64, warmup_end: u64) -> bool {
+        match job.kind {
+            JobKind::Load => self.next_load < self.load_end,
+            JobKind::Measure => self.quota > 0 || now < warmup_end,
+        }
+    }
+
+    /// The next operation and record id, for a request of `phase` (1 =
+    /// measured). Advances the open-loop schedule.
+    #[inline]
+    pub fn next_op(&mut self, job: &Job, mix: &MixChooser, phase: u8) -> (OpKind, u64) {
+        self.next_due += self.period;
+        match job.kind {
+            JobKind::Load => {
+                let k = self.next_load;
+                self.next_load += 1;
+                (OpKind::Set, k)
+            }
+            JobKind::Measure => {
+                if phase == 1 && self.quota != u64::MAX {
+                    self.quota -= 1;
+                }
+                let kind = mix.next(&mut self.rng);
+                (kind, self.keys.next(&mut self.rng))
+            }
+        }
+    }
+
+    /// The value for a write of record `key`: its header and the payload
+    /// that follows it.
+    #[inline]
+    pub fn value<'p>(&mut self, job: &'p Job, key: u64) -> ([u8; HEADER_LEN], &'p [u8]) {
+        let w = job.workload;
+        let len = w.value_size.next(&mut self.rng);
+        let version = if job.kind == JobKind::Load {
+            0
+        } else {
+            self.version
+        };
+        self.version = self.version.wrapping_add(1);
+        job.pool.value(key, version, len, w.value_content)
+    }
+
+    /// Drops the rest of this client's work (its target is gone for good).
+    pub fn give_up(&mut self) {
+        self.quota = 0;
+        self.next_load = self.load_end;
+    }
+
+    /// Open loop: requests that fell due while the target was unreachable
+    /// are dropped, not made late.
+    pub fn skip_missed(&mut self, now: u64) {
+        if self.period > 0 && self.next_due < now {
+            let behind = (now - self.next_due) / self.period;
+            self.next_due += behind * self.period;
+        }
+    }
+}
