@@ -12,6 +12,14 @@ for pair in redis-server:redis-server memcached:memcached redis-benchmark:redis-
   bin=${pair%%:*} pkg=${pair##*:}
   command -v "$bin" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
+# Embedded engines are loaded at run time; their runtime packages suffice.
+libs=$(ldconfig -p 2>/dev/null || true)
+for pair in libtokyocabinet.so.9:libtokyocabinet9; do
+  file=${pair%%:*} pkg=${pair##*:}
+  grep -qF "$file" <<<"$libs" || need_apt+=("$pkg")
+done
+# tchtest / tchmgr: Tokyo Cabinet's own tools, used by the tests and bench/.
+command -v tchmgr >/dev/null 2>&1 || need_apt+=(tokyocabinet-bin)
 if [ ${#need_apt[@]} -gt 0 ]; then
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"

@@ -242,26 +242,36 @@ pub fn list_text() -> String {
         "targets (bakeoff run --target NAME, or --target SCHEME://host:port for one you run):\n\n",
     );
     for e in entries() {
-        let here = if bakeoff_servers::find_on_path(e.program).is_some() {
-            "installed".to_string()
-        } else {
-            format!("not installed: apt-get install {}", e.package)
+        let here = match (e.available)() {
+            Ok(()) => "available here".to_string(),
+            Err(why) => format!("not available here: {why}"),
         };
         let ops: Vec<&str> = e.ops.iter().map(|o| o.name()).collect();
+        let how = if e.program.is_empty() {
+            "in-process (bakeoff opens it on a directory it creates)".to_string()
+        } else {
+            format!(
+                "started by bakeoff, or external at {}://host:port",
+                e.scheme
+            )
+        };
         s.push_str(&format!(
-            "  {:<18} {}\n  {:<18} ops: {}; pipelining: {}; managed: {} ({here}); URL: {}://host:port\n\n",
+            "  {:<18} {}\n  {:<18} ops: {}; pipelining: {}; {how}\n  {:<18} {here}\n\n",
             e.name,
             e.about,
             "",
             ops.join(", "),
             if e.pipelining { "yes" } else { "no" },
-            if e.managed { "yes" } else { "no" },
-            e.scheme
+            "",
         ));
     }
     s.push_str("server settings (preset [servers.NAME] or --set NAME.KEY=VALUE):\n");
     s.push_str("  redis:     maxmemory, maxmemory_policy, persistence (none, aof-always, aof-everysec, aof-no, rdb), port\n");
     s.push_str("  memcached: memory, threads, max_connections, port (same for memcached-binary)\n");
+    s.push_str("  tokyo-hash: dir, bnum, apow, fpow, opts (large, deflate, bzip, tcbs), rcnum, xmsiz, sync\n");
+    s.push_str(
+        "  tokyo-btree: dir, bnum, apow, fpow, opts, lmemb, nmemb, lcnum, ncnum, xmsiz, sync\n",
+    );
     s
 }
 

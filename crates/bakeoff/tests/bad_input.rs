@@ -176,6 +176,10 @@ fn default_run_skips_what_it_cannot_start_and_says_why() {
     let o = std::process::Command::new(bin())
         .args(["run", "--duration", "1s"])
         .env("PATH", dir.path())
+        .env(
+            "BAKEOFF_TOKYOCABINET_LIB",
+            dir.path().join("libtokyocabinet.so.9"),
+        )
         .current_dir(dir.path())
         .output()
         .unwrap();
@@ -183,6 +187,11 @@ fn default_run_skips_what_it_cannot_start_and_says_why() {
     assert_eq!(o.status.code(), Some(2), "{stderr}");
     assert!(
         stderr.contains("skipped redis") && stderr.contains("apt-get install memcached"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("skipped tokyo-hash")
+            && stderr.contains("apt-get install libtokyocabinet9"),
         "{stderr}"
     );
 }

@@ -609,6 +609,9 @@ fn run_one(
                     r
                 }));
                 let busy_max = o.busy_percent.iter().cloned().fold(0.0, f64::max);
+                // In-process engines do their work on bakeoff's threads: a
+                // busy thread there is the engine, not a saturated client.
+                let in_process = o.backend == "in-process";
                 run.client = ClientUsage {
                     io_backend: o.backend,
                     thread_busy_percent: o
@@ -616,7 +619,7 @@ fn run_one(
                         .iter()
                         .map(|b| (b * 10.0).round() / 10.0)
                         .collect(),
-                    client_bound: busy_max > 90.0,
+                    client_bound: busy_max > 90.0 && !in_process,
                 };
             }
             Err(m) => {
@@ -630,7 +633,13 @@ fn run_one(
     }
     let m = &run.measure;
     if w.rate.is_none() && m.error_total() == 0 && m.completed > 0 {
-        let ratio = m.all.mean_ns * 1e-9 * m.throughput_per_s / w.in_flight() as f64;
+        // In-process workers make one call at a time each.
+        let in_flight = if run.client.io_backend == "in-process" {
+            w.clients.min(w.threads) as f64
+        } else {
+            w.in_flight() as f64
+        };
+        let ratio = m.all.mean_ns * 1e-9 * m.throughput_per_s / in_flight;
         run.checks.littles_law_ratio = Some((ratio * 1000.0).round() / 1000.0);
     }
     let errors =

@@ -13,9 +13,13 @@
 //! - [`redis`], [`memcached`]: the targets, managed or external.
 //! - [`admin`]: blocking request/reply helpers for counters and versions.
 //! - [`settings`]: typed reading of `[servers.NAME]` tables.
+//! - [`embedded`]: engines opened in-process (Tokyo Cabinet, …), loaded
+//!   with [`dl`] at run time.
 
 pub mod admin;
 pub mod codec;
+pub mod dl;
+pub mod embedded;
 #[cfg(feature = "memcached")]
 pub mod memcached;
 #[cfg(feature = "redis")]

@@ -18,8 +18,11 @@ pub struct Entry {
     pub about: &'static str,
     /// Server binary looked up on PATH (empty for embedded engines).
     pub program: &'static str,
-    /// Debian package of the server.
+    /// Debian package of the server or library.
     pub package: &'static str,
+    /// Whether this machine has what the target needs (server binary on
+    /// PATH, or the engine's library); the error says what to install.
+    pub available: fn() -> Result<(), String>,
     /// Operation kinds.
     pub ops: &'static [OpKind],
     /// Pipelining on one connection.
@@ -36,6 +39,15 @@ pub struct Entry {
     pub open: OpenFn,
 }
 
+fn server_available(program: &str, package: &str) -> Result<(), String> {
+    match bakeoff_servers::find_on_path(program) {
+        Some(_) => Ok(()),
+        None => Err(format!(
+            "`{program}` is not on PATH; install it with `apt-get install {package}`"
+        )),
+    }
+}
+
 const KV: &[OpKind] = &[OpKind::Get, OpKind::Set, OpKind::Update, OpKind::Delete];
 
 /// Every target this build knows.
@@ -48,6 +60,7 @@ pub fn entries() -> Vec<Entry> {
         about: "Redis over RESP (GET/SET/DEL on string keys)",
         program: "redis-server",
         package: "redis-server",
+        available: || server_available("redis-server", "redis-server"),
         ops: KV,
         pipelining: true,
         managed: true,
@@ -64,6 +77,7 @@ pub fn entries() -> Vec<Entry> {
             about: "memcached, text protocol (get/set/delete)",
             program: "memcached",
             package: "memcached",
+            available: || server_available("memcached", "memcached"),
             ops: KV,
             pipelining: true,
             managed: true,
@@ -78,6 +92,7 @@ pub fn entries() -> Vec<Entry> {
             about: "memcached, binary protocol (GET/SET/DELETE)",
             program: "memcached",
             package: "memcached",
+            available: || server_available("memcached", "memcached"),
             ops: KV,
             pipelining: true,
             managed: true,
@@ -87,6 +102,36 @@ pub fn entries() -> Vec<Entry> {
             open: crate::memcached::open,
         });
     }
+    v.push(Entry {
+        name: "tokyo-hash",
+        scheme: "",
+        about: "Tokyo Cabinet hash database (TCH), in-process",
+        program: "",
+        package: "libtokyocabinet9",
+        available: crate::embedded::tokyo::available,
+        ops: KV,
+        pipelining: false,
+        managed: true,
+        default: true,
+        check: crate::embedded::tokyo::check_hash,
+        probe: crate::embedded::tokyo::probe,
+        open: crate::embedded::tokyo::open,
+    });
+    v.push(Entry {
+        name: "tokyo-btree",
+        scheme: "",
+        about: "Tokyo Cabinet B+tree database (TCB), in-process",
+        program: "",
+        package: "libtokyocabinet9",
+        available: crate::embedded::tokyo::available,
+        ops: KV,
+        pipelining: false,
+        managed: true,
+        default: true,
+        check: crate::embedded::tokyo::check_btree,
+        probe: crate::embedded::tokyo::probe,
+        open: crate::embedded::tokyo::open,
+    });
     v
 }
 
@@ -106,7 +151,7 @@ impl TargetCatalog for Registry {
             ops: e.ops.to_vec(),
             pipelining: e.pipelining,
             managed: e.managed,
-            url_scheme: Some(e.scheme.to_string()),
+            url_scheme: (!e.scheme.is_empty()).then(|| e.scheme.to_string()),
         })
     }
 

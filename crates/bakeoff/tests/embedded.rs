@@ -1,0 +1,254 @@
+//! Embedded engines through their real C libraries: conservation of the
+//! record count, verification of values changed behind bakeoff's back, the
+//! engine's settings in the result, a missing library skipped with its
+//! package name.
+
+mod common;
+use common::*;
+
+fn tokyo_installed() -> bool {
+    require("tchmgr", "tokyocabinet-bin")
+}
+
+#[test]
+fn tokyo_load_leaves_exactly_the_records_and_reads_verify() {
+    if !tokyo_installed() {
+        return;
+    }
+    for target in ["tokyo-hash", "tokyo-btree"] {
+        let dir = tmp();
+        let out = dir.path().join("tc.json");
+        let o = bakeoff(&[
+            "run",
+            "-t",
+            target,
+            "--records",
+            "5000",
+            "--mix",
+            "70:20:5:5",
+            "--clients",
+            "2",
+            "--threads",
+            "2",
+            "--duration",
+            "1s",
+            "--warmup",
+            "0",
+            "--quiet",
+            "-o",
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{target}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let r = read_json(&out);
+        let run = &r["runs"][0];
+        assert_eq!(run["checks"]["records_after_load"], 5000, "{target}");
+        assert_eq!(run["load"]["ops"]["set"]["completed"], 5000, "{target}");
+        assert!(
+            run["measure"]["ops"]["get"]["completed"].as_u64().unwrap() > 1000,
+            "{target}"
+        );
+        assert!(
+            run["measure"]["errors"].as_object().unwrap().is_empty(),
+            "{target}: {}",
+            run["measure"]["errors"]
+        );
+        assert_eq!(run["client"]["io_backend"], "in-process");
+        assert!(
+            run["resources"][0]["rss_bytes"].as_u64().unwrap() > 0,
+            "{target}: process sampled"
+        );
+        assert!(
+            run["resources"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|s| s["disk_bytes"].as_u64().unwrap() > 0),
+            "{target}: data directory sampled"
+        );
+        let t = &r["targets"][0];
+        assert!(
+            t["version"]
+                .as_str()
+                .unwrap()
+                .starts_with("Tokyo Cabinet 1."),
+            "{t}"
+        );
+        let ratio = run["checks"]["littles_law_ratio"].as_f64().unwrap();
+        assert!(
+            (ratio - 1.0).abs() < 0.1,
+            "{target}: Little's law ratio {ratio}"
+        );
+    }
+}
+
+#[test]
+fn tokyo_settings_are_applied_and_recorded() {
+    if !tokyo_installed() {
+        return;
+    }
+    let dir = tmp();
+    let data = dir.path().join("data");
+    let out = dir.path().join("tc.json");
+    let d = format!("tokyo-hash.dir={}", data.display());
+    let o = bakeoff(&[
+        "run",
+        "-t",
+        "tokyo-hash",
+        "--set",
+        "tokyo-hash.bnum=131071",
+        "--set",
+        "tokyo-hash.opts=large",
+        "--set",
+        &d,
+        "--records",
+        "100",
+        "--ops",
+        "10",
+        "--warmup",
+        "0",
+        "--clients",
+        "1",
+        "--quiet",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let r = read_json(&out);
+    let s = &r["targets"][0]["settings"];
+    assert_eq!(s["bnum"], "131071");
+    assert_eq!(s["opts"], "large");
+    // The database on disk says the same (tchmgr inform prints its tuning).
+    let inform = std::process::Command::new("tchmgr")
+        .args(["inform", data.join("bakeoff.tch").to_str().unwrap()])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&inform.stdout);
+    assert!(text.contains("bucket number: 131071"), "{text}");
+    assert!(text.contains("large"), "{text}");
+    assert!(text.contains("record number: 100"), "{text}");
+    let bad = bakeoff(&[
+        "run",
+        "-t",
+        "tokyo-hash",
+        "--set",
+        "tokyo-hash.opts=huge",
+        "--duration",
+        "1s",
+    ]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("unknown option `huge`"));
+}
+
+#[test]
+fn tokyo_values_changed_behind_bakeoffs_back_fail_verification() {
+    if !tokyo_installed() {
+        return;
+    }
+    let dir = tmp();
+    let data = dir.path().join("data");
+    let d = format!("tokyo-hash.dir={}", data.display());
+    let out = dir.path().join("load.json");
+    let o = bakeoff(&[
+        "run",
+        "-t",
+        "tokyo-hash",
+        "--set",
+        &d,
+        "--records",
+        "200",
+        "--ops",
+        "1",
+        "--warmup",
+        "0",
+        "--clients",
+        "1",
+        "--quiet",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let file = data.join("bakeoff.tch");
+    for i in 0..100 {
+        let st = std::process::Command::new("tchmgr")
+            .args([
+                "put",
+                file.to_str().unwrap(),
+                &format!("bk:{i:012}"),
+                "not a bakeoff value at all",
+            ])
+            .status()
+            .unwrap();
+        assert!(st.success());
+    }
+    let out = dir.path().join("read.json");
+    let o = bakeoff(&[
+        "run",
+        "-t",
+        "tokyo-hash",
+        "--set",
+        &d,
+        "--records",
+        "200",
+        "--no-load",
+        "--mix",
+        "100:0",
+        "--ops",
+        "2000",
+        "--warmup",
+        "0",
+        "--clients",
+        "2",
+        "--threads",
+        "2",
+        "--quiet",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let m = &read_json(&out)["runs"][0]["measure"];
+    let failures = m["errors"]["verification"].as_u64().unwrap();
+    assert_eq!(failures + m["completed"].as_u64().unwrap(), 2000);
+    assert!(
+        failures > 800 && failures < 1200,
+        "{failures} of 2000 reads failed verification"
+    );
+}
+
+#[test]
+fn a_missing_library_is_named_with_its_package() {
+    let dir = tmp();
+    let o = std::process::Command::new(bin())
+        .args(["run", "-t", "tokyo-btree", "--duration", "1s"])
+        .env(
+            "BAKEOFF_TOKYOCABINET_LIB",
+            dir.path().join("libtokyocabinet.so.9"),
+        )
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("tokyo-btree") && stderr.contains("apt-get install libtokyocabinet9"),
+        "{stderr}"
+    );
+}

@@ -1,0 +1,152 @@
+//! Targets opened in-process: the generic target and driver every engine
+//! shares, and one module per engine.
+//!
+//! An engine provides sessions (one per worker thread) that get, put and
+//! delete; the shared loop in `bakeoff_core::embedded` does the timing. The
+//! target owns the data directory (a fresh temporary one, or the one the
+//! preset names with `dir`), and samples the bakeoff process's own CPU, RSS
+//! and disk I/O plus the directory's size each second.
+
+pub mod tokyo;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use bakeoff_core::driver::{Driver, Job, WorkerOutput};
+use bakeoff_core::embedded::EngineSession;
+use bakeoff_core::result::{CounterCheck, TargetRecord};
+use bakeoff_core::runner::{Counters, ProcSnapshot, Target};
+use bakeoff_core::workload::{OpKind, OP_KINDS};
+
+/// An opened engine, shared by the worker threads.
+pub trait Engine: Send + Sync + 'static {
+    /// A worker's handle.
+    type Session: EngineSession;
+    /// Opens a handle for one worker thread.
+    fn session(&self) -> Result<Self::Session, String>;
+    /// Records stored, if the engine can tell exactly.
+    fn count(&self) -> Option<u64>;
+    /// What one operation does, for the report.
+    fn describe(&self, kind: OpKind) -> String;
+}
+
+/// The driver of an embedded engine: runs the shared loop on a session.
+pub struct EmbeddedDriver<E: Engine> {
+    engine: Arc<E>,
+}
+
+impl<E: Engine> Driver for EmbeddedDriver<E> {
+    fn run_worker(&self, job: &Job, worker: usize) -> Result<WorkerOutput, String> {
+        let mut session = self.engine.session()?;
+        Ok(bakeoff_core::embedded::run_worker(
+            &mut session,
+            job,
+            worker,
+        ))
+    }
+
+    fn describe(&self, kind: OpKind) -> String {
+        self.engine.describe(kind)
+    }
+}
+
+/// Where an engine keeps its files.
+pub enum DataDir {
+    /// A temporary directory, removed when the run ends.
+    Temp(tempfile::TempDir),
+    /// A directory the user named; left in place.
+    Named(PathBuf),
+}
+
+impl DataDir {
+    /// The directory named by `dir` in the settings, or a fresh temporary one.
+    pub fn new(named: Option<String>, target: &str) -> Result<Self, String> {
+        match named {
+            Some(d) => {
+                std::fs::create_dir_all(&d)
+                    .map_err(|e| format!("cannot create directory {d}: {e}"))?;
+                Ok(DataDir::Named(PathBuf::from(d)))
+            }
+            None => tempfile::Builder::new()
+                .prefix(&format!("bakeoff-{target}-"))
+                .tempdir()
+                .map(DataDir::Temp)
+                .map_err(|e| format!("cannot create a temporary directory: {e}")),
+        }
+    }
+
+    /// Its path.
+    pub fn path(&self) -> &Path {
+        match self {
+            DataDir::Temp(t) => t.path(),
+            DataDir::Named(p) => p,
+        }
+    }
+}
+
+/// An embedded engine ready for one run.
+pub struct EmbeddedTarget<E: Engine> {
+    driver: EmbeddedDriver<E>,
+    dir: DataDir,
+    record: TargetRecord,
+}
+
+impl<E: Engine> EmbeddedTarget<E> {
+    /// Wraps an opened engine; `version` and `settings` go to the result.
+    pub fn new(
+        name: &str,
+        engine: E,
+        dir: DataDir,
+        version: String,
+        mut settings: BTreeMap<String, String>,
+    ) -> Self {
+        settings.insert("dir".into(), dir.path().display().to_string());
+        let engine = Arc::new(engine);
+        let requests = OpKind::ALL
+            .iter()
+            .map(|k| (k.name().to_string(), engine.describe(*k)))
+            .collect();
+        Self {
+            driver: EmbeddedDriver { engine },
+            dir,
+            record: TargetRecord {
+                name: name.into(),
+                mode: "embedded".into(),
+                endpoint: None,
+                version: Some(version),
+                settings,
+                requests,
+                skipped: None,
+            },
+        }
+    }
+}
+
+impl<E: Engine> Target for EmbeddedTarget<E> {
+    fn driver(&self) -> &dyn Driver {
+        &self.driver
+    }
+
+    fn record(&self) -> TargetRecord {
+        self.record.clone()
+    }
+
+    fn counters(&self) -> Option<Counters> {
+        None
+    }
+
+    fn counter_checks(&self, _: &Counters, _: &Counters, _: &[u64; OP_KINDS]) -> Vec<CounterCheck> {
+        Vec::new()
+    }
+
+    fn record_count(&self) -> Option<u64> {
+        self.driver.engine.count()
+    }
+
+    fn resources(&self) -> Option<ProcSnapshot> {
+        let mut s = bakeoff_servers::proc_snapshot(std::process::id())?;
+        s.disk_bytes = bakeoff_servers::dir_size(self.dir.path());
+        Some(s)
+    }
+}

@@ -1,0 +1,578 @@
+//! Tokyo Cabinet through its C library (Debian's libtokyocabinet9), loaded
+//! at run time: `tokyo-hash` (TCH, `tchdbput`/`tchdbget3`/`tchdbout`) and
+//! `tokyo-btree` (TCB, `tcbdbput`/`tcbdbget`/`tcbdbout`). Handles are opened
+//! with `setmutex`, so one handle serves every worker thread.
+
+use std::collections::BTreeMap;
+use std::ffi::{c_char, c_int, c_void, CStr, CString};
+use std::sync::Arc;
+
+use bakeoff_core::embedded::EngineSession;
+use bakeoff_core::plan::{Plan, TargetSpec};
+use bakeoff_core::runner::Target;
+use bakeoff_core::workload::OpKind;
+
+use super::{DataDir, EmbeddedTarget, Engine};
+use crate::dl::{self, Lib};
+use crate::settings::Settings;
+
+const PACKAGE: &str = "libtokyocabinet9";
+const LIB_NAMES: &[&str] = &["libtokyocabinet.so.9", "libtokyocabinet.so"];
+const LIB_ENV: &str = "BAKEOFF_TOKYOCABINET_LIB";
+
+/// `omode` bits shared by tchdbopen and tcbdbopen.
+const OWRITER: c_int = 1 << 1;
+const OCREAT: c_int = 1 << 2;
+const OTRUNC: c_int = 1 << 3;
+const OTSYNC: c_int = 1 << 6;
+/// `opts` bits shared by tchdbtune and tcbdbtune.
+const TLARGE: u8 = 1 << 0;
+const TDEFLATE: u8 = 1 << 1;
+const TBZIP: u8 = 1 << 2;
+const TTCBS: u8 = 1 << 3;
+
+type Db = *mut c_void;
+
+/// The functions bakeoff calls, looked up once.
+#[allow(clippy::type_complexity)]
+struct Api {
+    _lib: Lib,
+    version: String,
+    errmsg: unsafe extern "C" fn(c_int) -> *const c_char,
+    free: unsafe extern "C" fn(*mut c_void),
+    hdb_new: unsafe extern "C" fn() -> Db,
+    hdb_setmutex: unsafe extern "C" fn(Db) -> bool,
+    hdb_tune: unsafe extern "C" fn(Db, i64, i8, i8, u8) -> bool,
+    hdb_setcache: unsafe extern "C" fn(Db, i32) -> bool,
+    hdb_setxmsiz: unsafe extern "C" fn(Db, i64) -> bool,
+    hdb_open: unsafe extern "C" fn(Db, *const c_char, c_int) -> bool,
+    hdb_put: unsafe extern "C" fn(Db, *const c_void, c_int, *const c_void, c_int) -> bool,
+    hdb_get3: unsafe extern "C" fn(Db, *const c_void, c_int, *mut c_void, c_int) -> c_int,
+    hdb_out: unsafe extern "C" fn(Db, *const c_void, c_int) -> bool,
+    hdb_rnum: unsafe extern "C" fn(Db) -> u64,
+    hdb_ecode: unsafe extern "C" fn(Db) -> c_int,
+    hdb_close: unsafe extern "C" fn(Db) -> bool,
+    hdb_del: unsafe extern "C" fn(Db),
+    bdb_new: unsafe extern "C" fn() -> Db,
+    bdb_setmutex: unsafe extern "C" fn(Db) -> bool,
+    bdb_tune: unsafe extern "C" fn(Db, i32, i32, i64, i8, i8, u8) -> bool,
+    bdb_setcache: unsafe extern "C" fn(Db, i32, i32) -> bool,
+    bdb_setxmsiz: unsafe extern "C" fn(Db, i64) -> bool,
+    bdb_open: unsafe extern "C" fn(Db, *const c_char, c_int) -> bool,
+    bdb_put: unsafe extern "C" fn(Db, *const c_void, c_int, *const c_void, c_int) -> bool,
+    bdb_get: unsafe extern "C" fn(Db, *const c_void, c_int, *mut c_int) -> *mut c_void,
+    bdb_out: unsafe extern "C" fn(Db, *const c_void, c_int) -> bool,
+    bdb_rnum: unsafe extern "C" fn(Db) -> u64,
+    bdb_ecode: unsafe extern "C" fn(Db) -> c_int,
+    bdb_close: unsafe extern "C" fn(Db) -> bool,
+    bdb_del: unsafe extern "C" fn(Db),
+}
+
+/// `TCENOREC`: no record found.
+const ENOREC: c_int = 22;
+
+impl Api {
+    fn load() -> Result<Self, String> {
+        let lib = dl::open(LIB_NAMES, LIB_ENV, PACKAGE)?;
+        // SAFETY: the signatures below are those of tchdb.h, tcbdb.h and
+        // tcutil.h of Tokyo Cabinet 1.4; `tcversion` is a `const char *`.
+        unsafe {
+            let version_ptr: *const *const c_char = dl::sym(&lib, "tcversion")?;
+            let version = CStr::from_ptr(*version_ptr).to_string_lossy().into_owned();
+            Ok(Api {
+                version,
+                errmsg: dl::sym(&lib, "tchdberrmsg")?,
+                free: dl::sym(&lib, "tcfree")?,
+                hdb_new: dl::sym(&lib, "tchdbnew")?,
+                hdb_setmutex: dl::sym(&lib, "tchdbsetmutex")?,
+                hdb_tune: dl::sym(&lib, "tchdbtune")?,
+                hdb_setcache: dl::sym(&lib, "tchdbsetcache")?,
+                hdb_setxmsiz: dl::sym(&lib, "tchdbsetxmsiz")?,
+                hdb_open: dl::sym(&lib, "tchdbopen")?,
+                hdb_put: dl::sym(&lib, "tchdbput")?,
+                hdb_get3: dl::sym(&lib, "tchdbget3")?,
+                hdb_out: dl::sym(&lib, "tchdbout")?,
+                hdb_rnum: dl::sym(&lib, "tchdbrnum")?,
+                hdb_ecode: dl::sym(&lib, "tchdbecode")?,
+                hdb_close: dl::sym(&lib, "tchdbclose")?,
+                hdb_del: dl::sym(&lib, "tchdbdel")?,
+                bdb_new: dl::sym(&lib, "tcbdbnew")?,
+                bdb_setmutex: dl::sym(&lib, "tcbdbsetmutex")?,
+                bdb_tune: dl::sym(&lib, "tcbdbtune")?,
+                bdb_setcache: dl::sym(&lib, "tcbdbsetcache")?,
+                bdb_setxmsiz: dl::sym(&lib, "tcbdbsetxmsiz")?,
+                bdb_open: dl::sym(&lib, "tcbdbopen")?,
+                bdb_put: dl::sym(&lib, "tcbdbput")?,
+                bdb_get: dl::sym(&lib, "tcbdbget")?,
+                bdb_out: dl::sym(&lib, "tcbdbout")?,
+                bdb_rnum: dl::sym(&lib, "tcbdbrnum")?,
+                bdb_ecode: dl::sym(&lib, "tcbdbecode")?,
+                bdb_close: dl::sym(&lib, "tcbdbclose")?,
+                bdb_del: dl::sym(&lib, "tcbdbdel")?,
+                _lib: lib,
+            })
+        }
+    }
+
+    fn message(&self, code: c_int) -> String {
+        // SAFETY: tchdberrmsg returns a static string for any code.
+        unsafe {
+            CStr::from_ptr((self.errmsg)(code))
+                .to_string_lossy()
+                .into_owned()
+        }
+    }
+}
+
+/// Which Tokyo Cabinet database.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Hash,
+    BTree,
+}
+
+/// Settings of `[servers.tokyo-hash]` / `[servers.tokyo-btree]`.
+struct TokyoSettings {
+    dir: Option<String>,
+    bnum: i64,
+    apow: i8,
+    fpow: i8,
+    opts: Vec<String>,
+    rcnum: i32,
+    lmemb: i32,
+    nmemb: i32,
+    lcnum: i32,
+    ncnum: i32,
+    xmsiz: i64,
+    sync: bool,
+}
+
+fn known(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Hash => "dir, bnum, apow, fpow, opts (large, deflate, bzip, tcbs), rcnum, xmsiz, sync",
+        Kind::BTree => "dir, bnum, apow, fpow, opts (large, deflate, bzip, tcbs), lmemb, nmemb, lcnum, ncnum, xmsiz, sync",
+    }
+}
+
+impl TokyoSettings {
+    fn parse(kind: Kind, table: Option<&toml::Table>) -> Result<Self, String> {
+        let mut s = Settings::new(table);
+        let int = |s: &mut Settings, k: &'static str, d: i64| -> Result<i64, String> {
+            match s.text(k)? {
+                None => Ok(d),
+                Some(t) => t
+                    .parse::<i64>()
+                    .map_err(|_| format!("`{k}` must be a whole number, not `{t}`")),
+            }
+        };
+        // Defaults are Tokyo Cabinet's own (tchdbtune / tcbdbtune with -1).
+        let out = TokyoSettings {
+            dir: s.text("dir")?,
+            bnum: int(&mut s, "bnum", -1)?,
+            apow: int(&mut s, "apow", -1)? as i8,
+            fpow: int(&mut s, "fpow", -1)? as i8,
+            opts: match s.text("opts")? {
+                None => Vec::new(),
+                Some(t) => t
+                    .split(',')
+                    .map(|o| o.trim().to_string())
+                    .filter(|o| !o.is_empty())
+                    .collect(),
+            },
+            rcnum: if kind == Kind::Hash {
+                int(&mut s, "rcnum", 0)? as i32
+            } else {
+                0
+            },
+            lmemb: if kind == Kind::BTree {
+                int(&mut s, "lmemb", -1)? as i32
+            } else {
+                -1
+            },
+            nmemb: if kind == Kind::BTree {
+                int(&mut s, "nmemb", -1)? as i32
+            } else {
+                -1
+            },
+            lcnum: if kind == Kind::BTree {
+                int(&mut s, "lcnum", 0)? as i32
+            } else {
+                0
+            },
+            ncnum: if kind == Kind::BTree {
+                int(&mut s, "ncnum", 0)? as i32
+            } else {
+                0
+            },
+            xmsiz: match s.bytes("xmsiz")? {
+                Some(b) => b as i64,
+                None => -1,
+            },
+            sync: match s.text("sync")?.as_deref() {
+                None | Some("false") => false,
+                Some("true") => true,
+                Some(other) => return Err(format!("`sync` must be true or false, not `{other}`")),
+            },
+        };
+        for o in &out.opts {
+            if !["large", "deflate", "bzip", "tcbs"].contains(&o.as_str()) {
+                return Err(format!(
+                    "`opts`: unknown option `{o}`; use large, deflate, bzip or tcbs"
+                ));
+            }
+        }
+        s.finish(known(kind))?;
+        Ok(out)
+    }
+
+    fn opt_bits(&self) -> u8 {
+        self.opts.iter().fold(0, |b, o| {
+            b | match o.as_str() {
+                "large" => TLARGE,
+                "deflate" => TDEFLATE,
+                "bzip" => TBZIP,
+                _ => TTCBS,
+            }
+        })
+    }
+
+    fn record(&self, kind: Kind) -> BTreeMap<String, String> {
+        let mut m = BTreeMap::new();
+        let d = |v: i64| {
+            if v < 0 {
+                "default".to_string()
+            } else {
+                v.to_string()
+            }
+        };
+        m.insert("bnum".into(), d(self.bnum));
+        m.insert("apow".into(), d(self.apow as i64));
+        m.insert("fpow".into(), d(self.fpow as i64));
+        m.insert(
+            "opts".into(),
+            if self.opts.is_empty() {
+                "none".into()
+            } else {
+                self.opts.join(",")
+            },
+        );
+        m.insert("xmsiz".into(), d(self.xmsiz));
+        m.insert("sync".into(), self.sync.to_string());
+        if kind == Kind::Hash {
+            m.insert("rcnum".into(), self.rcnum.to_string());
+        } else {
+            m.insert("lmemb".into(), d(self.lmemb as i64));
+            m.insert("nmemb".into(), d(self.nmemb as i64));
+            m.insert("lcnum".into(), self.lcnum.to_string());
+            m.insert("ncnum".into(), self.ncnum.to_string());
+        }
+        m
+    }
+}
+
+/// An open Tokyo Cabinet database.
+pub struct TokyoDb {
+    api: Arc<Api>,
+    db: Db,
+    kind: Kind,
+}
+
+// SAFETY: the handle was opened after `setmutex`, which makes Tokyo Cabinet
+// lock internally; every call may come from any thread.
+unsafe impl Send for TokyoDb {}
+// SAFETY: as above.
+unsafe impl Sync for TokyoDb {}
+
+impl Drop for TokyoDb {
+    fn drop(&mut self) {
+        // SAFETY: closing and freeing the handle we opened, once.
+        unsafe {
+            match self.kind {
+                Kind::Hash => {
+                    (self.api.hdb_close)(self.db);
+                    (self.api.hdb_del)(self.db);
+                }
+                Kind::BTree => {
+                    (self.api.bdb_close)(self.db);
+                    (self.api.bdb_del)(self.db);
+                }
+            }
+        }
+    }
+}
+
+impl TokyoDb {
+    fn error(&self) -> String {
+        // SAFETY: reading the last error code of our handle.
+        let code = unsafe {
+            match self.kind {
+                Kind::Hash => (self.api.hdb_ecode)(self.db),
+                Kind::BTree => (self.api.bdb_ecode)(self.db),
+            }
+        };
+        self.api.message(code)
+    }
+
+    fn last_code(&self) -> c_int {
+        // SAFETY: as above.
+        unsafe {
+            match self.kind {
+                Kind::Hash => (self.api.hdb_ecode)(self.db),
+                Kind::BTree => (self.api.bdb_ecode)(self.db),
+            }
+        }
+    }
+}
+
+/// A worker's session: the shared handle.
+pub struct TokyoSession {
+    db: Arc<TokyoDb>,
+}
+
+impl EngineSession for TokyoSession {
+    fn get(&mut self, key: &[u8], out: &mut Vec<u8>) -> Result<bool, String> {
+        let d = &self.db;
+        out.clear();
+        // SAFETY: key and out are valid for the lengths passed; tchdbget3
+        // writes at most `capacity` bytes; tcbdbget returns a malloc'ed
+        // copy that we free with tcfree.
+        unsafe {
+            match d.kind {
+                Kind::Hash => {
+                    let cap = out.capacity().max(1 << 16);
+                    out.reserve(cap);
+                    let n = (d.api.hdb_get3)(
+                        d.db,
+                        key.as_ptr().cast(),
+                        key.len() as c_int,
+                        out.as_mut_ptr().cast(),
+                        cap as c_int,
+                    );
+                    if n < 0 {
+                        return if d.last_code() == ENOREC {
+                            Ok(false)
+                        } else {
+                            Err(d.error())
+                        };
+                    }
+                    out.set_len((n as usize).min(cap));
+                }
+                Kind::BTree => {
+                    let mut n: c_int = 0;
+                    let p = (d.api.bdb_get)(d.db, key.as_ptr().cast(), key.len() as c_int, &mut n);
+                    if p.is_null() {
+                        return if d.last_code() == ENOREC {
+                            Ok(false)
+                        } else {
+                            Err(d.error())
+                        };
+                    }
+                    out.extend_from_slice(std::slice::from_raw_parts(p as *const u8, n as usize));
+                    (d.api.free)(p);
+                }
+            }
+        }
+        Ok(true)
+    }
+
+    fn put(&mut self, key: &[u8], value: &[u8]) -> Result<(), String> {
+        let d = &self.db;
+        let f = match d.kind {
+            Kind::Hash => d.api.hdb_put,
+            Kind::BTree => d.api.bdb_put,
+        };
+        // SAFETY: key and value are valid for the lengths passed.
+        let ok = unsafe {
+            f(
+                d.db,
+                key.as_ptr().cast(),
+                key.len() as c_int,
+                value.as_ptr().cast(),
+                value.len() as c_int,
+            )
+        };
+        if ok {
+            Ok(())
+        } else {
+            Err(d.error())
+        }
+    }
+
+    fn delete(&mut self, key: &[u8]) -> Result<bool, String> {
+        let d = &self.db;
+        let f = match d.kind {
+            Kind::Hash => d.api.hdb_out,
+            Kind::BTree => d.api.bdb_out,
+        };
+        // SAFETY: key is valid for the length passed.
+        if unsafe { f(d.db, key.as_ptr().cast(), key.len() as c_int) } {
+            Ok(true)
+        } else if d.last_code() == ENOREC {
+            Ok(false)
+        } else {
+            Err(d.error())
+        }
+    }
+}
+
+/// The engine handed to the shared embedded target.
+pub struct TokyoEngine {
+    db: Arc<TokyoDb>,
+}
+
+impl Engine for TokyoEngine {
+    type Session = TokyoSession;
+
+    fn session(&self) -> Result<TokyoSession, String> {
+        Ok(TokyoSession {
+            db: self.db.clone(),
+        })
+    }
+
+    fn count(&self) -> Option<u64> {
+        let d = &self.db;
+        // SAFETY: reading the record count of our handle.
+        Some(unsafe {
+            match d.kind {
+                Kind::Hash => (d.api.hdb_rnum)(d.db),
+                Kind::BTree => (d.api.bdb_rnum)(d.db),
+            }
+        })
+    }
+
+    fn describe(&self, kind: OpKind) -> String {
+        let p = if self.db.kind == Kind::Hash {
+            "tchdb"
+        } else {
+            "tcbdb"
+        };
+        match kind {
+            OpKind::Get => format!(
+                "{p}get{} <key>",
+                if self.db.kind == Kind::Hash { "3" } else { "" }
+            ),
+            OpKind::Set => format!("{p}put <key> <value>"),
+            OpKind::Update => format!("{p}put <key> <value> (overwrites an existing key)"),
+            OpKind::Delete => format!("{p}out <key>"),
+        }
+    }
+}
+
+fn kind_of(spec: &TargetSpec) -> Kind {
+    if spec.name == "tokyo-btree" {
+        Kind::BTree
+    } else {
+        Kind::Hash
+    }
+}
+
+/// Checks `[servers.tokyo-hash]` / `[servers.tokyo-btree]`.
+pub fn check_hash(t: Option<&toml::Table>) -> Result<(), String> {
+    TokyoSettings::parse(Kind::Hash, t).map(|_| ())
+}
+
+/// Checks `[servers.tokyo-btree]`.
+pub fn check_btree(t: Option<&toml::Table>) -> Result<(), String> {
+    TokyoSettings::parse(Kind::BTree, t).map(|_| ())
+}
+
+/// Whether the library can be loaded here.
+pub fn available() -> Result<(), String> {
+    Api::load().map(|_| ())
+}
+
+/// Checks that the library loads.
+pub fn probe(spec: &TargetSpec, plan: &Plan) -> Result<(), String> {
+    TokyoSettings::parse(kind_of(spec), plan.servers.get(&spec.name))?;
+    Api::load().map(|_| ())
+}
+
+/// Opens a fresh database in the target's directory.
+pub fn open(spec: &TargetSpec, plan: &Plan) -> Result<Box<dyn Target>, String> {
+    let kind = kind_of(spec);
+    let settings = TokyoSettings::parse(kind, plan.servers.get(&spec.name))?;
+    let api = Arc::new(Api::load()?);
+    let dir = DataDir::new(settings.dir.clone(), &spec.name)?;
+    let file = dir.path().join(if kind == Kind::Hash {
+        "bakeoff.tch"
+    } else {
+        "bakeoff.tcb"
+    });
+    let path = CString::new(file.display().to_string())
+        .map_err(|_| "directory path contains a NUL byte".to_string())?;
+    // A run that loads starts from an empty database; one that does not
+    // (`--no-load`) measures what the directory already holds.
+    let mut mode = OWRITER | OCREAT;
+    if plan.workload.load {
+        mode |= OTRUNC;
+    }
+    if settings.sync {
+        mode |= OTSYNC;
+    }
+    // SAFETY: calls on a handle we create here, in the order the Tokyo
+    // Cabinet manual prescribes (mutex and tuning before open).
+    let db = unsafe {
+        match kind {
+            Kind::Hash => {
+                let h = (api.hdb_new)();
+                (api.hdb_setmutex)(h);
+                (api.hdb_tune)(
+                    h,
+                    settings.bnum,
+                    settings.apow,
+                    settings.fpow,
+                    settings.opt_bits(),
+                );
+                (api.hdb_setcache)(h, settings.rcnum);
+                (api.hdb_setxmsiz)(h, settings.xmsiz);
+                h
+            }
+            Kind::BTree => {
+                let h = (api.bdb_new)();
+                (api.bdb_setmutex)(h);
+                (api.bdb_tune)(
+                    h,
+                    settings.lmemb,
+                    settings.nmemb,
+                    settings.bnum,
+                    settings.apow,
+                    settings.fpow,
+                    settings.opt_bits(),
+                );
+                (api.bdb_setcache)(h, settings.lcnum, settings.ncnum);
+                (api.bdb_setxmsiz)(h, settings.xmsiz);
+                h
+            }
+        }
+    };
+    let handle = TokyoDb {
+        api: api.clone(),
+        db,
+        kind,
+    };
+    // SAFETY: opening our handle on a path we own.
+    let opened = unsafe {
+        match kind {
+            Kind::Hash => (api.hdb_open)(db, path.as_ptr(), mode),
+            Kind::BTree => (api.bdb_open)(db, path.as_ptr(), mode),
+        }
+    };
+    if !opened {
+        return Err(format!(
+            "cannot open {}: {}",
+            file.display(),
+            handle.error()
+        ));
+    }
+    let version = format!("Tokyo Cabinet {} ({})", api.version, api._lib.name);
+    let engine = TokyoEngine {
+        db: Arc::new(handle),
+    };
+    Ok(Box::new(EmbeddedTarget::new(
+        &spec.name,
+        engine,
+        dir,
+        version,
+        settings.record(kind),
+    )))
+}
