@@ -11,11 +11,11 @@ fn tokyo_installed() -> bool {
 }
 
 #[test]
-fn tokyo_load_leaves_exactly_the_records_and_reads_verify() {
+fn every_engine_holds_exactly_the_loaded_records_and_reads_verify() {
     if !tokyo_installed() {
         return;
     }
-    for target in ["tokyo-hash", "tokyo-btree"] {
+    for target in ["tokyo-hash", "tokyo-btree", "lmdb", "sqlite"] {
         let dir = tmp();
         let out = dir.path().join("tc.json");
         let o = bakeoff(&[
@@ -71,13 +71,14 @@ fn tokyo_load_leaves_exactly_the_records_and_reads_verify() {
             "{target}: data directory sampled"
         );
         let t = &r["targets"][0];
-        assert!(
-            t["version"]
-                .as_str()
-                .unwrap()
-                .starts_with("Tokyo Cabinet 1."),
-            "{t}"
-        );
+        let version = t["version"].as_str().unwrap();
+        let expected = match target {
+            "lmdb" => "LMDB 0.9",
+            "sqlite" => "SQLite 3.",
+            _ => "Tokyo Cabinet 1.",
+        };
+        assert!(version.starts_with(expected), "{target}: {version}");
+        assert!(t["settings"]["dir"].as_str().is_some(), "{t}");
         let ratio = run["checks"]["littles_law_ratio"].as_f64().unwrap();
         assert!(
             (ratio - 1.0).abs() < 0.1,
@@ -250,5 +251,83 @@ fn a_missing_library_is_named_with_its_package() {
     assert!(
         stderr.contains("tokyo-btree") && stderr.contains("apt-get install libtokyocabinet9"),
         "{stderr}"
+    );
+}
+
+#[test]
+fn sqlite_values_changed_behind_bakeoffs_back_fail_verification() {
+    let dir = tmp();
+    let data = dir.path().join("data");
+    let d = format!("sqlite.dir={}", data.display());
+    let out = dir.path().join("load.json");
+    let o = bakeoff(&[
+        "run",
+        "-t",
+        "sqlite",
+        "--set",
+        &d,
+        "--records",
+        "200",
+        "--ops",
+        "1",
+        "--warmup",
+        "0",
+        "--clients",
+        "1",
+        "--quiet",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let db = data.join("bakeoff.sqlite");
+    let st = std::process::Command::new("python3")
+        .args(["-c", "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute(\"UPDATE kv SET v = x'00112233' WHERE k < 'bk:000000000100'\"); c.commit(); print(c.total_changes)", db.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&st.stdout).trim(),
+        "100",
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+    let out = dir.path().join("read.json");
+    let o = bakeoff(&[
+        "run",
+        "-t",
+        "sqlite",
+        "--set",
+        &d,
+        "--records",
+        "200",
+        "--no-load",
+        "--mix",
+        "100:0",
+        "--ops",
+        "2000",
+        "--warmup",
+        "0",
+        "--clients",
+        "1",
+        "--quiet",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let m = &read_json(&out)["runs"][0]["measure"];
+    let failures = m["errors"]["verification"].as_u64().unwrap();
+    assert_eq!(failures + m["completed"].as_u64().unwrap(), 2000);
+    assert!(
+        failures > 800 && failures < 1200,
+        "{failures} of 2000 reads failed verification"
     );
 }

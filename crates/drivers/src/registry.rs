@@ -132,6 +132,36 @@ pub fn entries() -> Vec<Entry> {
         probe: crate::embedded::tokyo::probe,
         open: crate::embedded::tokyo::open,
     });
+    v.push(Entry {
+        name: "lmdb",
+        scheme: "",
+        about: "LMDB, in-process (one transaction per operation)",
+        program: "",
+        package: "liblmdb0",
+        available: crate::embedded::lmdb::available,
+        ops: KV,
+        pipelining: false,
+        managed: true,
+        default: true,
+        check: crate::embedded::lmdb::check,
+        probe: crate::embedded::lmdb::probe,
+        open: crate::embedded::lmdb::open,
+    });
+    v.push(Entry {
+        name: "sqlite",
+        scheme: "",
+        about: "SQLite, in-process (table kv, prepared statements)",
+        program: "",
+        package: "libsqlite3-0",
+        available: crate::embedded::sqlite::available,
+        ops: KV,
+        pipelining: false,
+        managed: true,
+        default: true,
+        check: crate::embedded::sqlite::check,
+        probe: crate::embedded::sqlite::probe,
+        open: crate::embedded::sqlite::open,
+    });
     v
 }
 

@@ -7,6 +7,8 @@
 //! preset names with `dir`), and samples the bakeoff process's own CPU, RSS
 //! and disk I/O plus the directory's size each second.
 
+pub mod lmdb;
+pub mod sqlite;
 pub mod tokyo;
 
 use std::collections::BTreeMap;

@@ -1,0 +1,395 @@
+//! SQLite through its C library (Debian's libsqlite3-0), loaded at run
+//! time: table `kv(k TEXT PRIMARY KEY, v BLOB)`, one connection per worker
+//! thread, prepared statements.
+
+use std::collections::BTreeMap;
+use std::ffi::{c_char, c_int, c_void, CStr, CString};
+use std::path::PathBuf;
+use std::ptr;
+use std::sync::Arc;
+
+use bakeoff_core::embedded::EngineSession;
+use bakeoff_core::plan::{Plan, TargetSpec};
+use bakeoff_core::runner::Target;
+use bakeoff_core::workload::OpKind;
+
+use super::{DataDir, EmbeddedTarget, Engine};
+use crate::dl::{self, Lib};
+use crate::settings::Settings;
+
+const PACKAGE: &str = "libsqlite3-0";
+const LIB_NAMES: &[&str] = &["libsqlite3.so.0", "libsqlite3.so"];
+const LIB_ENV: &str = "BAKEOFF_SQLITE_LIB";
+
+const OK: c_int = 0;
+const ROW: c_int = 100;
+const DONE: c_int = 101;
+const OPEN_READWRITE: c_int = 0x2;
+const OPEN_CREATE: c_int = 0x4;
+const OPEN_NOMUTEX: c_int = 0x8000;
+
+type Db = *mut c_void;
+type Stmt = *mut c_void;
+
+struct Api {
+    _lib: Lib,
+    open_v2: unsafe extern "C" fn(*const c_char, *mut Db, c_int, *const c_char) -> c_int,
+    close_v2: unsafe extern "C" fn(Db) -> c_int,
+    exec: unsafe extern "C" fn(
+        Db,
+        *const c_char,
+        *const c_void,
+        *mut c_void,
+        *mut *mut c_char,
+    ) -> c_int,
+    free: unsafe extern "C" fn(*mut c_void),
+    errmsg: unsafe extern "C" fn(Db) -> *const c_char,
+    busy_timeout: unsafe extern "C" fn(Db, c_int) -> c_int,
+    prepare_v2:
+        unsafe extern "C" fn(Db, *const c_char, c_int, *mut Stmt, *mut *const c_char) -> c_int,
+    bind_text: unsafe extern "C" fn(Stmt, c_int, *const c_char, c_int, isize) -> c_int,
+    bind_blob: unsafe extern "C" fn(Stmt, c_int, *const c_void, c_int, isize) -> c_int,
+    step: unsafe extern "C" fn(Stmt) -> c_int,
+    reset: unsafe extern "C" fn(Stmt) -> c_int,
+    finalize: unsafe extern "C" fn(Stmt) -> c_int,
+    column_blob: unsafe extern "C" fn(Stmt, c_int) -> *const c_void,
+    column_bytes: unsafe extern "C" fn(Stmt, c_int) -> c_int,
+    column_int64: unsafe extern "C" fn(Stmt, c_int) -> i64,
+    changes: unsafe extern "C" fn(Db) -> c_int,
+    version: String,
+}
+
+impl Api {
+    fn load() -> Result<Self, String> {
+        let lib = dl::open(LIB_NAMES, LIB_ENV, PACKAGE)?;
+        // SAFETY: signatures from sqlite3.h (3.x stable C API).
+        unsafe {
+            let libversion: unsafe extern "C" fn() -> *const c_char =
+                dl::sym(&lib, "sqlite3_libversion")?;
+            Ok(Api {
+                version: CStr::from_ptr(libversion()).to_string_lossy().into_owned(),
+                open_v2: dl::sym(&lib, "sqlite3_open_v2")?,
+                close_v2: dl::sym(&lib, "sqlite3_close_v2")?,
+                exec: dl::sym(&lib, "sqlite3_exec")?,
+                free: dl::sym(&lib, "sqlite3_free")?,
+                errmsg: dl::sym(&lib, "sqlite3_errmsg")?,
+                busy_timeout: dl::sym(&lib, "sqlite3_busy_timeout")?,
+                prepare_v2: dl::sym(&lib, "sqlite3_prepare_v2")?,
+                bind_text: dl::sym(&lib, "sqlite3_bind_text")?,
+                bind_blob: dl::sym(&lib, "sqlite3_bind_blob")?,
+                step: dl::sym(&lib, "sqlite3_step")?,
+                reset: dl::sym(&lib, "sqlite3_reset")?,
+                finalize: dl::sym(&lib, "sqlite3_finalize")?,
+                column_blob: dl::sym(&lib, "sqlite3_column_blob")?,
+                column_bytes: dl::sym(&lib, "sqlite3_column_bytes")?,
+                column_int64: dl::sym(&lib, "sqlite3_column_int64")?,
+                changes: dl::sym(&lib, "sqlite3_changes")?,
+                _lib: lib,
+            })
+        }
+    }
+}
+
+/// One connection with its prepared statements; used by one thread.
+struct Conn {
+    api: Arc<Api>,
+    db: Db,
+    get: Stmt,
+    put: Stmt,
+    del: Stmt,
+}
+
+impl Conn {
+    fn open(api: &Arc<Api>, path: &CString, pragmas: &str) -> Result<Self, String> {
+        let mut db: Db = ptr::null_mut();
+        // SAFETY: sqlite3 C API calls on a connection we own.
+        unsafe {
+            let rc = (api.open_v2)(
+                path.as_ptr(),
+                &mut db,
+                OPEN_READWRITE | OPEN_CREATE | OPEN_NOMUTEX,
+                ptr::null(),
+            );
+            let mut c = Conn {
+                api: api.clone(),
+                db,
+                get: ptr::null_mut(),
+                put: ptr::null_mut(),
+                del: ptr::null_mut(),
+            };
+            if rc != OK {
+                return Err(format!(
+                    "cannot open {}: {}",
+                    path.to_string_lossy(),
+                    c.error()
+                ));
+            }
+            (api.busy_timeout)(db, 30_000);
+            c.exec(pragmas)?;
+            c.exec("CREATE TABLE IF NOT EXISTS kv (k TEXT PRIMARY KEY, v BLOB NOT NULL)")?;
+            c.get = c.prepare("SELECT v FROM kv WHERE k = ?1")?;
+            c.put = c.prepare("INSERT OR REPLACE INTO kv (k, v) VALUES (?1, ?2)")?;
+            c.del = c.prepare("DELETE FROM kv WHERE k = ?1")?;
+            Ok(c)
+        }
+    }
+
+    fn error(&self) -> String {
+        // SAFETY: sqlite3_errmsg returns a string owned by the connection.
+        unsafe {
+            CStr::from_ptr((self.api.errmsg)(self.db))
+                .to_string_lossy()
+                .into_owned()
+        }
+    }
+
+    fn exec(&self, sql: &str) -> Result<(), String> {
+        let c = CString::new(sql).map_err(|_| "SQL contains a NUL byte".to_string())?;
+        let mut err: *mut c_char = ptr::null_mut();
+        // SAFETY: exec without callback; the error string is freed below.
+        let rc =
+            unsafe { (self.api.exec)(self.db, c.as_ptr(), ptr::null(), ptr::null_mut(), &mut err) };
+        if rc == OK {
+            return Ok(());
+        }
+        // SAFETY: err is either null or a string sqlite allocated.
+        let msg = unsafe {
+            if err.is_null() {
+                self.error()
+            } else {
+                let m = CStr::from_ptr(err).to_string_lossy().into_owned();
+                (self.api.free)(err.cast());
+                m
+            }
+        };
+        Err(format!("{sql}: {msg}"))
+    }
+
+    fn prepare(&self, sql: &str) -> Result<Stmt, String> {
+        let c = CString::new(sql).map_err(|_| "SQL contains a NUL byte".to_string())?;
+        let mut st: Stmt = ptr::null_mut();
+        // SAFETY: preparing on our connection.
+        let rc =
+            unsafe { (self.api.prepare_v2)(self.db, c.as_ptr(), -1, &mut st, ptr::null_mut()) };
+        if rc != OK {
+            return Err(format!("{sql}: {}", self.error()));
+        }
+        Ok(st)
+    }
+
+    /// Runs `st` with key (and value) bound; returns the first step's code.
+    /// The caller reads columns before `finish`.
+    unsafe fn run(&self, st: Stmt, key: &[u8], value: Option<&[u8]>) -> c_int {
+        // SQLITE_STATIC (0): the buffers outlive the step.
+        (self.api.bind_text)(st, 1, key.as_ptr().cast(), key.len() as c_int, 0);
+        if let Some(v) = value {
+            (self.api.bind_blob)(st, 2, v.as_ptr().cast(), v.len() as c_int, 0);
+        }
+        (self.api.step)(st)
+    }
+
+    unsafe fn finish(&self, st: Stmt) {
+        (self.api.reset)(st);
+    }
+}
+
+impl Drop for Conn {
+    fn drop(&mut self) {
+        // SAFETY: finalising our statements and closing our connection once.
+        unsafe {
+            for st in [self.get, self.put, self.del] {
+                if !st.is_null() {
+                    (self.api.finalize)(st);
+                }
+            }
+            (self.api.close_v2)(self.db);
+        }
+    }
+}
+
+/// A worker's session: its own connection.
+pub struct SqliteSession {
+    conn: Conn,
+}
+
+impl EngineSession for SqliteSession {
+    fn get(&mut self, key: &[u8], out: &mut Vec<u8>) -> Result<bool, String> {
+        let c = &self.conn;
+        out.clear();
+        // SAFETY: statement use per the sqlite3 API; the column pointer is
+        // valid until reset, and copied before it.
+        unsafe {
+            let rc = c.run(c.get, key, None);
+            let found = match rc {
+                ROW => {
+                    let p = (c.api.column_blob)(c.get, 0);
+                    let n = (c.api.column_bytes)(c.get, 0) as usize;
+                    if !p.is_null() {
+                        out.extend_from_slice(std::slice::from_raw_parts(p as *const u8, n));
+                    }
+                    Ok(true)
+                }
+                DONE => Ok(false),
+                _ => Err(c.error()),
+            };
+            c.finish(c.get);
+            found
+        }
+    }
+
+    fn put(&mut self, key: &[u8], value: &[u8]) -> Result<(), String> {
+        let c = &self.conn;
+        // SAFETY: as above.
+        unsafe {
+            let rc = c.run(c.put, key, Some(value));
+            let r = if rc == DONE { Ok(()) } else { Err(c.error()) };
+            c.finish(c.put);
+            r
+        }
+    }
+
+    fn delete(&mut self, key: &[u8]) -> Result<bool, String> {
+        let c = &self.conn;
+        // SAFETY: as above.
+        unsafe {
+            let rc = c.run(c.del, key, None);
+            let r = if rc == DONE {
+                Ok((c.api.changes)(c.db) > 0)
+            } else {
+                Err(c.error())
+            };
+            c.finish(c.del);
+            r
+        }
+    }
+}
+
+/// Settings of `[servers.sqlite]`.
+struct SqliteSettings {
+    dir: Option<String>,
+    journal_mode: String,
+    synchronous: String,
+    cache_size: Option<u64>,
+}
+
+impl SqliteSettings {
+    fn parse(table: Option<&toml::Table>) -> Result<Self, String> {
+        let mut s = Settings::new(table);
+        let out = SqliteSettings {
+            dir: s.text("dir")?,
+            journal_mode: s
+                .choice(
+                    "journal_mode",
+                    &["delete", "truncate", "persist", "memory", "wal", "off"],
+                )?
+                .unwrap_or_else(|| "wal".into()),
+            synchronous: s
+                .choice("synchronous", &["off", "normal", "full", "extra"])?
+                .unwrap_or_else(|| "normal".into()),
+            cache_size: s.bytes("cache_size")?,
+        };
+        s.finish("dir, journal_mode (delete, truncate, persist, memory, wal, off), synchronous (off, normal, full, extra), cache_size")?;
+        Ok(out)
+    }
+
+    fn pragmas(&self) -> String {
+        let mut p = format!(
+            "PRAGMA journal_mode = {}; PRAGMA synchronous = {};",
+            self.journal_mode, self.synchronous
+        );
+        if let Some(c) = self.cache_size {
+            p.push_str(&format!(" PRAGMA cache_size = -{};", (c / 1024).max(1)));
+        }
+        p
+    }
+}
+
+/// The engine: where the database is and how connections are set up.
+pub struct SqliteEngine {
+    api: Arc<Api>,
+    path: CString,
+    pragmas: String,
+}
+
+impl Engine for SqliteEngine {
+    type Session = SqliteSession;
+
+    fn session(&self) -> Result<SqliteSession, String> {
+        Ok(SqliteSession {
+            conn: Conn::open(&self.api, &self.path, &self.pragmas)?,
+        })
+    }
+
+    fn count(&self) -> Option<u64> {
+        let c = Conn::open(&self.api, &self.path, &self.pragmas).ok()?;
+        let st = c.prepare("SELECT count(*) FROM kv").ok()?;
+        // SAFETY: one step of a statement on our connection, then finalise.
+        unsafe {
+            let n = if (c.api.step)(st) == ROW {
+                Some((c.api.column_int64)(st, 0) as u64)
+            } else {
+                None
+            };
+            (c.api.finalize)(st);
+            n
+        }
+    }
+
+    fn describe(&self, kind: OpKind) -> String {
+        match kind {
+            OpKind::Get => "SELECT v FROM kv WHERE k = ?1".into(),
+            OpKind::Set | OpKind::Update => {
+                "INSERT OR REPLACE INTO kv (k, v) VALUES (?1, ?2)".into()
+            }
+            OpKind::Delete => "DELETE FROM kv WHERE k = ?1".into(),
+        }
+    }
+}
+
+/// Checks `[servers.sqlite]`.
+pub fn check(t: Option<&toml::Table>) -> Result<(), String> {
+    SqliteSettings::parse(t).map(|_| ())
+}
+
+/// Whether the library loads here.
+pub fn available() -> Result<(), String> {
+    Api::load().map(|_| ())
+}
+
+/// Checks settings and library.
+pub fn probe(spec: &TargetSpec, plan: &Plan) -> Result<(), String> {
+    SqliteSettings::parse(plan.servers.get(&spec.name))?;
+    available()
+}
+
+/// Opens (and, for a run that loads, empties) the database.
+pub fn open(spec: &TargetSpec, plan: &Plan) -> Result<Box<dyn Target>, String> {
+    let settings = SqliteSettings::parse(plan.servers.get(&spec.name))?;
+    let api = Arc::new(Api::load()?);
+    let dir = DataDir::new(settings.dir.clone(), &spec.name)?;
+    let file: PathBuf = dir.path().join("bakeoff.sqlite");
+    let path = CString::new(file.display().to_string())
+        .map_err(|_| "directory path contains a NUL byte".to_string())?;
+    let pragmas = settings.pragmas();
+    {
+        let c = Conn::open(&api, &path, &pragmas)?;
+        if plan.workload.load {
+            c.exec("DELETE FROM kv")?;
+        }
+    }
+    let mut record = BTreeMap::new();
+    record.insert("journal_mode".into(), settings.journal_mode.clone());
+    record.insert("synchronous".into(), settings.synchronous.clone());
+    record.insert(
+        "cache_size".into(),
+        settings
+            .cache_size
+            .map(|c| c.to_string())
+            .unwrap_or_else(|| "default".into()),
+    );
+    let version = format!("SQLite {} ({})", api.version, api._lib.name);
+    let engine = SqliteEngine { api, path, pragmas };
+    Ok(Box::new(EmbeddedTarget::new(
+        &spec.name, engine, dir, version, record,
+    )))
+}
