@@ -14,7 +14,7 @@ for pair in redis-server:redis-server memcached:memcached redis-benchmark:redis-
 done
 # Embedded engines are loaded at run time; their runtime packages suffice.
 libs=$(ldconfig -p 2>/dev/null || true)
-for pair in libtokyocabinet.so.9:libtokyocabinet9 liblmdb.so.0:liblmdb0 libsqlite3.so.0:libsqlite3-0; do
+for pair in libtokyocabinet.so.9:libtokyocabinet9 liblmdb.so.0:liblmdb0 librocksdb.so.7.8:librocksdb7.8 libsqlite3.so.0:libsqlite3-0; do
   file=${pair%%:*} pkg=${pair##*:}
   grep -qF "$file" <<<"$libs" || need_apt+=("$pkg")
 done

@@ -181,6 +181,7 @@ fn default_run_skips_what_it_cannot_start_and_says_why() {
             dir.path().join("libtokyocabinet.so.9"),
         )
         .env("BAKEOFF_LMDB_LIB", dir.path().join("liblmdb.so.0"))
+        .env("BAKEOFF_ROCKSDB_LIB", dir.path().join("librocksdb.so.7.8"))
         .env("BAKEOFF_SQLITE_LIB", dir.path().join("libsqlite3.so.0"))
         .current_dir(dir.path())
         .output()

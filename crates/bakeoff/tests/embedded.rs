@@ -15,7 +15,7 @@ fn every_engine_holds_exactly_the_loaded_records_and_reads_verify() {
     if !tokyo_installed() {
         return;
     }
-    for target in ["tokyo-hash", "tokyo-btree", "lmdb", "sqlite"] {
+    for target in ["tokyo-hash", "tokyo-btree", "lmdb", "rocksdb", "sqlite"] {
         let dir = tmp();
         let out = dir.path().join("tc.json");
         let o = bakeoff(&[
@@ -74,6 +74,7 @@ fn every_engine_holds_exactly_the_loaded_records_and_reads_verify() {
         let version = t["version"].as_str().unwrap();
         let expected = match target {
             "lmdb" => "LMDB 0.9",
+            "rocksdb" => "RocksDB",
             "sqlite" => "SQLite 3.",
             _ => "Tokyo Cabinet 1.",
         };

@@ -148,6 +148,21 @@ pub fn entries() -> Vec<Entry> {
         open: crate::embedded::lmdb::open,
     });
     v.push(Entry {
+        name: "rocksdb",
+        scheme: "",
+        about: "RocksDB, in-process (C API)",
+        program: "",
+        package: "librocksdb7.8",
+        available: crate::embedded::rocksdb::available,
+        ops: KV,
+        pipelining: false,
+        managed: true,
+        default: true,
+        check: crate::embedded::rocksdb::check,
+        probe: crate::embedded::rocksdb::probe,
+        open: crate::embedded::rocksdb::open,
+    });
+    v.push(Entry {
         name: "sqlite",
         scheme: "",
         about: "SQLite, in-process (table kv, prepared statements)",

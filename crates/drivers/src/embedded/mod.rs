@@ -8,6 +8,7 @@
 //! and disk I/O plus the directory's size each second.
 
 pub mod lmdb;
+pub mod rocksdb;
 pub mod sqlite;
 pub mod tokyo;
 
