@@ -133,12 +133,14 @@ pub fn overrides(args: &RunArgs) -> Result<Overrides, AppError> {
             timeout: s(&args.timeout),
             load: args.no_load.then_some(false),
             io: s(&args.io),
+            memory_cap: s(&args.memory_cap),
         },
         sweep: RawSweep {
             clients: list(&args.sweep_clients),
             value_size: list(&args.sweep_value_size),
             mix: list(&args.sweep_mix),
             records: list(&args.sweep_records),
+            memory_cap: list(&args.sweep_memory_cap),
         },
         server_settings,
     })

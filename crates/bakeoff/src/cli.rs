@@ -131,6 +131,13 @@ pub struct RunArgs {
     #[arg(long, value_name = "BACKEND")]
     pub io: Option<String>,
 
+    /// Cap the target's memory (RSS and page cache together), e.g. `256mb`:
+    /// a managed server, or bakeoff itself for an in-process engine, runs in
+    /// a cgroup with this limit (cgroup v1 memory.limit_in_bytes or v2
+    /// memory.max; needs root). For data sets larger than memory.
+    #[arg(long, value_name = "BYTES")]
+    pub memory_cap: Option<String>,
+
     /// Skip the load phase (measure against whatever the target holds).
     #[arg(long)]
     pub no_load: bool,
@@ -158,6 +165,10 @@ pub struct RunArgs {
     /// Sweep over record counts, e.g. `100k,1m`.
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     pub sweep_records: Vec<String>,
+
+    /// Sweep over memory caps, e.g. `256mb,none` (see --memory-cap).
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub sweep_memory_cap: Vec<String>,
 
     /// A managed server setting, `TARGET.KEY=VALUE`, e.g. `redis.persistence=aof-everysec`
     /// or `memcached.memory=64mb` (see `bakeoff list`). Repeatable.

@@ -332,3 +332,97 @@ fn sqlite_values_changed_behind_bakeoffs_back_fail_verification() {
         "{failures} of 2000 reads failed verification"
     );
 }
+
+#[test]
+fn a_memory_cap_bounds_rss_and_page_cache_of_a_fill_past_it() {
+    if !tokyo_installed() {
+        return;
+    }
+    let dir = tmp();
+    let out = dir.path().join("cap.json");
+    let o = bakeoff(&[
+        "run",
+        "-t",
+        "tokyo-hash",
+        "--memory-cap",
+        "64mb",
+        "--records",
+        "20000",
+        "--value-size",
+        "10k",
+        "--mix",
+        "100:0",
+        "--duration",
+        "2s",
+        "--warmup",
+        "0",
+        "--clients",
+        "1",
+        "--quiet",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let r = read_json(&out);
+    let run = &r["runs"][0];
+    let cap = 64u64 << 20;
+    let samples = run["resources"].as_array().unwrap();
+    assert!(samples.len() >= 2);
+    let disk = samples
+        .iter()
+        .map(|s| s["disk_bytes"].as_u64().unwrap())
+        .max()
+        .unwrap();
+    assert!(
+        disk > 2 * cap,
+        "the data set ({disk} B) is larger than the cap"
+    );
+    for s in samples {
+        let charged = s["cgroup_memory_bytes"]
+            .as_u64()
+            .expect("capped runs sample the cgroup");
+        assert!(charged <= cap, "{charged} B charged under a {cap} B cap");
+    }
+    let cache = samples
+        .iter()
+        .map(|s| s["cgroup_cache_bytes"].as_u64().unwrap())
+        .max()
+        .unwrap();
+    assert!(
+        cache > cap / 4 && cache <= cap,
+        "page cache {cache} B is used, and bounded by the cap"
+    );
+    assert!(run["measure"]["errors"].as_object().unwrap().is_empty());
+    assert_eq!(r["targets"][0]["settings"]["memory_cap"], cap.to_string());
+    // The group is gone after the run.
+    let cg = std::fs::read_to_string("/proc/self/cgroup").unwrap();
+    let rel = cg
+        .lines()
+        .find_map(|l| l.split(":memory:").nth(1))
+        .unwrap_or("");
+    let parent = std::path::Path::new("/sys/fs/cgroup/memory").join(rel.trim_start_matches('/'));
+    if let Ok(entries) = std::fs::read_dir(&parent) {
+        let left: Vec<_> = entries
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with("bakeoff-"))
+            .map(|e| e.file_name())
+            .collect();
+        assert!(left.is_empty(), "cgroups left behind: {left:?}");
+    }
+    let bad = bakeoff(&[
+        "run",
+        "-t",
+        "tokyo-hash",
+        "--memory-cap",
+        "1mb",
+        "--duration",
+        "1s",
+    ]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("--memory-cap"));
+}

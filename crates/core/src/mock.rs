@@ -174,7 +174,12 @@ impl TargetOpener for MockOpener {
     fn probe(&self, _: &TargetSpec, _: &Plan) -> Result<(), String> {
         Ok(())
     }
-    fn open(&self, _: &TargetSpec, _: &Plan) -> Result<Box<dyn Target>, String> {
+    fn open(
+        &self,
+        _: &TargetSpec,
+        _: &Plan,
+        _: &crate::plan::Workload,
+    ) -> Result<Box<dyn Target>, String> {
         Ok(Box::new(MockTarget {
             driver: self.driver.clone(),
         }))

@@ -72,6 +72,8 @@ pub struct RawWorkload {
     pub load: Option<bool>,
     /// auto, epoll or io_uring.
     pub io: Option<Scalar>,
+    /// Memory cap on the target (RSS + page cache), e.g. `256mb`.
+    pub memory_cap: Option<Scalar>,
 }
 
 /// The `[sweep]` table of a preset: axes, each a list of values.
@@ -86,6 +88,8 @@ pub struct RawSweep {
     pub mix: Option<Vec<Scalar>>,
     /// Record counts.
     pub records: Option<Vec<Scalar>>,
+    /// Memory caps (`"256mb"`, or `"none"` for no cap).
+    pub memory_cap: Option<Vec<Scalar>>,
 }
 
 /// A preset file as written.
@@ -349,6 +353,10 @@ pub struct Workload {
     /// How the network loop moves bytes.
     #[serde(default)]
     pub io: IoBackend,
+    /// Memory cap on the target (its RSS and page cache together), bytes:
+    /// a managed server, or the bakeoff process for an in-process engine.
+    #[serde(default)]
+    pub memory_cap: Option<u64>,
 }
 
 impl Workload {
@@ -370,6 +378,8 @@ pub enum SweepAxis {
     Mix(Vec<Mix>),
     /// Record counts.
     Records(Vec<u64>),
+    /// Memory caps, bytes (`None` = no cap).
+    MemoryCap(Vec<Option<u64>>),
 }
 
 impl SweepAxis {
@@ -380,6 +390,7 @@ impl SweepAxis {
             SweepAxis::ValueSize(_) => "value_size",
             SweepAxis::Mix(_) => "mix",
             SweepAxis::Records(_) => "records",
+            SweepAxis::MemoryCap(_) => "memory_cap",
         }
     }
 
@@ -389,6 +400,7 @@ impl SweepAxis {
             SweepAxis::ValueSize(v) => v.len(),
             SweepAxis::Mix(v) => v.len(),
             SweepAxis::Records(v) => v.len(),
+            SweepAxis::MemoryCap(v) => v.len(),
         }
     }
 
@@ -411,6 +423,11 @@ impl SweepAxis {
             SweepAxis::Records(v) => {
                 w.records = v[i];
                 v[i].to_string()
+            }
+            SweepAxis::MemoryCap(v) => {
+                w.memory_cap = v[i];
+                v[i].map(|b| crate::units::fmt_bytes(b as f64))
+                    .unwrap_or_else(|| "none".into())
             }
         }
     }
@@ -713,6 +730,22 @@ impl Plan {
             .err("a duration of 0 measures nothing; use e.g. 10s"));
         }
         let load = fw.load.or(pw.load).unwrap_or(true);
+        let memory_cap = parse_with(
+            &fw.memory_cap,
+            &pw.memory_cap,
+            "--memory-cap",
+            "workload.memory_cap",
+            None,
+            |s| {
+                let b = crate::units::parse_bytes(s)?;
+                if b < 32 << 20 {
+                    return Err(format!(
+                        "a cap of {b} B leaves no room for the target; use at least 32mb"
+                    ));
+                }
+                Ok(Some(b))
+            },
+        )?;
         let io = parse_with(
             &fw.io,
             &pw.io,
@@ -738,6 +771,7 @@ impl Plan {
             timeout_s: timeout.as_secs_f64(),
             load,
             io,
+            memory_cap,
         };
         if threads_given.is_none() {
             workload.threads = 1;
@@ -799,6 +833,28 @@ impl Plan {
                 .collect::<Result<Vec<_>, _>>()
                 .map_err(|m| o.err(m))?;
             sweep.push(SweepAxis::Records(v));
+        }
+        if let Some((vals, o)) = pick_list(
+            &fs.memory_cap,
+            &ps.memory_cap,
+            "--sweep-memory-cap",
+            "sweep.memory_cap",
+        ) {
+            let v = vals
+                .iter()
+                .map(|s| {
+                    if s.trim() == "none" {
+                        return Ok(None);
+                    }
+                    let b = crate::units::parse_bytes(s)?;
+                    if b < 32 << 20 {
+                        return Err(format!("a cap of {b} B leaves no room for the target; use at least 32mb, or none"));
+                    }
+                    Ok(Some(b))
+                })
+                .collect::<Result<Vec<_>, String>>()
+                .map_err(|m| o.err(m))?;
+            sweep.push(SweepAxis::MemoryCap(v));
         }
 
         let repeats = parse_with(

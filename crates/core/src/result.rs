@@ -280,6 +280,13 @@ pub struct ResourceSample {
     pub write_bytes_per_s: f64,
     /// Size of the data directory, bytes.
     pub disk_bytes: u64,
+    /// Memory (RSS + page cache) charged to the target's capped cgroup,
+    /// bytes; only in runs with a memory cap.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub cgroup_memory_bytes: Option<u64>,
+    /// Page cache charged to that cgroup, bytes; only with a memory cap.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub cgroup_cache_bytes: Option<u64>,
 }
 
 /// bakeoff's own use of the machine during the measure phase.

@@ -38,6 +38,10 @@ pub struct ProcSnapshot {
     pub write_bytes: u64,
     /// Size of the data directory, bytes.
     pub disk_bytes: u64,
+    /// Memory charged to the target's capped cgroup, bytes (capped runs).
+    pub cgroup_memory_bytes: Option<u64>,
+    /// Page cache charged to that cgroup, bytes (capped runs).
+    pub cgroup_cache_bytes: Option<u64>,
 }
 
 /// Operation counters a target keeps itself (e.g. Redis `INFO commandstats`).
@@ -72,8 +76,13 @@ pub trait TargetOpener {
     /// (binary on PATH, endpoint answers, password accepted). The message
     /// says what is wrong and how to fix it.
     fn probe(&self, spec: &TargetSpec, plan: &Plan) -> Result<(), String>;
-    /// Opens `spec` for one run.
-    fn open(&self, spec: &TargetSpec, plan: &Plan) -> Result<Box<dyn Target>, String>;
+    /// Opens `spec` for one run of `workload` (a point of `plan`).
+    fn open(
+        &self,
+        spec: &TargetSpec,
+        plan: &Plan,
+        workload: &Workload,
+    ) -> Result<Box<dyn Target>, String>;
 }
 
 /// Told about progress; the CLI draws it, tests ignore it.
@@ -319,6 +328,8 @@ fn resource_sample(prev: &ProcSnapshot, now: &ProcSnapshot, dt: f64, t: f64) -> 
         read_bytes_per_s: now.read_bytes.saturating_sub(prev.read_bytes) as f64 / dt,
         write_bytes_per_s: now.write_bytes.saturating_sub(prev.write_bytes) as f64 / dt,
         disk_bytes: now.disk_bytes,
+        cgroup_memory_bytes: now.cgroup_memory_bytes,
+        cgroup_cache_bytes: now.cgroup_cache_bytes,
     }
 }
 
@@ -531,7 +542,7 @@ fn run_one(
         client: ClientUsage::default(),
         checks: Checks::default(),
     };
-    let target = match opener.open(spec, plan) {
+    let target = match opener.open(spec, plan, &point.workload) {
         Ok(t) => t,
         Err(m) => {
             run.message = Some(m);

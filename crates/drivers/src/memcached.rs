@@ -9,7 +9,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
 use bakeoff_core::driver::{Codec, Connector, Driver};
-use bakeoff_core::plan::{Endpoint, Plan, TargetSpec};
+use bakeoff_core::plan::{Endpoint, Plan, TargetSpec, Workload};
 use bakeoff_core::result::{CounterCheck, TargetRecord};
 use bakeoff_core::runner::{Counters, ProcSnapshot, Target};
 use bakeoff_core::workload::{OpKind, OP_KINDS};
@@ -151,7 +151,11 @@ fn stats(addr: SocketAddr) -> Result<BTreeMap<String, String>, String> {
 }
 
 /// Opens the target.
-pub fn open(spec: &TargetSpec, plan: &Plan) -> Result<Box<dyn Target>, String> {
+pub fn open(
+    spec: &TargetSpec,
+    plan: &Plan,
+    workload: &Workload,
+) -> Result<Box<dyn Target>, String> {
     let settings = MemcachedSettings::parse(plan.servers.get(&spec.name))?;
     let (server, addr, mode, endpoint) = match &spec.endpoint {
         Endpoint::Managed => {
@@ -163,7 +167,10 @@ pub fn open(spec: &TargetSpec, plan: &Plan) -> Result<Box<dyn Target>, String> {
                 ready: &|addr| stats(addr).is_ok(),
                 ready_timeout: Duration::from_secs(20),
             };
-            let server = ManagedServer::start(&cmd).map_err(|e| e.to_string())?;
+            let mut server = ManagedServer::start(&cmd).map_err(|e| e.to_string())?;
+            if let Some(limit) = workload.memory_cap {
+                server.cap_memory(limit)?;
+            }
             let addr = server.addr;
             (Some(server), addr, "managed", None)
         }

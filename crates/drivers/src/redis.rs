@@ -10,7 +10,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use bakeoff_core::driver::{Connector, Driver};
-use bakeoff_core::plan::{Endpoint, Plan, TargetSpec};
+use bakeoff_core::plan::{Endpoint, Plan, TargetSpec, Workload};
 use bakeoff_core::result::{CounterCheck, TargetRecord};
 use bakeoff_core::runner::{Counters, ProcSnapshot, Target};
 use bakeoff_core::workload::{OpKind, OP_KINDS};
@@ -192,7 +192,11 @@ pub fn probe(spec: &TargetSpec, plan: &Plan) -> Result<(), String> {
 }
 
 /// Opens the target: starts redis-server, or connects to the URL.
-pub fn open(spec: &TargetSpec, plan: &Plan) -> Result<Box<dyn Target>, String> {
+pub fn open(
+    spec: &TargetSpec,
+    plan: &Plan,
+    workload: &Workload,
+) -> Result<Box<dyn Target>, String> {
     let settings = RedisSettings::parse(plan.servers.get(&spec.name))?;
     let (server, addr, mode, endpoint) = match &spec.endpoint {
         Endpoint::Managed => {
@@ -209,7 +213,10 @@ pub fn open(spec: &TargetSpec, plan: &Plan) -> Result<Box<dyn Target>, String> {
                 },
                 ready_timeout: Duration::from_secs(20),
             };
-            let server = ManagedServer::start(&cmd).map_err(|e| e.to_string())?;
+            let mut server = ManagedServer::start(&cmd).map_err(|e| e.to_string())?;
+            if let Some(limit) = workload.memory_cap {
+                server.cap_memory(limit)?;
+            }
             let addr = server.addr;
             (Some(server), addr, "managed", None)
         }

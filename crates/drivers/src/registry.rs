@@ -1,12 +1,12 @@
 //! The one place that lists targets: names, capabilities, settings checks,
 //! and how each is opened. Adding a target is a module plus a line here.
 
-use bakeoff_core::plan::{Capabilities, Plan, TargetCatalog, TargetSpec};
+use bakeoff_core::plan::{Capabilities, Plan, TargetCatalog, TargetSpec, Workload};
 use bakeoff_core::runner::{Target, TargetOpener};
 use bakeoff_core::workload::OpKind;
 
 /// Opens a target for one run.
-pub type OpenFn = fn(&TargetSpec, &Plan) -> Result<Box<dyn Target>, String>;
+pub type OpenFn = fn(&TargetSpec, &Plan, &Workload) -> Result<Box<dyn Target>, String>;
 
 /// One row of the registry.
 pub struct Entry {
@@ -235,10 +235,15 @@ impl TargetOpener for Registry {
         (e.probe)(spec, plan)
     }
 
-    fn open(&self, spec: &TargetSpec, plan: &Plan) -> Result<Box<dyn Target>, String> {
+    fn open(
+        &self,
+        spec: &TargetSpec,
+        plan: &Plan,
+        workload: &Workload,
+    ) -> Result<Box<dyn Target>, String> {
         let e = self
             .find(&spec.name)
             .ok_or_else(|| format!("unknown target `{}`", spec.name))?;
-        (e.open)(spec, plan)
+        (e.open)(spec, plan, workload)
     }
 }

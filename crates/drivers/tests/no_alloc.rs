@@ -106,6 +106,7 @@ fn steady_state_allocations<C: Codec>(
         timeout_s: 5.0,
         load: false,
         io,
+        memory_cap: None,
     };
     let pool = ValuePool::new(400);
     let stop = AtomicBool::new(false);

@@ -12,6 +12,9 @@
 //! - [`ManagedServer`]: one running server process and its directory.
 //! - [`ServerCommand`]: what to start and how to tell it is ready.
 //! - [`proc_snapshot`]: /proc sampling of any process.
+//! - [`cgroup::MemoryCap`]: a memory limit around a process for a run.
+
+pub mod cgroup;
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::unix::process::CommandExt;
@@ -112,6 +115,7 @@ pub struct ManagedServer {
     pub binary: PathBuf,
     /// Arguments it was started with.
     pub args: Vec<String>,
+    cap: Option<cgroup::MemoryCap>,
 }
 
 impl ManagedServer {
@@ -167,6 +171,7 @@ impl ManagedServer {
             addr,
             binary,
             args,
+            cap: None,
         };
         let deadline = Instant::now() + cmd.ready_timeout;
         loop {
@@ -227,10 +232,23 @@ impl ManagedServer {
         matches!(self.child.try_wait(), Ok(None))
     }
 
-    /// CPU, RSS, disk I/O and directory size now.
+    /// Puts the server under a memory cap (RSS + page cache) of `limit`
+    /// bytes until it stops.
+    pub fn cap_memory(&mut self, limit: u64) -> Result<(), String> {
+        let mut cap = cgroup::MemoryCap::create(limit, "server")?;
+        cap.add(self.pid)?;
+        self.cap = Some(cap);
+        Ok(())
+    }
+
+    /// CPU, RSS, disk I/O, directory size and capped memory now.
     pub fn snapshot(&self) -> ProcSnapshot {
         let mut s = proc_snapshot(self.pid).unwrap_or_default();
         s.disk_bytes = dir_size(self.dir.path());
+        if let Some(u) = self.cap.as_ref().and_then(|c| c.usage()) {
+            s.cgroup_memory_bytes = Some(u.total);
+            s.cgroup_cache_bytes = Some(u.cache);
+        }
         s
     }
 }
@@ -279,6 +297,8 @@ pub fn proc_snapshot(pid: u32) -> Option<ProcSnapshot> {
         read_bytes: field("read_bytes:"),
         write_bytes: field("write_bytes:"),
         disk_bytes: 0,
+        cgroup_memory_bytes: None,
+        cgroup_cache_bytes: None,
     })
 }
 

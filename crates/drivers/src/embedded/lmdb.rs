@@ -7,7 +7,7 @@ use std::ptr;
 use std::sync::Arc;
 
 use bakeoff_core::embedded::EngineSession;
-use bakeoff_core::plan::{Plan, TargetSpec};
+use bakeoff_core::plan::{Plan, TargetSpec, Workload};
 use bakeoff_core::runner::Target;
 use bakeoff_core::workload::OpKind;
 
@@ -300,11 +300,15 @@ pub fn probe(spec: &TargetSpec, plan: &Plan) -> Result<(), String> {
 }
 
 /// Opens the environment (emptied first for a run that loads).
-pub fn open(spec: &TargetSpec, plan: &Plan) -> Result<Box<dyn Target>, String> {
+pub fn open(
+    spec: &TargetSpec,
+    plan: &Plan,
+    workload: &Workload,
+) -> Result<Box<dyn Target>, String> {
     let settings = LmdbSettings::parse(plan.servers.get(&spec.name))?;
     let api = Api::load()?;
     let dir = DataDir::new(settings.dir.clone(), &spec.name)?;
-    if plan.workload.load {
+    if workload.load {
         let _ = std::fs::remove_file(dir.path().join("data.mdb"));
         let _ = std::fs::remove_file(dir.path().join("lock.mdb"));
     }
@@ -359,6 +363,11 @@ pub fn open(spec: &TargetSpec, plan: &Plan) -> Result<Box<dyn Target>, String> {
         env: Arc::new(LmdbEnv { api, env, dbi }),
     };
     Ok(Box::new(EmbeddedTarget::new(
-        &spec.name, engine, dir, version, record,
-    )))
+        &spec.name,
+        engine,
+        dir,
+        version,
+        record,
+        workload.memory_cap,
+    )?))
 }

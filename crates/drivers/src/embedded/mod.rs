@@ -90,27 +90,42 @@ impl DataDir {
 
 /// An embedded engine ready for one run.
 pub struct EmbeddedTarget<E: Engine> {
+    // Field order is drop order: the engine closes, the directory goes,
+    // and only then does bakeoff leave its memory cap.
     driver: EmbeddedDriver<E>,
     dir: DataDir,
     record: TargetRecord,
+    cap: Option<bakeoff_servers::cgroup::MemoryCap>,
 }
 
 impl<E: Engine> EmbeddedTarget<E> {
     /// Wraps an opened engine; `version` and `settings` go to the result.
+    /// With a memory cap in the plan, the bakeoff process (where the engine
+    /// lives) is moved under it for the run.
     pub fn new(
         name: &str,
         engine: E,
         dir: DataDir,
         version: String,
         mut settings: BTreeMap<String, String>,
-    ) -> Self {
+        memory_cap: Option<u64>,
+    ) -> Result<Self, String> {
         settings.insert("dir".into(), dir.path().display().to_string());
+        let cap = match memory_cap {
+            Some(limit) => {
+                let mut cap = bakeoff_servers::cgroup::MemoryCap::create(limit, name)?;
+                cap.add(std::process::id())?;
+                settings.insert("memory_cap".into(), limit.to_string());
+                Some(cap)
+            }
+            None => None,
+        };
         let engine = Arc::new(engine);
         let requests = OpKind::ALL
             .iter()
             .map(|k| (k.name().to_string(), engine.describe(*k)))
             .collect();
-        Self {
+        Ok(Self {
             driver: EmbeddedDriver { engine },
             dir,
             record: TargetRecord {
@@ -122,7 +137,8 @@ impl<E: Engine> EmbeddedTarget<E> {
                 requests,
                 skipped: None,
             },
-        }
+            cap,
+        })
     }
 }
 
@@ -150,6 +166,10 @@ impl<E: Engine> Target for EmbeddedTarget<E> {
     fn resources(&self) -> Option<ProcSnapshot> {
         let mut s = bakeoff_servers::proc_snapshot(std::process::id())?;
         s.disk_bytes = bakeoff_servers::dir_size(self.dir.path());
+        if let Some(u) = self.cap.as_ref().and_then(|c| c.usage()) {
+            s.cgroup_memory_bytes = Some(u.total);
+            s.cgroup_cache_bytes = Some(u.cache);
+        }
         Some(s)
     }
 }

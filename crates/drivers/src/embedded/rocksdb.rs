@@ -7,7 +7,7 @@ use std::ptr;
 use std::sync::Arc;
 
 use bakeoff_core::embedded::EngineSession;
-use bakeoff_core::plan::{Plan, TargetSpec};
+use bakeoff_core::plan::{Plan, TargetSpec, Workload};
 use bakeoff_core::runner::Target;
 use bakeoff_core::workload::OpKind;
 
@@ -293,7 +293,11 @@ pub fn probe(spec: &TargetSpec, plan: &Plan) -> Result<(), String> {
 }
 
 /// Opens the database (destroyed first for a run that loads).
-pub fn open(spec: &TargetSpec, plan: &Plan) -> Result<Box<dyn Target>, String> {
+pub fn open(
+    spec: &TargetSpec,
+    plan: &Plan,
+    workload: &Workload,
+) -> Result<Box<dyn Target>, String> {
     let settings = RocksSettings::parse(plan.servers.get(&spec.name))?;
     let api = Api::load()?;
     let dir = DataDir::new(settings.dir.clone(), &spec.name)?;
@@ -312,7 +316,7 @@ pub fn open(spec: &TargetSpec, plan: &Plan) -> Result<Box<dyn Target>, String> {
             (api.cache_create_lru)(settings.block_cache as usize),
         );
         (api.options_set_block_based_table_factory)(opts, table);
-        if plan.workload.load {
+        if workload.load {
             let mut err = ptr::null_mut();
             (api.destroy_db)(opts, path.as_ptr(), &mut err);
             api.take_error(err)
@@ -348,5 +352,6 @@ pub fn open(spec: &TargetSpec, plan: &Plan) -> Result<Box<dyn Target>, String> {
         dir,
         version,
         record,
-    )))
+        workload.memory_cap,
+    )?))
 }

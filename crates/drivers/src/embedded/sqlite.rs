@@ -9,7 +9,7 @@ use std::ptr;
 use std::sync::Arc;
 
 use bakeoff_core::embedded::EngineSession;
-use bakeoff_core::plan::{Plan, TargetSpec};
+use bakeoff_core::plan::{Plan, TargetSpec, Workload};
 use bakeoff_core::runner::Target;
 use bakeoff_core::workload::OpKind;
 
@@ -363,7 +363,11 @@ pub fn probe(spec: &TargetSpec, plan: &Plan) -> Result<(), String> {
 }
 
 /// Opens (and, for a run that loads, empties) the database.
-pub fn open(spec: &TargetSpec, plan: &Plan) -> Result<Box<dyn Target>, String> {
+pub fn open(
+    spec: &TargetSpec,
+    plan: &Plan,
+    workload: &Workload,
+) -> Result<Box<dyn Target>, String> {
     let settings = SqliteSettings::parse(plan.servers.get(&spec.name))?;
     let api = Arc::new(Api::load()?);
     let dir = DataDir::new(settings.dir.clone(), &spec.name)?;
@@ -373,7 +377,7 @@ pub fn open(spec: &TargetSpec, plan: &Plan) -> Result<Box<dyn Target>, String> {
     let pragmas = settings.pragmas();
     {
         let c = Conn::open(&api, &path, &pragmas)?;
-        if plan.workload.load {
+        if workload.load {
             c.exec("DELETE FROM kv")?;
         }
     }
@@ -390,6 +394,11 @@ pub fn open(spec: &TargetSpec, plan: &Plan) -> Result<Box<dyn Target>, String> {
     let version = format!("SQLite {} ({})", api.version, api._lib.name);
     let engine = SqliteEngine { api, path, pragmas };
     Ok(Box::new(EmbeddedTarget::new(
-        &spec.name, engine, dir, version, record,
-    )))
+        &spec.name,
+        engine,
+        dir,
+        version,
+        record,
+        workload.memory_cap,
+    )?))
 }

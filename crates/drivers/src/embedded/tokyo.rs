@@ -8,7 +8,7 @@ use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::sync::Arc;
 
 use bakeoff_core::embedded::EngineSession;
-use bakeoff_core::plan::{Plan, TargetSpec};
+use bakeoff_core::plan::{Plan, TargetSpec, Workload};
 use bakeoff_core::runner::Target;
 use bakeoff_core::workload::OpKind;
 
@@ -488,7 +488,11 @@ pub fn probe(spec: &TargetSpec, plan: &Plan) -> Result<(), String> {
 }
 
 /// Opens a fresh database in the target's directory.
-pub fn open(spec: &TargetSpec, plan: &Plan) -> Result<Box<dyn Target>, String> {
+pub fn open(
+    spec: &TargetSpec,
+    plan: &Plan,
+    workload: &Workload,
+) -> Result<Box<dyn Target>, String> {
     let kind = kind_of(spec);
     let settings = TokyoSettings::parse(kind, plan.servers.get(&spec.name))?;
     let api = Arc::new(Api::load()?);
@@ -503,7 +507,7 @@ pub fn open(spec: &TargetSpec, plan: &Plan) -> Result<Box<dyn Target>, String> {
     // A run that loads starts from an empty database; one that does not
     // (`--no-load`) measures what the directory already holds.
     let mut mode = OWRITER | OCREAT;
-    if plan.workload.load {
+    if workload.load {
         mode |= OTRUNC;
     }
     if settings.sync {
@@ -574,5 +578,6 @@ pub fn open(spec: &TargetSpec, plan: &Plan) -> Result<Box<dyn Target>, String> {
         dir,
         version,
         settings.record(kind),
-    )))
+        workload.memory_cap,
+    )?))
 }
