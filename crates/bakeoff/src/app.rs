@@ -274,6 +274,7 @@ pub fn list_text() -> String {
     s.push_str(
         "  tokyo-btree: dir, bnum, apow, fpow, opts, lmemb, nmemb, lcnum, ncnum, xmsiz, sync\n",
     );
+    s.push_str("  tokyo-table: dir, bnum, apow, fpow, opts, rcnum, lcnum, ncnum, xmsiz, sync\n");
     s.push_str("  lmdb:      dir, map_size, sync (full, nometasync, nosync)\n");
     s.push_str("  rocksdb:   dir, block_cache, write_buffer, compression, sync\n");
     s.push_str("  sqlite:    dir, journal_mode, synchronous, cache_size\n");

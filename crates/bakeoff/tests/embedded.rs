@@ -15,7 +15,14 @@ fn every_engine_holds_exactly_the_loaded_records_and_reads_verify() {
     if !tokyo_installed() {
         return;
     }
-    for target in ["tokyo-hash", "tokyo-btree", "lmdb", "rocksdb", "sqlite"] {
+    for target in [
+        "tokyo-hash",
+        "tokyo-btree",
+        "tokyo-table",
+        "lmdb",
+        "rocksdb",
+        "sqlite",
+    ] {
         let dir = tmp();
         let out = dir.path().join("tc.json");
         let o = bakeoff(&[
@@ -340,28 +347,35 @@ fn a_memory_cap_bounds_rss_and_page_cache_of_a_fill_past_it() {
     }
     let dir = tmp();
     let out = dir.path().join("cap.json");
-    let o = bakeoff(&[
-        "run",
-        "-t",
-        "tokyo-hash",
-        "--memory-cap",
-        "64mb",
-        "--records",
-        "20000",
-        "--value-size",
-        "10k",
-        "--mix",
-        "100:0",
-        "--duration",
-        "2s",
-        "--warmup",
-        "0",
-        "--clients",
-        "1",
-        "--quiet",
-        "-o",
-        out.to_str().unwrap(),
-    ]);
+    let child = std::process::Command::new(bin())
+        .args([
+            "run",
+            "-t",
+            "tokyo-hash",
+            "--memory-cap",
+            "64mb",
+            "--records",
+            "20000",
+            "--value-size",
+            "10k",
+            "--mix",
+            "100:0",
+            "--duration",
+            "2s",
+            "--warmup",
+            "0",
+            "--clients",
+            "1",
+            "--quiet",
+            "-o",
+            out.to_str().unwrap(),
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let o = child.wait_with_output().unwrap();
     assert_eq!(
         o.status.code(),
         Some(0),
@@ -407,9 +421,10 @@ fn a_memory_cap_bounds_rss_and_page_cache_of_a_fill_past_it() {
         .unwrap_or("");
     let parent = std::path::Path::new("/sys/fs/cgroup/memory").join(rel.trim_start_matches('/'));
     if let Ok(entries) = std::fs::read_dir(&parent) {
+        let mine = format!("bakeoff-{pid}-");
         let left: Vec<_> = entries
             .flatten()
-            .filter(|e| e.file_name().to_string_lossy().starts_with("bakeoff-"))
+            .filter(|e| e.file_name().to_string_lossy().starts_with(&mine))
             .map(|e| e.file_name())
             .collect();
         assert!(left.is_empty(), "cgroups left behind: {left:?}");

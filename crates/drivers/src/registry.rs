@@ -133,6 +133,21 @@ pub fn entries() -> Vec<Entry> {
         open: crate::embedded::tokyo::open,
     });
     v.push(Entry {
+        name: "tokyo-table",
+        scheme: "",
+        about: "Tokyo Cabinet table database (TCT), in-process (column v)",
+        program: "",
+        package: "libtokyocabinet9",
+        available: crate::embedded::tokyo::available,
+        ops: KV,
+        pipelining: false,
+        managed: true,
+        default: true,
+        check: crate::embedded::tokyo::check_table,
+        probe: crate::embedded::tokyo::probe,
+        open: crate::embedded::tokyo::open,
+    });
+    v.push(Entry {
         name: "lmdb",
         scheme: "",
         about: "LMDB, in-process (one transaction per operation)",

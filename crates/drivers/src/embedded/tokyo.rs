@@ -1,7 +1,8 @@
 //! Tokyo Cabinet through its C library (Debian's libtokyocabinet9), loaded
-//! at run time: `tokyo-hash` (TCH, `tchdbput`/`tchdbget3`/`tchdbout`) and
-//! `tokyo-btree` (TCB, `tcbdbput`/`tcbdbget`/`tcbdbout`). Handles are opened
-//! with `setmutex`, so one handle serves every worker thread.
+//! at run time: `tokyo-hash` (TCH, `tchdbput`/`tchdbget3`/`tchdbout`),
+//! `tokyo-btree` (TCB, `tcbdbput`/`tcbdbget`/`tcbdbout`) and `tokyo-table`
+//! (TCT, `tctdbput` of a row whose column `v` holds the value). Handles are
+//! opened with `setmutex`, so one handle serves every worker thread.
 
 use std::collections::BTreeMap;
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
@@ -66,6 +67,23 @@ struct Api {
     bdb_ecode: unsafe extern "C" fn(Db) -> c_int,
     bdb_close: unsafe extern "C" fn(Db) -> bool,
     bdb_del: unsafe extern "C" fn(Db),
+    tdb_new: unsafe extern "C" fn() -> Db,
+    tdb_setmutex: unsafe extern "C" fn(Db) -> bool,
+    tdb_tune: unsafe extern "C" fn(Db, i64, i8, i8, u8) -> bool,
+    tdb_setcache: unsafe extern "C" fn(Db, i32, i32, i32) -> bool,
+    tdb_setxmsiz: unsafe extern "C" fn(Db, i64) -> bool,
+    tdb_open: unsafe extern "C" fn(Db, *const c_char, c_int) -> bool,
+    tdb_put: unsafe extern "C" fn(Db, *const c_void, c_int, *mut c_void) -> bool,
+    tdb_get: unsafe extern "C" fn(Db, *const c_void, c_int) -> *mut c_void,
+    tdb_out: unsafe extern "C" fn(Db, *const c_void, c_int) -> bool,
+    tdb_rnum: unsafe extern "C" fn(Db) -> u64,
+    tdb_ecode: unsafe extern "C" fn(Db) -> c_int,
+    tdb_close: unsafe extern "C" fn(Db) -> bool,
+    tdb_del: unsafe extern "C" fn(Db),
+    map_new2: unsafe extern "C" fn(u32) -> *mut c_void,
+    map_put: unsafe extern "C" fn(*mut c_void, *const c_void, c_int, *const c_void, c_int),
+    map_get: unsafe extern "C" fn(*const c_void, *const c_void, c_int, *mut c_int) -> *const c_void,
+    map_del: unsafe extern "C" fn(*mut c_void),
 }
 
 /// `TCENOREC`: no record found.
@@ -109,6 +127,23 @@ impl Api {
                 bdb_ecode: dl::sym(&lib, "tcbdbecode")?,
                 bdb_close: dl::sym(&lib, "tcbdbclose")?,
                 bdb_del: dl::sym(&lib, "tcbdbdel")?,
+                tdb_new: dl::sym(&lib, "tctdbnew")?,
+                tdb_setmutex: dl::sym(&lib, "tctdbsetmutex")?,
+                tdb_tune: dl::sym(&lib, "tctdbtune")?,
+                tdb_setcache: dl::sym(&lib, "tctdbsetcache")?,
+                tdb_setxmsiz: dl::sym(&lib, "tctdbsetxmsiz")?,
+                tdb_open: dl::sym(&lib, "tctdbopen")?,
+                tdb_put: dl::sym(&lib, "tctdbput")?,
+                tdb_get: dl::sym(&lib, "tctdbget")?,
+                tdb_out: dl::sym(&lib, "tctdbout")?,
+                tdb_rnum: dl::sym(&lib, "tctdbrnum")?,
+                tdb_ecode: dl::sym(&lib, "tctdbecode")?,
+                tdb_close: dl::sym(&lib, "tctdbclose")?,
+                tdb_del: dl::sym(&lib, "tctdbdel")?,
+                map_new2: dl::sym(&lib, "tcmapnew2")?,
+                map_put: dl::sym(&lib, "tcmapput")?,
+                map_get: dl::sym(&lib, "tcmapget")?,
+                map_del: dl::sym(&lib, "tcmapdel")?,
                 _lib: lib,
             })
         }
@@ -129,6 +164,7 @@ impl Api {
 enum Kind {
     Hash,
     BTree,
+    Table,
 }
 
 /// Settings of `[servers.tokyo-hash]` / `[servers.tokyo-btree]`.
@@ -150,7 +186,8 @@ struct TokyoSettings {
 fn known(kind: Kind) -> &'static str {
     match kind {
         Kind::Hash => "dir, bnum, apow, fpow, opts (large, deflate, bzip, tcbs), rcnum, xmsiz, sync",
-        Kind::BTree => "dir, bnum, apow, fpow, opts (large, deflate, bzip, tcbs), lmemb, nmemb, lcnum, ncnum, xmsiz, sync",
+                Kind::BTree => "dir, bnum, apow, fpow, opts (large, deflate, bzip, tcbs), lmemb, nmemb, lcnum, ncnum, xmsiz, sync",
+        Kind::Table => "dir, bnum, apow, fpow, opts (large, deflate, bzip, tcbs), rcnum, lcnum, ncnum, xmsiz, sync",
     }
 }
 
@@ -179,7 +216,7 @@ impl TokyoSettings {
                     .filter(|o| !o.is_empty())
                     .collect(),
             },
-            rcnum: if kind == Kind::Hash {
+            rcnum: if kind != Kind::BTree {
                 int(&mut s, "rcnum", 0)? as i32
             } else {
                 0
@@ -194,12 +231,12 @@ impl TokyoSettings {
             } else {
                 -1
             },
-            lcnum: if kind == Kind::BTree {
+            lcnum: if kind != Kind::Hash {
                 int(&mut s, "lcnum", 0)? as i32
             } else {
                 0
             },
-            ncnum: if kind == Kind::BTree {
+            ncnum: if kind != Kind::Hash {
                 int(&mut s, "ncnum", 0)? as i32
             } else {
                 0
@@ -258,11 +295,14 @@ impl TokyoSettings {
         );
         m.insert("xmsiz".into(), d(self.xmsiz));
         m.insert("sync".into(), self.sync.to_string());
-        if kind == Kind::Hash {
+        if kind != Kind::BTree {
             m.insert("rcnum".into(), self.rcnum.to_string());
-        } else {
+        }
+        if kind == Kind::BTree {
             m.insert("lmemb".into(), d(self.lmemb as i64));
             m.insert("nmemb".into(), d(self.nmemb as i64));
+        }
+        if kind != Kind::Hash {
             m.insert("lcnum".into(), self.lcnum.to_string());
             m.insert("ncnum".into(), self.ncnum.to_string());
         }
@@ -296,6 +336,10 @@ impl Drop for TokyoDb {
                     (self.api.bdb_close)(self.db);
                     (self.api.bdb_del)(self.db);
                 }
+                Kind::Table => {
+                    (self.api.tdb_close)(self.db);
+                    (self.api.tdb_del)(self.db);
+                }
             }
         }
     }
@@ -304,13 +348,7 @@ impl Drop for TokyoDb {
 impl TokyoDb {
     fn error(&self) -> String {
         // SAFETY: reading the last error code of our handle.
-        let code = unsafe {
-            match self.kind {
-                Kind::Hash => (self.api.hdb_ecode)(self.db),
-                Kind::BTree => (self.api.bdb_ecode)(self.db),
-            }
-        };
-        self.api.message(code)
+        self.api.message(self.last_code())
     }
 
     fn last_code(&self) -> c_int {
@@ -319,6 +357,7 @@ impl TokyoDb {
             match self.kind {
                 Kind::Hash => (self.api.hdb_ecode)(self.db),
                 Kind::BTree => (self.api.bdb_ecode)(self.db),
+                Kind::Table => (self.api.tdb_ecode)(self.db),
             }
         }
     }
@@ -370,6 +409,25 @@ impl EngineSession for TokyoSession {
                     out.extend_from_slice(std::slice::from_raw_parts(p as *const u8, n as usize));
                     (d.api.free)(p);
                 }
+                Kind::Table => {
+                    let row = (d.api.tdb_get)(d.db, key.as_ptr().cast(), key.len() as c_int);
+                    if row.is_null() {
+                        return if d.last_code() == ENOREC {
+                            Ok(false)
+                        } else {
+                            Err(d.error())
+                        };
+                    }
+                    let mut n: c_int = 0;
+                    let v = (d.api.map_get)(row, b"v".as_ptr().cast(), 1, &mut n);
+                    if !v.is_null() {
+                        out.extend_from_slice(std::slice::from_raw_parts(
+                            v as *const u8,
+                            n as usize,
+                        ));
+                    }
+                    (d.api.map_del)(row);
+                }
             }
         }
         Ok(true)
@@ -377,9 +435,26 @@ impl EngineSession for TokyoSession {
 
     fn put(&mut self, key: &[u8], value: &[u8]) -> Result<(), String> {
         let d = &self.db;
+        if d.kind == Kind::Table {
+            // SAFETY: a row map of our own with one column, freed after use.
+            let ok = unsafe {
+                let row = (d.api.map_new2)(1);
+                (d.api.map_put)(
+                    row,
+                    b"v".as_ptr().cast(),
+                    1,
+                    value.as_ptr().cast(),
+                    value.len() as c_int,
+                );
+                let ok = (d.api.tdb_put)(d.db, key.as_ptr().cast(), key.len() as c_int, row);
+                (d.api.map_del)(row);
+                ok
+            };
+            return if ok { Ok(()) } else { Err(d.error()) };
+        }
         let f = match d.kind {
             Kind::Hash => d.api.hdb_put,
-            Kind::BTree => d.api.bdb_put,
+            _ => d.api.bdb_put,
         };
         // SAFETY: key and value are valid for the lengths passed.
         let ok = unsafe {
@@ -403,6 +478,7 @@ impl EngineSession for TokyoSession {
         let f = match d.kind {
             Kind::Hash => d.api.hdb_out,
             Kind::BTree => d.api.bdb_out,
+            Kind::Table => d.api.tdb_out,
         };
         // SAFETY: key is valid for the length passed.
         if unsafe { f(d.db, key.as_ptr().cast(), key.len() as c_int) } {
@@ -436,39 +512,47 @@ impl Engine for TokyoEngine {
             match d.kind {
                 Kind::Hash => (d.api.hdb_rnum)(d.db),
                 Kind::BTree => (d.api.bdb_rnum)(d.db),
+                Kind::Table => (d.api.tdb_rnum)(d.db),
             }
         })
     }
 
     fn describe(&self, kind: OpKind) -> String {
-        let p = if self.db.kind == Kind::Hash {
-            "tchdb"
+        let (p, get) = match self.db.kind {
+            Kind::Hash => ("tchdb", "tchdbget3 <key>"),
+            Kind::BTree => ("tcbdb", "tcbdbget <key>"),
+            Kind::Table => ("tctdb", "tctdbget <key>, column v"),
+        };
+        let put = if self.db.kind == Kind::Table {
+            "put <key> {v: <value>}"
         } else {
-            "tcbdb"
+            "put <key> <value>"
         };
         match kind {
-            OpKind::Get => format!(
-                "{p}get{} <key>",
-                if self.db.kind == Kind::Hash { "3" } else { "" }
-            ),
-            OpKind::Set => format!("{p}put <key> <value>"),
-            OpKind::Update => format!("{p}put <key> <value> (overwrites an existing key)"),
+            OpKind::Get => get.to_string(),
+            OpKind::Set => format!("{p}{put}"),
+            OpKind::Update => format!("{p}{put} (overwrites an existing key)"),
             OpKind::Delete => format!("{p}out <key>"),
         }
     }
 }
 
 fn kind_of(spec: &TargetSpec) -> Kind {
-    if spec.name == "tokyo-btree" {
-        Kind::BTree
-    } else {
-        Kind::Hash
+    match spec.name.as_str() {
+        "tokyo-btree" => Kind::BTree,
+        "tokyo-table" => Kind::Table,
+        _ => Kind::Hash,
     }
 }
 
 /// Checks `[servers.tokyo-hash]` / `[servers.tokyo-btree]`.
 pub fn check_hash(t: Option<&toml::Table>) -> Result<(), String> {
     TokyoSettings::parse(Kind::Hash, t).map(|_| ())
+}
+
+/// Checks `[servers.tokyo-table]`.
+pub fn check_table(t: Option<&toml::Table>) -> Result<(), String> {
+    TokyoSettings::parse(Kind::Table, t).map(|_| ())
 }
 
 /// Checks `[servers.tokyo-btree]`.
@@ -497,10 +581,10 @@ pub fn open(
     let settings = TokyoSettings::parse(kind, plan.servers.get(&spec.name))?;
     let api = Arc::new(Api::load()?);
     let dir = DataDir::new(settings.dir.clone(), &spec.name)?;
-    let file = dir.path().join(if kind == Kind::Hash {
-        "bakeoff.tch"
-    } else {
-        "bakeoff.tcb"
+    let file = dir.path().join(match kind {
+        Kind::Hash => "bakeoff.tch",
+        Kind::BTree => "bakeoff.tcb",
+        Kind::Table => "bakeoff.tct",
     });
     let path = CString::new(file.display().to_string())
         .map_err(|_| "directory path contains a NUL byte".to_string())?;
@@ -547,6 +631,20 @@ pub fn open(
                 (api.bdb_setxmsiz)(h, settings.xmsiz);
                 h
             }
+            Kind::Table => {
+                let h = (api.tdb_new)();
+                (api.tdb_setmutex)(h);
+                (api.tdb_tune)(
+                    h,
+                    settings.bnum,
+                    settings.apow,
+                    settings.fpow,
+                    settings.opt_bits(),
+                );
+                (api.tdb_setcache)(h, settings.rcnum, settings.lcnum, settings.ncnum);
+                (api.tdb_setxmsiz)(h, settings.xmsiz);
+                h
+            }
         }
     };
     let handle = TokyoDb {
@@ -559,6 +657,7 @@ pub fn open(
         match kind {
             Kind::Hash => (api.hdb_open)(db, path.as_ptr(), mode),
             Kind::BTree => (api.bdb_open)(db, path.as_ptr(), mode),
+            Kind::Table => (api.tdb_open)(db, path.as_ptr(), mode),
         }
     };
     if !opened {
