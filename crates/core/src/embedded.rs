@@ -41,8 +41,10 @@ pub fn run_worker<S: EngineSession>(session: &mut S, job: &Job, worker: usize) -
     let mut value = Vec::with_capacity(w.value_size.max());
     let mut read = Vec::with_capacity(w.value_size.max());
     let mut next = 0usize;
+    // One clock read per operation: in a closed loop the end of one call is
+    // the start of the next on the same thread.
+    let mut now = now_ns();
     loop {
-        let mut now = now_ns();
         meter.on_loop(now, warmup_end, &job.intervals);
         if job.stop.load(std::sync::atomic::Ordering::Relaxed) || clients.is_empty() {
             break;
@@ -69,6 +71,7 @@ pub fn run_worker<S: EngineSession>(session: &mut S, job: &Job, worker: usize) -
                 std::thread::sleep(std::time::Duration::from_nanos(
                     wait.min(meter.next_tick().saturating_sub(now)).max(1),
                 ));
+                now = now_ns();
                 continue;
             }
             while now_ns() < intended {
@@ -114,6 +117,7 @@ pub fn run_worker<S: EngineSession>(session: &mut S, job: &Job, worker: usize) -
             how,
             done,
         );
+        now = done;
     }
     meter.finish(now_ns(), "in-process".into(), &job.intervals)
 }

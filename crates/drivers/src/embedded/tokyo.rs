@@ -1,5 +1,5 @@
 //! Tokyo Cabinet through its C library (Debian's libtokyocabinet9), loaded
-//! at run time: `tokyo-hash` (TCH, `tchdbput`/`tchdbget3`/`tchdbout`),
+//! at run time: `tokyo-hash` (TCH, `tchdbput`/`tchdbget`/`tchdbout`),
 //! `tokyo-btree` (TCB, `tcbdbput`/`tcbdbget`/`tcbdbout`) and `tokyo-table`
 //! (TCT, `tctdbput` of a row whose column `v` holds the value). Handles are
 //! opened with `setmutex`, so one handle serves every worker thread.
@@ -48,7 +48,7 @@ struct Api {
     hdb_setxmsiz: unsafe extern "C" fn(Db, i64) -> bool,
     hdb_open: unsafe extern "C" fn(Db, *const c_char, c_int) -> bool,
     hdb_put: unsafe extern "C" fn(Db, *const c_void, c_int, *const c_void, c_int) -> bool,
-    hdb_get3: unsafe extern "C" fn(Db, *const c_void, c_int, *mut c_void, c_int) -> c_int,
+    hdb_get: unsafe extern "C" fn(Db, *const c_void, c_int, *mut c_int) -> *mut c_void,
     hdb_out: unsafe extern "C" fn(Db, *const c_void, c_int) -> bool,
     hdb_rnum: unsafe extern "C" fn(Db) -> u64,
     hdb_ecode: unsafe extern "C" fn(Db) -> c_int,
@@ -108,7 +108,7 @@ impl Api {
                 hdb_setxmsiz: dl::sym(&lib, "tchdbsetxmsiz")?,
                 hdb_open: dl::sym(&lib, "tchdbopen")?,
                 hdb_put: dl::sym(&lib, "tchdbput")?,
-                hdb_get3: dl::sym(&lib, "tchdbget3")?,
+                hdb_get: dl::sym(&lib, "tchdbget")?,
                 hdb_out: dl::sym(&lib, "tchdbout")?,
                 hdb_rnum: dl::sym(&lib, "tchdbrnum")?,
                 hdb_ecode: dl::sym(&lib, "tchdbecode")?,
@@ -378,23 +378,20 @@ impl EngineSession for TokyoSession {
         unsafe {
             match d.kind {
                 Kind::Hash => {
-                    let cap = out.capacity().max(1 << 16);
-                    out.reserve(cap);
-                    let n = (d.api.hdb_get3)(
-                        d.db,
-                        key.as_ptr().cast(),
-                        key.len() as c_int,
-                        out.as_mut_ptr().cast(),
-                        cap as c_int,
-                    );
-                    if n < 0 {
+                    // tchdbget (a malloc'ed copy), not tchdbget3 (into our
+                    // buffer): measured against tchtest, get3 was 0.77x the
+                    // speed of tchtest's own read path and get 1.1x.
+                    let mut n: c_int = 0;
+                    let p = (d.api.hdb_get)(d.db, key.as_ptr().cast(), key.len() as c_int, &mut n);
+                    if p.is_null() {
                         return if d.last_code() == ENOREC {
                             Ok(false)
                         } else {
                             Err(d.error())
                         };
                     }
-                    out.set_len((n as usize).min(cap));
+                    out.extend_from_slice(std::slice::from_raw_parts(p as *const u8, n as usize));
+                    (d.api.free)(p);
                 }
                 Kind::BTree => {
                     let mut n: c_int = 0;
@@ -519,7 +516,7 @@ impl Engine for TokyoEngine {
 
     fn describe(&self, kind: OpKind) -> String {
         let (p, get) = match self.db.kind {
-            Kind::Hash => ("tchdb", "tchdbget3 <key>"),
+            Kind::Hash => ("tchdb", "tchdbget <key>"),
             Kind::BTree => ("tcbdb", "tcbdbget <key>"),
             Kind::Table => ("tctdb", "tctdbget <key>, column v"),
         };
