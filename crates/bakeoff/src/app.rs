@@ -134,6 +134,9 @@ pub fn overrides(args: &RunArgs) -> Result<Overrides, AppError> {
             load: args.no_load.then_some(false),
             io: s(&args.io),
             memory_cap: s(&args.memory_cap),
+            record: s(&args.record),
+            search: s(&args.search),
+            indexes: args.no_indexes.then_some(false),
         },
         sweep: RawSweep {
             clients: list(&args.sweep_clients),
@@ -141,6 +144,23 @@ pub fn overrides(args: &RunArgs) -> Result<Overrides, AppError> {
             mix: list(&args.sweep_mix),
             records: list(&args.sweep_records),
             memory_cap: list(&args.sweep_memory_cap),
+            search: list(&args.sweep_search),
+            indexes: if args.sweep_indexes.is_empty() {
+                None
+            } else {
+                Some(
+                    args.sweep_indexes
+                        .iter()
+                        .map(|v| match v.as_str() {
+                            "on" | "true" => Ok(true),
+                            "off" | "false" => Ok(false),
+                            o => Err(AppError::Usage(format!(
+                                "flag --sweep-indexes: `{o}` is not on or off"
+                            ))),
+                        })
+                        .collect::<Result<Vec<_>, _>>()?,
+                )
+            },
         },
         server_settings,
     })

@@ -138,6 +138,29 @@ pub struct RunArgs {
     #[arg(long, value_name = "BYTES")]
     pub memory_cap: Option<String>,
 
+    /// Records stored: kv (a value per key) or profile (the table of
+    /// 000-search: name, sex, province, city, payload). [default: kv]
+    #[arg(long, value_name = "KIND")]
+    pub record: Option<String>,
+
+    /// Which search `search` operations make on profile records: name
+    /// (substring, no index helps), sex, location (province + city) or all.
+    /// [default: name]
+    #[arg(long, value_name = "SEARCH")]
+    pub search: Option<String>,
+
+    /// Profile table without its indexes on sex and (province, city).
+    #[arg(long)]
+    pub no_indexes: bool,
+
+    /// Sweep over searches, e.g. `name,sex,location,all`.
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub sweep_search: Vec<String>,
+
+    /// Sweep over indexes, e.g. `on,off`.
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub sweep_indexes: Vec<String>,
+
     /// Skip the load phase (measure against whatever the target holds).
     #[arg(long)]
     pub no_load: bool,

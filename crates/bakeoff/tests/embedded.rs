@@ -441,3 +441,90 @@ fn a_memory_cap_bounds_rss_and_page_cache_of_a_fill_past_it() {
     assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("--memory-cap"));
 }
+
+/// 000-search on TCT and SQLite: the same searches return the same rows on
+/// both, with and without indexes; key-value targets refuse to search.
+#[test]
+fn searches_return_the_same_rows_on_every_table_engine() {
+    if !tokyo_installed() {
+        return;
+    }
+    let dir = tmp();
+    let out = dir.path().join("search.json");
+    let o = bakeoff(&[
+        "run",
+        "-t",
+        "tokyo-table,sqlite",
+        "--record",
+        "profile",
+        "--records",
+        "5000",
+        "--ops",
+        "60",
+        "--clients",
+        "1",
+        "--warmup",
+        "0",
+        "--sweep-search",
+        "name,sex,location,all",
+        "--sweep-indexes",
+        "on,off",
+        "--quiet",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let r = read_json(&out);
+    let runs = r["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2 * 4 * 2);
+    let mut by_search = std::collections::BTreeMap::new();
+    for run in runs {
+        assert_eq!(
+            run["checks"]["records_after_load"], 5000,
+            "{}",
+            run["target"]
+        );
+        let search = &run["measure"]["ops"]["search"];
+        assert_eq!(search["completed"], 60, "{}", run["target"]);
+        by_search
+            .entry(run["point"]["search"].as_str().unwrap().to_string())
+            .or_insert_with(Vec::new)
+            .push((
+                run["target"].clone(),
+                run["point"]["indexes"].clone(),
+                search["rows"].as_u64().unwrap(),
+            ));
+    }
+    for (search, rows) in &by_search {
+        assert!(
+            rows.iter().all(|r| r.2 == rows[0].2),
+            "{search}: rows differ between targets or indexes: {rows:?}"
+        );
+    }
+    assert!(
+        by_search["sex"][0].2 > 60 * 2000,
+        "about half the rows match a sex: {:?}",
+        by_search["sex"]
+    );
+    assert!(by_search["location"][0].2 > 0);
+    let refused = bakeoff(&[
+        "run",
+        "-t",
+        "redis",
+        "--record",
+        "profile",
+        "--duration",
+        "1s",
+    ]);
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("cannot do `search`"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
+}

@@ -108,6 +108,11 @@ impl ClientState {
         job.pool.value(key, version, len, w.value_content)
     }
 
+    /// Parameters of a `kind` search, from this client's stream.
+    pub fn query(&mut self, kind: crate::profile::SearchKind) -> crate::profile::Query {
+        crate::profile::Query::draw(kind, &mut self.rng)
+    }
+
     /// Drops the rest of this client's work (its target is gone for good).
     pub fn give_up(&mut self) {
         self.quota = 0;

@@ -9,6 +9,7 @@
 use crate::client::ClientState;
 use crate::driver::{Job, JobKind, WorkerOutput};
 use crate::net::{format_key, KEY_LEN};
+use crate::profile::{Profile, Query, RecordKind};
 use crate::recorder::{monotonic_ns, Completion, ErrorKind, WorkerMeter};
 use crate::workload::{MixChooser, OpKind};
 
@@ -21,6 +22,20 @@ pub trait EngineSession {
     fn put(&mut self, key: &[u8], value: &[u8]) -> Result<(), String>;
     /// Removes record `key`; `Ok(false)` if it was absent.
     fn delete(&mut self, key: &[u8]) -> Result<bool, String>;
+    /// Stores profile row `id` (key `key`) with `payload` as its payload.
+    fn put_profile(
+        &mut self,
+        _id: u64,
+        _key: &[u8],
+        _profile: &Profile,
+        _payload: &[u8],
+    ) -> Result<(), String> {
+        Err("this engine has no profile table".into())
+    }
+    /// Runs a search on the profile table; returns the rows it found.
+    fn search(&mut self, _query: &Query) -> Result<u64, String> {
+        Err("this engine cannot search".into())
+    }
 }
 
 /// Runs worker `worker`'s share of `job` on `session`.
@@ -94,10 +109,22 @@ pub fn run_worker<S: EngineSession>(session: &mut S, job: &Job, worker: usize) -
         }
         meter.stats[phase as usize].sent[kind as usize] += 1;
         let start = now;
+        let profile = w.record == RecordKind::Profile;
+        let mut rows = 0;
         let result = match kind {
             OpKind::Get => session.get(&key_buf, &mut read),
+            OpKind::Set | OpKind::Update if profile => session
+                .put_profile(key, &key_buf, &Profile::of(key), &value)
+                .map(|()| true),
             OpKind::Set | OpKind::Update => session.put(&key_buf, &value).map(|()| true),
             OpKind::Delete => session.delete(&key_buf),
+            OpKind::Search => {
+                let q = clients[ci].query(w.search);
+                session.search(&q).map(|n| {
+                    rows = n;
+                    true
+                })
+            }
         };
         let done = now_ns();
         let how = match result {
@@ -117,6 +144,7 @@ pub fn run_worker<S: EngineSession>(session: &mut S, job: &Job, worker: usize) -
             how,
             done,
         );
+        meter.stats[phase as usize].rows[kind as usize] += rows;
         now = done;
     }
     meter.finish(now_ns(), "in-process".into(), &job.intervals)

@@ -10,6 +10,7 @@
 //!
 //! - [`units`]: parsing and formatting of durations, sizes, rates.
 //! - [`plan`]: raw preset and flags → validated [`plan::Plan`].
+//! - [`profile`]: the `profile` record and searches of 000-search.
 //! - [`workload`]: seeded key, value-size and operation generators.
 //! - [`value`]: self-verifying values (header + pooled payload).
 //! - [`recorder`]: per-worker HDR histograms, counters, intervals.
@@ -30,6 +31,7 @@ pub mod error;
 pub mod mock;
 pub mod net;
 pub mod plan;
+pub mod profile;
 pub mod recorder;
 pub mod result;
 pub mod runner;

@@ -74,6 +74,12 @@ pub struct RawWorkload {
     pub io: Option<Scalar>,
     /// Memory cap on the target (RSS + page cache), e.g. `256mb`.
     pub memory_cap: Option<Scalar>,
+    /// `kv` (default) or `profile` (the search table of 000-search).
+    pub record: Option<Scalar>,
+    /// Which search `search` operations make: name, sex, location, all.
+    pub search: Option<Scalar>,
+    /// Whether the profile table has indexes on sex and (province, city).
+    pub indexes: Option<bool>,
 }
 
 /// The `[sweep]` table of a preset: axes, each a list of values.
@@ -90,6 +96,10 @@ pub struct RawSweep {
     pub records: Option<Vec<Scalar>>,
     /// Memory caps (`"256mb"`, or `"none"` for no cap).
     pub memory_cap: Option<Vec<Scalar>>,
+    /// Searches (name, sex, location, all).
+    pub search: Option<Vec<Scalar>>,
+    /// Indexes on or off.
+    pub indexes: Option<Vec<bool>>,
 }
 
 /// A preset file as written.
@@ -258,7 +268,7 @@ pub struct Mix {
 }
 
 impl Mix {
-    /// Parses `90:10`, `95:5:0:0`, or `get=90,set=10`.
+    /// Parses `90:10`, `95:5:0:0`, `0:0:0:0:1`, or `get=90,set=10`.
     pub fn parse(text: &str) -> Result<Self, String> {
         let mut weights = [0u32; OP_KINDS];
         let t = text.trim();
@@ -315,7 +325,11 @@ impl Mix {
 impl std::fmt::Display for Mix {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let w = self.weights;
-        write!(f, "{}:{}:{}:{}", w[0], w[1], w[2], w[3])
+        write!(f, "{}:{}:{}:{}", w[0], w[1], w[2], w[3])?;
+        if w[4] > 0 {
+            write!(f, ":{}", w[4])?;
+        }
+        Ok(())
     }
 }
 
@@ -357,6 +371,19 @@ pub struct Workload {
     /// a managed server, or the bakeoff process for an in-process engine.
     #[serde(default)]
     pub memory_cap: Option<u64>,
+    /// What records are stored.
+    #[serde(default)]
+    pub record: crate::profile::RecordKind,
+    /// Which search `search` operations make.
+    #[serde(default)]
+    pub search: crate::profile::SearchKind,
+    /// Whether the profile table has its secondary indexes.
+    #[serde(default = "yes")]
+    pub indexes: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 impl Workload {
@@ -380,6 +407,10 @@ pub enum SweepAxis {
     Records(Vec<u64>),
     /// Memory caps, bytes (`None` = no cap).
     MemoryCap(Vec<Option<u64>>),
+    /// Searches.
+    Search(Vec<crate::profile::SearchKind>),
+    /// Indexes on or off.
+    Indexes(Vec<bool>),
 }
 
 impl SweepAxis {
@@ -391,6 +422,8 @@ impl SweepAxis {
             SweepAxis::Mix(_) => "mix",
             SweepAxis::Records(_) => "records",
             SweepAxis::MemoryCap(_) => "memory_cap",
+            SweepAxis::Search(_) => "search",
+            SweepAxis::Indexes(_) => "indexes",
         }
     }
 
@@ -401,6 +434,8 @@ impl SweepAxis {
             SweepAxis::Mix(v) => v.len(),
             SweepAxis::Records(v) => v.len(),
             SweepAxis::MemoryCap(v) => v.len(),
+            SweepAxis::Search(v) => v.len(),
+            SweepAxis::Indexes(v) => v.len(),
         }
     }
 
@@ -423,6 +458,18 @@ impl SweepAxis {
             SweepAxis::Records(v) => {
                 w.records = v[i];
                 v[i].to_string()
+            }
+            SweepAxis::Search(v) => {
+                w.search = v[i];
+                v[i].to_string()
+            }
+            SweepAxis::Indexes(v) => {
+                w.indexes = v[i];
+                if v[i] {
+                    "on".into()
+                } else {
+                    "off".into()
+                }
             }
             SweepAxis::MemoryCap(v) => {
                 w.memory_cap = v[i];
@@ -610,7 +657,7 @@ impl Plan {
             "--mix",
             "workload.mix",
             Mix {
-                weights: [90, 10, 0, 0],
+                weights: [90, 10, 0, 0, 0],
             },
             Mix::parse,
         )?;
@@ -730,6 +777,52 @@ impl Plan {
             .err("a duration of 0 measures nothing; use e.g. 10s"));
         }
         let load = fw.load.or(pw.load).unwrap_or(true);
+        let record = parse_with(
+            &fw.record,
+            &pw.record,
+            "--record",
+            "workload.record",
+            crate::profile::RecordKind::Kv,
+            |s| s.parse(),
+        )?;
+        let search = parse_with(
+            &fw.search,
+            &pw.search,
+            "--search",
+            "workload.search",
+            crate::profile::SearchKind::Name,
+            |s| s.parse(),
+        )?;
+        let indexes = fw.indexes.or(pw.indexes).unwrap_or(true);
+        let mix_given = fw.mix.is_some() || pw.mix.is_some();
+        // Profile records are there to be searched.
+        let mix = if record == crate::profile::RecordKind::Profile && !mix_given {
+            Mix {
+                weights: [0, 0, 0, 0, 1],
+            }
+        } else {
+            mix
+        };
+        if record == crate::profile::RecordKind::Kv
+            && mix.weights[crate::workload::OpKind::Search as usize] > 0
+        {
+            return Err(Origin { flag: "--mix", key: "workload.mix", from_flag: fw.mix.is_some() }
+                .err("`search` needs the profile table: set --record profile (workload.record = \"profile\")"));
+        }
+        if record == crate::profile::RecordKind::Profile
+            && mix
+                .weights
+                .iter()
+                .enumerate()
+                .any(|(i, w)| *w > 0 && i != crate::workload::OpKind::Search as usize)
+        {
+            return Err(Origin {
+                flag: "--mix",
+                key: "workload.mix",
+                from_flag: fw.mix.is_some(),
+            }
+            .err("profile records are only searched here; use a mix of 0:0:0:0:1 (search only)"));
+        }
         let memory_cap = parse_with(
             &fw.memory_cap,
             &pw.memory_cap,
@@ -772,6 +865,9 @@ impl Plan {
             load,
             io,
             memory_cap,
+            record,
+            search,
+            indexes,
         };
         if threads_given.is_none() {
             workload.threads = 1;
@@ -855,6 +951,18 @@ impl Plan {
                 .collect::<Result<Vec<_>, String>>()
                 .map_err(|m| o.err(m))?;
             sweep.push(SweepAxis::MemoryCap(v));
+        }
+        if let Some((vals, o)) = pick_list(&fs.search, &ps.search, "--sweep-search", "sweep.search")
+        {
+            let v = vals
+                .iter()
+                .map(|s| s.parse())
+                .collect::<Result<Vec<_>, String>>()
+                .map_err(|m| o.err(m))?;
+            sweep.push(SweepAxis::Search(v));
+        }
+        if let Some(v) = fs.indexes.clone().or_else(|| ps.indexes.clone()) {
+            sweep.push(SweepAxis::Indexes(v));
         }
 
         let repeats = parse_with(

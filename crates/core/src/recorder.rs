@@ -98,6 +98,8 @@ pub struct PhaseStats {
     pub errors: [u64; ERROR_KINDS],
     /// Requests sent, per kind (a conservation check against the target).
     pub sent: [u64; OP_KINDS],
+    /// Rows returned, per kind (searches).
+    pub rows: [u64; OP_KINDS],
 }
 
 impl PhaseStats {
@@ -111,6 +113,7 @@ impl PhaseStats {
             failed: [0; OP_KINDS],
             errors: [0; ERROR_KINDS],
             sent: [0; OP_KINDS],
+            rows: [0; OP_KINDS],
         }
     }
 
@@ -151,6 +154,7 @@ impl PhaseStats {
             self.misses[k] += other.misses[k];
             self.failed[k] += other.failed[k];
             self.sent[k] += other.sent[k];
+            self.rows[k] += other.rows[k];
         }
         match (self.service.as_mut(), other.service.as_ref()) {
             (Some(a), Some(b)) => {
@@ -367,9 +371,9 @@ mod tests {
         b.record(OpKind::Set, 5000, 5000, Completion::Ok);
         b.record(OpKind::Get, 9, 9, Completion::Error(ErrorKind::Timeout));
         a.merge(&b);
-        assert_eq!(a.completed, [2, 1, 0, 0]);
-        assert_eq!(a.misses, [1, 0, 0, 0]);
-        assert_eq!(a.failed, [1, 0, 0, 0]);
+        assert_eq!(a.completed, [2, 1, 0, 0, 0]);
+        assert_eq!(a.misses, [1, 0, 0, 0, 0]);
+        assert_eq!(a.failed, [1, 0, 0, 0, 0]);
         assert_eq!(a.errors[ErrorKind::Timeout as usize], 1);
         assert_eq!(a.response[0].len(), 2);
         assert_eq!(a.finished(), 4);

@@ -163,6 +163,9 @@ pub struct OpResult {
     pub misses: u64,
     /// Operations that failed.
     pub failed: u64,
+    /// Rows returned (searches); the same on every target for the same seed.
+    #[serde(default)]
+    pub rows: u64,
     /// Response time: from the intended start (open loop) or the moment the
     /// request was made (closed loop) to the parsed reply.
     pub latency: LatencySummary,
@@ -207,6 +210,7 @@ impl PhaseResult {
                     completed: stats.completed[i],
                     misses: stats.misses[i],
                     failed: stats.failed[i],
+                    rows: stats.rows[i],
                     latency: LatencySummary::of(&stats.response[i]),
                     service_time: stats.service.as_ref().map(|s| LatencySummary::of(&s[i])),
                 },

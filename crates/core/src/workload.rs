@@ -19,14 +19,23 @@ pub enum OpKind {
     Update = 2,
     /// Remove one record by key.
     Delete = 3,
+    /// Search the `profile` table by secondary fields (in-process table
+    /// engines).
+    Search = 4,
 }
 
 /// Number of [`OpKind`]s; arrays indexed by `OpKind as usize` have this length.
-pub const OP_KINDS: usize = 4;
+pub const OP_KINDS: usize = 5;
 
 impl OpKind {
     /// All kinds, in index order.
-    pub const ALL: [OpKind; OP_KINDS] = [OpKind::Get, OpKind::Set, OpKind::Update, OpKind::Delete];
+    pub const ALL: [OpKind; OP_KINDS] = [
+        OpKind::Get,
+        OpKind::Set,
+        OpKind::Update,
+        OpKind::Delete,
+        OpKind::Search,
+    ];
 
     /// Lower-case name as used in mixes, results and reports.
     pub fn name(self) -> &'static str {
@@ -35,6 +44,7 @@ impl OpKind {
             OpKind::Set => "set",
             OpKind::Update => "update",
             OpKind::Delete => "delete",
+            OpKind::Search => "search",
         }
     }
 
@@ -398,9 +408,9 @@ mod tests {
 
     #[test]
     fn mix_follows_weights() {
-        let m = MixChooser::new([90, 10, 0, 0]);
+        let m = MixChooser::new([90, 10, 0, 0, 0]);
         let mut r = Rng::new(5, 0);
-        let mut c = [0u32; 4];
+        let mut c = [0u32; 5];
         for _ in 0..10_000 {
             c[m.next(&mut r) as usize] += 1;
         }

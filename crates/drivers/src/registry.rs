@@ -49,6 +49,14 @@ fn server_available(program: &str, package: &str) -> Result<(), String> {
 }
 
 const KV: &[OpKind] = &[OpKind::Get, OpKind::Set, OpKind::Update, OpKind::Delete];
+/// Key-value operations plus searches on the profile table.
+const KV_SEARCH: &[OpKind] = &[
+    OpKind::Get,
+    OpKind::Set,
+    OpKind::Update,
+    OpKind::Delete,
+    OpKind::Search,
+];
 
 /// Every target this build knows.
 pub fn entries() -> Vec<Entry> {
@@ -139,7 +147,7 @@ pub fn entries() -> Vec<Entry> {
         program: "",
         package: "libtokyocabinet9",
         available: crate::embedded::tokyo::available,
-        ops: KV,
+        ops: KV_SEARCH,
         pipelining: false,
         managed: true,
         default: true,
@@ -184,7 +192,7 @@ pub fn entries() -> Vec<Entry> {
         program: "",
         package: "libsqlite3-0",
         available: crate::embedded::sqlite::available,
-        ops: KV,
+        ops: KV_SEARCH,
         pipelining: false,
         managed: true,
         default: true,

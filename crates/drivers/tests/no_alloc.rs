@@ -94,7 +94,7 @@ fn steady_state_allocations<C: Codec>(
         value_size: ValueSizes::Range { min: 24, max: 400 },
         value_content: ValueContent::Random,
         mix: Mix {
-            weights: [60, 20, 10, 10],
+            weights: [60, 20, 10, 10, 0],
         },
         clients: 8,
         threads: 1,
@@ -107,6 +107,9 @@ fn steady_state_allocations<C: Codec>(
         load: false,
         io,
         memory_cap: None,
+        record: Default::default(),
+        search: Default::default(),
+        indexes: true,
     };
     let pool = ValuePool::new(400);
     let stop = AtomicBool::new(false);

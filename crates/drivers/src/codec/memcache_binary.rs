@@ -40,11 +40,12 @@ impl Codec for MemcacheBinaryCodec {
     #[inline]
     fn encode(&self, kind: OpKind, key: &[u8], header: &[u8], payload: &[u8], out: &mut Vec<u8>) {
         match kind {
-            OpKind::Get | OpKind::Delete => {
-                let op = if kind == OpKind::Get {
-                    OP_GET
-                } else {
+            // Search never reaches a key-value protocol (the plan rejects it).
+            OpKind::Get | OpKind::Delete | OpKind::Search => {
+                let op = if kind == OpKind::Delete {
                     OP_DELETE
+                } else {
+                    OP_GET
                 };
                 push_header(out, op, key.len(), 0, key.len());
                 out.extend_from_slice(key);
@@ -101,6 +102,7 @@ impl Codec for MemcacheBinaryCodec {
             OpKind::Set => "binary SET (0x01) <key> + value, flags 0, expiry 0".into(),
             OpKind::Update => "binary SET (0x01) <key> + value (overwrites an existing key)".into(),
             OpKind::Delete => "binary DELETE (0x04) <key>".into(),
+            OpKind::Search => "not supported".into(),
         }
     }
 }

@@ -18,7 +18,8 @@ impl Codec for MemcacheTextCodec {
     #[inline]
     fn encode(&self, kind: OpKind, key: &[u8], header: &[u8], payload: &[u8], out: &mut Vec<u8>) {
         match kind {
-            OpKind::Get => {
+            // Search never reaches a key-value protocol (the plan rejects it).
+            OpKind::Get | OpKind::Search => {
                 out.extend_from_slice(b"get ");
                 out.extend_from_slice(key);
                 out.extend_from_slice(b"\r\n");
@@ -94,6 +95,7 @@ impl Codec for MemcacheTextCodec {
             OpKind::Set => "set <key> 0 0 <bytes> + value".into(),
             OpKind::Update => "set <key> 0 0 <bytes> + value (overwrites an existing key)".into(),
             OpKind::Delete => "delete <key>".into(),
+            OpKind::Search => "not supported".into(),
         }
     }
 }

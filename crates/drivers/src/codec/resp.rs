@@ -24,7 +24,9 @@ impl Codec for RespCodec {
     #[inline]
     fn encode(&self, kind: OpKind, key: &[u8], header: &[u8], payload: &[u8], out: &mut Vec<u8>) {
         match kind {
-            OpKind::Get => out.extend_from_slice(b"*2\r\n$3\r\nGET\r\n"),
+            // Search never reaches a key-value protocol: the plan rejects it
+            // for targets whose capabilities lack it.
+            OpKind::Get | OpKind::Search => out.extend_from_slice(b"*2\r\n$3\r\nGET\r\n"),
             OpKind::Set | OpKind::Update => out.extend_from_slice(b"*3\r\n$3\r\nSET\r\n"),
             OpKind::Delete => out.extend_from_slice(b"*2\r\n$3\r\nDEL\r\n"),
         }
@@ -69,6 +71,7 @@ impl Codec for RespCodec {
             OpKind::Set => "SET <key> <value>".into(),
             OpKind::Update => "SET <key> <value> (overwrites an existing key)".into(),
             OpKind::Delete => "DEL <key>".into(),
+            OpKind::Search => "not supported".into(),
         }
     }
 }

@@ -250,6 +250,7 @@ impl Engine for LmdbEngine {
 
     fn describe(&self, kind: OpKind) -> String {
         match kind {
+            OpKind::Search => "not supported".into(),
             OpKind::Get => "mdb_get in a read-only transaction".into(),
             OpKind::Set | OpKind::Update => {
                 "mdb_put + mdb_txn_commit (one write transaction per operation)".into()

@@ -226,6 +226,7 @@ impl Engine for RocksEngine {
 
     fn describe(&self, kind: OpKind) -> String {
         match kind {
+            OpKind::Search => "not supported".into(),
             OpKind::Get => "rocksdb_get <key>".into(),
             OpKind::Set | OpKind::Update => "rocksdb_put <key> <value>".into(),
             OpKind::Delete => {

@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use bakeoff_core::embedded::EngineSession;
 use bakeoff_core::plan::{Plan, TargetSpec, Workload};
+use bakeoff_core::profile::{Profile, Query, RecordKind, SearchKind};
 use bakeoff_core::runner::Target;
 use bakeoff_core::workload::OpKind;
 
@@ -55,6 +56,7 @@ struct Api {
     column_blob: unsafe extern "C" fn(Stmt, c_int) -> *const c_void,
     column_bytes: unsafe extern "C" fn(Stmt, c_int) -> c_int,
     column_int64: unsafe extern "C" fn(Stmt, c_int) -> i64,
+    bind_int64: unsafe extern "C" fn(Stmt, c_int, i64) -> c_int,
     changes: unsafe extern "C" fn(Db) -> c_int,
     version: String,
 }
@@ -83,6 +85,7 @@ impl Api {
                 column_blob: dl::sym(&lib, "sqlite3_column_blob")?,
                 column_bytes: dl::sym(&lib, "sqlite3_column_bytes")?,
                 column_int64: dl::sym(&lib, "sqlite3_column_int64")?,
+                bind_int64: dl::sym(&lib, "sqlite3_bind_int64")?,
                 changes: dl::sym(&lib, "sqlite3_changes")?,
                 _lib: lib,
             })
@@ -97,10 +100,22 @@ struct Conn {
     get: Stmt,
     put: Stmt,
     del: Stmt,
+    /// Profile statements: insert, then the searches by name, sex,
+    /// location and all three (null when the table is kv).
+    profile: [Stmt; 5],
 }
 
+/// The SQL of the profile table's statements, in `Conn::profile` order.
+const PROFILE_SQL: [&str; 5] = [
+    "INSERT OR REPLACE INTO profile (id, name, sex, province, city, payload) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    "SELECT id FROM profile WHERE name LIKE ?1",
+    "SELECT id FROM profile WHERE sex = ?1",
+    "SELECT id FROM profile WHERE province = ?1 AND city = ?2",
+    "SELECT id FROM profile WHERE name LIKE ?1 AND sex = ?2 AND province = ?3 AND city = ?4",
+];
+
 impl Conn {
-    fn open(api: &Arc<Api>, path: &CString, pragmas: &str) -> Result<Self, String> {
+    fn open(api: &Arc<Api>, path: &CString, pragmas: &str, profile: bool) -> Result<Self, String> {
         let mut db: Db = ptr::null_mut();
         // SAFETY: sqlite3 C API calls on a connection we own.
         unsafe {
@@ -116,6 +131,7 @@ impl Conn {
                 get: ptr::null_mut(),
                 put: ptr::null_mut(),
                 del: ptr::null_mut(),
+                profile: [ptr::null_mut(); 5],
             };
             if rc != OK {
                 return Err(format!(
@@ -130,6 +146,12 @@ impl Conn {
             c.get = c.prepare("SELECT v FROM kv WHERE k = ?1")?;
             c.put = c.prepare("INSERT OR REPLACE INTO kv (k, v) VALUES (?1, ?2)")?;
             c.del = c.prepare("DELETE FROM kv WHERE k = ?1")?;
+            if profile {
+                c.exec(PROFILE_TABLE)?;
+                for (i, sql) in PROFILE_SQL.iter().enumerate() {
+                    c.profile[i] = c.prepare(sql)?;
+                }
+            }
             Ok(c)
         }
     }
@@ -197,7 +219,10 @@ impl Drop for Conn {
     fn drop(&mut self) {
         // SAFETY: finalising our statements and closing our connection once.
         unsafe {
-            for st in [self.get, self.put, self.del] {
+            for st in [self.get, self.put, self.del]
+                .into_iter()
+                .chain(self.profile)
+            {
                 if !st.is_null() {
                     (self.api.finalize)(st);
                 }
@@ -212,7 +237,82 @@ pub struct SqliteSession {
     conn: Conn,
 }
 
+/// The profile table of 000-search.
+const PROFILE_TABLE: &str =
+    "CREATE TABLE IF NOT EXISTS profile (id INTEGER PRIMARY KEY, name TEXT NOT NULL, \
+     sex TEXT NOT NULL, province TEXT NOT NULL, city TEXT NOT NULL, payload BLOB NOT NULL)";
+
 impl EngineSession for SqliteSession {
+    fn put_profile(
+        &mut self,
+        id: u64,
+        _key: &[u8],
+        p: &Profile,
+        payload: &[u8],
+    ) -> Result<(), String> {
+        let c = &self.conn;
+        let st = c.profile[0];
+        let (prov, city) = (p.province_text(), p.city_text());
+        // SAFETY: binding buffers that outlive the step (SQLITE_STATIC).
+        unsafe {
+            (c.api.bind_int64)(st, 1, id as i64);
+            (c.api.bind_text)(st, 2, p.name.as_ptr().cast(), 8, 0);
+            (c.api.bind_text)(st, 3, (&p.sex as *const u8).cast(), 1, 0);
+            (c.api.bind_text)(st, 4, prov.as_ptr().cast(), 3, 0);
+            (c.api.bind_text)(st, 5, city.as_ptr().cast(), 2, 0);
+            (c.api.bind_blob)(st, 6, payload.as_ptr().cast(), payload.len() as c_int, 0);
+            let rc = (c.api.step)(st);
+            let r = if rc == DONE { Ok(()) } else { Err(c.error()) };
+            c.finish(st);
+            r
+        }
+    }
+
+    fn search(&mut self, q: &Query) -> Result<u64, String> {
+        let c = &self.conn;
+        let like = [b'%', q.name_part[0], q.name_part[1], q.name_part[2], b'%'];
+        let st = match q.kind {
+            SearchKind::Name => c.profile[1],
+            SearchKind::Sex => c.profile[2],
+            SearchKind::Location => c.profile[3],
+            SearchKind::All => c.profile[4],
+        };
+        // SAFETY: binding buffers that outlive the steps; reset after.
+        unsafe {
+            let text = |i: c_int, b: &[u8]| {
+                (c.api.bind_text)(st, i, b.as_ptr().cast(), b.len() as c_int, 0)
+            };
+            match q.kind {
+                SearchKind::Name => {
+                    text(1, &like);
+                }
+                SearchKind::Sex => {
+                    text(1, std::slice::from_ref(&q.sex));
+                }
+                SearchKind::Location => {
+                    text(1, &q.province);
+                    text(2, &q.city);
+                }
+                SearchKind::All => {
+                    text(1, &like);
+                    text(2, std::slice::from_ref(&q.sex));
+                    text(3, &q.province);
+                    text(4, &q.city);
+                }
+            }
+            let mut rows = 0;
+            let r = loop {
+                match (c.api.step)(st) {
+                    ROW => rows += 1,
+                    DONE => break Ok(rows),
+                    _ => break Err(c.error()),
+                }
+            };
+            c.finish(st);
+            r
+        }
+    }
+
     fn get(&mut self, key: &[u8], out: &mut Vec<u8>) -> Result<bool, String> {
         let c = &self.conn;
         out.clear();
@@ -309,6 +409,7 @@ pub struct SqliteEngine {
     api: Arc<Api>,
     path: CString,
     pragmas: String,
+    profile: bool,
 }
 
 impl Engine for SqliteEngine {
@@ -316,13 +417,14 @@ impl Engine for SqliteEngine {
 
     fn session(&self) -> Result<SqliteSession, String> {
         Ok(SqliteSession {
-            conn: Conn::open(&self.api, &self.path, &self.pragmas)?,
+            conn: Conn::open(&self.api, &self.path, &self.pragmas, self.profile)?,
         })
     }
 
     fn count(&self) -> Option<u64> {
-        let c = Conn::open(&self.api, &self.path, &self.pragmas).ok()?;
-        let st = c.prepare("SELECT count(*) FROM kv").ok()?;
+        let c = Conn::open(&self.api, &self.path, &self.pragmas, self.profile).ok()?;
+        let table = if self.profile { "profile" } else { "kv" };
+        let st = c.prepare(&format!("SELECT count(*) FROM {table}")).ok()?;
         // SAFETY: one step of a statement on our connection, then finalise.
         unsafe {
             let n = if (c.api.step)(st) == ROW {
@@ -337,6 +439,7 @@ impl Engine for SqliteEngine {
 
     fn describe(&self, kind: OpKind) -> String {
         match kind {
+            OpKind::Search => "SELECT id FROM profile WHERE <name LIKE ?> / <sex = ?> / <province = ? AND city = ?> / <all three>".into(),
             OpKind::Get => "SELECT v FROM kv WHERE k = ?1".into(),
             OpKind::Set | OpKind::Update => {
                 "INSERT OR REPLACE INTO kv (k, v) VALUES (?1, ?2)".into()
@@ -375,10 +478,24 @@ pub fn open(
     let path = CString::new(file.display().to_string())
         .map_err(|_| "directory path contains a NUL byte".to_string())?;
     let pragmas = settings.pragmas();
+    let profile = workload.record == RecordKind::Profile;
     {
-        let c = Conn::open(&api, &path, &pragmas)?;
+        let c = Conn::open(&api, &path, &pragmas, profile)?;
         if workload.load {
-            c.exec("DELETE FROM kv")?;
+            c.exec(if profile {
+                "DELETE FROM profile"
+            } else {
+                "DELETE FROM kv"
+            })?;
+        }
+        if profile {
+            if workload.indexes {
+                c.exec("CREATE INDEX IF NOT EXISTS profile_sex ON profile (sex)")?;
+                c.exec("CREATE INDEX IF NOT EXISTS profile_loc ON profile (province, city)")?;
+            } else {
+                c.exec("DROP INDEX IF EXISTS profile_sex")?;
+                c.exec("DROP INDEX IF EXISTS profile_loc")?;
+            }
         }
     }
     let mut record = BTreeMap::new();
@@ -392,7 +509,23 @@ pub fn open(
             .unwrap_or_else(|| "default".into()),
     );
     let version = format!("SQLite {} ({})", api.version, api._lib.name);
-    let engine = SqliteEngine { api, path, pragmas };
+    if profile {
+        record.insert(
+            "indexes".into(),
+            if workload.indexes {
+                "sex, (province, city)"
+            } else {
+                "none"
+            }
+            .into(),
+        );
+    }
+    let engine = SqliteEngine {
+        api,
+        path,
+        pragmas,
+        profile,
+    };
     Ok(Box::new(EmbeddedTarget::new(
         &spec.name,
         engine,

@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use bakeoff_core::embedded::EngineSession;
 use bakeoff_core::plan::{Plan, TargetSpec, Workload};
+use bakeoff_core::profile::{Profile, Query, RecordKind, SearchKind};
 use bakeoff_core::runner::Target;
 use bakeoff_core::workload::OpKind;
 
@@ -84,7 +85,21 @@ struct Api {
     map_put: unsafe extern "C" fn(*mut c_void, *const c_void, c_int, *const c_void, c_int),
     map_get: unsafe extern "C" fn(*const c_void, *const c_void, c_int, *mut c_int) -> *const c_void,
     map_del: unsafe extern "C" fn(*mut c_void),
+    tdb_setindex: unsafe extern "C" fn(Db, *const c_char, c_int) -> bool,
+    qry_new: unsafe extern "C" fn(Db) -> *mut c_void,
+    qry_addcond: unsafe extern "C" fn(*mut c_void, *const c_char, c_int, *const c_char),
+    qry_search: unsafe extern "C" fn(*mut c_void) -> *mut c_void,
+    qry_del: unsafe extern "C" fn(*mut c_void),
+    list_num: unsafe extern "C" fn(*const c_void) -> c_int,
+    list_del: unsafe extern "C" fn(*mut c_void),
 }
+
+/// `TDBQCSTREQ`, `TDBQCSTRINC`: string equals, string includes.
+const QC_STREQ: c_int = 0;
+const QC_STRINC: c_int = 1;
+/// `TDBITLEXICAL`, `TDBITVOID`: a lexical index, or none.
+const IT_LEXICAL: c_int = 0;
+const IT_VOID: c_int = 9999;
 
 /// `TCENOREC`: no record found.
 const ENOREC: c_int = 22;
@@ -144,6 +159,13 @@ impl Api {
                 map_put: dl::sym(&lib, "tcmapput")?,
                 map_get: dl::sym(&lib, "tcmapget")?,
                 map_del: dl::sym(&lib, "tcmapdel")?,
+                tdb_setindex: dl::sym(&lib, "tctdbsetindex")?,
+                qry_new: dl::sym(&lib, "tctdbqrynew")?,
+                qry_addcond: dl::sym(&lib, "tctdbqryaddcond")?,
+                qry_search: dl::sym(&lib, "tctdbqrysearch")?,
+                qry_del: dl::sym(&lib, "tctdbqrydel")?,
+                list_num: dl::sym(&lib, "tclistnum")?,
+                list_del: dl::sym(&lib, "tclistdel")?,
                 _lib: lib,
             })
         }
@@ -369,6 +391,91 @@ pub struct TokyoSession {
 }
 
 impl EngineSession for TokyoSession {
+    fn put_profile(
+        &mut self,
+        _id: u64,
+        key: &[u8],
+        p: &Profile,
+        payload: &[u8],
+    ) -> Result<(), String> {
+        let d = &self.db;
+        if d.kind != Kind::Table {
+            return Err("only tokyo-table stores profile rows".into());
+        }
+        let (prov, city) = (p.province_text(), p.city_text());
+        let cols: [(&[u8], &[u8]); 5] = [
+            (b"name", &p.name),
+            (b"sex", std::slice::from_ref(&p.sex)),
+            (b"province", &prov),
+            (b"city", &city),
+            (b"payload", payload),
+        ];
+        // SAFETY: a row map of our own, filled and freed here.
+        let ok = unsafe {
+            let row = (d.api.map_new2)(8);
+            for (k, v) in cols {
+                (d.api.map_put)(
+                    row,
+                    k.as_ptr().cast(),
+                    k.len() as c_int,
+                    v.as_ptr().cast(),
+                    v.len() as c_int,
+                );
+            }
+            let ok = (d.api.tdb_put)(d.db, key.as_ptr().cast(), key.len() as c_int, row);
+            (d.api.map_del)(row);
+            ok
+        };
+        if ok {
+            Ok(())
+        } else {
+            Err(d.error())
+        }
+    }
+
+    fn search(&mut self, q: &Query) -> Result<u64, String> {
+        let d = &self.db;
+        if d.kind != Kind::Table {
+            return Err("only tokyo-table can search".into());
+        }
+        let z = |b: &[u8]| -> [u8; 4] {
+            let mut out = [0u8; 4];
+            out[..b.len()].copy_from_slice(b);
+            out
+        };
+        let (name, sex, prov, city) = (z(&q.name_part), z(&[q.sex]), z(&q.province), z(&q.city));
+        let mut conds: Vec<(&[u8], c_int, &[u8; 4])> = Vec::with_capacity(4);
+        if matches!(q.kind, SearchKind::Name | SearchKind::All) {
+            conds.push((b"name\0", QC_STRINC, &name));
+        }
+        if matches!(q.kind, SearchKind::Sex | SearchKind::All) {
+            conds.push((b"sex\0", QC_STREQ, &sex));
+        }
+        if matches!(q.kind, SearchKind::Location | SearchKind::All) {
+            conds.push((b"province\0", QC_STREQ, &prov));
+            conds.push((b"city\0", QC_STREQ, &city));
+        }
+        // SAFETY: a query object of our own; column names and expressions
+        // are NUL-terminated; the result list is freed after counting.
+        unsafe {
+            let qry = (d.api.qry_new)(d.db);
+            for (col, op, expr) in conds {
+                (d.api.qry_addcond)(qry, col.as_ptr().cast(), op, expr.as_ptr().cast());
+            }
+            let list = (d.api.qry_search)(qry);
+            let n = if list.is_null() {
+                0
+            } else {
+                (d.api.list_num)(list) as u64
+            };
+            if !list.is_null() {
+                (d.api.list_del)(list);
+            }
+            (d.api.qry_del)(qry);
+            Ok(n)
+        }
+    }
+
     fn get(&mut self, key: &[u8], out: &mut Vec<u8>) -> Result<bool, String> {
         let d = &self.db;
         out.clear();
@@ -526,6 +633,13 @@ impl Engine for TokyoEngine {
             "put <key> <value>"
         };
         match kind {
+            OpKind::Search => {
+                if self.db.kind == Kind::Table {
+                    "tctdbqrysearch with conditions on name (TDBQCSTRINC) / sex / province and city (TDBQCSTREQ)".into()
+                } else {
+                    "not supported".into()
+                }
+            }
             OpKind::Get => get.to_string(),
             OpKind::Set => format!("{p}{put}"),
             OpKind::Update => format!("{p}{put} (overwrites an existing key)"),
@@ -664,6 +778,28 @@ pub fn open(
             handle.error()
         ));
     }
+    let mut record = settings.record(kind);
+    if kind == Kind::Table && workload.record == RecordKind::Profile {
+        let kind_of_index = if workload.indexes {
+            IT_LEXICAL
+        } else {
+            IT_VOID
+        };
+        for col in [&b"sex\0"[..], b"province\0", b"city\0"] {
+            // SAFETY: setting an index on our open handle; the name is
+            // NUL-terminated.
+            unsafe { (api.tdb_setindex)(db, col.as_ptr().cast(), kind_of_index) };
+        }
+        record.insert(
+            "indexes".into(),
+            if workload.indexes {
+                "sex, province, city (lexical)"
+            } else {
+                "none"
+            }
+            .into(),
+        );
+    }
     let version = format!("Tokyo Cabinet {} ({})", api.version, api._lib.name);
     let engine = TokyoEngine {
         db: Arc::new(handle),
@@ -673,7 +809,7 @@ pub fn open(
         engine,
         dir,
         version,
-        settings.record(kind),
+        record,
         workload.memory_cap,
     )?))
 }
