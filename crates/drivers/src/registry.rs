@@ -1,9 +1,12 @@
 //! The one place that lists targets: names, capabilities, settings checks,
 //! and how each is opened. Adding a target is a module plus a line here.
 
-use bakeoff_core::plan::{Capabilities, Plan, TargetCatalog, TargetSpec, Workload};
+use bakeoff_core::plan::{Capabilities, Endpoint, Plan, TargetCatalog, TargetSpec, Workload};
 use bakeoff_core::runner::{Target, TargetOpener};
 use bakeoff_core::workload::OpKind;
+
+/// A target's own readiness check (port free, endpoint answering).
+pub type ProbeFn = fn(&TargetSpec, &Plan) -> Result<(), String>;
 
 /// Opens a target for one run.
 pub type OpenFn = fn(&TargetSpec, &Plan, &Workload) -> Result<Box<dyn Target>, String>;
@@ -34,7 +37,9 @@ pub struct Entry {
     /// Validates `[servers.NAME]`.
     pub check: fn(Option<&toml::Table>) -> Result<(), String>,
     /// Checks it can be used.
-    pub probe: fn(&TargetSpec, &Plan) -> Result<(), String>,
+    /// Checks beyond settings and availability (a free port, an external
+    /// endpoint that answers); `None` for in-process engines.
+    pub probe: Option<ProbeFn>,
     /// Opens it for one run.
     pub open: OpenFn,
 }
@@ -74,7 +79,7 @@ pub fn entries() -> Vec<Entry> {
         managed: true,
         default: true,
         check: |t| crate::redis::RedisSettings::parse(t).map(|_| ()),
-        probe: crate::redis::probe,
+        probe: Some(crate::redis::probe),
         open: crate::redis::open,
     });
     #[cfg(feature = "memcached")]
@@ -91,7 +96,7 @@ pub fn entries() -> Vec<Entry> {
             managed: true,
             default: true,
             check: |t| crate::memcached::MemcachedSettings::parse(t).map(|_| ()),
-            probe: crate::memcached::probe,
+            probe: Some(crate::memcached::probe),
             open: crate::memcached::open,
         });
         v.push(Entry {
@@ -106,7 +111,7 @@ pub fn entries() -> Vec<Entry> {
             managed: true,
             default: false,
             check: |t| crate::memcached::MemcachedSettings::parse(t).map(|_| ()),
-            probe: crate::memcached::probe,
+            probe: Some(crate::memcached::probe),
             open: crate::memcached::open,
         });
     }
@@ -122,7 +127,7 @@ pub fn entries() -> Vec<Entry> {
         managed: true,
         default: true,
         check: crate::embedded::tokyo::check_hash,
-        probe: crate::embedded::tokyo::probe,
+        probe: None,
         open: crate::embedded::tokyo::open,
     });
     v.push(Entry {
@@ -137,7 +142,7 @@ pub fn entries() -> Vec<Entry> {
         managed: true,
         default: true,
         check: crate::embedded::tokyo::check_btree,
-        probe: crate::embedded::tokyo::probe,
+        probe: None,
         open: crate::embedded::tokyo::open,
     });
     v.push(Entry {
@@ -152,7 +157,7 @@ pub fn entries() -> Vec<Entry> {
         managed: true,
         default: true,
         check: crate::embedded::tokyo::check_table,
-        probe: crate::embedded::tokyo::probe,
+        probe: None,
         open: crate::embedded::tokyo::open,
     });
     v.push(Entry {
@@ -167,7 +172,7 @@ pub fn entries() -> Vec<Entry> {
         managed: true,
         default: true,
         check: crate::embedded::lmdb::check,
-        probe: crate::embedded::lmdb::probe,
+        probe: None,
         open: crate::embedded::lmdb::open,
     });
     v.push(Entry {
@@ -182,7 +187,7 @@ pub fn entries() -> Vec<Entry> {
         managed: true,
         default: true,
         check: crate::embedded::rocksdb::check,
-        probe: crate::embedded::rocksdb::probe,
+        probe: None,
         open: crate::embedded::rocksdb::open,
     });
     v.push(Entry {
@@ -197,7 +202,7 @@ pub fn entries() -> Vec<Entry> {
         managed: true,
         default: true,
         check: crate::embedded::sqlite::check,
-        probe: crate::embedded::sqlite::probe,
+        probe: None,
         open: crate::embedded::sqlite::open,
     });
     v
@@ -255,7 +260,16 @@ impl TargetOpener for Registry {
         let e = self
             .find(&spec.name)
             .ok_or_else(|| format!("unknown target `{}`", spec.name))?;
-        (e.probe)(spec, plan)
+        // Every target: its settings, and (when bakeoff is to start or open
+        // it) what it needs installed; then its own checks, if any.
+        (e.check)(plan.servers.get(&spec.name))?;
+        if matches!(spec.endpoint, Endpoint::Managed) {
+            (e.available)()?;
+        }
+        match e.probe {
+            Some(p) => p(spec, plan),
+            None => Ok(()),
+        }
     }
 
     fn open(

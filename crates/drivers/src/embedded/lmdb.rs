@@ -294,12 +294,6 @@ pub fn available() -> Result<(), String> {
     Api::load().map(|_| ())
 }
 
-/// Checks settings and library.
-pub fn probe(spec: &TargetSpec, plan: &Plan) -> Result<(), String> {
-    LmdbSettings::parse(plan.servers.get(&spec.name))?;
-    available()
-}
-
 /// Opens the environment (emptied first for a run that loads).
 pub fn open(
     spec: &TargetSpec,

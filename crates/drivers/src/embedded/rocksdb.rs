@@ -287,12 +287,6 @@ pub fn available() -> Result<(), String> {
     Api::load().map(|_| ())
 }
 
-/// Checks settings and library.
-pub fn probe(spec: &TargetSpec, plan: &Plan) -> Result<(), String> {
-    RocksSettings::parse(plan.servers.get(&spec.name))?;
-    available()
-}
-
 /// Opens the database (destroyed first for a run that loads).
 pub fn open(
     spec: &TargetSpec,

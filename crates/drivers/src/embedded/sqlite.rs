@@ -459,12 +459,6 @@ pub fn available() -> Result<(), String> {
     Api::load().map(|_| ())
 }
 
-/// Checks settings and library.
-pub fn probe(spec: &TargetSpec, plan: &Plan) -> Result<(), String> {
-    SqliteSettings::parse(plan.servers.get(&spec.name))?;
-    available()
-}
-
 /// Opens (and, for a run that loads, empties) the database.
 pub fn open(
     spec: &TargetSpec,

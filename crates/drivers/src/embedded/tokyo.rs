@@ -676,12 +676,6 @@ pub fn available() -> Result<(), String> {
     Api::load().map(|_| ())
 }
 
-/// Checks that the library loads.
-pub fn probe(spec: &TargetSpec, plan: &Plan) -> Result<(), String> {
-    TokyoSettings::parse(kind_of(spec), plan.servers.get(&spec.name))?;
-    Api::load().map(|_| ())
-}
-
 /// Opens a fresh database in the target's directory.
 pub fn open(
     spec: &TargetSpec,
