@@ -18,6 +18,8 @@ for pair in libtokyocabinet.so.9:libtokyocabinet9 liblmdb.so.0:liblmdb0 librocks
   file=${pair%%:*} pkg=${pair##*:}
   grep -qF "$file" <<<"$libs" || need_apt+=("$pkg")
 done
+# PostgreSQL's server binaries live outside PATH on Debian.
+ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || need_apt+=(postgresql)
 # tchtest / tchmgr: Tokyo Cabinet's own tools, used by the tests and bench/.
 command -v tchmgr >/dev/null 2>&1 || need_apt+=(tokyocabinet-bin)
 if [ ${#need_apt[@]} -gt 0 ]; then

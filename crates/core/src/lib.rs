@@ -14,6 +14,7 @@
 //! - [`workload`]: seeded key, value-size and operation generators.
 //! - [`value`]: self-verifying values (header + pooled payload).
 //! - [`recorder`]: per-worker HDR histograms, counters, intervals.
+//! - [`async_loop`]: the loop for targets behind async client libraries.
 //! - [`client`]: one client's request stream, shared by every loop.
 //! - [`driver`]: the contract between runner and drivers.
 //! - [`embedded`]: the loop for in-process engines.
@@ -23,6 +24,7 @@
 //! - [`mock`]: a deterministic scripted driver for snapshot tests.
 //! - [`environment`]: what machine the numbers come from.
 
+pub mod async_loop;
 pub mod client;
 pub mod driver;
 pub mod embedded;

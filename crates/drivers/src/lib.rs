@@ -10,7 +10,7 @@
 //!
 //! - [`codec`]: RESP, memcache text, memcache binary.
 //! - [`registry`]: names, capabilities, settings checks, opening targets.
-//! - [`redis`], [`memcached`]: the targets, managed or external.
+//! - [`redis`], [`memcached`], [`postgres`]: the targets, managed or external.
 //! - [`admin`]: blocking request/reply helpers for counters and versions.
 //! - [`settings`]: typed reading of `[servers.NAME]` tables.
 //! - [`embedded`]: engines opened in-process (Tokyo Cabinet, …), loaded
@@ -22,6 +22,8 @@ pub mod dl;
 pub mod embedded;
 #[cfg(feature = "memcached")]
 pub mod memcached;
+#[cfg(feature = "postgres")]
+pub mod postgres;
 #[cfg(feature = "redis")]
 pub mod redis;
 pub mod registry;

@@ -166,6 +166,9 @@ pub fn open(
                 args: &|port, _| settings.args(port),
                 ready: &|addr| stats(addr).is_ok(),
                 ready_timeout: Duration::from_secs(20),
+                extra_dirs: &[],
+                run_as: None,
+                init: None,
             };
             let mut server = ManagedServer::start(&cmd).map_err(|e| e.to_string())?;
             if let Some(limit) = workload.memory_cap {

@@ -212,6 +212,9 @@ pub fn open(
                         .unwrap_or(false)
                 },
                 ready_timeout: Duration::from_secs(20),
+                extra_dirs: &[],
+                run_as: None,
+                init: None,
             };
             let mut server = ManagedServer::start(&cmd).map_err(|e| e.to_string())?;
             if let Some(limit) = workload.memory_cap {

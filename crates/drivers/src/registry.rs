@@ -115,6 +115,22 @@ pub fn entries() -> Vec<Entry> {
             open: crate::memcached::open,
         });
     }
+    #[cfg(feature = "postgres")]
+    v.push(Entry {
+        name: "postgres",
+        scheme: "postgres",
+        about: "PostgreSQL (table kv, prepared statements, one connection per client)",
+        program: "postgres",
+        package: "postgresql",
+        available: crate::postgres::available,
+        ops: KV,
+        pipelining: false,
+        managed: true,
+        default: false,
+        check: crate::postgres::check,
+        probe: Some(crate::postgres::probe),
+        open: crate::postgres::open,
+    });
     v.push(Entry {
         name: "tokyo-hash",
         scheme: "",

@@ -76,6 +76,9 @@ fn server(program: &str, args: fn(u16) -> Vec<String>) -> ManagedServer {
         args: &move |p, _| args(p),
         ready: &|a| TcpStream::connect(a).is_ok(),
         ready_timeout: Duration::from_secs(20),
+        extra_dirs: &[],
+        run_as: None,
+        init: None,
     })
     .unwrap()
 }

@@ -86,6 +86,10 @@ pub fn port_is_free(port: u16) -> bool {
     TcpListener::bind(("127.0.0.1", port)).is_ok()
 }
 
+/// Prepares a server's data directory: gets the binary's path and the
+/// directory; the error says what failed.
+pub type InitFn = dyn Fn(&Path, &Path) -> Result<(), String>;
+
 /// What to start.
 pub struct ServerCommand<'a> {
     /// Binary name on PATH.
@@ -100,6 +104,86 @@ pub struct ServerCommand<'a> {
     pub ready: &'a dyn Fn(SocketAddr) -> bool,
     /// How long to wait for readiness.
     pub ready_timeout: Duration,
+    /// Directories searched after PATH (e.g. `/usr/lib/postgresql/15/bin`).
+    pub extra_dirs: &'a [&'a str],
+    /// Run the server as this user (servers that refuse root).
+    pub run_as: Option<&'a str>,
+    /// Prepares the data directory (e.g. `initdb`); gets the binary's path
+    /// and the directory.
+    pub init: Option<&'a InitFn>,
+}
+
+/// Finds `program` on PATH or in `extra` directories (globs like
+/// `/usr/lib/postgresql/*/bin` are expanded, newest last wins).
+pub fn find_program(program: &str, extra: &[&str]) -> Option<PathBuf> {
+    if let Some(p) = find_on_path(program) {
+        return Some(p);
+    }
+    let mut found = None;
+    for pattern in extra {
+        let dirs: Vec<PathBuf> = match pattern.split_once('*') {
+            Some((head, tail)) => {
+                let mut v: Vec<PathBuf> = std::fs::read_dir(head)
+                    .map(|rd| {
+                        rd.flatten()
+                            .map(|e| e.path().join(tail.trim_start_matches('/')))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                v.sort();
+                v
+            }
+            None => vec![PathBuf::from(pattern)],
+        };
+        for d in dirs {
+            let p = d.join(program);
+            if p.is_file() {
+                found = Some(p);
+            }
+        }
+    }
+    found
+}
+
+/// User and group ids of `user`.
+pub fn user_ids(user: &str) -> Result<(u32, u32), String> {
+    let c = std::ffi::CString::new(user).map_err(|_| format!("bad user name {user}"))?;
+    // SAFETY: getpwnam returns a pointer to static storage or null.
+    let pw = unsafe { libc::getpwnam(c.as_ptr()) };
+    if pw.is_null() {
+        return Err(format!("there is no user `{user}` on this machine"));
+    }
+    // SAFETY: pw is non-null and points to a valid passwd record.
+    Ok(unsafe { ((*pw).pw_uid, (*pw).pw_gid) })
+}
+
+/// Gives `path` (and everything under it) to `uid:gid`.
+pub fn chown_tree(path: &Path, uid: u32, gid: u32) -> std::io::Result<()> {
+    std::os::unix::fs::chown(path, Some(uid), Some(gid))?;
+    if path.is_dir() {
+        for e in std::fs::read_dir(path)? {
+            chown_tree(&e?.path(), uid, gid)?;
+        }
+    }
+    Ok(())
+}
+
+/// A command that runs as `user` when given (setgid/setuid before exec).
+pub fn command_as(binary: &Path, user: Option<(u32, u32)>) -> Command {
+    let mut c = Command::new(binary);
+    if let Some((uid, gid)) = user {
+        // SAFETY: setgid/setuid are async-signal-safe; they run in the child
+        // between fork and exec.
+        unsafe {
+            c.pre_exec(move || {
+                if libc::setgid(gid) != 0 || libc::setuid(uid) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+    }
+    c
 }
 
 /// A running server started by bakeoff. Dropping it stops the process
@@ -121,10 +205,11 @@ pub struct ManagedServer {
 impl ManagedServer {
     /// Starts the server and waits until it is ready.
     pub fn start(cmd: &ServerCommand) -> Result<Self, ServerError> {
-        let binary = find_on_path(cmd.program).ok_or_else(|| ServerError::NotInstalled {
-            program: cmd.program.into(),
-            package: cmd.package.into(),
-        })?;
+        let binary =
+            find_program(cmd.program, cmd.extra_dirs).ok_or_else(|| ServerError::NotInstalled {
+                program: cmd.program.into(),
+                package: cmd.package.into(),
+            })?;
         let io = |source| ServerError::Io {
             program: cmd.program.into(),
             source,
@@ -143,11 +228,30 @@ impl ManagedServer {
             dir.path(),
             std::os::unix::fs::PermissionsExt::from_mode(0o777),
         );
+        let user = match cmd.run_as {
+            Some(u) => {
+                let ids = user_ids(u).map_err(|reason| ServerError::Failed {
+                    program: cmd.program.into(),
+                    reason,
+                    log: String::new(),
+                })?;
+                chown_tree(dir.path(), ids.0, ids.1).map_err(io)?;
+                Some(ids)
+            }
+            None => None,
+        };
+        if let Some(init) = cmd.init {
+            init(&binary, dir.path()).map_err(|reason| ServerError::Failed {
+                program: cmd.program.into(),
+                reason,
+                log: String::new(),
+            })?;
+        }
         let args = (cmd.args)(port, dir.path());
         let log_path = dir.path().join("server.log");
         let log = std::fs::File::create(&log_path).map_err(io)?;
         let log2 = log.try_clone().map_err(io)?;
-        let mut command = Command::new(&binary);
+        let mut command = command_as(&binary, user);
         command
             .args(&args)
             .current_dir(dir.path())
@@ -241,9 +345,19 @@ impl ManagedServer {
         Ok(())
     }
 
-    /// CPU, RSS, disk I/O, directory size and capped memory now.
+    /// CPU, RSS, disk I/O, directory size and capped memory now, summed
+    /// over the server and its child processes (PostgreSQL forks one per
+    /// connection).
     pub fn snapshot(&self) -> ProcSnapshot {
         let mut s = proc_snapshot(self.pid).unwrap_or_default();
+        for child in children_of(self.pid) {
+            if let Some(c) = proc_snapshot(child) {
+                s.cpu_ns += c.cpu_ns;
+                s.rss_bytes += c.rss_bytes;
+                s.read_bytes += c.read_bytes;
+                s.write_bytes += c.write_bytes;
+            }
+        }
         s.disk_bytes = dir_size(self.dir.path());
         if let Some(u) = self.cap.as_ref().and_then(|c| c.usage()) {
             s.cgroup_memory_bytes = Some(u.total);
@@ -302,6 +416,27 @@ pub fn proc_snapshot(pid: u32) -> Option<ProcSnapshot> {
     })
 }
 
+/// Process ids whose parent is `pid`.
+pub fn children_of(pid: u32) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()))
+        .filter(|child| {
+            std::fs::read_to_string(format!("/proc/{child}/stat"))
+                .ok()
+                .and_then(|s| {
+                    s.rsplit_once(')')
+                        .and_then(|(_, r)| r.split_whitespace().nth(1))
+                        .and_then(|p| p.parse::<u32>().ok())
+                })
+                == Some(pid)
+        })
+        .collect()
+}
+
 /// Total size of the files under `dir`, bytes.
 pub fn dir_size(dir: &Path) -> u64 {
     let Ok(entries) = std::fs::read_dir(dir) else {
@@ -330,6 +465,9 @@ mod tests {
             args: &|_, _| vec![],
             ready: &|_| true,
             ready_timeout: Duration::from_secs(1),
+            extra_dirs: &[],
+            run_as: None,
+            init: None,
         };
         let e = ManagedServer::start(&cmd).err().unwrap().to_string();
         assert!(e.contains("apt-get install no-such-package"), "{e}");
@@ -352,6 +490,9 @@ mod tests {
             args: &|_, _| vec!["5".into()],
             ready: &|_| true,
             ready_timeout: Duration::from_secs(1),
+            extra_dirs: &[],
+            run_as: None,
+            init: None,
         };
         let e = ManagedServer::start(&cmd).err().unwrap().to_string();
         assert!(

@@ -51,6 +51,9 @@ pub fn redis(password: Option<&str>) -> ManagedServer {
         args: &args,
         ready: &|addr| TcpStream::connect(addr).is_ok(),
         ready_timeout: Duration::from_secs(20),
+        extra_dirs: &[],
+        run_as: None,
+        init: None,
     })
     .expect("redis-server starts")
 }
@@ -77,6 +80,9 @@ pub fn memcached() -> ManagedServer {
         },
         ready: &|addr| TcpStream::connect(addr).is_ok(),
         ready_timeout: Duration::from_secs(20),
+        extra_dirs: &[],
+        run_as: None,
+        init: None,
     })
     .expect("memcached starts")
 }
