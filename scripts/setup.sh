@@ -20,6 +20,7 @@ for pair in libtokyocabinet.so.9:libtokyocabinet9 liblmdb.so.0:liblmdb0 librocks
 done
 # PostgreSQL's server binaries live outside PATH on Debian.
 ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || need_apt+=(postgresql)
+[ -x /usr/sbin/mariadbd ] || need_apt+=(mariadb-server)
 # tchtest / tchmgr: Tokyo Cabinet's own tools, used by the tests and bench/.
 command -v tchmgr >/dev/null 2>&1 || need_apt+=(tokyocabinet-bin)
 if [ ${#need_apt[@]} -gt 0 ]; then
@@ -31,7 +32,7 @@ if [ ${#need_apt[@]} -gt 0 ]; then
 fi
 # Debian starts the packaged services; bakeoff starts its own servers and
 # needs none of them running.
-for svc in redis-server memcached; do
+for svc in redis-server memcached mariadb postgresql; do
   if command -v service >/dev/null 2>&1; then service "$svc" stop >/dev/null 2>&1 || true; fi
 done
 

@@ -10,7 +10,8 @@
 //!
 //! - [`codec`]: RESP, memcache text, memcache binary.
 //! - [`registry`]: names, capabilities, settings checks, opening targets.
-//! - [`redis`], [`memcached`], [`postgres`]: the targets, managed or external.
+//! - [`redis`], [`memcached`], [`postgres`], [`mariadb`]: the targets,
+//!   managed or external.
 //! - [`admin`]: blocking request/reply helpers for counters and versions.
 //! - [`settings`]: typed reading of `[servers.NAME]` tables.
 //! - [`embedded`]: engines opened in-process (Tokyo Cabinet, …), loaded
@@ -20,6 +21,8 @@ pub mod admin;
 pub mod codec;
 pub mod dl;
 pub mod embedded;
+#[cfg(feature = "mariadb")]
+pub mod mariadb;
 #[cfg(feature = "memcached")]
 pub mod memcached;
 #[cfg(feature = "postgres")]

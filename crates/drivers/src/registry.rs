@@ -115,6 +115,22 @@ pub fn entries() -> Vec<Entry> {
             open: crate::memcached::open,
         });
     }
+    #[cfg(feature = "mariadb")]
+    v.push(Entry {
+        name: "mariadb",
+        scheme: "mariadb",
+        about: "MariaDB / MySQL (InnoDB table kv, prepared statements, one connection per client)",
+        program: "mariadbd",
+        package: "mariadb-server",
+        available: crate::mariadb::available,
+        ops: KV,
+        pipelining: false,
+        managed: true,
+        default: false,
+        check: crate::mariadb::check,
+        probe: Some(crate::mariadb::probe),
+        open: crate::mariadb::open,
+    });
     #[cfg(feature = "postgres")]
     v.push(Entry {
         name: "postgres",

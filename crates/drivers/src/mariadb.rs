@@ -1,0 +1,436 @@
+//! The `mariadb` target (also MySQL): table `bakeoff.kv(k VARCHAR(32)
+//! PRIMARY KEY, v LONGBLOB)` on InnoDB through mysql_async, prepared
+//! statements, one connection per client.
+//!
+//! Managed: `mariadb-install-db` and `mariadbd` from Debian's mariadb-server
+//! in a temporary directory, on a free loopback port and a private socket,
+//! with the settings of `[servers.mariadb]`. The server is private to the
+//! run, so it skips the grant tables (no accounts to set up).
+//! External: `mariadb://user:password@host:port` (a MySQL server too).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use bakeoff_core::async_loop::AsyncSession;
+use bakeoff_core::driver::{Driver, Job, WorkerOutput};
+use bakeoff_core::plan::{Endpoint, Plan, TargetSpec, Workload};
+use bakeoff_core::result::{CounterCheck, TargetRecord};
+use bakeoff_core::runner::{Counters, ProcSnapshot, Target};
+use bakeoff_core::workload::{OpKind, OP_KINDS};
+use bakeoff_servers::{ManagedServer, ServerCommand};
+use mysql_async::prelude::Queryable;
+use mysql_async::{Conn, Opts, OptsBuilder, Statement};
+
+use crate::settings::Settings;
+
+const KNOWN: &str =
+    "innodb_buffer_pool_size, innodb_flush_log_at_trx_commit (0, 1, 2), max_connections, port";
+
+struct MariaSettings {
+    buffer_pool: Option<u64>,
+    flush_log_at_trx_commit: Option<String>,
+    max_connections: u64,
+    port: Option<u16>,
+}
+
+impl MariaSettings {
+    fn parse(table: Option<&toml::Table>) -> Result<Self, String> {
+        let mut s = Settings::new(table);
+        let out = MariaSettings {
+            buffer_pool: s.bytes("innodb_buffer_pool_size")?,
+            flush_log_at_trx_commit: s
+                .choice("innodb_flush_log_at_trx_commit", &["0", "1", "2"])?,
+            max_connections: s.positive("max_connections")?.unwrap_or(1000),
+            port: s.port("port")?,
+        };
+        s.finish(KNOWN)?;
+        Ok(out)
+    }
+
+    fn args(&self, port: u16, dir: &Path) -> Vec<String> {
+        let mut a = vec![
+            "--no-defaults".to_string(),
+            format!("--datadir={}", dir.join("data").display()),
+            format!("--port={port}"),
+            "--bind-address=127.0.0.1".into(),
+            format!("--socket={}", dir.join("mariadb.sock").display()),
+            format!("--pid-file={}", dir.join("mariadb.pid").display()),
+            "--user=root".into(),
+            "--skip-grant-tables".into(),
+            "--skip-name-resolve".into(),
+            format!("--max-connections={}", self.max_connections),
+        ];
+        if let Some(b) = self.buffer_pool {
+            a.push(format!("--innodb-buffer-pool-size={b}"));
+        }
+        if let Some(f) = &self.flush_log_at_trx_commit {
+            a.push(format!("--innodb-flush-log-at-trx-commit={f}"));
+        }
+        a
+    }
+}
+
+#[derive(Clone)]
+struct Dsn {
+    host: String,
+    port: u16,
+    user: String,
+    password: Option<String>,
+}
+
+impl Dsn {
+    fn opts(&self, db: Option<&str>) -> Opts {
+        OptsBuilder::default()
+            .ip_or_hostname(self.host.clone())
+            .tcp_port(self.port)
+            .user(Some(self.user.clone()))
+            .pass(self.password.clone())
+            .db_name(db.map(|d| d.to_string()))
+            .prefer_socket(false)
+            .into()
+    }
+
+    fn describe(&self) -> String {
+        format!(
+            "mariadb at {}:{} (user {})",
+            self.host, self.port, self.user
+        )
+    }
+}
+
+fn block<T>(f: impl std::future::Future<Output = Result<T, String>>) -> Result<T, String> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start an async runtime: {e}"))?
+        .block_on(f)
+}
+
+async fn connect(dsn: &Dsn, db: Option<&str>) -> Result<Conn, String> {
+    let fut = Conn::new(dsn.opts(db));
+    match tokio::time::timeout(Duration::from_secs(5), fut).await {
+        Err(_) => Err(format!(
+            "cannot connect to {}: timed out; is the server running?",
+            dsn.describe()
+        )),
+        Ok(Err(e)) => {
+            let text = e.to_string();
+            if text.contains("Access denied") {
+                Err(format!(
+                    "{} refused the credentials: {text}; check the user and password in the URL",
+                    dsn.describe()
+                ))
+            } else {
+                Err(format!("cannot connect to {}: {text}; is the server running, and are host and port right?", dsn.describe()))
+            }
+        }
+        Ok(Ok(c)) => Ok(c),
+    }
+}
+
+const GET: &str = "SELECT v FROM kv WHERE k = ?";
+const PUT: &str = "INSERT INTO kv (k, v) VALUES (?, ?) ON DUPLICATE KEY UPDATE v = VALUES(v)";
+const DEL: &str = "DELETE FROM kv WHERE k = ?";
+
+/// One client's connection and statements.
+pub struct MariaSession {
+    conn: Conn,
+    get: Statement,
+    put: Statement,
+    del: Statement,
+}
+
+impl AsyncSession for MariaSession {
+    async fn get(&mut self, key: &[u8], out: &mut Vec<u8>) -> Result<bool, String> {
+        out.clear();
+        let row: Option<Vec<u8>> = self
+            .conn
+            .exec_first(&self.get, (key,))
+            .await
+            .map_err(|e| e.to_string())?;
+        match row {
+            Some(v) => {
+                out.extend_from_slice(&v);
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    async fn put(&mut self, key: &[u8], value: &[u8]) -> Result<(), String> {
+        self.conn
+            .exec_drop(&self.put, (key, value))
+            .await
+            .map_err(|e| e.to_string())
+    }
+
+    async fn delete(&mut self, key: &[u8]) -> Result<bool, String> {
+        self.conn
+            .exec_drop(&self.del, (key,))
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(self.conn.affected_rows() > 0)
+    }
+}
+
+/// The driver: opens sessions inside the shared async loop.
+pub struct MariaDriver {
+    dsn: Dsn,
+}
+
+impl Driver for MariaDriver {
+    fn run_worker(&self, job: &Job, worker: usize) -> Result<WorkerOutput, String> {
+        let dsn = self.dsn.clone();
+        bakeoff_core::async_loop::run_worker(
+            || {
+                let dsn = dsn.clone();
+                async move {
+                    let mut conn = connect(&dsn, Some("bakeoff")).await?;
+                    let e = |r: Result<Statement, mysql_async::Error>| r.map_err(|e| e.to_string());
+                    let get = e(conn.prep(GET).await)?;
+                    let put = e(conn.prep(PUT).await)?;
+                    let del = e(conn.prep(DEL).await)?;
+                    Ok(MariaSession {
+                        conn,
+                        get,
+                        put,
+                        del,
+                    })
+                }
+            },
+            job,
+            worker,
+        )
+    }
+
+    fn describe(&self, kind: OpKind) -> String {
+        match kind {
+            OpKind::Get => GET.into(),
+            OpKind::Set | OpKind::Update => PUT.into(),
+            OpKind::Delete => DEL.into(),
+            OpKind::Search => "not supported yet".into(),
+        }
+    }
+}
+
+/// A MariaDB target ready for one run.
+pub struct MariaTarget {
+    server: Option<ManagedServer>,
+    driver: MariaDriver,
+    record: TargetRecord,
+}
+
+fn dsn_of(spec: &TargetSpec) -> Option<Dsn> {
+    match &spec.endpoint {
+        Endpoint::External { host, port, .. } => Some(Dsn {
+            host: host.clone(),
+            port: *port,
+            user: spec.user.clone().unwrap_or_else(|| "root".into()),
+            password: spec.password.clone(),
+        }),
+        Endpoint::Managed => None,
+    }
+}
+
+/// Checks `[servers.mariadb]`.
+pub fn check(t: Option<&toml::Table>) -> Result<(), String> {
+    MariaSettings::parse(t).map(|_| ())
+}
+
+/// Whether MariaDB can be started here.
+pub fn available() -> Result<(), String> {
+    for program in ["mariadbd", "mariadb-install-db"] {
+        if bakeoff_servers::find_program(program, &["/usr/sbin"]).is_none() {
+            return Err(format!(
+                "`{program}` is not installed; install it with `apt-get install mariadb-server`"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Checks a fixed port is free, or an external endpoint answers.
+pub fn probe(spec: &TargetSpec, plan: &Plan) -> Result<(), String> {
+    let settings = MariaSettings::parse(plan.servers.get(&spec.name))?;
+    match dsn_of(spec) {
+        None => match settings.port {
+            Some(p) if !bakeoff_servers::port_is_free(p) => Err(format!(
+                "port {p} (servers.mariadb.port) on 127.0.0.1 is already in use; free it, or remove the setting"
+            )),
+            _ => Ok(()),
+        },
+        Some(dsn) => block(async {
+            let mut c = connect(&dsn, None).await?;
+            c.query_drop("SELECT 1").await.map_err(|e| e.to_string())
+        }),
+    }
+}
+
+async fn prepare_table(
+    dsn: &Dsn,
+    load: bool,
+) -> Result<(String, BTreeMap<String, String>), String> {
+    let mut c = connect(dsn, None).await?;
+    let e = |r: Result<(), mysql_async::Error>| r.map_err(|e| e.to_string());
+    e(c.query_drop("CREATE DATABASE IF NOT EXISTS bakeoff").await)?;
+    e(c.query_drop("CREATE TABLE IF NOT EXISTS bakeoff.kv (k VARCHAR(32) PRIMARY KEY, v LONGBLOB NOT NULL) ENGINE=InnoDB").await)?;
+    if load {
+        e(c.query_drop("TRUNCATE TABLE bakeoff.kv").await)?;
+    }
+    let version: Option<String> = c
+        .query_first("SELECT VERSION()")
+        .await
+        .map_err(|e| e.to_string())?;
+    let mut settings = BTreeMap::new();
+    for name in [
+        "innodb_buffer_pool_size",
+        "innodb_flush_log_at_trx_commit",
+        "max_connections",
+        "innodb_doublewrite",
+        "sync_binlog",
+    ] {
+        let v: Option<String> = c
+            .query_first(format!("SELECT @@{name}"))
+            .await
+            .ok()
+            .flatten();
+        if let Some(v) = v {
+            settings.insert(name.to_string(), v);
+        }
+    }
+    Ok((version.unwrap_or_default(), settings))
+}
+
+/// Opens the target: starts mariadbd, or connects to the URL.
+pub fn open(
+    spec: &TargetSpec,
+    plan: &Plan,
+    workload: &Workload,
+) -> Result<Box<dyn Target>, String> {
+    let settings = MariaSettings::parse(plan.servers.get(&spec.name))?;
+    let (server, dsn, mode, endpoint) = match dsn_of(spec) {
+        Some(dsn) => {
+            let url = match &spec.endpoint {
+                Endpoint::External { url, .. } => Some(url.clone()),
+                Endpoint::Managed => None,
+            };
+            (None, dsn, "external", url)
+        }
+        None => {
+            let init = |_: &Path, dir: &Path| -> Result<(), String> {
+                let install = bakeoff_servers::find_program("mariadb-install-db", &["/usr/sbin"])
+                    .ok_or("`mariadb-install-db` is not installed; install it with `apt-get install mariadb-server`")?;
+                let out = std::process::Command::new(install)
+                    .args([
+                        "--no-defaults",
+                        &format!("--datadir={}", dir.join("data").display()),
+                        "--user=root",
+                        "--skip-test-db",
+                        "--auth-root-authentication-method=normal",
+                    ])
+                    .current_dir(dir)
+                    .output()
+                    .map_err(|e| format!("cannot run mariadb-install-db: {e}"))?;
+                if !out.status.success() {
+                    return Err(format!(
+                        "mariadb-install-db failed: {}",
+                        String::from_utf8_lossy(&out.stderr).trim()
+                    ));
+                }
+                Ok(())
+            };
+            let cmd = ServerCommand {
+                program: "mariadbd",
+                package: "mariadb-server",
+                port: settings.port,
+                args: &|port, dir| settings.args(port, dir),
+                ready: &|addr| {
+                    let dsn = Dsn {
+                        host: "127.0.0.1".into(),
+                        port: addr.port(),
+                        user: "root".into(),
+                        password: None,
+                    };
+                    block(async { connect(&dsn, None).await.map(|_| ()) }).is_ok()
+                },
+                ready_timeout: Duration::from_secs(60),
+                extra_dirs: &["/usr/sbin"],
+                run_as: None,
+                init: Some(&init),
+            };
+            let mut server = ManagedServer::start(&cmd).map_err(|e| e.to_string())?;
+            if let Some(limit) = workload.memory_cap {
+                server.cap_memory(limit)?;
+            }
+            let dsn = Dsn {
+                host: "127.0.0.1".into(),
+                port: server.addr.port(),
+                user: "root".into(),
+                password: None,
+            };
+            (Some(server), dsn, "managed", None)
+        }
+    };
+    let (version, mut recorded) = block(prepare_table(&dsn, workload.load))?;
+    if let Some(s) = &server {
+        recorded.insert(
+            "command_line".into(),
+            format!("{} {}", s.binary.display(), s.args.join(" ")),
+        );
+    }
+    let driver = MariaDriver { dsn };
+    let requests = OpKind::ALL
+        .iter()
+        .map(|k| (k.name().to_string(), driver.describe(*k)))
+        .collect();
+    let record = TargetRecord {
+        name: spec.name.clone(),
+        mode: mode.into(),
+        endpoint,
+        version: Some(format!("MariaDB {version}")),
+        settings: recorded,
+        requests,
+        skipped: None,
+    };
+    Ok(Box::new(MariaTarget {
+        server,
+        driver,
+        record,
+    }))
+}
+
+impl Target for MariaTarget {
+    fn driver(&self) -> &dyn Driver {
+        &self.driver
+    }
+
+    fn record(&self) -> TargetRecord {
+        self.record.clone()
+    }
+
+    fn counters(&self) -> Option<Counters> {
+        None
+    }
+
+    fn counter_checks(&self, _: &Counters, _: &Counters, _: &[u64; OP_KINDS]) -> Vec<CounterCheck> {
+        Vec::new()
+    }
+
+    fn record_count(&self) -> Option<u64> {
+        let dsn = self.driver.dsn.clone();
+        block(async move {
+            let mut c = connect(&dsn, None).await?;
+            let n: Option<u64> = c
+                .query_first("SELECT COUNT(*) FROM bakeoff.kv")
+                .await
+                .map_err(|e| e.to_string())?;
+            Ok(n.unwrap_or(0))
+        })
+        .ok()
+    }
+
+    fn resources(&self) -> Option<ProcSnapshot> {
+        self.server.as_ref().map(|s| s.snapshot())
+    }
+}
