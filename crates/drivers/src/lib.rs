@@ -14,6 +14,7 @@
 //!   managed or external.
 //! - [`admin`]: blocking request/reply helpers for counters and versions.
 //! - [`settings`]: typed reading of `[servers.NAME]` tables.
+//! - [`sql`]: what the SQL targets share.
 //! - [`embedded`]: engines opened in-process (Tokyo Cabinet, …), loaded
 //!   with [`dl`] at run time.
 
@@ -31,6 +32,8 @@ pub mod postgres;
 pub mod redis;
 pub mod registry;
 pub mod settings;
+#[cfg(any(feature = "postgres", feature = "mariadb"))]
+pub mod sql;
 
 use bakeoff_core::driver::{Codec, Connector, Driver, Job, WorkerOutput};
 use bakeoff_core::workload::OpKind;

@@ -15,14 +15,14 @@ use std::time::Duration;
 use bakeoff_core::async_loop::AsyncSession;
 use bakeoff_core::driver::{Driver, Job, WorkerOutput};
 use bakeoff_core::plan::{Endpoint, Plan, TargetSpec, Workload};
-use bakeoff_core::result::{CounterCheck, TargetRecord};
-use bakeoff_core::runner::{Counters, ProcSnapshot, Target};
-use bakeoff_core::workload::{OpKind, OP_KINDS};
+use bakeoff_core::runner::Target;
+use bakeoff_core::workload::OpKind;
 use bakeoff_servers::{ManagedServer, ServerCommand};
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Opts, OptsBuilder, Statement};
 
 use crate::settings::Settings;
+use crate::sql::{block, SqlDriver, SqlTarget};
 
 const KNOWN: &str =
     "innodb_buffer_pool_size, innodb_flush_log_at_trx_commit (0, 1, 2), max_connections, port";
@@ -97,14 +97,6 @@ impl Dsn {
             self.host, self.port, self.user
         )
     }
-}
-
-fn block<T>(f: impl std::future::Future<Output = Result<T, String>>) -> Result<T, String> {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| format!("cannot start an async runtime: {e}"))?
-        .block_on(f)
 }
 
 async fn connect(dsn: &Dsn, db: Option<&str>) -> Result<Conn, String> {
@@ -214,13 +206,6 @@ impl Driver for MariaDriver {
     }
 }
 
-/// A MariaDB target ready for one run.
-pub struct MariaTarget {
-    server: Option<ManagedServer>,
-    driver: MariaDriver,
-    record: TargetRecord,
-}
-
 fn dsn_of(spec: &TargetSpec) -> Option<Dsn> {
     match &spec.endpoint {
         Endpoint::External { host, port, .. } => Some(Dsn {
@@ -309,13 +294,13 @@ pub fn open(
     workload: &Workload,
 ) -> Result<Box<dyn Target>, String> {
     let settings = MariaSettings::parse(plan.servers.get(&spec.name))?;
-    let (server, dsn, mode, endpoint) = match dsn_of(spec) {
+    let (server, dsn, endpoint) = match dsn_of(spec) {
         Some(dsn) => {
             let url = match &spec.endpoint {
                 Endpoint::External { url, .. } => Some(url.clone()),
                 Endpoint::Managed => None,
             };
-            (None, dsn, "external", url)
+            (None, dsn, url)
         }
         None => {
             let init = |_: &Path, dir: &Path| -> Result<(), String> {
@@ -369,56 +354,23 @@ pub fn open(
                 user: "root".into(),
                 password: None,
             };
-            (Some(server), dsn, "managed", None)
+            (Some(server), dsn, None)
         }
     };
-    let (version, mut recorded) = block(prepare_table(&dsn, workload.load))?;
-    if let Some(s) = &server {
-        recorded.insert(
-            "command_line".into(),
-            format!("{} {}", s.binary.display(), s.args.join(" ")),
-        );
-    }
-    let driver = MariaDriver { dsn };
-    let requests = OpKind::ALL
-        .iter()
-        .map(|k| (k.name().to_string(), driver.describe(*k)))
-        .collect();
-    let record = TargetRecord {
-        name: spec.name.clone(),
-        mode: mode.into(),
+    let (version, recorded) = block(prepare_table(&dsn, workload.load))?;
+    Ok(Box::new(SqlTarget::new(
+        spec,
         endpoint,
-        version: Some(format!("MariaDB {version}")),
-        settings: recorded,
-        requests,
-        skipped: None,
-    };
-    Ok(Box::new(MariaTarget {
+        format!("MariaDB {version}"),
+        recorded,
         server,
-        driver,
-        record,
-    }))
+        MariaDriver { dsn },
+    )))
 }
 
-impl Target for MariaTarget {
-    fn driver(&self) -> &dyn Driver {
-        &self.driver
-    }
-
-    fn record(&self) -> TargetRecord {
-        self.record.clone()
-    }
-
-    fn counters(&self) -> Option<Counters> {
-        None
-    }
-
-    fn counter_checks(&self, _: &Counters, _: &Counters, _: &[u64; OP_KINDS]) -> Vec<CounterCheck> {
-        Vec::new()
-    }
-
+impl SqlDriver for MariaDriver {
     fn record_count(&self) -> Option<u64> {
-        let dsn = self.driver.dsn.clone();
+        let dsn = self.dsn.clone();
         block(async move {
             let mut c = connect(&dsn, None).await?;
             let n: Option<u64> = c
@@ -428,9 +380,5 @@ impl Target for MariaTarget {
             Ok(n.unwrap_or(0))
         })
         .ok()
-    }
-
-    fn resources(&self) -> Option<ProcSnapshot> {
-        self.server.as_ref().map(|s| s.snapshot())
     }
 }

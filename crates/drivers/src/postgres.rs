@@ -15,13 +15,13 @@ use std::time::Duration;
 use bakeoff_core::async_loop::AsyncSession;
 use bakeoff_core::driver::{Driver, Job, WorkerOutput};
 use bakeoff_core::plan::{Endpoint, Plan, TargetSpec, Workload};
-use bakeoff_core::result::{CounterCheck, TargetRecord};
-use bakeoff_core::runner::{Counters, ProcSnapshot, Target};
-use bakeoff_core::workload::{OpKind, OP_KINDS};
+use bakeoff_core::runner::Target;
+use bakeoff_core::workload::OpKind;
 use bakeoff_servers::{ManagedServer, ServerCommand};
 use tokio_postgres::{Client, Config, NoTls, Statement};
 
 use crate::settings::Settings;
+use crate::sql::{block, SqlDriver, SqlTarget};
 
 const BIN_DIRS: &[&str] = &["/usr/lib/postgresql/*/bin"];
 const KNOWN: &str = "shared_buffers, synchronous_commit (on, off, local, remote_write, remote_apply), fsync, max_connections, port";
@@ -111,15 +111,6 @@ impl Dsn {
             self.host, self.port, self.user, self.dbname
         )
     }
-}
-
-/// Runs `f` on a fresh single-threaded runtime (admin queries, probing).
-fn block<T>(f: impl std::future::Future<Output = Result<T, String>>) -> Result<T, String> {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| format!("cannot start an async runtime: {e}"))?
-        .block_on(f)
 }
 
 /// Connects and drives the connection on the current runtime.
@@ -260,13 +251,6 @@ impl Driver for PgDriver {
     }
 }
 
-/// A PostgreSQL target ready for one run.
-pub struct PgTarget {
-    server: Option<ManagedServer>,
-    driver: PgDriver,
-    record: TargetRecord,
-}
-
 fn dsn_of(spec: &TargetSpec) -> Option<Dsn> {
     match &spec.endpoint {
         Endpoint::External {
@@ -361,13 +345,13 @@ pub fn open(
     workload: &Workload,
 ) -> Result<Box<dyn Target>, String> {
     let settings = PgSettings::parse(plan.servers.get(&spec.name))?;
-    let (server, dsn, mode, endpoint) = match dsn_of(spec) {
+    let (server, dsn, endpoint) = match dsn_of(spec) {
         Some(dsn) => {
             let url = match &spec.endpoint {
                 Endpoint::External { url, .. } => Some(url.clone()),
                 Endpoint::Managed => None,
             };
-            (None, dsn, "external", url)
+            (None, dsn, url)
         }
         None => {
             let init = |binary: &Path, dir: &Path| -> Result<(), String> {
@@ -426,56 +410,23 @@ pub fn open(
                 password: None,
                 dbname: "postgres".into(),
             };
-            (Some(server), dsn, "managed", None)
+            (Some(server), dsn, None)
         }
     };
-    let (version, mut recorded) = block(prepare_table(&dsn, workload.load))?;
-    if let Some(s) = &server {
-        recorded.insert(
-            "command_line".into(),
-            format!("{} {}", s.binary.display(), s.args.join(" ")),
-        );
-    }
-    let driver = PgDriver { dsn };
-    let requests = OpKind::ALL
-        .iter()
-        .map(|k| (k.name().to_string(), driver.describe(*k)))
-        .collect();
-    let record = TargetRecord {
-        name: spec.name.clone(),
-        mode: mode.into(),
+    let (version, recorded) = block(prepare_table(&dsn, workload.load))?;
+    Ok(Box::new(SqlTarget::new(
+        spec,
         endpoint,
-        version: Some(format!("PostgreSQL {version}")),
-        settings: recorded,
-        requests,
-        skipped: None,
-    };
-    Ok(Box::new(PgTarget {
+        format!("PostgreSQL {version}"),
+        recorded,
         server,
-        driver,
-        record,
-    }))
+        PgDriver { dsn },
+    )))
 }
 
-impl Target for PgTarget {
-    fn driver(&self) -> &dyn Driver {
-        &self.driver
-    }
-
-    fn record(&self) -> TargetRecord {
-        self.record.clone()
-    }
-
-    fn counters(&self) -> Option<Counters> {
-        None
-    }
-
-    fn counter_checks(&self, _: &Counters, _: &Counters, _: &[u64; OP_KINDS]) -> Vec<CounterCheck> {
-        Vec::new()
-    }
-
+impl SqlDriver for PgDriver {
     fn record_count(&self) -> Option<u64> {
-        let dsn = self.driver.dsn.clone();
+        let dsn = self.dsn.clone();
         block(async move {
             let c = connect(&dsn).await?;
             let n: i64 = c
@@ -486,9 +437,5 @@ impl Target for PgTarget {
             Ok(n as u64)
         })
         .ok()
-    }
-
-    fn resources(&self) -> Option<ProcSnapshot> {
-        self.server.as_ref().map(|s| s.snapshot())
     }
 }
