@@ -1,6 +1,9 @@
 //! PostgreSQL and MariaDB, started by bakeoff: the load leaves exactly the
-//! records, reads verify, settings are applied and recorded, and nothing is
-//! left behind; an unreachable URL is a clear error.
+//! records, reads verify, operation counts equal the servers' own statement
+//! counters, settings are applied and recorded, and nothing is left behind;
+//! searches return the same rows on every SQL and table engine; an
+//! unreachable URL or a wrong password is a clear error; a killed server is
+//! counted as errors with the result still written.
 
 mod common;
 use common::*;
@@ -64,6 +67,12 @@ fn managed_run(
         "{target}: {}",
         run["measure"]["errors"]
     );
+    // Conservation: every request sent equals the server's own count.
+    let counters = run["checks"]["counters"].as_array().unwrap();
+    assert!(counters.len() >= 3, "{target}: {counters:?}");
+    for c in counters {
+        assert_eq!(c["bakeoff"], c["target"], "{target}: {c}");
+    }
     let ratio = run["checks"]["littles_law_ratio"].as_f64().unwrap();
     assert!(
         (ratio - 1.0).abs() < 0.05,
@@ -167,4 +176,185 @@ fn unreachable_mariadb_url_is_a_clear_error() {
         "{stderr}"
     );
     assert!(!stderr.contains("secret"), "{stderr}");
+}
+
+/// Whether `program` (a SQL server) can run here; fails under CI if not.
+fn sql_installed(program: &str, dirs: &[&str]) -> bool {
+    if bakeoff_servers::find_program(program, dirs).is_some() {
+        return true;
+    }
+    assert!(
+        !std::env::var("CI").is_ok_and(|v| v == "true"),
+        "{program} missing under CI"
+    );
+    eprintln!("skipping: {program} not installed");
+    false
+}
+
+const PG_DIRS: &[&str] = &["/usr/lib/postgresql/*/bin"];
+
+#[test]
+fn wrong_postgres_password_is_a_clear_error_and_the_right_one_works() {
+    if !sql_installed("postgres", PG_DIRS) {
+        return;
+    }
+    let server = bakeoff_drivers::postgres::start(None, Some("right-horse")).unwrap();
+    let url = |pw: &str| format!("postgres://bakeoff:{pw}@127.0.0.1:{}", server.addr.port());
+    let o = bakeoff(&["run", "-t", &url("wrong-horse"), "--duration", "1s"]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("refused the credentials"), "{stderr}");
+    assert!(!stderr.contains("wrong-horse"), "{stderr}");
+
+    let dir = tmp();
+    let out = dir.path().join("pw.json");
+    let o = bakeoff(&[
+        "run",
+        "-t",
+        &url("right-horse"),
+        "--records",
+        "500",
+        "--ops",
+        "500",
+        "--warmup",
+        "0",
+        "--quiet",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{stderr}");
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(
+        !text.contains("right-horse"),
+        "password stored in the result"
+    );
+    let r: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(r["runs"][0]["checks"]["records_after_load"], 500);
+    assert_eq!(r["targets"][0]["mode"], "external");
+}
+
+#[test]
+fn killed_postgres_is_counted_and_the_result_is_written() {
+    if !sql_installed("postgres", PG_DIRS) {
+        return;
+    }
+    let server = bakeoff_drivers::postgres::start(None, None).unwrap();
+    let dir = tmp();
+    let out = dir.path().join("killed.json");
+    let child = std::process::Command::new(bin())
+        .args([
+            "run",
+            "-t",
+            &format!("postgres://bakeoff@127.0.0.1:{}", server.addr.port()),
+            "--records",
+            "1000",
+            "--clients",
+            "4",
+            "--duration",
+            "4s",
+            "--warmup",
+            "0",
+            "--quiet",
+            "-o",
+            out.to_str().unwrap(),
+        ])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(2000));
+    // SAFETY: killing the server this test started, by its pid.
+    unsafe { libc::kill(server.pid as i32, libc::SIGKILL) };
+    let o = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{stderr}");
+    let r = read_json(&out);
+    let m = &r["runs"][0]["measure"];
+    assert!(
+        m["ops"]["get"]["completed"].as_u64().unwrap() > 100,
+        "operations before the kill were counted: {m}"
+    );
+    let errors: u64 = m["errors"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|v| v.as_u64().unwrap())
+        .sum();
+    assert!(errors > 0, "the kill shows as errors: {}", m["errors"]);
+    assert!(
+        m["errors"]["reset"].as_u64().unwrap_or(0) + m["errors"]["refused"].as_u64().unwrap_or(0)
+            > 0,
+        "a lost connection is a reset, a failed reconnection a refusal: {}",
+        m["errors"]
+    );
+    assert_eq!(r["runs"][0]["status"], "errors");
+}
+
+/// 000-search on every table engine: the same searches return the same rows
+/// on PostgreSQL, MariaDB and SQLite (the reference), indexes on and off,
+/// and each search is counted by the server.
+#[test]
+fn searches_return_the_same_rows_on_sql_servers() {
+    if !sql_installed("postgres", PG_DIRS) || !sql_installed("mariadbd", &["/usr/sbin"]) {
+        return;
+    }
+    let dir = tmp();
+    let out = dir.path().join("search.json");
+    let o = bakeoff(&[
+        "run",
+        "-t",
+        "sqlite,postgres,mariadb",
+        "--record",
+        "profile",
+        "--records",
+        "4000",
+        "--ops",
+        "40",
+        "--clients",
+        "2",
+        "--warmup",
+        "0",
+        "--sweep-search",
+        "name,sex,location",
+        "--sweep-indexes",
+        "on,off",
+        "--quiet",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let r = read_json(&out);
+    let runs = r["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 18);
+    let mut by_search = std::collections::BTreeMap::<String, Vec<(String, u64)>>::new();
+    for run in runs {
+        let search = &run["measure"]["ops"]["search"];
+        assert_eq!(search["completed"], 40, "{}", run["target"]);
+        by_search
+            .entry(run["point"]["search"].as_str().unwrap().to_string())
+            .or_default()
+            .push((
+                format!("{} {}", run["target"], run["point"]["indexes"]),
+                search["rows"].as_u64().unwrap(),
+            ));
+        if run["target"] != "sqlite" {
+            let checks = run["checks"]["counters"].as_array().unwrap();
+            assert!(!checks.is_empty(), "{}", run["target"]);
+            for c in checks {
+                assert_eq!(c["bakeoff"], c["target"], "{}: {c}", run["target"]);
+            }
+        }
+    }
+    for (search, rows) in &by_search {
+        assert!(
+            rows.iter().all(|r| r.1 == rows[0].1),
+            "{search}: rows differ between targets or indexes: {rows:?}"
+        );
+        assert!(rows[0].1 > 0, "{search}: no rows at all");
+    }
 }

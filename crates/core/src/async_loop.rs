@@ -6,26 +6,55 @@
 use std::cell::RefCell;
 use std::future::Future;
 
-use crate::client::ClientState;
+use crate::client::{judge, ClientState};
 use crate::driver::{Job, JobKind, WorkerOutput};
-use crate::net::{format_key, KEY_LEN};
-use crate::recorder::{monotonic_ns, Completion, ErrorKind, WorkerMeter};
+use crate::net::{format_key, KEY_LEN, RECONNECT_EVERY_NS};
+use crate::profile::{Profile, Query, RecordKind};
+use crate::recorder::{monotonic_ns, ErrorKind, WorkerMeter};
 use crate::workload::{MixChooser, OpKind};
 
-/// One client's connection. Implementations do no timing and no recording;
-/// an `Err` is a failed operation, counted as a server error.
+/// Why an operation failed.
+#[derive(Debug)]
+pub enum SessionError {
+    /// The server answered with an error; the connection is still usable.
+    Server(String),
+    /// The connection is gone (reset, closed, timed out); the loop opens a
+    /// new one.
+    Lost(String),
+}
+
+/// What a session's operations return.
+pub type SessionResult<T> = Result<T, SessionError>;
+
+/// One client's connection. Implementations do no timing and no recording.
 #[allow(async_fn_in_trait)] // sessions live on one thread; no Send needed
 pub trait AsyncSession {
     /// Reads record `key` into `out` (cleared first); `Ok(false)` if absent.
-    async fn get(&mut self, key: &[u8], out: &mut Vec<u8>) -> Result<bool, String>;
+    async fn get(&mut self, key: &[u8], out: &mut Vec<u8>) -> SessionResult<bool>;
     /// Writes record `key`.
-    async fn put(&mut self, key: &[u8], value: &[u8]) -> Result<(), String>;
+    async fn put(&mut self, key: &[u8], value: &[u8]) -> SessionResult<()>;
     /// Removes record `key`; `Ok(false)` if it was absent.
-    async fn delete(&mut self, key: &[u8]) -> Result<bool, String>;
+    async fn delete(&mut self, key: &[u8]) -> SessionResult<bool>;
+    /// Stores profile row `id` (key `key`) with `payload` as its payload.
+    async fn put_profile(
+        &mut self,
+        _id: u64,
+        _key: &[u8],
+        _profile: &Profile,
+        _payload: &[u8],
+    ) -> SessionResult<()> {
+        Err(SessionError::Server(
+            "this target has no profile table".into(),
+        ))
+    }
+    /// Runs a search on the profile table; returns the rows it found.
+    async fn search(&mut self, _query: &Query) -> SessionResult<u64> {
+        Err(SessionError::Server("this target cannot search".into()))
+    }
 }
 
 /// Runs worker `worker`'s share of `job`, opening one session per client
-/// with `connect`.
+/// with `connect` (and again after a session is lost).
 pub fn run_worker<S, F, Fut>(connect: F, job: &Job, worker: usize) -> Result<WorkerOutput, String>
 where
     S: AsyncSession + 'static,
@@ -44,6 +73,7 @@ where
     let now_ns = move || monotonic_ns().saturating_sub(t0_ns);
     let warmup_end = job.warmup_end_ns();
     let measure_end = job.measure_end_ns();
+    let timeout_ns = (w.timeout_s * 1e9) as u64;
     let clients: Vec<u32> = job.clients_of(worker).collect();
     local.block_on(&rt, async {
         // Connect every client first; if none can, the job fails.
@@ -62,24 +92,52 @@ where
             return Err(format!("cannot connect: {}", first_err.unwrap_or_default()));
         }
         let mut tasks = Vec::new();
-        for (client, session) in clients.iter().zip(sessions) {
-            let Some(mut session) = session else {
-                meter.borrow_mut().stats[0].record_error(ErrorKind::Refused);
-                continue;
-            };
+        for (client, mut session) in clients.iter().zip(sessions) {
             let meter = &meter;
+            let connect = &connect;
             let mut gen = ClientState::new(job, *client, open_loop);
             let mix = MixChooser::new(w.mix.weights);
+            let profile = w.record == RecordKind::Profile;
             tasks.push(async move {
                 let mut key_buf = [0u8; KEY_LEN];
                 let mut value = Vec::with_capacity(w.value_size.max());
                 let mut read = Vec::with_capacity(w.value_size.max());
+                // When the connection was lost (ns since t0), while it is.
+                let mut lost_since: Option<u64> = session.is_none().then(now_ns);
                 loop {
                     let now = now_ns();
                     meter.borrow_mut().on_loop(now, warmup_end, &job.intervals);
                     if job.stop.load(std::sync::atomic::Ordering::Relaxed) {
                         break;
                     }
+                    let Some(s) = session.as_mut() else {
+                        // Reconnect, at most every RECONNECT_EVERY_NS; a
+                        // target gone longer than the request timeout takes
+                        // this client's remaining work with it.
+                        if !gen.has_work_left(job, now, warmup_end) || now >= measure_end {
+                            break;
+                        }
+                        match connect().await {
+                            Ok(s) => {
+                                session = Some(s);
+                                lost_since = None;
+                                gen.skip_missed(now_ns());
+                            }
+                            Err(_) => {
+                                meter
+                                    .borrow_mut()
+                                    .record_connect_error(job.phase_at(now), ErrorKind::Refused);
+                                if lost_since.is_some_and(|t| now - t > timeout_ns) {
+                                    gen.give_up();
+                                }
+                                tokio::time::sleep(std::time::Duration::from_nanos(
+                                    RECONNECT_EVERY_NS,
+                                ))
+                                .await;
+                            }
+                        }
+                        continue;
+                    };
                     let intended = if open_loop { gen.next_due } else { now };
                     if !gen.may_issue(job, intended, warmup_end, measure_end) {
                         break;
@@ -87,10 +145,7 @@ where
                     if intended > now {
                         tokio::time::sleep(std::time::Duration::from_nanos(intended - now)).await;
                     }
-                    let phase = match job.kind {
-                        JobKind::Load => 0,
-                        JobKind::Measure => u8::from(intended >= warmup_end),
-                    };
+                    let phase = job.phase_at(intended);
                     let (kind, key) = gen.next_op(job, &mix, phase);
                     format_key(key, &mut key_buf);
                     if kind.writes_value() {
@@ -101,25 +156,38 @@ where
                     }
                     meter.borrow_mut().stats[phase as usize].sent[kind as usize] += 1;
                     let start = now_ns();
+                    let mut rows = 0;
                     let result = match kind {
-                        OpKind::Get => session.get(&key_buf, &mut read).await,
+                        OpKind::Get => s.get(&key_buf, &mut read).await,
+                        OpKind::Set | OpKind::Update if profile => s
+                            .put_profile(key, &key_buf, &Profile::of(key), &value)
+                            .await
+                            .map(|()| true),
                         OpKind::Set | OpKind::Update => {
-                            session.put(&key_buf, &value).await.map(|()| true)
+                            s.put(&key_buf, &value).await.map(|()| true)
                         }
-                        OpKind::Delete => session.delete(&key_buf).await,
-                        OpKind::Search => Err("search is not supported by this target".to_string()),
+                        OpKind::Delete => s.delete(&key_buf).await,
+                        OpKind::Search => {
+                            let q = gen.query(w.search);
+                            s.search(&q).await.map(|n| {
+                                rows = n;
+                                true
+                            })
+                        }
                     };
                     let done = now_ns();
-                    let how = match result {
-                        Ok(true) if kind == OpKind::Get => match job.pool.verify(key, &read) {
-                            Ok(()) => Completion::Ok,
-                            Err(_) => Completion::Error(ErrorKind::Verification),
-                        },
-                        Ok(true) => Completion::Ok,
-                        Ok(false) => Completion::Miss,
-                        Err(_) => Completion::Error(ErrorKind::ServerError),
-                    };
-                    meter.borrow_mut().record(
+                    let result = result.map_err(|e| match e {
+                        SessionError::Server(_) => ErrorKind::ServerError,
+                        SessionError::Lost(_) => {
+                            session = None;
+                            lost_since = Some(done);
+                            ErrorKind::Reset
+                        }
+                    });
+                    let how = judge(job, kind, key, &result, &read);
+                    let mut m = meter.borrow_mut();
+                    m.stats[phase as usize].rows[kind as usize] += rows;
+                    m.record(
                         phase,
                         kind,
                         done.saturating_sub(intended),

@@ -147,6 +147,16 @@ impl Job<'_> {
         }
     }
 
+    /// The phase a request meant to start at `intended` belongs to: 0 for
+    /// the load or the warm-up, 1 for the measured phase.
+    #[inline]
+    pub fn phase_at(&self, intended: u64) -> u8 {
+        match self.kind {
+            JobKind::Load => 0,
+            JobKind::Measure => u8::from(intended >= self.warmup_end_ns()),
+        }
+    }
+
     /// End of the measured phase in a timed run, ns since `t0`.
     pub fn measure_end_ns(&self) -> u64 {
         match (self.kind, self.workload.duration_s) {

@@ -6,11 +6,11 @@
 //! by schedule in open loop); give an embedded run as many threads as
 //! clients for real concurrency.
 
-use crate::client::ClientState;
+use crate::client::{judge, ClientState};
 use crate::driver::{Job, JobKind, WorkerOutput};
 use crate::net::{format_key, KEY_LEN};
 use crate::profile::{Profile, Query, RecordKind};
-use crate::recorder::{monotonic_ns, Completion, ErrorKind, WorkerMeter};
+use crate::recorder::{monotonic_ns, ErrorKind, WorkerMeter};
 use crate::workload::{MixChooser, OpKind};
 
 /// One worker's handle on an engine. Implementations do no timing and no
@@ -94,10 +94,7 @@ pub fn run_worker<S: EngineSession>(session: &mut S, job: &Job, worker: usize) -
             }
             now = now_ns();
         }
-        let phase = match job.kind {
-            JobKind::Load => 0,
-            JobKind::Measure => u8::from(intended >= warmup_end),
-        };
+        let phase = job.phase_at(intended);
         let c = &mut clients[ci];
         let (kind, key) = c.next_op(job, &mix, phase);
         format_key(key, &mut key_buf);
@@ -127,15 +124,8 @@ pub fn run_worker<S: EngineSession>(session: &mut S, job: &Job, worker: usize) -
             }
         };
         let done = now_ns();
-        let how = match result {
-            Ok(true) if kind == OpKind::Get => match job.pool.verify(key, &read) {
-                Ok(()) => Completion::Ok,
-                Err(_) => Completion::Error(ErrorKind::Verification),
-            },
-            Ok(true) => Completion::Ok,
-            Ok(false) => Completion::Miss,
-            Err(_) => Completion::Error(ErrorKind::ServerError),
-        };
+        let result = result.map_err(|_| ErrorKind::ServerError);
+        let how = judge(job, kind, key, &result, &read);
         meter.record(
             phase,
             kind,

@@ -60,7 +60,7 @@ pub fn format_key(id: u64, out: &mut [u8; KEY_LEN]) {
 }
 
 /// Time between reconnection attempts to a lost target.
-const RECONNECT_EVERY_NS: u64 = 100_000_000;
+pub(crate) const RECONNECT_EVERY_NS: u64 = 100_000_000;
 /// How often in-flight requests are checked against the timeout.
 const TIMEOUT_CHECK_EVERY_NS: u64 = 10_000_000;
 
@@ -355,10 +355,7 @@ impl<'a, C: Codec> Loop<'a, C> {
     }
 
     fn phase_of(&self, intended: u64) -> u8 {
-        match self.job.kind {
-            JobKind::Load => 0,
-            JobKind::Measure => u8::from(intended >= self.warmup_end),
-        }
+        self.job.phase_at(intended)
     }
 
     /// Whether connection `ci` may make a request now, and with which
@@ -669,9 +666,8 @@ impl<'a, C: Codec> Loop<'a, C> {
                     } else {
                         ErrorKind::Refused
                     };
-                    let phase = self.phase_of(now) as usize;
-                    self.meter.stats[phase].record_error(kind);
-                    self.meter.interval.errors += 1;
+                    let phase = self.phase_of(now);
+                    self.meter.record_connect_error(phase, kind);
                     let c = &mut self.conns[ci];
                     c.retry_at = now + RECONNECT_EVERY_NS;
                     // A target gone for longer than the request timeout takes

@@ -319,6 +319,12 @@ impl WorkerMeter {
         self.last_completion = now;
     }
 
+    /// Records a failed connection attempt in `phase` (no operation made).
+    pub fn record_connect_error(&mut self, phase: u8, kind: ErrorKind) {
+        self.stats[phase as usize].record_error(kind);
+        self.interval.errors += 1;
+    }
+
     /// Hands over the last partial second and everything measured.
     pub fn finish(
         mut self,

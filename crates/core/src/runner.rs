@@ -22,7 +22,7 @@ use crate::result::{
     RunResult, TargetRecord, TimelinePoint, SCHEMA_VERSION,
 };
 use crate::value::ValuePool;
-use crate::workload::{KeyDistribution, ZipfianConstants, OP_KINDS};
+use crate::workload::{KeyDistribution, OpKind, ZipfianConstants, OP_KINDS};
 
 /// Cumulative resource counters of a process (or process tree), read from
 /// /proc by whoever owns it.
@@ -46,6 +46,40 @@ pub struct ProcSnapshot {
 
 /// Operation counters a target keeps itself (e.g. Redis `INFO commandstats`).
 pub type Counters = BTreeMap<String, u64>;
+
+/// How a target's counters add up to operations bakeoff sent: the changes
+/// of `counters` over the run must equal the requests of `kinds`.
+pub struct CounterRule {
+    /// What is compared, with where the figure comes from.
+    pub what: &'static str,
+    /// The target's counters whose changes are summed.
+    pub counters: &'static [&'static str],
+    /// The operation kinds whose requests are summed.
+    pub kinds: &'static [OpKind],
+}
+
+/// Applies `rules` to the counters `before` and `after` a run and the
+/// requests `sent` per kind; a rule with nothing on either side is left out.
+pub fn compare_counters(
+    rules: &[CounterRule],
+    before: &Counters,
+    after: &Counters,
+    sent: &[u64; OP_KINDS],
+) -> Vec<CounterCheck> {
+    let delta = |k: &str| {
+        let a = after.get(k).copied().unwrap_or(0);
+        a.saturating_sub(before.get(k).copied().unwrap_or(0))
+    };
+    rules
+        .iter()
+        .map(|r| CounterCheck {
+            what: r.what.into(),
+            bakeoff: r.kinds.iter().map(|k| sent[*k as usize]).sum(),
+            target: r.counters.iter().map(|c| delta(c)).sum(),
+        })
+        .filter(|c| c.bakeoff > 0 || c.target > 0)
+        .collect()
+}
 
 /// One target, ready for one run: a started server, an external endpoint or
 /// an opened engine. Dropping it stops and cleans up what it started.

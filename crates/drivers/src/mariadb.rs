@@ -12,17 +12,18 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use bakeoff_core::async_loop::AsyncSession;
+use bakeoff_core::async_loop::{AsyncSession, SessionError, SessionResult};
 use bakeoff_core::driver::{Driver, Job, WorkerOutput};
 use bakeoff_core::plan::{Endpoint, Plan, TargetSpec, Workload};
-use bakeoff_core::runner::Target;
+use bakeoff_core::profile::{Profile, Query, RecordKind};
+use bakeoff_core::runner::{CounterRule, Counters, Target};
 use bakeoff_core::workload::OpKind;
 use bakeoff_servers::{ManagedServer, ServerCommand};
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Opts, OptsBuilder, Statement};
 
 use crate::settings::Settings;
-use crate::sql::{block, SqlDriver, SqlTarget};
+use crate::sql::{block, profile_columns, search_params, search_statements, SqlDriver, SqlTarget};
 
 const KNOWN: &str =
     "innodb_buffer_pool_size, innodb_flush_log_at_trx_commit (0, 1, 2), max_connections, port";
@@ -124,6 +125,16 @@ async fn connect(dsn: &Dsn, db: Option<&str>) -> Result<Conn, String> {
 const GET: &str = "SELECT v FROM kv WHERE k = ?";
 const PUT: &str = "INSERT INTO kv (k, v) VALUES (?, ?) ON DUPLICATE KEY UPDATE v = VALUES(v)";
 const DEL: &str = "DELETE FROM kv WHERE k = ?";
+// ASCII with binary collation: the same comparisons as the other targets.
+const PROFILE_TABLE: &str = "CREATE TABLE IF NOT EXISTS bakeoff.profile (id BIGINT PRIMARY KEY, \
+     name VARCHAR(8) CHARACTER SET ascii COLLATE ascii_bin NOT NULL, \
+     sex CHAR(1) CHARACTER SET ascii COLLATE ascii_bin NOT NULL, \
+     province CHAR(3) CHARACTER SET ascii COLLATE ascii_bin NOT NULL, \
+     city CHAR(2) CHARACTER SET ascii COLLATE ascii_bin NOT NULL, \
+     payload LONGBLOB NOT NULL) ENGINE=InnoDB";
+const PROFILE_PUT: &str = "INSERT INTO profile (id, name, sex, province, city, payload) \
+     VALUES (?, ?, ?, ?, ?, ?) ON DUPLICATE KEY UPDATE name = VALUES(name), sex = VALUES(sex), \
+     province = VALUES(province), city = VALUES(city), payload = VALUES(payload)";
 
 /// One client's connection and statements.
 pub struct MariaSession {
@@ -131,16 +142,50 @@ pub struct MariaSession {
     get: Statement,
     put: Statement,
     del: Statement,
+    /// Profile upsert and the four searches (profile workloads only).
+    profile: Option<(Statement, [Statement; 4])>,
+}
+
+impl MariaSession {
+    async fn open(dsn: &Dsn, profile: bool) -> Result<Self, String> {
+        let mut conn = connect(dsn, Some("bakeoff")).await?;
+        let e = |r: Result<Statement, mysql_async::Error>| r.map_err(|e| e.to_string());
+        let get = e(conn.prep(GET).await)?;
+        let put = e(conn.prep(PUT).await)?;
+        let del = e(conn.prep(DEL).await)?;
+        let profile = if profile {
+            let upsert = e(conn.prep(PROFILE_PUT).await)?;
+            let [a, b, c, d] = search_statements(|_| "?".into());
+            Some((
+                upsert,
+                [
+                    e(conn.prep(a).await)?,
+                    e(conn.prep(b).await)?,
+                    e(conn.prep(c).await)?,
+                    e(conn.prep(d).await)?,
+                ],
+            ))
+        } else {
+            None
+        };
+        Ok(MariaSession {
+            conn,
+            get,
+            put,
+            del,
+            profile,
+        })
+    }
 }
 
 impl AsyncSession for MariaSession {
-    async fn get(&mut self, key: &[u8], out: &mut Vec<u8>) -> Result<bool, String> {
+    async fn get(&mut self, key: &[u8], out: &mut Vec<u8>) -> SessionResult<bool> {
         out.clear();
         let row: Option<Vec<u8>> = self
             .conn
             .exec_first(&self.get, (key,))
             .await
-            .map_err(|e| e.to_string())?;
+            .map_err(fail)?;
         match row {
             Some(v) => {
                 out.extend_from_slice(&v);
@@ -150,46 +195,73 @@ impl AsyncSession for MariaSession {
         }
     }
 
-    async fn put(&mut self, key: &[u8], value: &[u8]) -> Result<(), String> {
+    async fn put(&mut self, key: &[u8], value: &[u8]) -> SessionResult<()> {
         self.conn
             .exec_drop(&self.put, (key, value))
             .await
-            .map_err(|e| e.to_string())
+            .map_err(fail)
     }
 
-    async fn delete(&mut self, key: &[u8]) -> Result<bool, String> {
-        self.conn
-            .exec_drop(&self.del, (key,))
-            .await
-            .map_err(|e| e.to_string())?;
+    async fn delete(&mut self, key: &[u8]) -> SessionResult<bool> {
+        self.conn.exec_drop(&self.del, (key,)).await.map_err(fail)?;
         Ok(self.conn.affected_rows() > 0)
+    }
+
+    async fn put_profile(
+        &mut self,
+        id: u64,
+        _key: &[u8],
+        p: &Profile,
+        payload: &[u8],
+    ) -> SessionResult<()> {
+        let (upsert, _) = self
+            .profile
+            .as_ref()
+            .ok_or_else(|| SessionError::Server("no profile statements".into()))?;
+        let [name, sex, province, city] = profile_columns(p);
+        self.conn
+            .exec_drop(upsert, (id, name, sex, province, city, payload))
+            .await
+            .map_err(fail)
+    }
+
+    async fn search(&mut self, q: &Query) -> SessionResult<u64> {
+        let (_, searches) = self
+            .profile
+            .as_ref()
+            .ok_or_else(|| SessionError::Server("no profile statements".into()))?;
+        let (which, params) = search_params(q);
+        let ids: Vec<u64> = self
+            .conn
+            .exec(&searches[which], params)
+            .await
+            .map_err(fail)?;
+        Ok(ids.len() as u64)
+    }
+}
+
+/// A server error leaves the connection usable; anything else (closed,
+/// reset, I/O, protocol) loses it.
+fn fail(e: mysql_async::Error) -> SessionError {
+    match e {
+        mysql_async::Error::Server(_) => SessionError::Server(e.to_string()),
+        e => SessionError::Lost(e.to_string()),
     }
 }
 
 /// The driver: opens sessions inside the shared async loop.
 pub struct MariaDriver {
     dsn: Dsn,
+    profile: bool,
 }
 
 impl Driver for MariaDriver {
     fn run_worker(&self, job: &Job, worker: usize) -> Result<WorkerOutput, String> {
-        let dsn = self.dsn.clone();
+        let (dsn, profile) = (self.dsn.clone(), self.profile);
         bakeoff_core::async_loop::run_worker(
             || {
                 let dsn = dsn.clone();
-                async move {
-                    let mut conn = connect(&dsn, Some("bakeoff")).await?;
-                    let e = |r: Result<Statement, mysql_async::Error>| r.map_err(|e| e.to_string());
-                    let get = e(conn.prep(GET).await)?;
-                    let put = e(conn.prep(PUT).await)?;
-                    let del = e(conn.prep(DEL).await)?;
-                    Ok(MariaSession {
-                        conn,
-                        get,
-                        put,
-                        del,
-                    })
-                }
+                async move { MariaSession::open(&dsn, profile).await }
             },
             job,
             worker,
@@ -197,12 +269,7 @@ impl Driver for MariaDriver {
     }
 
     fn describe(&self, kind: OpKind) -> String {
-        match kind {
-            OpKind::Get => GET.into(),
-            OpKind::Set | OpKind::Update => PUT.into(),
-            OpKind::Delete => DEL.into(),
-            OpKind::Search => "not supported yet".into(),
-        }
+        crate::sql::describe(kind, [GET, PUT, DEL], PROFILE_PUT, self.profile)
     }
 }
 
@@ -252,15 +319,42 @@ pub fn probe(spec: &TargetSpec, plan: &Plan) -> Result<(), String> {
     }
 }
 
+/// Creates the workload's table (emptied before a load) and its indexes,
+/// and reads the server's version and settings.
 async fn prepare_table(
     dsn: &Dsn,
-    load: bool,
+    workload: &Workload,
 ) -> Result<(String, BTreeMap<String, String>), String> {
     let mut c = connect(dsn, None).await?;
     let e = |r: Result<(), mysql_async::Error>| r.map_err(|e| e.to_string());
     e(c.query_drop("CREATE DATABASE IF NOT EXISTS bakeoff").await)?;
     e(c.query_drop("CREATE TABLE IF NOT EXISTS bakeoff.kv (k VARCHAR(32) PRIMARY KEY, v LONGBLOB NOT NULL) ENGINE=InnoDB").await)?;
-    if load {
+    if workload.record == RecordKind::Profile {
+        e(c.query_drop(PROFILE_TABLE).await)?;
+        if workload.load {
+            e(c.query_drop("TRUNCATE TABLE bakeoff.profile").await)?;
+        }
+        // Plain CREATE / DROP INDEX (MySQL has no IF [NOT] EXISTS here):
+        // "duplicate key name" and "can't drop" mean it is already so.
+        for (create, drop) in [
+            (
+                "CREATE INDEX profile_sex ON bakeoff.profile (sex)",
+                "DROP INDEX profile_sex ON bakeoff.profile",
+            ),
+            (
+                "CREATE INDEX profile_loc ON bakeoff.profile (province, city)",
+                "DROP INDEX profile_loc ON bakeoff.profile",
+            ),
+        ] {
+            let sql = if workload.indexes { create } else { drop };
+            if let Err(err) = c.query_drop(sql).await {
+                let text = err.to_string();
+                if !(text.contains("Duplicate key name") || text.contains("check that")) {
+                    return Err(format!("{sql}: {text}"));
+                }
+            }
+        }
+    } else if workload.load {
         e(c.query_drop("TRUNCATE TABLE bakeoff.kv").await)?;
     }
     let version: Option<String> = c
@@ -357,28 +451,73 @@ pub fn open(
             (Some(server), dsn, None)
         }
     };
-    let (version, recorded) = block(prepare_table(&dsn, workload.load))?;
+    let (version, recorded) = block(prepare_table(&dsn, workload))?;
     Ok(Box::new(SqlTarget::new(
         spec,
         endpoint,
         format!("MariaDB {version}"),
         recorded,
         server,
-        MariaDriver { dsn },
+        MariaDriver {
+            dsn,
+            profile: workload.record == RecordKind::Profile,
+        },
     )))
 }
 
 impl SqlDriver for MariaDriver {
     fn record_count(&self) -> Option<u64> {
         let dsn = self.dsn.clone();
+        let table = if self.profile { "profile" } else { "kv" };
         block(async move {
             let mut c = connect(&dsn, None).await?;
             let n: Option<u64> = c
-                .query_first("SELECT COUNT(*) FROM bakeoff.kv")
+                .query_first(format!("SELECT COUNT(*) FROM bakeoff.{table}"))
                 .await
                 .map_err(|e| e.to_string())?;
             Ok(n.unwrap_or(0))
         })
         .ok()
+    }
+
+    fn counters(&self) -> Option<Counters> {
+        let dsn = self.dsn.clone();
+        block(async move {
+            let mut c = connect(&dsn, None).await?;
+            let rows: Vec<(String, String)> = c
+                .query(
+                    "SHOW GLOBAL STATUS WHERE Variable_name IN \
+                     ('Com_stmt_execute', 'Com_insert', 'Com_delete')",
+                )
+                .await
+                .map_err(|e| e.to_string())?;
+            Ok(rows
+                .into_iter()
+                .filter_map(|(k, v)| Some((k, v.parse().ok()?)))
+                .collect())
+        })
+        .ok()
+    }
+
+    fn counter_rules(&self) -> &'static [CounterRule] {
+        // bakeoff's own admin queries go as plain text, never as prepared
+        // statements, so Com_stmt_execute counts the workload alone.
+        &[
+            CounterRule {
+                what: "prepared statements executed (Com_stmt_execute)",
+                counters: &["Com_stmt_execute"],
+                kinds: &OpKind::ALL,
+            },
+            CounterRule {
+                what: "INSERT … ON DUPLICATE KEY UPDATE (Com_insert)",
+                counters: &["Com_insert"],
+                kinds: &[OpKind::Set, OpKind::Update],
+            },
+            CounterRule {
+                what: "DELETE (Com_delete)",
+                counters: &["Com_delete"],
+                kinds: &[OpKind::Delete],
+            },
+        ]
     }
 }

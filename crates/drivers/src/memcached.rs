@@ -11,7 +11,7 @@ use std::time::Duration;
 use bakeoff_core::driver::{Codec, Connector, Driver};
 use bakeoff_core::plan::{Endpoint, Plan, TargetSpec, Workload};
 use bakeoff_core::result::{CounterCheck, TargetRecord};
-use bakeoff_core::runner::{Counters, ProcSnapshot, Target};
+use bakeoff_core::runner::{compare_counters, CounterRule, Counters, ProcSnapshot, Target};
 use bakeoff_core::workload::{OpKind, OP_KINDS};
 use bakeoff_servers::{ManagedServer, ServerCommand};
 
@@ -272,41 +272,24 @@ impl Target for MemcachedTarget {
         after: &Counters,
         sent: &[u64; OP_KINDS],
     ) -> Vec<CounterCheck> {
-        let d = |k: &str| {
-            after
-                .get(k)
-                .copied()
-                .unwrap_or(0)
-                .saturating_sub(before.get(k).copied().unwrap_or(0))
-        };
-        let mut v = Vec::new();
-        let pairs = [
-            (
-                "get commands (stats cmd_get)",
-                sent[OpKind::Get as usize],
-                d("cmd_get"),
-            ),
-            (
-                "set commands (stats cmd_set)",
-                sent[OpKind::Set as usize] + sent[OpKind::Update as usize],
-                d("cmd_set"),
-            ),
-            (
-                "delete commands (stats delete_hits + delete_misses)",
-                sent[OpKind::Delete as usize],
-                d("delete_hits") + d("delete_misses"),
-            ),
+        const RULES: &[CounterRule] = &[
+            CounterRule {
+                what: "get commands (stats cmd_get)",
+                counters: &["cmd_get"],
+                kinds: &[OpKind::Get],
+            },
+            CounterRule {
+                what: "set commands (stats cmd_set)",
+                counters: &["cmd_set"],
+                kinds: &[OpKind::Set, OpKind::Update],
+            },
+            CounterRule {
+                what: "delete commands (stats delete_hits + delete_misses)",
+                counters: &["delete_hits", "delete_misses"],
+                kinds: &[OpKind::Delete],
+            },
         ];
-        for (what, ours, theirs) in pairs {
-            if ours > 0 || theirs > 0 {
-                v.push(CounterCheck {
-                    what: what.into(),
-                    bakeoff: ours,
-                    target: theirs,
-                });
-            }
-        }
-        v
+        compare_counters(RULES, before, after, sent)
     }
 
     fn record_count(&self) -> Option<u64> {

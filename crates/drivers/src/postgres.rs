@@ -12,16 +12,18 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use bakeoff_core::async_loop::AsyncSession;
+use bakeoff_core::async_loop::{AsyncSession, SessionError, SessionResult};
 use bakeoff_core::driver::{Driver, Job, WorkerOutput};
 use bakeoff_core::plan::{Endpoint, Plan, TargetSpec, Workload};
-use bakeoff_core::runner::Target;
+use bakeoff_core::profile::{Profile, Query, RecordKind};
+use bakeoff_core::runner::{CounterRule, Counters, Target};
 use bakeoff_core::workload::OpKind;
 use bakeoff_servers::{ManagedServer, ServerCommand};
+use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, Config, NoTls, Statement};
 
 use crate::settings::Settings;
-use crate::sql::{block, SqlDriver, SqlTarget};
+use crate::sql::{block, profile_columns, search_params, search_statements, SqlDriver, SqlTarget};
 
 const BIN_DIRS: &[&str] = &["/usr/lib/postgresql/*/bin"];
 const KNOWN: &str = "shared_buffers, synchronous_commit (on, off, local, remote_write, remote_apply), fsync, max_connections, port";
@@ -63,6 +65,9 @@ impl PgSettings {
             format!("unix_socket_directories={}", dir.display()),
             "-c".into(),
             format!("max_connections={}", self.max_connections),
+            // Per-statement call counts for the conservation check.
+            "-c".into(),
+            "shared_preload_libraries=pg_stat_statements".into(),
         ];
         let mut set = |k: &str, v: String| {
             a.push("-c".into());
@@ -92,6 +97,17 @@ struct Dsn {
 }
 
 impl Dsn {
+    /// A server bakeoff started: superuser `bakeoff` on 127.0.0.1.
+    fn managed(port: u16) -> Self {
+        Dsn {
+            host: "127.0.0.1".into(),
+            port,
+            user: "bakeoff".into(),
+            password: None,
+            dbname: "postgres".into(),
+        }
+    }
+
     fn config(&self) -> Config {
         let mut c = Config::new();
         c.host(&self.host)
@@ -166,20 +182,54 @@ pub struct PgSession {
     get: Statement,
     put: Statement,
     del: Statement,
+    /// Profile upsert and the four searches (profile workloads only).
+    profile: Option<(Statement, [Statement; 4])>,
+}
+
+impl PgSession {
+    async fn open(dsn: &Dsn, profile: bool) -> Result<Self, String> {
+        let client = connect_local(dsn).await?;
+        let e = |r: Result<Statement, tokio_postgres::Error>| r.map_err(|e| e.to_string());
+        let get = e(client.prepare(GET).await)?;
+        let put = e(client.prepare(PUT).await)?;
+        let del = e(client.prepare(DEL).await)?;
+        let profile = if profile {
+            let upsert = e(client.prepare(PROFILE_PUT).await)?;
+            let [a, b, c, d] = search_statements(|n| format!("${n}"));
+            Some((
+                upsert,
+                [
+                    e(client.prepare(&a).await)?,
+                    e(client.prepare(&b).await)?,
+                    e(client.prepare(&c).await)?,
+                    e(client.prepare(&d).await)?,
+                ],
+            ))
+        } else {
+            None
+        };
+        Ok(PgSession {
+            client,
+            get,
+            put,
+            del,
+            profile,
+        })
+    }
 }
 
 impl AsyncSession for PgSession {
-    async fn get(&mut self, key: &[u8], out: &mut Vec<u8>) -> Result<bool, String> {
+    async fn get(&mut self, key: &[u8], out: &mut Vec<u8>) -> SessionResult<bool> {
         out.clear();
-        let k = std::str::from_utf8(key).map_err(|e| e.to_string())?;
+        let k = std::str::from_utf8(key).map_err(|e| SessionError::Server(e.to_string()))?;
         match self
             .client
             .query_opt(&self.get, &[&k])
             .await
-            .map_err(|e| e.to_string())?
+            .map_err(fail)?
         {
             Some(row) => {
-                let v: &[u8] = row.try_get(0).map_err(|e| e.to_string())?;
+                let v: &[u8] = row.try_get(0).map_err(fail)?;
                 out.extend_from_slice(v);
                 Ok(true)
             }
@@ -187,22 +237,68 @@ impl AsyncSession for PgSession {
         }
     }
 
-    async fn put(&mut self, key: &[u8], value: &[u8]) -> Result<(), String> {
-        let k = std::str::from_utf8(key).map_err(|e| e.to_string())?;
+    async fn put(&mut self, key: &[u8], value: &[u8]) -> SessionResult<()> {
+        let k = std::str::from_utf8(key).map_err(|e| SessionError::Server(e.to_string()))?;
         self.client
             .execute(&self.put, &[&k, &value])
             .await
             .map(|_| ())
-            .map_err(|e| e.to_string())
+            .map_err(fail)
     }
 
-    async fn delete(&mut self, key: &[u8]) -> Result<bool, String> {
-        let k = std::str::from_utf8(key).map_err(|e| e.to_string())?;
+    async fn delete(&mut self, key: &[u8]) -> SessionResult<bool> {
+        let k = std::str::from_utf8(key).map_err(|e| SessionError::Server(e.to_string()))?;
         self.client
             .execute(&self.del, &[&k])
             .await
             .map(|n| n > 0)
-            .map_err(|e| e.to_string())
+            .map_err(fail)
+    }
+
+    async fn put_profile(
+        &mut self,
+        id: u64,
+        _key: &[u8],
+        p: &Profile,
+        payload: &[u8],
+    ) -> SessionResult<()> {
+        let (upsert, _) = self
+            .profile
+            .as_ref()
+            .ok_or_else(|| SessionError::Server("no profile statements".into()))?;
+        let [name, sex, province, city] = profile_columns(p);
+        self.client
+            .execute(
+                upsert,
+                &[&(id as i64), &name, &sex, &province, &city, &payload],
+            )
+            .await
+            .map(|_| ())
+            .map_err(fail)
+    }
+
+    async fn search(&mut self, q: &Query) -> SessionResult<u64> {
+        let (_, searches) = self
+            .profile
+            .as_ref()
+            .ok_or_else(|| SessionError::Server("no profile statements".into()))?;
+        let (which, params) = search_params(q);
+        let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p as _).collect();
+        self.client
+            .query(&searches[which], &refs)
+            .await
+            .map(|rows| rows.len() as u64)
+            .map_err(fail)
+    }
+}
+
+/// A database error leaves the connection usable; anything else (closed,
+/// reset, I/O) loses it.
+fn fail(e: tokio_postgres::Error) -> SessionError {
+    if e.as_db_error().is_some() {
+        SessionError::Server(e.to_string())
+    } else {
+        SessionError::Lost(e.to_string())
     }
 }
 
@@ -210,31 +306,27 @@ const GET: &str = "SELECT v FROM kv WHERE k = $1";
 const PUT: &str =
     "INSERT INTO kv (k, v) VALUES ($1, $2) ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v";
 const DEL: &str = "DELETE FROM kv WHERE k = $1";
+const PROFILE_TABLE: &str = "CREATE TABLE IF NOT EXISTS profile (id BIGINT PRIMARY KEY, \
+     name TEXT NOT NULL, sex TEXT NOT NULL, province TEXT NOT NULL, city TEXT NOT NULL, \
+     payload BYTEA NOT NULL)";
+const PROFILE_PUT: &str = "INSERT INTO profile (id, name, sex, province, city, payload) \
+     VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (id) DO UPDATE SET name = EXCLUDED.name, \
+     sex = EXCLUDED.sex, province = EXCLUDED.province, city = EXCLUDED.city, \
+     payload = EXCLUDED.payload";
 
 /// The driver: opens sessions inside the shared async loop.
 pub struct PgDriver {
     dsn: Dsn,
+    profile: bool,
 }
 
 impl Driver for PgDriver {
     fn run_worker(&self, job: &Job, worker: usize) -> Result<WorkerOutput, String> {
-        let dsn = self.dsn.clone();
+        let (dsn, profile) = (self.dsn.clone(), self.profile);
         bakeoff_core::async_loop::run_worker(
             || {
                 let dsn = dsn.clone();
-                async move {
-                    let client = connect_local(&dsn).await?;
-                    let prep = |sql| client.prepare(sql);
-                    let (get, put, del) = (prep(GET).await, prep(PUT).await, prep(DEL).await);
-                    let e =
-                        |r: Result<Statement, tokio_postgres::Error>| r.map_err(|e| e.to_string());
-                    Ok(PgSession {
-                        get: e(get)?,
-                        put: e(put)?,
-                        del: e(del)?,
-                        client,
-                    })
-                }
+                async move { PgSession::open(&dsn, profile).await }
             },
             job,
             worker,
@@ -242,12 +334,7 @@ impl Driver for PgDriver {
     }
 
     fn describe(&self, kind: OpKind) -> String {
-        match kind {
-            OpKind::Get => GET.into(),
-            OpKind::Set | OpKind::Update => PUT.into(),
-            OpKind::Delete => DEL.into(),
-            OpKind::Search => "not supported yet".into(),
-        }
+        crate::sql::describe(kind, [GET, PUT, DEL], PROFILE_PUT, self.profile)
     }
 }
 
@@ -306,18 +393,36 @@ pub fn probe(spec: &TargetSpec, plan: &Plan) -> Result<(), String> {
     }
 }
 
+/// Creates the workload's table (emptied before a load) and its indexes,
+/// and reads the server's version and settings.
 async fn prepare_table(
     dsn: &Dsn,
-    load: bool,
+    workload: &Workload,
 ) -> Result<(String, BTreeMap<String, String>), String> {
     let c = connect(dsn).await?;
     let q = |sql: &'static str| c.simple_query(sql);
-    q("CREATE TABLE IF NOT EXISTS kv (k TEXT PRIMARY KEY, v BYTEA NOT NULL)")
-        .await
-        .map_err(|e| e.to_string())?;
-    if load {
-        q("TRUNCATE kv").await.map_err(|e| e.to_string())?;
+    let e = |r: Result<Vec<tokio_postgres::SimpleQueryMessage>, tokio_postgres::Error>| {
+        r.map(|_| ()).map_err(|e| e.to_string())
+    };
+    e(q("CREATE TABLE IF NOT EXISTS kv (k TEXT PRIMARY KEY, v BYTEA NOT NULL)").await)?;
+    if workload.record == RecordKind::Profile {
+        e(q(PROFILE_TABLE).await)?;
+        if workload.load {
+            e(q("TRUNCATE profile").await)?;
+        }
+        if workload.indexes {
+            e(q("CREATE INDEX IF NOT EXISTS profile_sex ON profile (sex)").await)?;
+            e(q("CREATE INDEX IF NOT EXISTS profile_loc ON profile (province, city)").await)?;
+        } else {
+            e(q("DROP INDEX IF EXISTS profile_sex").await)?;
+            e(q("DROP INDEX IF EXISTS profile_loc").await)?;
+        }
+    } else if workload.load {
+        e(q("TRUNCATE kv").await)?;
     }
+    // Statement counters for the conservation check, where the server
+    // preloads the extension (a managed server does).
+    let _ = q("CREATE EXTENSION IF NOT EXISTS pg_stat_statements").await;
     let version: String = c
         .query_one("SHOW server_version", &[])
         .await
@@ -330,6 +435,7 @@ async fn prepare_table(
         "fsync",
         "max_connections",
         "wal_level",
+        "shared_preload_libraries",
     ] {
         if let Ok(row) = c.query_one(&format!("SHOW {name}"), &[]).await {
             settings.insert(name.to_string(), row.get::<_, String>(0));
@@ -338,13 +444,78 @@ async fn prepare_table(
     Ok((version, settings))
 }
 
+/// Starts a private postgres with the settings of `[servers.postgres]`
+/// (`table`) on a free loopback port, superuser `bakeoff`. Without a
+/// `password` every connection is trusted; with one, TCP connections must
+/// give it (the tests use this for an external, password-protected server).
+pub fn start(table: Option<&toml::Table>, password: Option<&str>) -> Result<ManagedServer, String> {
+    let settings = PgSettings::parse(table)?;
+    let init = |binary: &Path, dir: &Path| -> Result<(), String> {
+        let initdb = binary.with_file_name("initdb");
+        let ids = bakeoff_servers::user_ids("postgres")?;
+        let mut cmd = bakeoff_servers::command_as(&initdb, Some(ids));
+        cmd.args([
+            "-D",
+            &dir.join("data").display().to_string(),
+            "-U",
+            "bakeoff",
+            "-E",
+            "UTF8",
+            "--locale=C",
+        ]);
+        match password {
+            None => {
+                cmd.arg("--auth=trust");
+            }
+            Some(pw) => {
+                let file = dir.join("pwfile");
+                std::fs::write(&file, pw)
+                    .map_err(|e| format!("cannot write {}: {e}", file.display()))?;
+                std::os::unix::fs::chown(&file, Some(ids.0), Some(ids.1))
+                    .map_err(|e| format!("cannot hand {} to postgres: {e}", file.display()))?;
+                cmd.args(["--auth-local=trust", "--auth-host=scram-sha-256"])
+                    .arg(format!("--pwfile={}", file.display()));
+            }
+        }
+        let out = cmd
+            .current_dir(dir)
+            .output()
+            .map_err(|e| format!("cannot run {}: {e}", initdb.display()))?;
+        let _ = std::fs::remove_file(dir.join("pwfile"));
+        if !out.status.success() {
+            return Err(format!(
+                "initdb failed: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
+        }
+        Ok(())
+    };
+    let cmd = ServerCommand {
+        program: "postgres",
+        package: "postgresql",
+        port: settings.port,
+        args: &|port, dir| settings.args(port, dir),
+        ready: &|addr| {
+            let dsn = Dsn {
+                password: password.map(str::to_string),
+                ..Dsn::managed(addr.port())
+            };
+            block(async { connect(&dsn).await.map(|_| ()) }).is_ok()
+        },
+        ready_timeout: Duration::from_secs(30),
+        extra_dirs: BIN_DIRS,
+        run_as: Some("postgres"),
+        init: Some(&init),
+    };
+    ManagedServer::start(&cmd).map_err(|e| e.to_string())
+}
+
 /// Opens the target: starts postgres, or connects to the URL.
 pub fn open(
     spec: &TargetSpec,
     plan: &Plan,
     workload: &Workload,
 ) -> Result<Box<dyn Target>, String> {
-    let settings = PgSettings::parse(plan.servers.get(&spec.name))?;
     let (server, dsn, endpoint) = match dsn_of(spec) {
         Some(dsn) => {
             let url = match &spec.endpoint {
@@ -354,88 +525,94 @@ pub fn open(
             (None, dsn, url)
         }
         None => {
-            let init = |binary: &Path, dir: &Path| -> Result<(), String> {
-                let initdb = binary.with_file_name("initdb");
-                let ids = bakeoff_servers::user_ids("postgres")?;
-                let out = bakeoff_servers::command_as(&initdb, Some(ids))
-                    .args([
-                        "-D",
-                        &dir.join("data").display().to_string(),
-                        "-U",
-                        "bakeoff",
-                        "--auth=trust",
-                        "-E",
-                        "UTF8",
-                        "--locale=C",
-                    ])
-                    .current_dir(dir)
-                    .output()
-                    .map_err(|e| format!("cannot run {}: {e}", initdb.display()))?;
-                if !out.status.success() {
-                    return Err(format!(
-                        "initdb failed: {}",
-                        String::from_utf8_lossy(&out.stderr).trim()
-                    ));
-                }
-                Ok(())
-            };
-            let cmd = ServerCommand {
-                program: "postgres",
-                package: "postgresql",
-                port: settings.port,
-                args: &|port, dir| settings.args(port, dir),
-                ready: &|addr| {
-                    let dsn = Dsn {
-                        host: "127.0.0.1".into(),
-                        port: addr.port(),
-                        user: "bakeoff".into(),
-                        password: None,
-                        dbname: "postgres".into(),
-                    };
-                    block(async { connect(&dsn).await.map(|_| ()) }).is_ok()
-                },
-                ready_timeout: Duration::from_secs(30),
-                extra_dirs: BIN_DIRS,
-                run_as: Some("postgres"),
-                init: Some(&init),
-            };
-            let mut server = ManagedServer::start(&cmd).map_err(|e| e.to_string())?;
+            let mut server = start(plan.servers.get(&spec.name), None)?;
             if let Some(limit) = workload.memory_cap {
                 server.cap_memory(limit)?;
             }
-            let dsn = Dsn {
-                host: "127.0.0.1".into(),
-                port: server.addr.port(),
-                user: "bakeoff".into(),
-                password: None,
-                dbname: "postgres".into(),
-            };
+            let dsn = Dsn::managed(server.addr.port());
             (Some(server), dsn, None)
         }
     };
-    let (version, recorded) = block(prepare_table(&dsn, workload.load))?;
+    let (version, recorded) = block(prepare_table(&dsn, workload))?;
     Ok(Box::new(SqlTarget::new(
         spec,
         endpoint,
         format!("PostgreSQL {version}"),
         recorded,
         server,
-        PgDriver { dsn },
+        PgDriver {
+            dsn,
+            profile: workload.record == RecordKind::Profile,
+        },
     )))
 }
 
 impl SqlDriver for PgDriver {
     fn record_count(&self) -> Option<u64> {
         let dsn = self.dsn.clone();
+        let table = if self.profile { "profile" } else { "kv" };
         block(async move {
             let c = connect(&dsn).await?;
             let n: i64 = c
-                .query_one("SELECT count(*) FROM kv", &[])
+                .query_one(&format!("SELECT count(*) FROM {table}"), &[])
                 .await
                 .map_err(|e| e.to_string())?
                 .get(0);
             Ok(n as u64)
         })
         .ok()
+    }
+
+    fn counters(&self) -> Option<Counters> {
+        let dsn = self.dsn.clone();
+        let mut statements = vec![
+            ("get", GET.to_string()),
+            ("put", PUT.into()),
+            ("del", DEL.into()),
+            ("put", PROFILE_PUT.into()),
+        ];
+        statements.extend(search_statements(|n| format!("${n}")).map(|s| ("search", s)));
+        block(async move {
+            let c = connect(&dsn).await?;
+            let mut out = Counters::new();
+            for (name, sql) in statements {
+                let calls: Option<i64> = c
+                    .query_one(
+                        "SELECT sum(calls)::bigint FROM pg_stat_statements WHERE query = $1",
+                        &[&sql],
+                    )
+                    .await
+                    .map_err(|e| e.to_string())?
+                    .get(0);
+                *out.entry(name.to_string()).or_default() += calls.unwrap_or(0) as u64;
+            }
+            Ok(out)
+        })
+        .ok()
+    }
+
+    fn counter_rules(&self) -> &'static [CounterRule] {
+        &[
+            CounterRule {
+                what: "SELECT by key calls (pg_stat_statements)",
+                counters: &["get"],
+                kinds: &[OpKind::Get],
+            },
+            CounterRule {
+                what: "INSERT … ON CONFLICT calls (pg_stat_statements)",
+                counters: &["put"],
+                kinds: &[OpKind::Set, OpKind::Update],
+            },
+            CounterRule {
+                what: "DELETE calls (pg_stat_statements)",
+                counters: &["del"],
+                kinds: &[OpKind::Delete],
+            },
+            CounterRule {
+                what: "search calls (pg_stat_statements)",
+                counters: &["search"],
+                kinds: &[OpKind::Search],
+            },
+        ]
     }
 }

@@ -12,7 +12,7 @@ use std::time::Duration;
 use bakeoff_core::driver::{Connector, Driver};
 use bakeoff_core::plan::{Endpoint, Plan, TargetSpec, Workload};
 use bakeoff_core::result::{CounterCheck, TargetRecord};
-use bakeoff_core::runner::{Counters, ProcSnapshot, Target};
+use bakeoff_core::runner::{compare_counters, CounterRule, Counters, ProcSnapshot, Target};
 use bakeoff_core::workload::{OpKind, OP_KINDS};
 use bakeoff_servers::{ManagedServer, ServerCommand};
 
@@ -340,43 +340,24 @@ impl Target for RedisTarget {
         after: &Counters,
         sent: &[u64; OP_KINDS],
     ) -> Vec<CounterCheck> {
-        let delta = |k: &str| {
-            after.get(k).copied().unwrap_or(0)
-                - before
-                    .get(k)
-                    .copied()
-                    .unwrap_or(0)
-                    .min(after.get(k).copied().unwrap_or(0))
-        };
-        let mut v = Vec::new();
-        let pairs = [
-            (
-                "GET calls (INFO commandstats)",
-                "get",
-                sent[OpKind::Get as usize],
-            ),
-            (
-                "SET calls (INFO commandstats)",
-                "set",
-                sent[OpKind::Set as usize] + sent[OpKind::Update as usize],
-            ),
-            (
-                "DEL calls (INFO commandstats)",
-                "del",
-                sent[OpKind::Delete as usize],
-            ),
+        const RULES: &[CounterRule] = &[
+            CounterRule {
+                what: "GET calls (INFO commandstats)",
+                counters: &["get"],
+                kinds: &[OpKind::Get],
+            },
+            CounterRule {
+                what: "SET calls (INFO commandstats)",
+                counters: &["set"],
+                kinds: &[OpKind::Set, OpKind::Update],
+            },
+            CounterRule {
+                what: "DEL calls (INFO commandstats)",
+                counters: &["del"],
+                kinds: &[OpKind::Delete],
+            },
         ];
-        for (what, cmd, ours) in pairs {
-            let theirs = delta(cmd);
-            if ours > 0 || theirs > 0 {
-                v.push(CounterCheck {
-                    what: what.into(),
-                    bakeoff: ours,
-                    target: theirs,
-                });
-            }
-        }
-        v
+        compare_counters(RULES, before, after, sent)
     }
 
     fn record_count(&self) -> Option<u64> {

@@ -88,7 +88,7 @@ pub fn port_is_free(port: u16) -> bool {
 
 /// Prepares a server's data directory: gets the binary's path and the
 /// directory; the error says what failed.
-pub type InitFn = dyn Fn(&Path, &Path) -> Result<(), String>;
+pub type InitFn<'a> = dyn Fn(&Path, &Path) -> Result<(), String> + 'a;
 
 /// What to start.
 pub struct ServerCommand<'a> {
@@ -110,7 +110,7 @@ pub struct ServerCommand<'a> {
     pub run_as: Option<&'a str>,
     /// Prepares the data directory (e.g. `initdb`); gets the binary's path
     /// and the directory.
-    pub init: Option<&'a InitFn>,
+    pub init: Option<&'a InitFn<'a>>,
 }
 
 /// Finds `program` on PATH or in `extra` directories (globs like
