@@ -30,6 +30,12 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need_apt[@]}" >/dev/null
 fi
+# Debian 12 packages no MongoDB server: the `mongodb` target then starts
+# FerretDB, which speaks its wire protocol (built from the Go module proxy).
+if ! command -v mongod >/dev/null 2>&1 && ! command -v ferretdb >/dev/null 2>&1 \
+  && [ ! -x /usr/local/bin/ferretdb ]; then
+  scripts/install-ferretdb.sh
+fi
 # Debian starts the packaged services; bakeoff starts its own servers and
 # needs none of them running.
 for svc in redis-server memcached mariadb postgresql; do

@@ -19,6 +19,8 @@
 //!   with [`dl`] at run time.
 
 pub mod admin;
+#[cfg(any(feature = "postgres", feature = "mariadb", feature = "mongodb"))]
+pub mod async_target;
 pub mod codec;
 pub mod dl;
 pub mod embedded;
@@ -26,6 +28,8 @@ pub mod embedded;
 pub mod mariadb;
 #[cfg(feature = "memcached")]
 pub mod memcached;
+#[cfg(feature = "mongodb")]
+pub mod mongodb;
 #[cfg(feature = "postgres")]
 pub mod postgres;
 #[cfg(feature = "redis")]

@@ -22,8 +22,9 @@ use bakeoff_servers::{ManagedServer, ServerCommand};
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Opts, OptsBuilder, Statement};
 
+use crate::async_target::{block, profile_columns, AsyncDriver, AsyncTarget};
 use crate::settings::Settings;
-use crate::sql::{block, profile_columns, search_params, search_statements, SqlDriver, SqlTarget};
+use crate::sql::{search_params, search_statements};
 
 const KNOWN: &str =
     "innodb_buffer_pool_size, innodb_flush_log_at_trx_commit (0, 1, 2), max_connections, port";
@@ -452,7 +453,7 @@ pub fn open(
         }
     };
     let (version, recorded) = block(prepare_table(&dsn, workload))?;
-    Ok(Box::new(SqlTarget::new(
+    Ok(Box::new(AsyncTarget::new(
         spec,
         endpoint,
         format!("MariaDB {version}"),
@@ -465,7 +466,7 @@ pub fn open(
     )))
 }
 
-impl SqlDriver for MariaDriver {
+impl AsyncDriver for MariaDriver {
     fn record_count(&self) -> Option<u64> {
         let dsn = self.dsn.clone();
         let table = if self.profile { "profile" } else { "kv" };

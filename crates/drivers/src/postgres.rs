@@ -22,8 +22,9 @@ use bakeoff_servers::{ManagedServer, ServerCommand};
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, Config, NoTls, Statement};
 
+use crate::async_target::{block, profile_columns, AsyncDriver, AsyncTarget};
 use crate::settings::Settings;
-use crate::sql::{block, profile_columns, search_params, search_statements, SqlDriver, SqlTarget};
+use crate::sql::{search_params, search_statements};
 
 const BIN_DIRS: &[&str] = &["/usr/lib/postgresql/*/bin"];
 const KNOWN: &str = "shared_buffers, synchronous_commit (on, off, local, remote_write, remote_apply), fsync, max_connections, port";
@@ -534,7 +535,7 @@ pub fn open(
         }
     };
     let (version, recorded) = block(prepare_table(&dsn, workload))?;
-    Ok(Box::new(SqlTarget::new(
+    Ok(Box::new(AsyncTarget::new(
         spec,
         endpoint,
         format!("PostgreSQL {version}"),
@@ -547,7 +548,7 @@ pub fn open(
     )))
 }
 
-impl SqlDriver for PgDriver {
+impl AsyncDriver for PgDriver {
     fn record_count(&self) -> Option<u64> {
         let dsn = self.dsn.clone();
         let table = if self.profile { "profile" } else { "kv" };

@@ -147,6 +147,22 @@ pub fn entries() -> Vec<Entry> {
         probe: Some(crate::postgres::probe),
         open: crate::postgres::open,
     });
+    #[cfg(feature = "mongodb")]
+    v.push(Entry {
+        name: "mongodb",
+        scheme: "mongodb",
+        about: "MongoDB wire protocol: mongod, or FerretDB where no mongod exists (collections kv and profile)",
+        program: "mongod",
+        package: "mongodb (not in Debian 12; scripts/install-ferretdb.sh installs FerretDB)",
+        available: crate::mongodb::available,
+        ops: KV_SEARCH,
+        pipelining: false,
+        managed: true,
+        default: false,
+        check: crate::mongodb::check,
+        probe: Some(crate::mongodb::probe),
+        open: crate::mongodb::open,
+    });
     v.push(Entry {
         name: "tokyo-hash",
         scheme: "",

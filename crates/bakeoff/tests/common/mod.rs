@@ -22,6 +22,19 @@ pub fn require(program: &str, package: &str) -> bool {
     false
 }
 
+/// Like `require`, for a program that may live outside PATH (`dirs` are
+/// glob patterns, e.g. `/usr/lib/postgresql/*/bin`).
+pub fn require_in(program: &str, dirs: &[&str], package: &str) -> bool {
+    if bakeoff_servers::find_program(program, dirs).is_some() {
+        return true;
+    }
+    if std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false") {
+        panic!("{program} is not installed; CI must install {package} (see scripts/setup.sh)");
+    }
+    eprintln!("skipping: {program} is not installed ({package})");
+    false
+}
+
 /// A redis-server started for one test, optionally with a password.
 pub fn redis(password: Option<&str>) -> ManagedServer {
     let pw = password.map(|s| s.to_string());

@@ -1,4 +1,5 @@
-//! PostgreSQL and MariaDB, started by bakeoff: the load leaves exactly the
+//! PostgreSQL, MariaDB and MongoDB (mongod, or FerretDB where Debian has
+//! none), started by bakeoff: the load leaves exactly the
 //! records, reads verify, operation counts equal the servers' own statement
 //! counters, settings are applied and recorded, and nothing is left behind;
 //! searches return the same rows on every SQL and table engine; an
@@ -8,22 +9,10 @@
 mod common;
 use common::*;
 
-/// Runs a managed SQL target with `settings`; checks the load, the reads,
-/// Little's law and the cleanup; returns the target's record.
-fn managed_run(
-    target: &str,
-    program: &str,
-    dirs: &[&str],
-    settings: &[&str],
-) -> Option<serde_json::Value> {
-    if bakeoff_servers::find_program(program, dirs).is_none() {
-        assert!(
-            !std::env::var("CI").is_ok_and(|v| v == "true"),
-            "{program} missing under CI"
-        );
-        eprintln!("skipping: {program} not installed");
-        return None;
-    }
+/// Runs a managed target with `settings`; checks the load, the reads, the
+/// server's counters, Little's law and the cleanup; returns the target's
+/// record.
+fn managed_run(target: &str, settings: &[&str]) -> serde_json::Value {
     let dir = tmp();
     let out = dir.path().join("sql.json");
     let mut args = vec![
@@ -84,6 +73,8 @@ fn managed_run(
         .split(" -D ")
         .nth(1)
         .or_else(|| cmd.split("--datadir=").nth(1))
+        .or_else(|| cmd.split("--state-dir=").nth(1))
+        .or_else(|| cmd.split("--dbpath ").nth(1))
         .unwrap()
         .split(' ')
         .next()
@@ -92,22 +83,21 @@ fn managed_run(
         !std::path::Path::new(data).exists(),
         "{target}: {data} left behind"
     );
-    Some(t)
+    t
 }
 
 #[test]
 fn managed_postgres_loads_verifies_and_cleans_up() {
-    let Some(t) = managed_run(
+    if !require_in("postgres", PG_DIRS, "postgresql") {
+        return;
+    }
+    let t = managed_run(
         "postgres",
-        "postgres",
-        &["/usr/lib/postgresql/*/bin"],
         &[
             "postgres.shared_buffers=64mb",
             "postgres.synchronous_commit=off",
         ],
-    ) else {
-        return;
-    };
+    );
     assert!(
         t["version"].as_str().unwrap().starts_with("PostgreSQL "),
         "{t}"
@@ -118,17 +108,16 @@ fn managed_postgres_loads_verifies_and_cleans_up() {
 
 #[test]
 fn managed_mariadb_loads_verifies_and_cleans_up() {
-    let Some(t) = managed_run(
+    if !require_in("mariadbd", &["/usr/sbin"], "mariadb-server") {
+        return;
+    }
+    let t = managed_run(
         "mariadb",
-        "mariadbd",
-        &["/usr/sbin"],
         &[
             "mariadb.innodb_buffer_pool_size=64mb",
             "mariadb.innodb_flush_log_at_trx_commit=2",
         ],
-    ) else {
-        return;
-    };
+    );
     assert!(
         t["version"].as_str().unwrap().starts_with("MariaDB 10."),
         "{t}"
@@ -178,24 +167,11 @@ fn unreachable_mariadb_url_is_a_clear_error() {
     assert!(!stderr.contains("secret"), "{stderr}");
 }
 
-/// Whether `program` (a SQL server) can run here; fails under CI if not.
-fn sql_installed(program: &str, dirs: &[&str]) -> bool {
-    if bakeoff_servers::find_program(program, dirs).is_some() {
-        return true;
-    }
-    assert!(
-        !std::env::var("CI").is_ok_and(|v| v == "true"),
-        "{program} missing under CI"
-    );
-    eprintln!("skipping: {program} not installed");
-    false
-}
-
 const PG_DIRS: &[&str] = &["/usr/lib/postgresql/*/bin"];
 
 #[test]
 fn wrong_postgres_password_is_a_clear_error_and_the_right_one_works() {
-    if !sql_installed("postgres", PG_DIRS) {
+    if !require_in("postgres", PG_DIRS, "postgresql") {
         return;
     }
     let server = bakeoff_drivers::postgres::start(None, Some("right-horse")).unwrap();
@@ -236,7 +212,7 @@ fn wrong_postgres_password_is_a_clear_error_and_the_right_one_works() {
 
 #[test]
 fn killed_postgres_is_counted_and_the_result_is_written() {
-    if !sql_installed("postgres", PG_DIRS) {
+    if !require_in("postgres", PG_DIRS, "postgresql") {
         return;
     }
     let server = bakeoff_drivers::postgres::start(None, None).unwrap();
@@ -295,7 +271,9 @@ fn killed_postgres_is_counted_and_the_result_is_written() {
 /// and each search is counted by the server.
 #[test]
 fn searches_return_the_same_rows_on_sql_servers() {
-    if !sql_installed("postgres", PG_DIRS) || !sql_installed("mariadbd", &["/usr/sbin"]) {
+    if !require_in("postgres", PG_DIRS, "postgresql")
+        || !require_in("mariadbd", &["/usr/sbin"], "mariadb-server")
+    {
         return;
     }
     let dir = tmp();
@@ -356,5 +334,187 @@ fn searches_return_the_same_rows_on_sql_servers() {
             "{search}: rows differ between targets or indexes: {rows:?}"
         );
         assert!(rows[0].1 > 0, "{search}: no rows at all");
+    }
+}
+
+/// FerretDB or mongod, whichever this machine has (the test script installs
+/// FerretDB, since Debian 12 packages no MongoDB server).
+fn mongodb_installed() -> bool {
+    require_in("mongod", &[], "mongod")
+        || require_in(
+            "ferretdb",
+            &["/usr/local/bin"],
+            "FerretDB (scripts/install-ferretdb.sh)",
+        )
+}
+
+#[test]
+fn managed_mongodb_loads_verifies_counts_and_cleans_up() {
+    if bakeoff_servers::find_program("mongod", &[]).is_none()
+        && !require_in(
+            "ferretdb",
+            &["/usr/local/bin"],
+            "FerretDB (scripts/install-ferretdb.sh)",
+        )
+    {
+        return;
+    }
+    let t = managed_run("mongodb", &[]);
+    let version = t["version"].as_str().unwrap();
+    assert!(
+        version.starts_with("MongoDB ") || version.starts_with("FerretDB "),
+        "{t}"
+    );
+    assert!(t["settings"]["wire_version"].is_string(), "{t}");
+}
+
+#[test]
+fn mongodb_by_url_works_against_a_wire_compatible_server() {
+    if bakeoff_servers::find_program("mongod", &[]).is_none()
+        && !require_in(
+            "ferretdb",
+            &["/usr/local/bin"],
+            "FerretDB (scripts/install-ferretdb.sh)",
+        )
+    {
+        return;
+    }
+    let started = bakeoff_drivers::mongodb::start(None).unwrap();
+    let dir = tmp();
+    let out = dir.path().join("mongo.json");
+    let o = bakeoff(&[
+        "run",
+        "-t",
+        &format!("mongodb://127.0.0.1:{}", started.server.addr.port()),
+        "--records",
+        "300",
+        "--ops",
+        "300",
+        "--clients",
+        "2",
+        "--warmup",
+        "0",
+        "--quiet",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let r = read_json(&out);
+    assert_eq!(r["targets"][0]["mode"], "external");
+    assert_eq!(r["runs"][0]["checks"]["records_after_load"], 300);
+    assert!(
+        r["runs"][0]["measure"]["errors"]
+            .as_object()
+            .unwrap()
+            .is_empty(),
+        "{}",
+        r["runs"][0]["measure"]["errors"]
+    );
+    assert!(
+        r["runs"][0]["measure"]["ops"]["get"]["completed"]
+            .as_u64()
+            .unwrap()
+            > 100
+    );
+}
+
+#[test]
+fn unreachable_mongodb_url_is_a_clear_error() {
+    let port = bakeoff_servers::free_port().unwrap();
+    let o = bakeoff(&[
+        "run",
+        "-t",
+        &format!("mongodb://bakeoff:secret@127.0.0.1:{port}"),
+        "--duration",
+        "1s",
+    ]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("cannot connect to mongodb") && stderr.contains(&port.to_string()),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("secret"), "{stderr}");
+}
+
+/// Where the machine has no mongod, asking for one says so and what to do.
+#[test]
+fn missing_mongod_is_explained() {
+    if bakeoff_servers::find_program("mongod", &[]).is_some() {
+        return;
+    }
+    let o = bakeoff(&[
+        "run",
+        "-t",
+        "mongodb",
+        "--set",
+        "mongodb.server=mongod",
+        "--duration",
+        "1s",
+    ]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("Debian 12 packages no `mongod`")
+            && stderr.contains("scripts/install-ferretdb.sh"),
+        "{stderr}"
+    );
+}
+
+/// 000-search on MongoDB: the same rows as SQLite's for each search, with
+/// and without indexes.
+#[test]
+fn mongodb_searches_return_the_same_rows_as_sqlite() {
+    if !mongodb_installed() {
+        return;
+    }
+    let dir = tmp();
+    let out = dir.path().join("search.json");
+    let o = bakeoff(&[
+        "run",
+        "-t",
+        "sqlite,mongodb",
+        "--record",
+        "profile",
+        "--records",
+        "1500",
+        "--ops",
+        "10",
+        "--clients",
+        "2",
+        "--warmup",
+        "0",
+        "--sweep-search",
+        "name,sex,location",
+        "--sweep-indexes",
+        "on,off",
+        "--quiet",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let r = read_json(&out);
+    let runs = r["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 12);
+    for pair in runs.chunks(2) {
+        let rows = |run: &serde_json::Value| run["measure"]["ops"]["search"]["rows"].as_u64();
+        assert_eq!(pair[0]["target"], "sqlite");
+        assert_eq!(
+            rows(&pair[0]),
+            rows(&pair[1]),
+            "{}: rows differ",
+            pair[1]["point"]
+        );
+        assert!(rows(&pair[0]).unwrap() > 0, "{}", pair[0]["point"]);
     }
 }

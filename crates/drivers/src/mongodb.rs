@@ -1,0 +1,639 @@
+//! The `mongodb` target: any server speaking the MongoDB wire protocol,
+//! through the official async Rust driver. Collection `kv` holds
+//! `{_id: key, v: binary}`, collection `profile` the rows of 000-search
+//! (`{_id: key, id, name, sex, province, city, payload}`; a string `_id`,
+//! as FerretDB looks up string ids in its storage but scans for others). One client (and one
+//! pooled connection) per bakeoff client.
+//!
+//! Managed: `mongod` if it is installed; otherwise FerretDB (a
+//! MongoDB-compatible server storing its data in SQLite files, installed by
+//! `scripts/install-ferretdb.sh`), because Debian 12 packages no MongoDB
+//! server. Either runs in a temporary directory on a free loopback port.
+//! External: `mongodb://[user:password@]host:port`.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use bakeoff_core::async_loop::{AsyncSession, SessionError, SessionResult};
+use bakeoff_core::driver::{Driver, Job, WorkerOutput};
+use bakeoff_core::plan::{Endpoint, Plan, TargetSpec, Workload};
+use bakeoff_core::profile::{Profile, Query, RecordKind, SearchKind};
+use bakeoff_core::runner::{CounterRule, Counters, Target};
+use bakeoff_core::workload::OpKind;
+use bakeoff_servers::{ManagedServer, ServerCommand};
+use mongodb::bson::{doc, spec::BinarySubtype, Binary, Bson, Document};
+use mongodb::options::{ClientOptions, Credential, ServerAddress};
+use mongodb::{Client, Collection};
+
+use crate::async_target::{block, profile_columns, AsyncDriver, AsyncTarget};
+use crate::settings::Settings;
+
+const KNOWN: &str = "server (auto, mongod, ferretdb), cache_size (mongod's WiredTiger cache), port";
+const DB: &str = "bakeoff";
+/// Where the two servers may be installed besides PATH.
+const BIN_DIRS: &[&str] = &["/usr/bin", "/usr/local/bin"];
+const NO_SERVER: &str = "no MongoDB server here: Debian 12 packages no `mongod`. Install MongoDB \
+     from mongodb.com, or run `scripts/install-ferretdb.sh` (FerretDB, a server speaking the \
+     MongoDB wire protocol), or give a URL: -t mongodb://host:port";
+
+/// Which program serves a managed run.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Server {
+    Mongod,
+    FerretDb,
+}
+
+impl Server {
+    fn program(self) -> &'static str {
+        match self {
+            Server::Mongod => "mongod",
+            Server::FerretDb => "ferretdb",
+        }
+    }
+}
+
+struct MongoSettings {
+    server: Option<Server>,
+    cache_size: Option<u64>,
+    port: Option<u16>,
+}
+
+impl MongoSettings {
+    fn parse(table: Option<&toml::Table>) -> Result<Self, String> {
+        let mut s = Settings::new(table);
+        let server = match s
+            .choice("server", &["auto", "mongod", "ferretdb"])?
+            .as_deref()
+        {
+            Some("mongod") => Some(Server::Mongod),
+            Some("ferretdb") => Some(Server::FerretDb),
+            _ => None,
+        };
+        let out = MongoSettings {
+            server,
+            cache_size: s.bytes("cache_size")?,
+            port: s.port("port")?,
+        };
+        s.finish(KNOWN)?;
+        Ok(out)
+    }
+
+    /// The server a managed run starts: the one asked for, else mongod if
+    /// installed, else FerretDB.
+    fn server(&self) -> Result<Server, String> {
+        let found = |s: Server| bakeoff_servers::find_program(s.program(), BIN_DIRS).is_some();
+        match self.server {
+            Some(s) if found(s) => Ok(s),
+            Some(Server::Mongod) => Err(format!("`mongod` is not installed ({NO_SERVER})")),
+            Some(Server::FerretDb) => Err(
+                "`ferretdb` is not installed; install it with `scripts/install-ferretdb.sh`".into(),
+            ),
+            None if found(Server::Mongod) => Ok(Server::Mongod),
+            None if found(Server::FerretDb) => Ok(Server::FerretDb),
+            None => Err(NO_SERVER.into()),
+        }
+    }
+
+    /// `metrics`: FerretDB's metrics port (its debug HTTP listener).
+    fn args(&self, server: Server, port: u16, dir: &Path, metrics: u16) -> Vec<String> {
+        match server {
+            Server::Mongod => {
+                let mut a = vec![
+                    "--dbpath".to_string(),
+                    dir.join("data").display().to_string(),
+                    "--port".into(),
+                    port.to_string(),
+                    "--bind_ip".into(),
+                    "127.0.0.1".into(),
+                    "--unixSocketPrefix".into(),
+                    dir.display().to_string(),
+                ];
+                if let Some(b) = self.cache_size {
+                    a.push("--wiredTigerCacheSizeGB".into());
+                    a.push(format!("{:.3}", (b as f64 / (1u64 << 30) as f64).max(0.25)));
+                }
+                a
+            }
+            Server::FerretDb => vec![
+                format!("--listen-addr=127.0.0.1:{port}"),
+                "--handler=sqlite".into(),
+                format!("--sqlite-url=file:{}/", dir.join("data").display()),
+                format!("--state-dir={}", dir.display()),
+                // Its request counters, for the conservation check.
+                format!("--debug-addr=127.0.0.1:{metrics}"),
+                "--telemetry=disable".into(),
+                "--log-level=warn".into(),
+            ],
+        }
+    }
+}
+
+/// How to reach the server.
+#[derive(Clone)]
+struct Dsn {
+    host: String,
+    port: u16,
+    user: Option<String>,
+    password: Option<String>,
+}
+
+impl Dsn {
+    fn describe(&self) -> String {
+        format!("mongodb at {}:{}", self.host, self.port)
+    }
+
+    async fn client(&self, pool: u32) -> Result<Client, String> {
+        let mut o = ClientOptions::default();
+        o.hosts = vec![ServerAddress::Tcp {
+            host: self.host.clone(),
+            port: Some(self.port),
+        }];
+        o.direct_connection = Some(true);
+        o.max_pool_size = Some(pool);
+        o.connect_timeout = Some(Duration::from_secs(5));
+        o.server_selection_timeout = Some(Duration::from_secs(5));
+        o.app_name = Some("bakeoff".into());
+        if let Some(user) = &self.user {
+            o.credential = Some(
+                Credential::builder()
+                    .username(user.clone())
+                    .password(self.password.clone())
+                    .build(),
+            );
+        }
+        Client::with_options(o).map_err(|e| format!("{}: {e}", self.describe()))
+    }
+
+    /// A client that has answered a ping.
+    async fn connect(&self, pool: u32) -> Result<Client, String> {
+        let c = self.client(pool).await?;
+        c.database("admin")
+            .run_command(doc! {"ping": 1})
+            .await
+            .map_err(|e| self.explain(e))?;
+        Ok(c)
+    }
+
+    fn explain(&self, e: mongodb::error::Error) -> String {
+        let text = e.to_string();
+        if text.contains("Authentication") || text.contains("auth") {
+            format!(
+                "{} refused the credentials: {text}; check the user and password in the URL",
+                self.describe()
+            )
+        } else {
+            format!(
+                "cannot connect to {}: {text}; is the server running, and are host and port right?",
+                self.describe()
+            )
+        }
+    }
+}
+
+/// Network trouble loses the session; anything else is the server's answer.
+fn fail(e: mongodb::error::Error) -> SessionError {
+    use mongodb::error::ErrorKind as K;
+    match *e.kind {
+        K::Io(_) | K::ServerSelection { .. } | K::ConnectionPoolCleared { .. } => {
+            SessionError::Lost(e.to_string())
+        }
+        _ => SessionError::Server(e.to_string()),
+    }
+}
+
+/// One client's connection and collections.
+pub struct MongoSession {
+    // Kept so the pool lives as long as the session.
+    _client: Client,
+    kv: Collection<Document>,
+    profile: Collection<Document>,
+}
+
+impl MongoSession {
+    async fn open(dsn: &Dsn) -> Result<Self, String> {
+        let client = dsn.connect(1).await?;
+        let db = client.database(DB);
+        Ok(MongoSession {
+            kv: db.collection("kv"),
+            profile: db.collection("profile"),
+            _client: client,
+        })
+    }
+}
+
+fn binary(bytes: &[u8]) -> Binary {
+    Binary {
+        subtype: BinarySubtype::Generic,
+        bytes: bytes.to_vec(),
+    }
+}
+
+/// The filter of a search: the same conditions as the SQL targets'
+/// (`LIKE '%abc%'` is a regular expression on plain letters).
+fn search_filter(q: &Query) -> Document {
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    let name = || mongodb::bson::Regex {
+        pattern: text(&q.name_part),
+        options: String::new(),
+    };
+    let sex = || text(std::slice::from_ref(&q.sex));
+    match q.kind {
+        SearchKind::Name => doc! {"name": name()},
+        SearchKind::Sex => doc! {"sex": sex()},
+        SearchKind::Location => doc! {"province": text(&q.province), "city": text(&q.city)},
+        SearchKind::All => doc! {
+            "name": name(), "sex": sex(), "province": text(&q.province), "city": text(&q.city)
+        },
+    }
+}
+
+impl AsyncSession for MongoSession {
+    async fn get(&mut self, key: &[u8], out: &mut Vec<u8>) -> SessionResult<bool> {
+        out.clear();
+        let k = String::from_utf8_lossy(key);
+        let found = self
+            .kv
+            .find_one(doc! {"_id": k.as_ref()})
+            .await
+            .map_err(fail)?;
+        match found {
+            Some(d) => {
+                let v = d
+                    .get_binary_generic("v")
+                    .map_err(|e| SessionError::Server(format!("field v: {e}")))?;
+                out.extend_from_slice(v);
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    async fn put(&mut self, key: &[u8], value: &[u8]) -> SessionResult<()> {
+        let k = String::from_utf8_lossy(key);
+        self.kv
+            .replace_one(doc! {"_id": k.as_ref()}, doc! {"v": binary(value)})
+            .upsert(true)
+            .await
+            .map(|_| ())
+            .map_err(fail)
+    }
+
+    async fn delete(&mut self, key: &[u8]) -> SessionResult<bool> {
+        let k = String::from_utf8_lossy(key);
+        self.kv
+            .delete_one(doc! {"_id": k.as_ref()})
+            .await
+            .map(|r| r.deleted_count > 0)
+            .map_err(fail)
+    }
+
+    async fn put_profile(
+        &mut self,
+        id: u64,
+        key: &[u8],
+        p: &Profile,
+        payload: &[u8],
+    ) -> SessionResult<()> {
+        let [name, sex, province, city] = profile_columns(p);
+        self.profile
+            .replace_one(
+                doc! {"_id": String::from_utf8_lossy(key).as_ref()},
+                doc! {
+                    "id": id as i64, "name": name, "sex": sex, "province": province, "city": city,
+                    "payload": binary(payload)
+                },
+            )
+            .upsert(true)
+            .await
+            .map(|_| ())
+            .map_err(fail)
+    }
+
+    async fn search(&mut self, q: &Query) -> SessionResult<u64> {
+        let mut cursor = self
+            .profile
+            .find(search_filter(q))
+            .projection(doc! {"_id": 1})
+            .await
+            .map_err(fail)?;
+        let mut n = 0;
+        while cursor.advance().await.map_err(fail)? {
+            n += 1;
+        }
+        Ok(n)
+    }
+}
+
+/// The driver: opens sessions inside the shared async loop.
+pub struct MongoDriver {
+    dsn: Dsn,
+    profile: bool,
+    /// A managed FerretDB's metrics listener (it keeps no opcounters).
+    metrics: Option<std::net::SocketAddr>,
+}
+
+/// FerretDB's requests per command from its Prometheus metrics, under the
+/// names of mongod's opcounters (`find` counts as `query`).
+fn ferretdb_counters(addr: std::net::SocketAddr) -> Result<Counters, String> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(2))
+        .map_err(|e| e.to_string())?;
+    s.set_read_timeout(Some(Duration::from_secs(5)))
+        .map_err(|e| e.to_string())?;
+    write!(
+        s,
+        "GET /debug/metrics HTTP/1.0\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .map_err(|e| e.to_string())?;
+    let mut body = String::new();
+    s.read_to_string(&mut body).map_err(|e| e.to_string())?;
+    let mut out = Counters::new();
+    for line in body.lines() {
+        let Some(rest) = line.strip_prefix("ferretdb_client_requests_total{command=\"") else {
+            continue;
+        };
+        let Some((command, tail)) = rest.split_once('"') else {
+            continue;
+        };
+        let Some(n) = tail.rsplit(' ').next().and_then(|n| n.parse::<f64>().ok()) else {
+            continue;
+        };
+        let name = if command == "find" { "query" } else { command };
+        *out.entry(name.to_string()).or_default() += n as u64;
+    }
+    Ok(out)
+}
+
+impl Driver for MongoDriver {
+    fn run_worker(&self, job: &Job, worker: usize) -> Result<WorkerOutput, String> {
+        let dsn = self.dsn.clone();
+        bakeoff_core::async_loop::run_worker(
+            || {
+                let dsn = dsn.clone();
+                async move { MongoSession::open(&dsn).await }
+            },
+            job,
+            worker,
+        )
+    }
+
+    fn describe(&self, kind: OpKind) -> String {
+        match kind {
+            OpKind::Get => "kv.findOne({_id: key})".into(),
+            OpKind::Set | OpKind::Update if self.profile => {
+                "profile.replaceOne({_id: key}, {id, name, sex, province, city, payload}, {upsert: true})"
+                    .into()
+            }
+            OpKind::Set | OpKind::Update => {
+                "kv.replaceOne({_id: key}, {v: binary}, {upsert: true})".into()
+            }
+            OpKind::Delete => "kv.deleteOne({_id: key})".into(),
+            OpKind::Search => "profile.find(<{name: /abc/}> / <{sex}> / <{province, city}> / <all three>, {_id: 1})".into(),
+        }
+    }
+}
+
+impl AsyncDriver for MongoDriver {
+    fn record_count(&self) -> Option<u64> {
+        let dsn = self.dsn.clone();
+        let name = if self.profile { "profile" } else { "kv" };
+        block(async move {
+            let c = dsn.connect(1).await?;
+            c.database(DB)
+                .collection::<Document>(name)
+                .count_documents(doc! {})
+                .await
+                .map_err(|e| e.to_string())
+        })
+        .ok()
+    }
+
+    fn counters(&self) -> Option<Counters> {
+        if let Some(addr) = self.metrics {
+            return ferretdb_counters(addr).ok();
+        }
+        let dsn = self.dsn.clone();
+        block(async move {
+            let c = dsn.connect(1).await?;
+            let status = c
+                .database("admin")
+                .run_command(doc! {"serverStatus": 1})
+                .await
+                .map_err(|e| e.to_string())?;
+            let ops = status
+                .get_document("opcounters")
+                .map_err(|e| e.to_string())?;
+            Ok(ops
+                .iter()
+                .filter_map(|(k, v)| {
+                    let n = match v {
+                        Bson::Int32(n) => *n as u64,
+                        Bson::Int64(n) => *n as u64,
+                        Bson::Double(n) => *n as u64,
+                        _ => return None,
+                    };
+                    Some((k.clone(), n))
+                })
+                .collect())
+        })
+        .ok()
+    }
+
+    fn counter_rules(&self) -> &'static [CounterRule] {
+        &[
+            CounterRule {
+                what: "queries (opcounters.query; FerretDB: find requests)",
+                counters: &["query"],
+                kinds: &[OpKind::Get, OpKind::Search],
+            },
+            CounterRule {
+                what: "updates (opcounters.update; FerretDB: update requests)",
+                counters: &["update"],
+                kinds: &[OpKind::Set, OpKind::Update],
+            },
+            CounterRule {
+                what: "deletes (opcounters.delete; FerretDB: delete requests)",
+                counters: &["delete"],
+                kinds: &[OpKind::Delete],
+            },
+        ]
+    }
+}
+
+fn dsn_of(spec: &TargetSpec) -> Option<Dsn> {
+    match &spec.endpoint {
+        Endpoint::External { host, port, .. } => Some(Dsn {
+            host: host.clone(),
+            port: *port,
+            user: spec.user.clone(),
+            password: spec.password.clone(),
+        }),
+        Endpoint::Managed => None,
+    }
+}
+
+/// Checks `[servers.mongodb]`.
+pub fn check(t: Option<&toml::Table>) -> Result<(), String> {
+    MongoSettings::parse(t).map(|_| ())
+}
+
+/// Whether a MongoDB-compatible server can be started here.
+pub fn available() -> Result<(), String> {
+    MongoSettings::parse(None)?.server().map(|_| ())
+}
+
+/// Checks the managed server exists and a fixed port is free, or an
+/// external endpoint answers.
+pub fn probe(spec: &TargetSpec, plan: &Plan) -> Result<(), String> {
+    let settings = MongoSettings::parse(plan.servers.get(&spec.name))?;
+    match dsn_of(spec) {
+        None => {
+            settings.server()?;
+            match settings.port {
+                Some(p) if !bakeoff_servers::port_is_free(p) => Err(format!(
+                    "port {p} (servers.mongodb.port) on 127.0.0.1 is already in use; free it, or remove the setting"
+                )),
+                _ => Ok(()),
+            }
+        }
+        Some(dsn) => block(async { dsn.connect(1).await.map(|_| ()) }),
+    }
+}
+
+/// Empties and indexes the workload's collection; reads the server's
+/// version.
+async fn prepare(
+    dsn: &Dsn,
+    workload: &Workload,
+) -> Result<(String, BTreeMap<String, String>), String> {
+    let c = dsn.connect(1).await?;
+    let db = c.database(DB);
+    let e = |r: mongodb::error::Error| r.to_string();
+    let profile = workload.record == RecordKind::Profile;
+    let coll: Collection<Document> = db.collection(if profile { "profile" } else { "kv" });
+    if workload.load {
+        coll.delete_many(doc! {}).await.map_err(e)?;
+    }
+    if profile {
+        // Indexes for the equality searches, or none.
+        let keys = [doc! {"sex": 1}, doc! {"province": 1, "city": 1}];
+        let names = ["profile_sex", "profile_loc"];
+        for (k, name) in keys.into_iter().zip(names) {
+            if workload.indexes {
+                let model = mongodb::IndexModel::builder()
+                    .keys(k)
+                    .options(
+                        mongodb::options::IndexOptions::builder()
+                            .name(name.to_string())
+                            .build(),
+                    )
+                    .build();
+                coll.create_index(model).await.map_err(e)?;
+            } else {
+                // Dropping an index that is not there is not a failure.
+                let _ = coll.drop_index(name).await;
+            }
+        }
+    }
+    let info = db.run_command(doc! {"buildInfo": 1}).await.map_err(e)?;
+    let wire = info.get_str("version").unwrap_or("?").to_string();
+    let mut settings = BTreeMap::new();
+    settings.insert("wire_version".to_string(), wire.clone());
+    let version = match info.get_str("ferretdbVersion") {
+        Ok(f) => format!("FerretDB {f} (MongoDB {wire} wire protocol)"),
+        Err(_) => format!("MongoDB {wire}"),
+    };
+    if let Ok(status) = db.run_command(doc! {"serverStatus": 1}).await {
+        if let Ok(engine) = status.get_document("storageEngine") {
+            if let Ok(name) = engine.get_str("name") {
+                settings.insert("storage_engine".into(), name.to_string());
+            }
+        }
+    }
+    Ok((version, settings))
+}
+
+/// A server started by bakeoff.
+pub struct Started {
+    /// The running server.
+    pub server: ManagedServer,
+    /// FerretDB's metrics listener (none for mongod).
+    pub metrics: Option<std::net::SocketAddr>,
+}
+
+fn local(port: u16) -> Dsn {
+    Dsn {
+        host: "127.0.0.1".into(),
+        port,
+        user: None,
+        password: None,
+    }
+}
+
+/// Starts mongod, or FerretDB where there is none, with the settings of
+/// `[servers.mongodb]` (`table`) on a free loopback port, without
+/// authentication (the tests use it as an external server too).
+pub fn start(table: Option<&toml::Table>) -> Result<Started, String> {
+    let settings = MongoSettings::parse(table)?;
+    let which = settings.server()?;
+    let metrics_port = bakeoff_servers::free_port()
+        .map_err(|e| format!("no free port for FerretDB's metrics: {e}"))?;
+    let init = |_: &Path, dir: &Path| -> Result<(), String> {
+        std::fs::create_dir_all(dir.join("data"))
+            .map_err(|e| format!("cannot create {}: {e}", dir.join("data").display()))
+    };
+    let cmd = ServerCommand {
+        program: which.program(),
+        package: "mongodb (not in Debian; see scripts/install-ferretdb.sh)",
+        port: settings.port,
+        args: &|port, dir| settings.args(which, port, dir, metrics_port),
+        ready: &|addr| block(async { local(addr.port()).connect(1).await.map(|_| ()) }).is_ok(),
+        ready_timeout: Duration::from_secs(30),
+        extra_dirs: BIN_DIRS,
+        run_as: None,
+        init: Some(&init),
+    };
+    let server = ManagedServer::start(&cmd).map_err(|e| e.to_string())?;
+    let metrics = (which == Server::FerretDb)
+        .then(|| std::net::SocketAddr::from(([127, 0, 0, 1], metrics_port)));
+    Ok(Started { server, metrics })
+}
+
+/// Opens the target: starts mongod (or FerretDB), or connects to the URL.
+pub fn open(
+    spec: &TargetSpec,
+    plan: &Plan,
+    workload: &Workload,
+) -> Result<Box<dyn Target>, String> {
+    let (server, dsn, endpoint, metrics) = match dsn_of(spec) {
+        Some(dsn) => {
+            let url = match &spec.endpoint {
+                Endpoint::External { url, .. } => Some(url.clone()),
+                Endpoint::Managed => None,
+            };
+            (None, dsn, url, None)
+        }
+        None => {
+            let mut started = start(plan.servers.get(&spec.name))?;
+            if let Some(limit) = workload.memory_cap {
+                started.server.cap_memory(limit)?;
+            }
+            let dsn = local(started.server.addr.port());
+            (Some(started.server), dsn, None, started.metrics)
+        }
+    };
+    let (version, recorded) = block(prepare(&dsn, workload))?;
+    Ok(Box::new(AsyncTarget::new(
+        spec,
+        endpoint,
+        version,
+        recorded,
+        server,
+        MongoDriver {
+            dsn,
+            profile: workload.record == RecordKind::Profile,
+            metrics,
+        },
+    )))
+}
