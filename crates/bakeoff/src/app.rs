@@ -137,6 +137,8 @@ pub fn overrides(args: &RunArgs) -> Result<Overrides, AppError> {
             record: s(&args.record),
             search: s(&args.search),
             indexes: args.no_indexes.then_some(false),
+            batch: s(&args.batch),
+            grow: args.grow.then_some(true),
         },
         sweep: RawSweep {
             clients: list(&args.sweep_clients),

@@ -149,6 +149,17 @@ pub struct RunArgs {
     #[arg(long, value_name = "SEARCH")]
     pub search: Option<String>,
 
+    /// Records per insert while loading (multi-row INSERT on the SQL
+    /// servers, insertMany on MongoDB). [default: 1]
+    #[arg(long, value_name = "N")]
+    pub batch: Option<String>,
+
+    /// Growth experiment: --sweep-records gives checkpoints (e.g.
+    /// 1m,2m,5m); each target stays up and loads only the records added
+    /// since the previous checkpoint, then measures.
+    #[arg(long)]
+    pub grow: bool,
+
     /// Profile table without its indexes on sex and (province, city).
     #[arg(long)]
     pub no_indexes: bool,

@@ -238,3 +238,24 @@ fn help_explains_units_and_defaults() {
         "{s}"
     );
 }
+
+#[test]
+fn growth_and_batches_are_checked_before_anything_starts() {
+    let cases: [(&[&str], &str); 4] = [
+        (&["--grow"], "add --sweep-records"),
+        (
+            &["--grow", "--sweep-records", "5000,1000"],
+            "checkpoints must increase",
+        ),
+        (&["-t", "redis", "--batch", "10"], "cannot load in batches"),
+        (&["--batch", "0"], "a batch of 0 records"),
+    ];
+    for (args, expected) in cases {
+        let mut all = vec!["run", "--duration", "1s"];
+        all.extend_from_slice(args);
+        let o = bakeoff(&all);
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+    }
+}

@@ -518,3 +518,86 @@ fn mongodb_searches_return_the_same_rows_as_sqlite() {
         assert!(rows(&pair[0]).unwrap() > 0, "{}", pair[0]["point"]);
     }
 }
+
+/// 002-growth: each server stays up across the checkpoints, each checkpoint
+/// loads only the records added since the last (in batches), and counts
+/// still equal the server's.
+#[test]
+fn growth_checkpoints_load_in_batches_on_one_server() {
+    if !require_in("postgres", PG_DIRS, "postgresql")
+        || !require_in("mariadbd", &["/usr/sbin"], "mariadb-server")
+    {
+        return;
+    }
+    let dir = tmp();
+    let out = dir.path().join("grow.json");
+    let o = bakeoff(&[
+        "run",
+        "-t",
+        "postgres,mariadb",
+        "--grow",
+        "--sweep-records",
+        "1000,3000",
+        "--batch",
+        "50",
+        "--mix",
+        "95:0:5:0",
+        "--clients",
+        "2",
+        "--duration",
+        "1s",
+        "--warmup",
+        "0",
+        "--quiet",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let r = read_json(&out);
+    let runs = r["runs"].as_array().unwrap();
+    // A target's checkpoints run back to back.
+    let order: Vec<(&str, &str)> = runs
+        .iter()
+        .map(|run| {
+            (
+                run["target"].as_str().unwrap(),
+                run["point"]["records"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        order,
+        [
+            ("postgres", "1000"),
+            ("postgres", "3000"),
+            ("mariadb", "1000"),
+            ("mariadb", "3000")
+        ]
+    );
+    for run in runs {
+        let records = run["workload"]["records"].as_u64().unwrap();
+        let from = run["workload"]["load_from"].as_u64().unwrap();
+        assert_eq!(from, if records == 3000 { 1000 } else { 0 });
+        assert_eq!(
+            run["checks"]["records_after_load"], records,
+            "{}",
+            run["target"]
+        );
+        let set = &run["load"]["ops"]["set"];
+        // Batches of 50: one request per batch, the records as its rows.
+        assert_eq!(set["rows"].as_u64().unwrap(), records - from, "{set}");
+        assert_eq!(
+            set["completed"].as_u64().unwrap(),
+            (records - from) / 50,
+            "{set}"
+        );
+        for c in run["checks"]["counters"].as_array().unwrap() {
+            assert_eq!(c["bakeoff"], c["target"], "{}: {c}", run["target"]);
+        }
+    }
+}

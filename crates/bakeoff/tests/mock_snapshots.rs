@@ -25,6 +25,7 @@ impl TargetCatalog for MockCatalog {
             pipelining: true,
             managed: true,
             url_scheme: None,
+            batch_load: false,
         })
     }
     fn names(&self) -> Vec<String> {

@@ -23,6 +23,16 @@ pub enum SessionError {
     Lost(String),
 }
 
+impl SessionError {
+    /// How the failure is counted: a lost connection is a reset.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            SessionError::Server(_) => ErrorKind::ServerError,
+            SessionError::Lost(_) => ErrorKind::Reset,
+        }
+    }
+}
+
 /// What a session's operations return.
 pub type SessionResult<T> = Result<T, SessionError>;
 
@@ -50,6 +60,13 @@ pub trait AsyncSession {
     /// Runs a search on the profile table; returns the rows it found.
     async fn search(&mut self, _query: &Query) -> SessionResult<u64> {
         Err(SessionError::Server("this target cannot search".into()))
+    }
+    /// Writes records `keys[i]` = `values[i]` in one request (batched
+    /// load). The plan allows batches only on targets that do this.
+    async fn put_batch(&mut self, _keys: &[[u8; KEY_LEN]], _values: &[&[u8]]) -> SessionResult<()> {
+        Err(SessionError::Server(
+            "this target cannot insert in batches".into(),
+        ))
     }
 }
 
@@ -102,6 +119,9 @@ where
                 let mut key_buf = [0u8; KEY_LEN];
                 let mut value = Vec::with_capacity(w.value_size.max());
                 let mut read = Vec::with_capacity(w.value_size.max());
+                let batched = w.batch > 1 && job.kind == JobKind::Load;
+                let mut batch_keys: Vec<[u8; KEY_LEN]> = Vec::new();
+                let mut batch_values: Vec<Vec<u8>> = Vec::new();
                 // When the connection was lost (ns since t0), while it is.
                 let mut lost_since: Option<u64> = session.is_none().then(now_ns);
                 loop {
@@ -147,6 +167,50 @@ where
                     }
                     let phase = job.phase_at(intended);
                     let (kind, key) = gen.next_op(job, &mix, phase);
+                    if batched {
+                        // One request for up to `batch` records: counted
+                        // once, with the records as its rows.
+                        batch_keys.clear();
+                        batch_values.clear();
+                        let mut k = key;
+                        loop {
+                            let mut kb = [0u8; KEY_LEN];
+                            format_key(k, &mut kb);
+                            batch_keys.push(kb);
+                            let (h, p) = gen.value(job, k);
+                            batch_values.push([&h[..], p].concat());
+                            if batch_keys.len() == w.batch as usize
+                                || !gen.may_issue(job, now, warmup_end, measure_end)
+                            {
+                                break;
+                            }
+                            k = gen.next_op(job, &mix, phase).1;
+                        }
+                        let values: Vec<&[u8]> = batch_values.iter().map(|v| &v[..]).collect();
+                        meter.borrow_mut().stats[0].sent[OpKind::Set as usize] += 1;
+                        let start = now_ns();
+                        let result = s.put_batch(&batch_keys, &values).await;
+                        let done = now_ns();
+                        let result = result.map(|()| true).map_err(|e| e.kind());
+                        if result == Err(ErrorKind::Reset) {
+                            session = None;
+                            lost_since = Some(done);
+                        }
+                        let how = judge(job, OpKind::Set, k, &result, &read);
+                        let mut m = meter.borrow_mut();
+                        if result.is_ok() {
+                            m.stats[0].rows[OpKind::Set as usize] += batch_keys.len() as u64;
+                        }
+                        m.record(
+                            0,
+                            OpKind::Set,
+                            done.saturating_sub(intended),
+                            done - start,
+                            how,
+                            done,
+                        );
+                        continue;
+                    }
                     format_key(key, &mut key_buf);
                     if kind.writes_value() {
                         let (h, p) = gen.value(job, key);
@@ -176,14 +240,11 @@ where
                         }
                     };
                     let done = now_ns();
-                    let result = result.map_err(|e| match e {
-                        SessionError::Server(_) => ErrorKind::ServerError,
-                        SessionError::Lost(_) => {
-                            session = None;
-                            lost_since = Some(done);
-                            ErrorKind::Reset
-                        }
-                    });
+                    let result = result.map_err(|e| e.kind());
+                    if result == Err(ErrorKind::Reset) {
+                        session = None;
+                        lost_since = Some(done);
+                    }
                     let how = judge(job, kind, key, &result, &read);
                     let mut m = meter.borrow_mut();
                     m.stats[phase as usize].rows[kind as usize] += rows;

@@ -122,10 +122,11 @@ impl Job<'_> {
 
     /// Record ids client `client` writes in a load job.
     pub fn load_range(&self, client: u32) -> Range<u64> {
-        let n = self.workload.records as u128;
+        let from = self.workload.load_from.min(self.workload.records);
+        let n = (self.workload.records - from) as u128;
         let c = self.workload.clients as u128;
         let i = client as u128;
-        ((n * i / c) as u64)..((n * (i + 1) / c) as u64)
+        (from + (n * i / c) as u64)..(from + (n * (i + 1) / c) as u64)
     }
 
     /// Operations client `client` measures in an operation-count run.

@@ -80,6 +80,11 @@ pub struct RawWorkload {
     pub search: Option<Scalar>,
     /// Whether the profile table has indexes on sex and (province, city).
     pub indexes: Option<bool>,
+    /// Records per insert in the load phase (multi-row INSERT, insertMany).
+    pub batch: Option<Scalar>,
+    /// Growth: the record-count sweep is a series of checkpoints on one
+    /// target, each loading only the records added since the last.
+    pub grow: Option<bool>,
 }
 
 /// The `[sweep]` table of a preset: axes, each a list of values.
@@ -170,6 +175,8 @@ pub struct Capabilities {
     pub managed: bool,
     /// URL scheme for external endpoints, if any.
     pub url_scheme: Option<String>,
+    /// Whether the load can insert many records per request.
+    pub batch_load: bool,
 }
 
 /// The targets bakeoff knows, as the plan sees them (implemented by the
@@ -380,6 +387,21 @@ pub struct Workload {
     /// Whether the profile table has its secondary indexes.
     #[serde(default = "yes")]
     pub indexes: bool,
+    /// Records per insert in the load phase; 1 = one statement per record.
+    #[serde(default = "one")]
+    pub batch: u32,
+    /// Growth experiment: the record-count sweep is a series of checkpoints
+    /// on one target that stays up between them.
+    #[serde(default)]
+    pub grow: bool,
+    /// Records already stored before this point's load (growth: the
+    /// previous checkpoint); the load adds ids `load_from..records`.
+    #[serde(default)]
+    pub load_from: u64,
+}
+
+fn one() -> u32 {
+    1
 }
 
 fn yes() -> bool {
@@ -794,6 +816,31 @@ impl Plan {
             |s| s.parse(),
         )?;
         let indexes = fw.indexes.or(pw.indexes).unwrap_or(true);
+        let batch = parse_with(
+            &fw.batch,
+            &pw.batch,
+            "--batch",
+            "workload.batch",
+            1u32,
+            |s| match parse_count(s)? {
+                0 => Err("a batch of 0 records inserts nothing; use 1 or more".into()),
+                n if n > 100_000 => Err(format!(
+                    "a batch of {n} records is too large; use at most 100000"
+                )),
+                n => Ok(n as u32),
+            },
+        )?;
+        let grow = fw.grow.or(pw.grow).unwrap_or(false);
+        if batch > 1 && record == crate::profile::RecordKind::Profile {
+            return Err(Origin {
+                flag: "--batch",
+                key: "workload.batch",
+                from_flag: fw.batch.is_some(),
+            }
+            .err(
+                "batched loads write kv records; profile rows load one per request (use --batch 1)",
+            ));
+        }
         let mix_given = fw.mix.is_some() || pw.mix.is_some();
         // Profile records are there to be searched.
         let mix = if record == crate::profile::RecordKind::Profile && !mix_given {
@@ -868,6 +915,9 @@ impl Plan {
             record,
             search,
             indexes,
+            batch,
+            grow,
+            load_from: 0,
         };
         if threads_given.is_none() {
             workload.threads = 1;
@@ -963,6 +1013,27 @@ impl Plan {
         }
         if let Some(v) = fs.indexes.clone().or_else(|| ps.indexes.clone()) {
             sweep.push(SweepAxis::Indexes(v));
+        }
+        if workload.grow {
+            let origin = Origin {
+                flag: "--grow",
+                key: "workload.grow",
+                from_flag: fw.grow.is_some(),
+            };
+            let checkpoints = match sweep.as_slice() {
+                [SweepAxis::Records(v)] => v,
+                _ => return Err(origin.err(
+                    "growth needs record-count checkpoints and no other sweep axis: add --sweep-records 1m,2m,5m (sweep.records)",
+                )),
+            };
+            if checkpoints.windows(2).any(|w| w[0] >= w[1]) {
+                return Err(
+                    origin.err("growth checkpoints must increase, e.g. --sweep-records 1m,2m,5m")
+                );
+            }
+            if !workload.load {
+                return Err(origin.err("growth loads the records between checkpoints; remove --no-load (workload.load = false)"));
+            }
         }
 
         let repeats = parse_with(
@@ -1102,6 +1173,12 @@ impl Plan {
             }
             points = next;
         }
+        if self.workload.grow {
+            // Each checkpoint adds the records beyond the previous one.
+            for i in 1..points.len() {
+                points[i].workload.load_from = points[i - 1].workload.records;
+            }
+        }
         points
     }
 
@@ -1185,6 +1262,11 @@ fn check_capabilities(
     if w.pipeline > 1 && !caps.pipelining {
         return Err(format!(
             "target {name} does not support pipelining; use --pipeline 1"
+        ));
+    }
+    if w.batch > 1 && !caps.batch_load {
+        return Err(format!(
+            "target {name} cannot load in batches; use --batch 1 (batches are for the SQL and document stores)"
         ));
     }
     Ok(())
@@ -1288,6 +1370,7 @@ mod tests {
                 pipelining: true,
                 managed: true,
                 url_scheme: Some("redis".into()),
+                batch_load: false,
             })
         }
         fn names(&self) -> Vec<String> {

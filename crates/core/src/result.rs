@@ -193,6 +193,21 @@ pub struct PhaseResult {
 }
 
 impl PhaseResult {
+    /// Records written per second: the rows of batched writes, or one per
+    /// completed write otherwise (the load rate of a load phase).
+    pub fn records_written_per_s(&self) -> f64 {
+        let written: u64 = ["set", "update"]
+            .iter()
+            .filter_map(|k| self.ops.get(*k))
+            .map(|o| if o.rows > 0 { o.rows } else { o.completed })
+            .sum();
+        if self.duration_s > 0.0 {
+            written as f64 / self.duration_s
+        } else {
+            0.0
+        }
+    }
+
     /// Builds the result of a phase from merged stats.
     pub fn from_stats(stats: &PhaseStats, duration_s: f64) -> Self {
         let mut ops = BTreeMap::new();

@@ -467,16 +467,41 @@ pub fn run_experiment(
     let total = usable.len() * points.len() * plan.repeats as usize;
     let mut index = 0usize;
     let mut recorded: BTreeMap<String, TargetRecord> = BTreeMap::new();
-    'outer: for point in &points {
+    // The order of runs: targets interleave within a point so that drift of
+    // the machine hits every target alike; a growth experiment instead
+    // takes each target through all its checkpoints, staying up between.
+    let mut order = Vec::with_capacity(total);
+    if plan.workload.grow {
+        for s in 0..usable.len() {
+            for repeat in 0..plan.repeats {
+                for p in 0..points.len() {
+                    order.push((p, repeat, s));
+                }
+            }
+        }
+    } else {
+        for p in 0..points.len() {
+            for repeat in 0..plan.repeats {
+                for s in 0..usable.len() {
+                    order.push((p, repeat, s));
+                }
+            }
+        }
+    }
+    // The target kept up between the checkpoints of a growth series.
+    let mut kept: Option<Box<dyn Target>> = None;
+    for (p, repeat, s) in order {
+        let (point, spec) = (&points[p], &usable[s]);
+        if opts.stop.load(Ordering::Relaxed) {
+            break;
+        }
+        if !plan.workload.grow || p == 0 {
+            kept = None;
+        }
         let zipf = (point.workload.key_distribution == KeyDistribution::Zipfian)
             .then(|| ZipfianConstants::new(point.workload.records));
-        for repeat in 0..plan.repeats {
-            // Targets interleave within a point so that drift of the machine
-            // hits every target alike.
-            for spec in &usable {
-                if opts.stop.load(Ordering::Relaxed) {
-                    break 'outer;
-                }
+        {
+            {
                 let label = format!(
                     "{}{}{}",
                     spec.label(),
@@ -505,6 +530,7 @@ pub fn run_experiment(
                     opts,
                     observer,
                     &mut recorded,
+                    &mut kept,
                 );
                 if run.client.client_bound {
                     let note = format!(
@@ -558,6 +584,7 @@ fn run_one(
     opts: &ExperimentOptions,
     observer: &mut dyn Observer,
     recorded: &mut BTreeMap<String, TargetRecord>,
+    kept: &mut Option<Box<dyn Target>>,
 ) -> RunResult {
     let w = &point.workload;
     let mut run = RunResult {
@@ -576,12 +603,18 @@ fn run_one(
         client: ClientUsage::default(),
         checks: Checks::default(),
     };
-    let target = match opener.open(spec, plan, &point.workload) {
-        Ok(t) => t,
-        Err(m) => {
-            run.message = Some(m);
-            return run;
+    // A growth series reuses the target its first checkpoint opened.
+    if kept.is_none() {
+        match opener.open(spec, plan, &point.workload) {
+            Ok(t) => *kept = Some(t),
+            Err(m) => {
+                run.message = Some(m);
+                return run;
+            }
         }
+    }
+    let Some(target) = kept.as_deref() else {
+        return run;
     };
     recorded.insert(spec.label(), target.record());
     let ctx = JobContext {

@@ -101,12 +101,17 @@ pub fn fmt_ns(ns: f64) -> String {
 
 /// Formats a rate of operations per second (`123.4k ops/s`).
 pub fn fmt_rate(per_s: f64) -> String {
+    fmt_per_s(per_s, "ops/s")
+}
+
+/// Formats a rate in `unit` (e.g. `rec/s`) with k / M prefixes.
+pub fn fmt_per_s(per_s: f64, unit: &str) -> String {
     if per_s >= 1e6 {
-        format!("{:.2}M ops/s", per_s / 1e6)
+        format!("{:.2}M {unit}", per_s / 1e6)
     } else if per_s >= 1e3 {
-        format!("{:.1}k ops/s", per_s / 1e3)
+        format!("{:.1}k {unit}", per_s / 1e3)
     } else {
-        format!("{per_s:.0} ops/s")
+        format!("{per_s:.0} {unit}")
     }
 }
 

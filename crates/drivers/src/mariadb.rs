@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use bakeoff_core::async_loop::{AsyncSession, SessionError, SessionResult};
 use bakeoff_core::driver::{Driver, Job, WorkerOutput};
+use bakeoff_core::net::KEY_LEN;
 use bakeoff_core::plan::{Endpoint, Plan, TargetSpec, Workload};
 use bakeoff_core::profile::{Profile, Query, RecordKind};
 use bakeoff_core::runner::{CounterRule, Counters, Target};
@@ -24,7 +25,7 @@ use mysql_async::{Conn, Opts, OptsBuilder, Statement};
 
 use crate::async_target::{block, profile_columns, AsyncDriver, AsyncTarget};
 use crate::settings::Settings;
-use crate::sql::{search_params, search_statements};
+use crate::sql::{batch_insert, search_params, search_statements};
 
 const KNOWN: &str =
     "innodb_buffer_pool_size, innodb_flush_log_at_trx_commit (0, 1, 2), max_connections, port";
@@ -145,6 +146,8 @@ pub struct MariaSession {
     del: Statement,
     /// Profile upsert and the four searches (profile workloads only).
     profile: Option<(Statement, [Statement; 4])>,
+    /// Multi-row upserts by row count (batched loads).
+    batches: std::collections::HashMap<usize, Statement>,
 }
 
 impl MariaSession {
@@ -175,6 +178,7 @@ impl MariaSession {
             put,
             del,
             profile,
+            batches: Default::default(),
         })
     }
 }
@@ -224,6 +228,22 @@ impl AsyncSession for MariaSession {
             .exec_drop(upsert, (id, name, sex, province, city, payload))
             .await
             .map_err(fail)
+    }
+
+    async fn put_batch(&mut self, keys: &[[u8; KEY_LEN]], values: &[&[u8]]) -> SessionResult<()> {
+        let n = keys.len();
+        if !self.batches.contains_key(&n) {
+            let sql = batch_insert(n, |_| "?".into(), "ON DUPLICATE KEY UPDATE v = VALUES(v)");
+            let st = self.conn.prep(sql).await.map_err(fail)?;
+            self.batches.insert(n, st);
+        }
+        let mut params = Vec::with_capacity(2 * n);
+        for (k, v) in keys.iter().zip(values) {
+            params.push(mysql_async::Value::Bytes(k.to_vec()));
+            params.push(mysql_async::Value::Bytes(v.to_vec()));
+        }
+        let st = self.batches[&n].clone();
+        self.conn.exec_drop(&st, params).await.map_err(fail)
     }
 
     async fn search(&mut self, q: &Query) -> SessionResult<u64> {

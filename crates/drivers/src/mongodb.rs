@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use bakeoff_core::async_loop::{AsyncSession, SessionError, SessionResult};
 use bakeoff_core::driver::{Driver, Job, WorkerOutput};
+use bakeoff_core::net::KEY_LEN;
 use bakeoff_core::plan::{Endpoint, Plan, TargetSpec, Workload};
 use bakeoff_core::profile::{Profile, Query, RecordKind, SearchKind};
 use bakeoff_core::runner::{CounterRule, Counters, Target};
@@ -310,6 +311,14 @@ impl AsyncSession for MongoSession {
             .map_err(fail)
     }
 
+    async fn put_batch(&mut self, keys: &[[u8; KEY_LEN]], values: &[&[u8]]) -> SessionResult<()> {
+        // Batches load fresh records: a plain insertMany, as 002 did.
+        let docs = keys.iter().zip(values).map(|(k, v)| {
+            doc! {"_id": String::from_utf8_lossy(k).as_ref(), "v": binary(v)}
+        });
+        self.kv.insert_many(docs).await.map(|_| ()).map_err(fail)
+    }
+
     async fn search(&mut self, q: &Query) -> SessionResult<u64> {
         let mut cursor = self
             .profile
@@ -448,8 +457,8 @@ impl AsyncDriver for MongoDriver {
                 kinds: &[OpKind::Get, OpKind::Search],
             },
             CounterRule {
-                what: "updates (opcounters.update; FerretDB: update requests)",
-                counters: &["update"],
+                what: "writes (opcounters.update + insert; FerretDB: update + insert requests)",
+                counters: &["update", "insert"],
                 kinds: &[OpKind::Set, OpKind::Update],
             },
             CounterRule {

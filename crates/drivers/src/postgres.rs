@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use bakeoff_core::async_loop::{AsyncSession, SessionError, SessionResult};
 use bakeoff_core::driver::{Driver, Job, WorkerOutput};
+use bakeoff_core::net::KEY_LEN;
 use bakeoff_core::plan::{Endpoint, Plan, TargetSpec, Workload};
 use bakeoff_core::profile::{Profile, Query, RecordKind};
 use bakeoff_core::runner::{CounterRule, Counters, Target};
@@ -24,7 +25,7 @@ use tokio_postgres::{Client, Config, NoTls, Statement};
 
 use crate::async_target::{block, profile_columns, AsyncDriver, AsyncTarget};
 use crate::settings::Settings;
-use crate::sql::{search_params, search_statements};
+use crate::sql::{batch_insert, search_params, search_statements};
 
 const BIN_DIRS: &[&str] = &["/usr/lib/postgresql/*/bin"];
 const KNOWN: &str = "shared_buffers, synchronous_commit (on, off, local, remote_write, remote_apply), fsync, max_connections, port";
@@ -185,6 +186,8 @@ pub struct PgSession {
     del: Statement,
     /// Profile upsert and the four searches (profile workloads only).
     profile: Option<(Statement, [Statement; 4])>,
+    /// Multi-row upserts by row count (batched loads).
+    batches: std::collections::HashMap<usize, Statement>,
 }
 
 impl PgSession {
@@ -215,6 +218,7 @@ impl PgSession {
             put,
             del,
             profile,
+            batches: Default::default(),
         })
     }
 }
@@ -278,6 +282,29 @@ impl AsyncSession for PgSession {
             .map_err(fail)
     }
 
+    async fn put_batch(&mut self, keys: &[[u8; KEY_LEN]], values: &[&[u8]]) -> SessionResult<()> {
+        let n = keys.len();
+        if !self.batches.contains_key(&n) {
+            let sql = batch_insert(n, |i| format!("${i}"), BATCH_TAIL);
+            let st = self.client.prepare(&sql).await.map_err(fail)?;
+            self.batches.insert(n, st);
+        }
+        let texts: Vec<&str> = keys
+            .iter()
+            .map(|k| std::str::from_utf8(k).unwrap_or(""))
+            .collect();
+        let mut params: Vec<&(dyn ToSql + Sync)> = Vec::with_capacity(2 * n);
+        for (k, v) in texts.iter().zip(values) {
+            params.push(k);
+            params.push(v);
+        }
+        self.client
+            .execute(&self.batches[&n], &params)
+            .await
+            .map(|_| ())
+            .map_err(fail)
+    }
+
     async fn search(&mut self, q: &Query) -> SessionResult<u64> {
         let (_, searches) = self
             .profile
@@ -307,6 +334,7 @@ const GET: &str = "SELECT v FROM kv WHERE k = $1";
 const PUT: &str =
     "INSERT INTO kv (k, v) VALUES ($1, $2) ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v";
 const DEL: &str = "DELETE FROM kv WHERE k = $1";
+const BATCH_TAIL: &str = "ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v";
 const PROFILE_TABLE: &str = "CREATE TABLE IF NOT EXISTS profile (id BIGINT PRIMARY KEY, \
      name TEXT NOT NULL, sex TEXT NOT NULL, province TEXT NOT NULL, city TEXT NOT NULL, \
      payload BYTEA NOT NULL)";
@@ -587,6 +615,17 @@ impl AsyncDriver for PgDriver {
                     .get(0);
                 *out.entry(name.to_string()).or_default() += calls.unwrap_or(0) as u64;
             }
+            // Batched loads: one multi-row upsert per batch, as many texts
+            // as batch sizes.
+            let batches: Option<i64> = c
+                .query_one(
+                    "SELECT sum(calls)::bigint FROM pg_stat_statements WHERE query LIKE $1",
+                    &[&"INSERT INTO kv (k, v) VALUES ($1, $2), %"],
+                )
+                .await
+                .map_err(|e| e.to_string())?
+                .get(0);
+            *out.entry("put".to_string()).or_default() += batches.unwrap_or(0) as u64;
             Ok(out)
         })
         .ok()

@@ -49,3 +49,13 @@ pub fn describe(kind: OpKind, kv: [&str; 3], profile_upsert: &str, profile: bool
         OpKind::Search => "SELECT id FROM profile WHERE <name LIKE ?> / <sex = ?> / <province = ? AND city = ?> / <all three>".into(),
     }
 }
+
+/// A multi-row upsert of `rows` records into `kv`: `VALUES (k, v), …`
+/// with placeholders written by `ph(n)` (1-based), then `tail` (the
+/// dialect's conflict clause).
+pub fn batch_insert(rows: usize, ph: impl Fn(usize) -> String, tail: &str) -> String {
+    let values: Vec<String> = (0..rows)
+        .map(|i| format!("({}, {})", ph(2 * i + 1), ph(2 * i + 2)))
+        .collect();
+    format!("INSERT INTO kv (k, v) VALUES {} {tail}", values.join(", "))
+}

@@ -13,7 +13,7 @@
 use std::io::Write;
 
 use bakeoff_core::result::{ExperimentResult, RunResult};
-use bakeoff_core::units::{fmt_ns, fmt_rate};
+use bakeoff_core::units::{fmt_ns, fmt_per_s, fmt_rate};
 
 /// A report format. Implementations only read the result; they never
 /// measure or recompute what the runner measured.
@@ -103,6 +103,7 @@ impl Exporter for TextExporter {
             "errors",
             "misses",
             "client busy",
+            "load",
         ]
         .iter()
         .map(|s| s.to_string())
@@ -134,6 +135,10 @@ impl Exporter for TextExporter {
                     "{busy:.0} %{}",
                     if run.client.client_bound { " (!)" } else { "" }
                 ),
+                match &run.load {
+                    Some(l) => fmt_per_s(l.records_written_per_s(), "rec/s"),
+                    None => "-".into(),
+                },
             ]);
         }
         table(&rows, out)?;
