@@ -139,6 +139,7 @@ pub fn overrides(args: &RunArgs) -> Result<Overrides, AppError> {
             indexes: args.no_indexes.then_some(false),
             batch: s(&args.batch),
             grow: args.grow.then_some(true),
+            request: s(&args.request),
         },
         sweep: RawSweep {
             clients: list(&args.sweep_clients),
@@ -202,6 +203,7 @@ pub fn run_command(
     stop: Arc<AtomicBool>,
     observer: &mut dyn Observer,
 ) -> Result<i32, AppError> {
+    bakeoff_servers::raise_open_file_limit();
     let (result, out) = run_experiment_from_args(args, stop, observer)?;
     let mut stdout = std::io::stdout();
     TextExporter

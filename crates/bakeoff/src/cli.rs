@@ -160,6 +160,14 @@ pub struct RunArgs {
     #[arg(long)]
     pub grow: bool,
 
+    /// What one request is: op (one operation on a kept connection), connect
+    /// (a new connection per operation: connect, operate, close — many
+    /// short-lived connections) or phases (MariaDB: connect, select db, set
+    /// charset, UPDATE 10 rows, SELECT 10 rows, INSERT 1 row, close, each
+    /// step timed). [default: op]
+    #[arg(long, value_name = "MODE")]
+    pub request: Option<String>,
+
     /// Profile table without its indexes on sex and (province, city).
     #[arg(long)]
     pub no_indexes: bool,

@@ -259,3 +259,22 @@ fn growth_and_batches_are_checked_before_anything_starts() {
         assert!(stderr.contains(expected), "{args:?}: {stderr}");
     }
 }
+
+#[test]
+fn request_modes_a_target_cannot_make_are_refused() {
+    let o = bakeoff(&["run", "-t", "postgres", "--request", "phases"]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("cannot make `phases` requests"), "{stderr}");
+    let o = bakeoff(&["run", "-t", "redis", "--request", "connect"]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("cannot make `connect` requests"),
+        "{stderr}"
+    );
+    let o = bakeoff(&["run", "--request", "sometimes"]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("use op, connect or phases"), "{stderr}");
+}

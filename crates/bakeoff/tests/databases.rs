@@ -601,3 +601,152 @@ fn growth_checkpoints_load_in_batches_on_one_server() {
         }
     }
 }
+
+/// 000-mysql-phases: each request's named steps are timed apart, every step
+/// of every request is counted, and the steps add up to the request.
+#[test]
+fn phased_requests_time_each_step_and_add_up() {
+    if !require_in("mariadbd", &["/usr/sbin"], "mariadb-server") {
+        return;
+    }
+    let dir = tmp();
+    let out = dir.path().join("phases.json");
+    let o = bakeoff(&[
+        "run",
+        "-t",
+        "mariadb",
+        "--request",
+        "phases",
+        "--records",
+        "500",
+        "--clients",
+        "2",
+        "--ops",
+        "200",
+        "--warmup",
+        "0",
+        "--quiet",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let r = read_json(&out);
+    let m = &r["runs"][0]["measure"];
+    let request = &m["ops"]["update"];
+    assert_eq!(request["completed"], 200);
+    let steps = m["steps"].as_array().unwrap();
+    let names: Vec<&str> = steps.iter().map(|s| s["name"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        [
+            "connect",
+            "select_db",
+            "set_charset",
+            "update",
+            "select",
+            "insert",
+            "close"
+        ]
+    );
+    let mut sum = 0.0;
+    for s in steps {
+        assert_eq!(s["latency"]["count"], 200, "{s}");
+        sum += s["latency"]["mean_ns"].as_f64().unwrap();
+    }
+    let whole = request["latency"]["mean_ns"].as_f64().unwrap();
+    assert!(
+        sum <= whole * 1.001 && sum > whole * 0.8,
+        "steps {sum} ns vs request {whole} ns"
+    );
+    // 10 rows selected and one inserted per request, at least.
+    assert!(request["rows"].as_u64().unwrap() >= 200 * 11, "{request}");
+    for c in r["runs"][0]["checks"]["counters"].as_array().unwrap() {
+        assert_eq!(c["bakeoff"], c["target"], "{c}");
+    }
+}
+
+/// 000-mysql-conns: a connection per request; the server's own counts
+/// agree, and connections it turns away are counted as refusals.
+#[test]
+fn a_connection_per_request_is_counted_and_refusals_are_errors() {
+    if !require_in("mariadbd", &["/usr/sbin"], "mariadb-server")
+        || !require_in("postgres", PG_DIRS, "postgresql")
+    {
+        return;
+    }
+    let dir = tmp();
+    let out = dir.path().join("conns.json");
+    let o = bakeoff(&[
+        "run",
+        "-t",
+        "mariadb,postgres",
+        "--request",
+        "connect",
+        "--records",
+        "500",
+        "--mix",
+        "90:0:10:0",
+        "--clients",
+        "8",
+        "--ops",
+        "400",
+        "--warmup",
+        "0",
+        "--quiet",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let r = read_json(&out);
+    for run in r["runs"].as_array().unwrap() {
+        let checks = run["checks"]["counters"].as_array().unwrap();
+        assert!(!checks.is_empty(), "{}", run["target"]);
+        for c in checks {
+            assert_eq!(c["bakeoff"], c["target"], "{}: {c}", run["target"]);
+        }
+    }
+
+    // More clients than the server takes connections.
+    let out = dir.path().join("refused.json");
+    let o = bakeoff(&[
+        "run",
+        "-t",
+        "mariadb",
+        "--set",
+        "mariadb.max_connections=4",
+        "--request",
+        "connect",
+        "--no-load",
+        "--mix",
+        "100:0",
+        "--clients",
+        "40",
+        "--ops",
+        "2000",
+        "--warmup",
+        "0",
+        "--quiet",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{stderr}");
+    let r = read_json(&out);
+    let m = &r["runs"][0]["measure"];
+    assert!(
+        m["errors"]["refused"].as_u64().unwrap_or(0) > 0,
+        "too many connections counted as refusals: {}",
+        m["errors"]
+    );
+    assert!(m["ops"]["get"]["completed"].as_u64().unwrap() > 0, "{m}");
+}

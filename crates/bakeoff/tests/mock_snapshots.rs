@@ -26,6 +26,7 @@ impl TargetCatalog for MockCatalog {
             managed: true,
             url_scheme: None,
             batch_load: false,
+            requests: Vec::new(),
         })
     }
     fn names(&self) -> Vec<String> {

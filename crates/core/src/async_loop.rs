@@ -9,6 +9,7 @@ use std::future::Future;
 use crate::client::{judge, ClientState};
 use crate::driver::{Job, JobKind, WorkerOutput};
 use crate::net::{format_key, KEY_LEN, RECONNECT_EVERY_NS};
+use crate::plan::RequestMode;
 use crate::profile::{Profile, Query, RecordKind};
 use crate::recorder::{monotonic_ns, ErrorKind, WorkerMeter};
 use crate::workload::{MixChooser, OpKind};
@@ -68,10 +69,90 @@ pub trait AsyncSession {
             "this target cannot insert in batches".into(),
         ))
     }
+    /// The steps of a phased request between connecting and closing
+    /// (000-mysql-phases), by name; empty if the target has none.
+    fn phase_steps(&self) -> &'static [&'static str] {
+        &[]
+    }
+    /// Runs step `step` of `phase_steps` for a request about record `key`
+    /// of `records` (the UPDATE and SELECT take the 10 records from `key`),
+    /// writing `value`; returns the rows it touched.
+    async fn phase_step(
+        &mut self,
+        _step: usize,
+        _key: u64,
+        _records: u64,
+        _value: &[u8],
+    ) -> SessionResult<u64> {
+        Err(SessionError::Server(
+            "this target has no phased request".into(),
+        ))
+    }
+    /// Closes the connection politely (a request's last step).
+    async fn close(self) -> SessionResult<()>
+    where
+        Self: Sized,
+    {
+        Ok(())
+    }
+}
+
+/// How a failed connection attempt is counted: a timeout, a refusal (no
+/// listener, or a server turning connections away, "too many
+/// connections"), or another server error.
+pub fn connect_error_kind(message: &str) -> ErrorKind {
+    let m = message.to_ascii_lowercase();
+    if m.contains("timed out") || m.contains("timeout") {
+        ErrorKind::Timeout
+    } else if m.contains("refused") || m.contains("too many") {
+        ErrorKind::Refused
+    } else if m.contains("reset") || m.contains("broken pipe") || m.contains("closed") {
+        ErrorKind::Reset
+    } else {
+        ErrorKind::ServerError
+    }
+}
+
+/// What one operation needs besides the session: its kind and record, and
+/// the buffers of the client making it.
+struct OpInput<'a> {
+    kind: OpKind,
+    key: u64,
+    key_buf: &'a [u8; KEY_LEN],
+    value: &'a [u8],
+    profile: bool,
+    query: Option<Query>,
+}
+
+/// Makes one operation; returns its outcome and the rows it returned.
+async fn perform<S: AsyncSession>(
+    s: &mut S,
+    op: &OpInput<'_>,
+    read: &mut Vec<u8>,
+) -> (SessionResult<bool>, u64) {
+    let mut rows = 0;
+    let result = match op.kind {
+        OpKind::Get => s.get(op.key_buf, read).await,
+        OpKind::Set | OpKind::Update if op.profile => s
+            .put_profile(op.key, op.key_buf, &Profile::of(op.key), op.value)
+            .await
+            .map(|()| true),
+        OpKind::Set | OpKind::Update => s.put(op.key_buf, op.value).await.map(|()| true),
+        OpKind::Delete => s.delete(op.key_buf).await,
+        OpKind::Search => match &op.query {
+            Some(q) => s.search(q).await.map(|n| {
+                rows = n;
+                true
+            }),
+            None => Err(SessionError::Server("search without a query".into())),
+        },
+    };
+    (result, rows)
 }
 
 /// Runs worker `worker`'s share of `job`, opening one session per client
-/// with `connect` (and again after a session is lost).
+/// with `connect` (again after a session is lost, and for every request
+/// when the workload asks for a connection per request).
 pub fn run_worker<S, F, Fut>(connect: F, job: &Job, worker: usize) -> Result<WorkerOutput, String>
 where
     S: AsyncSession + 'static,
@@ -91,12 +172,23 @@ where
     let warmup_end = job.warmup_end_ns();
     let measure_end = job.measure_end_ns();
     let timeout_ns = (w.timeout_s * 1e9) as u64;
+    // Requests that open their own connection: measured ones only; the
+    // load keeps one connection per client.
+    let mode = match job.kind {
+        JobKind::Load => RequestMode::Op,
+        JobKind::Measure => w.request,
+    };
     let clients: Vec<u32> = job.clients_of(worker).collect();
     local.block_on(&rt, async {
-        // Connect every client first; if none can, the job fails.
+        // Connect every client first (with a connection per request, one
+        // connection shows the target answers); if none can, the job fails.
         let mut sessions = Vec::new();
         let mut first_err = None;
-        for _ in &clients {
+        for (i, _) in clients.iter().enumerate() {
+            if mode != RequestMode::Op && i > 0 {
+                sessions.push(None);
+                continue;
+            }
             match connect().await {
                 Ok(s) => sessions.push(Some(s)),
                 Err(e) => {
@@ -107,6 +199,13 @@ where
         }
         if sessions.iter().all(|s| s.is_none()) && !clients.is_empty() {
             return Err(format!("cannot connect: {}", first_err.unwrap_or_default()));
+        }
+        if mode != RequestMode::Op {
+            for s in sessions.iter_mut() {
+                if let Some(s) = s.take() {
+                    let _ = s.close().await;
+                }
+            }
         }
         let mut tasks = Vec::new();
         for (client, mut session) in clients.iter().zip(sessions) {
@@ -123,14 +222,15 @@ where
                 let mut batch_keys: Vec<[u8; KEY_LEN]> = Vec::new();
                 let mut batch_values: Vec<Vec<u8>> = Vec::new();
                 // When the connection was lost (ns since t0), while it is.
-                let mut lost_since: Option<u64> = session.is_none().then(now_ns);
+                let mut lost_since: Option<u64> =
+                    (mode == RequestMode::Op && session.is_none()).then(now_ns);
                 loop {
                     let now = now_ns();
                     meter.borrow_mut().on_loop(now, warmup_end, &job.intervals);
                     if job.stop.load(std::sync::atomic::Ordering::Relaxed) {
                         break;
                     }
-                    let Some(s) = session.as_mut() else {
+                    if mode == RequestMode::Op && session.is_none() {
                         // Reconnect, at most every RECONNECT_EVERY_NS; a
                         // target gone longer than the request timeout takes
                         // this client's remaining work with it.
@@ -157,7 +257,7 @@ where
                             }
                         }
                         continue;
-                    };
+                    }
                     let intended = if open_loop { gen.next_due } else { now };
                     if !gen.may_issue(job, intended, warmup_end, measure_end) {
                         break;
@@ -168,6 +268,7 @@ where
                     let phase = job.phase_at(intended);
                     let (kind, key) = gen.next_op(job, &mix, phase);
                     if batched {
+                        let Some(s) = session.as_mut() else { continue };
                         // One request for up to `batch` records: counted
                         // once, with the records as its rows.
                         batch_keys.clear();
@@ -218,33 +319,75 @@ where
                         value.extend_from_slice(&h);
                         value.extend_from_slice(p);
                     }
+                    let query = (kind == OpKind::Search).then(|| gen.query(w.search));
+                    let op = OpInput {
+                        kind,
+                        key,
+                        key_buf: &key_buf,
+                        value: &value,
+                        profile,
+                        query,
+                    };
                     meter.borrow_mut().stats[phase as usize].sent[kind as usize] += 1;
                     let start = now_ns();
-                    let mut rows = 0;
-                    let result = match kind {
-                        OpKind::Get => s.get(&key_buf, &mut read).await,
-                        OpKind::Set | OpKind::Update if profile => s
-                            .put_profile(key, &key_buf, &Profile::of(key), &value)
-                            .await
-                            .map(|()| true),
-                        OpKind::Set | OpKind::Update => {
-                            s.put(&key_buf, &value).await.map(|()| true)
+                    let (result, rows) = match mode {
+                        RequestMode::Op => {
+                            let Some(s) = session.as_mut() else { continue };
+                            let (result, rows) = perform(s, &op, &mut read).await;
+                            let result = result.map_err(|e| e.kind());
+                            if result == Err(ErrorKind::Reset) {
+                                session = None;
+                                lost_since = Some(now_ns());
+                            }
+                            (result, rows)
                         }
-                        OpKind::Delete => s.delete(&key_buf).await,
-                        OpKind::Search => {
-                            let q = gen.query(w.search);
-                            s.search(&q).await.map(|n| {
-                                rows = n;
-                                true
-                            })
+                        RequestMode::Connect => match connect().await {
+                            Err(e) => (Err(connect_error_kind(&e)), 0),
+                            Ok(mut s) => {
+                                let (result, rows) = perform(&mut s, &op, &mut read).await;
+                                let closed = s.close().await;
+                                let result = result.and_then(|r| closed.map(|()| r));
+                                (result.map_err(|e| e.kind()), rows)
+                            }
+                        },
+                        RequestMode::Phases => {
+                            let steps = |i: usize, name: &'static str, from: u64| {
+                                meter.borrow_mut().stats[phase as usize].record_step(
+                                    i,
+                                    name,
+                                    now_ns() - from,
+                                );
+                            };
+                            match connect().await {
+                                Err(e) => (Err(connect_error_kind(&e)), 0),
+                                Ok(mut s) => {
+                                    steps(0, "connect", start);
+                                    let names = s.phase_steps();
+                                    let mut result = Ok(true);
+                                    let mut rows = 0;
+                                    for (i, name) in names.iter().enumerate() {
+                                        let t = now_ns();
+                                        match s.phase_step(i, key, w.records, &value).await {
+                                            Ok(n) => rows += n,
+                                            Err(e) => {
+                                                result = Err(e.kind());
+                                                break;
+                                            }
+                                        }
+                                        steps(i + 1, name, t);
+                                    }
+                                    let t = now_ns();
+                                    let closed = s.close().await;
+                                    if result.is_ok() {
+                                        steps(names.len() + 1, "close", t);
+                                        result = closed.map(|()| true).map_err(|e| e.kind());
+                                    }
+                                    (result, rows)
+                                }
+                            }
                         }
                     };
                     let done = now_ns();
-                    let result = result.map_err(|e| e.kind());
-                    if result == Err(ErrorKind::Reset) {
-                        session = None;
-                        lost_since = Some(done);
-                    }
                     let how = judge(job, kind, key, &result, &read);
                     let mut m = meter.borrow_mut();
                     m.stats[phase as usize].rows[kind as usize] += rows;

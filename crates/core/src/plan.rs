@@ -85,6 +85,8 @@ pub struct RawWorkload {
     /// Growth: the record-count sweep is a series of checkpoints on one
     /// target, each loading only the records added since the last.
     pub grow: Option<bool>,
+    /// What one request is: op, connect or phases.
+    pub request: Option<Scalar>,
 }
 
 /// The `[sweep]` table of a preset: axes, each a list of values.
@@ -177,6 +179,8 @@ pub struct Capabilities {
     pub url_scheme: Option<String>,
     /// Whether the load can insert many records per request.
     pub batch_load: bool,
+    /// Request modes besides `op`.
+    pub requests: Vec<RequestMode>,
 }
 
 /// The targets bakeoff knows, as the plan sees them (implemented by the
@@ -398,6 +402,50 @@ pub struct Workload {
     /// previous checkpoint); the load adds ids `load_from..records`.
     #[serde(default)]
     pub load_from: u64,
+    /// What one measured request is.
+    #[serde(default)]
+    pub request: RequestMode,
+}
+
+/// What one measured request is.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum RequestMode {
+    /// One operation on a connection kept for the whole run.
+    #[default]
+    Op,
+    /// A new connection per operation: connect, operate, close, all timed
+    /// (000-mysql-conns).
+    Connect,
+    /// The named steps of 000-mysql-phases, each timed: connect, select
+    /// database, set charset, UPDATE of 10 rows, SELECT of 10 rows, INSERT
+    /// of one row, close.
+    Phases,
+}
+
+impl RequestMode {
+    /// Its name in presets and flags.
+    pub fn name(self) -> &'static str {
+        match self {
+            RequestMode::Op => "op",
+            RequestMode::Connect => "connect",
+            RequestMode::Phases => "phases",
+        }
+    }
+}
+
+impl std::str::FromStr for RequestMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.trim() {
+            "op" => Ok(Self::Op),
+            "connect" => Ok(Self::Connect),
+            "phases" => Ok(Self::Phases),
+            o => Err(format!("unknown request `{o}`; use op, connect or phases")),
+        }
+    }
 }
 
 fn one() -> u32 {
@@ -831,6 +879,31 @@ impl Plan {
             },
         )?;
         let grow = fw.grow.or(pw.grow).unwrap_or(false);
+        let request = parse_with(
+            &fw.request,
+            &pw.request,
+            "--request",
+            "workload.request",
+            RequestMode::Op,
+            |s| s.parse(),
+        )?;
+        // A phased request is its own script: it updates, so the mix is
+        // update-only.
+        let mix = if request == RequestMode::Phases {
+            if (fw.mix.is_some() || pw.mix.is_some()) && mix.weights != [0, 0, 1, 0, 0] {
+                return Err(Origin {
+                    flag: "--mix",
+                    key: "workload.mix",
+                    from_flag: fw.mix.is_some(),
+                }
+                .err("a phased request (--request phases) is a fixed script; leave out the mix"));
+            }
+            Mix {
+                weights: [0, 0, 1, 0, 0],
+            }
+        } else {
+            mix
+        };
         if batch > 1 && record == crate::profile::RecordKind::Profile {
             return Err(Origin {
                 flag: "--batch",
@@ -918,6 +991,7 @@ impl Plan {
             batch,
             grow,
             load_from: 0,
+            request,
         };
         if threads_given.is_none() {
             workload.threads = 1;
@@ -1264,6 +1338,17 @@ fn check_capabilities(
             "target {name} does not support pipelining; use --pipeline 1"
         ));
     }
+    if w.request != RequestMode::Op && !caps.requests.contains(&w.request) {
+        return Err(format!(
+            "target {name} cannot make `{}` requests; use --request op{}",
+            w.request.name(),
+            if w.request == RequestMode::Phases {
+                " (phased requests are MariaDB's)"
+            } else {
+                " (a connection per request is for the SQL and document stores)"
+            }
+        ));
+    }
     if w.batch > 1 && !caps.batch_load {
         return Err(format!(
             "target {name} cannot load in batches; use --batch 1 (batches are for the SQL and document stores)"
@@ -1371,6 +1456,7 @@ mod tests {
                 managed: true,
                 url_scheme: Some("redis".into()),
                 batch_load: false,
+                requests: Vec::new(),
             })
         }
         fn names(&self) -> Vec<String> {

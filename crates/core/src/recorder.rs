@@ -100,6 +100,9 @@ pub struct PhaseStats {
     pub sent: [u64; OP_KINDS],
     /// Rows returned, per kind (searches).
     pub rows: [u64; OP_KINDS],
+    /// Time of each named step of a phased request (000-mysql-phases), in
+    /// the order the steps run; empty otherwise.
+    pub steps: Vec<(&'static str, Histogram<u64>)>,
 }
 
 impl PhaseStats {
@@ -114,7 +117,18 @@ impl PhaseStats {
             errors: [0; ERROR_KINDS],
             sent: [0; OP_KINDS],
             rows: [0; OP_KINDS],
+            steps: Vec::new(),
         }
+    }
+
+    /// Records that step `name` (the `index`-th of the request) took `ns`.
+    pub fn record_step(&mut self, index: usize, name: &'static str, ns: u64) {
+        while self.steps.len() <= index {
+            self.steps.push(("", new_histogram()));
+        }
+        let step = &mut self.steps[index];
+        step.0 = name;
+        step.1.saturating_record(ns.max(1));
     }
 
     /// Records one finished operation.
@@ -167,6 +181,13 @@ impl PhaseStats {
         }
         for e in 0..ERROR_KINDS {
             self.errors[e] += other.errors[e];
+        }
+        for (i, (name, h)) in other.steps.iter().enumerate() {
+            if self.steps.len() <= i {
+                self.steps.push((name, new_histogram()));
+            }
+            self.steps[i].0 = name;
+            self.steps[i].1.add(h).expect("same bounds");
         }
     }
 

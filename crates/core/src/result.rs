@@ -190,6 +190,19 @@ pub struct PhaseResult {
     pub ops: BTreeMap<String, OpResult>,
     /// All kinds together.
     pub all: LatencySummary,
+    /// Phased requests (000-mysql-phases): the time of each named step, in
+    /// the order they run; their means add up to about the request's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub steps: Vec<StepResult>,
+}
+
+/// The time of one named step of a phased request.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct StepResult {
+    /// The step: connect, select_db, set_charset, update, select, insert, close.
+    pub name: String,
+    /// Its latency.
+    pub latency: LatencySummary,
 }
 
 impl PhaseResult {
@@ -249,6 +262,14 @@ impl PhaseResult {
             errors,
             ops,
             all: LatencySummary::of(&all),
+            steps: stats
+                .steps
+                .iter()
+                .map(|(name, h)| StepResult {
+                    name: name.to_string(),
+                    latency: LatencySummary::of(h),
+                })
+                .collect(),
         }
     }
 

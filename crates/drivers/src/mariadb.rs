@@ -13,9 +13,9 @@ use std::path::Path;
 use std::time::Duration;
 
 use bakeoff_core::async_loop::{AsyncSession, SessionError, SessionResult};
-use bakeoff_core::driver::{Driver, Job, WorkerOutput};
+use bakeoff_core::driver::{Driver, Job, JobKind, WorkerOutput};
 use bakeoff_core::net::KEY_LEN;
-use bakeoff_core::plan::{Endpoint, Plan, TargetSpec, Workload};
+use bakeoff_core::plan::{Endpoint, Plan, RequestMode, TargetSpec, Workload};
 use bakeoff_core::profile::{Profile, Query, RecordKind};
 use bakeoff_core::runner::{CounterRule, Counters, Target};
 use bakeoff_core::workload::OpKind;
@@ -138,12 +138,36 @@ const PROFILE_PUT: &str = "INSERT INTO profile (id, name, sex, province, city, p
      VALUES (?, ?, ?, ?, ?, ?) ON DUPLICATE KEY UPDATE name = VALUES(name), sex = VALUES(sex), \
      province = VALUES(province), city = VALUES(city), payload = VALUES(payload)";
 
+/// The steps of 000-mysql-phases between connect and close.
+const PHASE_STEPS: &[&str] = &["select_db", "set_charset", "update", "select", "insert"];
+
+/// `bytes` as hexadecimal digits (an SQL `X'…'` literal).
+fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(2 * bytes.len());
+    for b in bytes {
+        out.push(DIGITS[(b >> 4) as usize] as char);
+        out.push(DIGITS[(b & 15) as usize] as char);
+    }
+    out
+}
+
+/// The keys of the 10 records from `key` (wrapping at `records`), quoted
+/// for an `IN (…)` list.
+fn ten_keys(key: u64, records: u64) -> String {
+    (0..10)
+        .map(|i| {
+            let mut k = [0u8; KEY_LEN];
+            bakeoff_core::net::format_key((key + i) % records.max(1), &mut k);
+            format!("'{}'", String::from_utf8_lossy(&k))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// One client's connection and statements.
 pub struct MariaSession {
     conn: Conn,
-    get: Statement,
-    put: Statement,
-    del: Statement,
     /// Profile upsert and the four searches (profile workloads only).
     profile: Option<(Statement, [Statement; 4])>,
     /// Multi-row upserts by row count (batched loads).
@@ -151,12 +175,12 @@ pub struct MariaSession {
 }
 
 impl MariaSession {
-    async fn open(dsn: &Dsn, profile: bool) -> Result<Self, String> {
-        let mut conn = connect(dsn, Some("bakeoff")).await?;
+    /// Statements are prepared on first use (mysql_async caches them per
+    /// connection), so a connection per request prepares only what it uses.
+    async fn open(dsn: &Dsn, profile: bool, phased: bool) -> Result<Self, String> {
+        // A phased request selects its database itself, as a step.
+        let mut conn = connect(dsn, (!phased).then_some("bakeoff")).await?;
         let e = |r: Result<Statement, mysql_async::Error>| r.map_err(|e| e.to_string());
-        let get = e(conn.prep(GET).await)?;
-        let put = e(conn.prep(PUT).await)?;
-        let del = e(conn.prep(DEL).await)?;
         let profile = if profile {
             let upsert = e(conn.prep(PROFILE_PUT).await)?;
             let [a, b, c, d] = search_statements(|_| "?".into());
@@ -174,9 +198,6 @@ impl MariaSession {
         };
         Ok(MariaSession {
             conn,
-            get,
-            put,
-            del,
             profile,
             batches: Default::default(),
         })
@@ -186,11 +207,7 @@ impl MariaSession {
 impl AsyncSession for MariaSession {
     async fn get(&mut self, key: &[u8], out: &mut Vec<u8>) -> SessionResult<bool> {
         out.clear();
-        let row: Option<Vec<u8>> = self
-            .conn
-            .exec_first(&self.get, (key,))
-            .await
-            .map_err(fail)?;
+        let row: Option<Vec<u8>> = self.conn.exec_first(GET, (key,)).await.map_err(fail)?;
         match row {
             Some(v) => {
                 out.extend_from_slice(&v);
@@ -201,14 +218,11 @@ impl AsyncSession for MariaSession {
     }
 
     async fn put(&mut self, key: &[u8], value: &[u8]) -> SessionResult<()> {
-        self.conn
-            .exec_drop(&self.put, (key, value))
-            .await
-            .map_err(fail)
+        self.conn.exec_drop(PUT, (key, value)).await.map_err(fail)
     }
 
     async fn delete(&mut self, key: &[u8]) -> SessionResult<bool> {
-        self.conn.exec_drop(&self.del, (key,)).await.map_err(fail)?;
+        self.conn.exec_drop(DEL, (key,)).await.map_err(fail)?;
         Ok(self.conn.affected_rows() > 0)
     }
 
@@ -246,6 +260,57 @@ impl AsyncSession for MariaSession {
         self.conn.exec_drop(&st, params).await.map_err(fail)
     }
 
+    fn phase_steps(&self) -> &'static [&'static str] {
+        PHASE_STEPS
+    }
+
+    async fn phase_step(
+        &mut self,
+        step: usize,
+        key: u64,
+        records: u64,
+        value: &[u8],
+    ) -> SessionResult<u64> {
+        // Plain text queries, as the PHP client of seed 000 sent them.
+        let c = &mut self.conn;
+        match PHASE_STEPS[step] {
+            "select_db" => c.query_drop("USE bakeoff").await.map(|()| 0),
+            "set_charset" => c.query_drop("SET NAMES utf8mb4").await.map(|()| 0),
+            "update" => {
+                let sql = format!(
+                    "UPDATE kv SET v = X'{}' WHERE k IN ({})",
+                    hex(value),
+                    ten_keys(key, records)
+                );
+                c.query_drop(sql).await.map(|()| c.affected_rows())
+            }
+            "select" => {
+                let sql = format!(
+                    "SELECT k, v FROM kv WHERE k IN ({})",
+                    ten_keys(key, records)
+                );
+                c.query::<(Vec<u8>, Vec<u8>), _>(sql)
+                    .await
+                    .map(|rows| rows.len() as u64)
+            }
+            _ => {
+                let mut k = [0u8; KEY_LEN];
+                bakeoff_core::net::format_key(key, &mut k);
+                let sql = format!(
+                    "INSERT INTO requests (k, v) VALUES ('{}', X'{}')",
+                    String::from_utf8_lossy(&k),
+                    hex(value)
+                );
+                c.query_drop(sql).await.map(|()| 1)
+            }
+        }
+        .map_err(fail)
+    }
+
+    async fn close(self) -> SessionResult<()> {
+        self.conn.disconnect().await.map_err(fail)
+    }
+
     async fn search(&mut self, q: &Query) -> SessionResult<u64> {
         let (_, searches) = self
             .profile
@@ -274,15 +339,18 @@ fn fail(e: mysql_async::Error) -> SessionError {
 pub struct MariaDriver {
     dsn: Dsn,
     profile: bool,
+    /// Measured requests are the phased script (000-mysql-phases).
+    phased: bool,
 }
 
 impl Driver for MariaDriver {
     fn run_worker(&self, job: &Job, worker: usize) -> Result<WorkerOutput, String> {
         let (dsn, profile) = (self.dsn.clone(), self.profile);
+        let phased = job.kind == JobKind::Measure && job.workload.request == RequestMode::Phases;
         bakeoff_core::async_loop::run_worker(
             || {
                 let dsn = dsn.clone();
-                async move { MariaSession::open(&dsn, profile).await }
+                async move { MariaSession::open(&dsn, profile, phased).await }
             },
             job,
             worker,
@@ -290,6 +358,9 @@ impl Driver for MariaDriver {
     }
 
     fn describe(&self, kind: OpKind) -> String {
+        if kind == OpKind::Update && self.phased {
+            return "request: connect; USE bakeoff; SET NAMES utf8mb4; UPDATE kv SET v = X'…' WHERE k IN (10 keys); SELECT k, v FROM kv WHERE k IN (10 keys); INSERT INTO requests (k, v) VALUES ('key', X'…'); close".into();
+        }
         crate::sql::describe(kind, [GET, PUT, DEL], PROFILE_PUT, self.profile)
     }
 }
@@ -350,6 +421,10 @@ async fn prepare_table(
     let e = |r: Result<(), mysql_async::Error>| r.map_err(|e| e.to_string());
     e(c.query_drop("CREATE DATABASE IF NOT EXISTS bakeoff").await)?;
     e(c.query_drop("CREATE TABLE IF NOT EXISTS bakeoff.kv (k VARCHAR(32) PRIMARY KEY, v LONGBLOB NOT NULL) ENGINE=InnoDB").await)?;
+    if workload.request == RequestMode::Phases {
+        // The one-row INSERT of each phased request goes here, not into kv.
+        e(c.query_drop("CREATE TABLE IF NOT EXISTS bakeoff.requests (id BIGINT AUTO_INCREMENT PRIMARY KEY, k VARCHAR(32) NOT NULL, v LONGBLOB NOT NULL) ENGINE=InnoDB").await)?;
+    }
     if workload.record == RecordKind::Profile {
         e(c.query_drop(PROFILE_TABLE).await)?;
         if workload.load {
@@ -482,6 +557,7 @@ pub fn open(
         MariaDriver {
             dsn,
             profile: workload.record == RecordKind::Profile,
+            phased: workload.request == RequestMode::Phases,
         },
     )))
 }
@@ -508,7 +584,7 @@ impl AsyncDriver for MariaDriver {
             let rows: Vec<(String, String)> = c
                 .query(
                     "SHOW GLOBAL STATUS WHERE Variable_name IN \
-                     ('Com_stmt_execute', 'Com_insert', 'Com_delete')",
+                     ('Com_stmt_execute', 'Com_insert', 'Com_delete', 'Com_update')",
                 )
                 .await
                 .map_err(|e| e.to_string())?;
@@ -523,7 +599,7 @@ impl AsyncDriver for MariaDriver {
     fn counter_rules(&self) -> &'static [CounterRule] {
         // bakeoff's own admin queries go as plain text, never as prepared
         // statements, so Com_stmt_execute counts the workload alone.
-        &[
+        const PREPARED: &[CounterRule] = &[
             CounterRule {
                 what: "prepared statements executed (Com_stmt_execute)",
                 counters: &["Com_stmt_execute"],
@@ -539,6 +615,30 @@ impl AsyncDriver for MariaDriver {
                 counters: &["Com_delete"],
                 kinds: &[OpKind::Delete],
             },
-        ]
+        ];
+        // Phased requests are text queries: one UPDATE and one INSERT each;
+        // the load's upserts stay prepared.
+        const PHASED: &[CounterRule] = &[
+            CounterRule {
+                what: "prepared upserts of the load (Com_stmt_execute)",
+                counters: &["Com_stmt_execute"],
+                kinds: &[OpKind::Set],
+            },
+            CounterRule {
+                what: "UPDATE of 10 rows, one per request (Com_update)",
+                counters: &["Com_update"],
+                kinds: &[OpKind::Update],
+            },
+            CounterRule {
+                what: "INSERTs: load upserts + one per request (Com_insert)",
+                counters: &["Com_insert"],
+                kinds: &[OpKind::Set, OpKind::Update],
+            },
+        ];
+        if self.phased {
+            PHASED
+        } else {
+            PREPARED
+        }
     }
 }

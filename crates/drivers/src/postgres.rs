@@ -178,12 +178,26 @@ fn explain(dsn: &Dsn, e: tokio_postgres::Error) -> String {
     }
 }
 
+/// The statement in `slot`, prepared from `sql` on first use.
+async fn prepared<'a>(
+    client: &Client,
+    slot: &'a mut Option<Statement>,
+    sql: &str,
+) -> SessionResult<&'a Statement> {
+    if slot.is_none() {
+        *slot = Some(client.prepare(sql).await.map_err(fail)?);
+    }
+    Ok(slot.as_ref().expect("prepared above"))
+}
+
 /// One client's connection and statements.
 pub struct PgSession {
     client: Client,
-    get: Statement,
-    put: Statement,
-    del: Statement,
+    /// Prepared on first use, so that a connection per request prepares
+    /// only what it runs.
+    get: Option<Statement>,
+    put: Option<Statement>,
+    del: Option<Statement>,
     /// Profile upsert and the four searches (profile workloads only).
     profile: Option<(Statement, [Statement; 4])>,
     /// Multi-row upserts by row count (batched loads).
@@ -194,9 +208,6 @@ impl PgSession {
     async fn open(dsn: &Dsn, profile: bool) -> Result<Self, String> {
         let client = connect_local(dsn).await?;
         let e = |r: Result<Statement, tokio_postgres::Error>| r.map_err(|e| e.to_string());
-        let get = e(client.prepare(GET).await)?;
-        let put = e(client.prepare(PUT).await)?;
-        let del = e(client.prepare(DEL).await)?;
         let profile = if profile {
             let upsert = e(client.prepare(PROFILE_PUT).await)?;
             let [a, b, c, d] = search_statements(|n| format!("${n}"));
@@ -214,9 +225,9 @@ impl PgSession {
         };
         Ok(PgSession {
             client,
-            get,
-            put,
-            del,
+            get: None,
+            put: None,
+            del: None,
             profile,
             batches: Default::default(),
         })
@@ -229,7 +240,7 @@ impl AsyncSession for PgSession {
         let k = std::str::from_utf8(key).map_err(|e| SessionError::Server(e.to_string()))?;
         match self
             .client
-            .query_opt(&self.get, &[&k])
+            .query_opt(prepared(&self.client, &mut self.get, GET).await?, &[&k])
             .await
             .map_err(fail)?
         {
@@ -245,7 +256,10 @@ impl AsyncSession for PgSession {
     async fn put(&mut self, key: &[u8], value: &[u8]) -> SessionResult<()> {
         let k = std::str::from_utf8(key).map_err(|e| SessionError::Server(e.to_string()))?;
         self.client
-            .execute(&self.put, &[&k, &value])
+            .execute(
+                prepared(&self.client, &mut self.put, PUT).await?,
+                &[&k, &value],
+            )
             .await
             .map(|_| ())
             .map_err(fail)
@@ -254,7 +268,7 @@ impl AsyncSession for PgSession {
     async fn delete(&mut self, key: &[u8]) -> SessionResult<bool> {
         let k = std::str::from_utf8(key).map_err(|e| SessionError::Server(e.to_string()))?;
         self.client
-            .execute(&self.del, &[&k])
+            .execute(prepared(&self.client, &mut self.del, DEL).await?, &[&k])
             .await
             .map(|n| n > 0)
             .map_err(fail)

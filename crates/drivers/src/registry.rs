@@ -1,7 +1,9 @@
 //! The one place that lists targets: names, capabilities, settings checks,
 //! and how each is opened. Adding a target is a module plus a line here.
 
-use bakeoff_core::plan::{Capabilities, Endpoint, Plan, TargetCatalog, TargetSpec, Workload};
+use bakeoff_core::plan::{
+    Capabilities, Endpoint, Plan, RequestMode, TargetCatalog, TargetSpec, Workload,
+};
 use bakeoff_core::runner::{Target, TargetOpener};
 use bakeoff_core::workload::OpKind;
 
@@ -32,6 +34,8 @@ pub struct Entry {
     pub pipelining: bool,
     /// Whether the load can insert many records per request (`--batch`).
     pub batch_load: bool,
+    /// Request modes besides `op` (`--request`).
+    pub requests: &'static [RequestMode],
     /// bakeoff can start it.
     pub managed: bool,
     /// Part of the default comparison.
@@ -79,6 +83,7 @@ pub fn entries() -> Vec<Entry> {
         ops: KV,
         pipelining: true,
         batch_load: false,
+        requests: &[],
         managed: true,
         default: true,
         check: |t| crate::redis::RedisSettings::parse(t).map(|_| ()),
@@ -97,6 +102,7 @@ pub fn entries() -> Vec<Entry> {
             ops: KV,
             pipelining: true,
             batch_load: false,
+            requests: &[],
             managed: true,
             default: true,
             check: |t| crate::memcached::MemcachedSettings::parse(t).map(|_| ()),
@@ -113,6 +119,7 @@ pub fn entries() -> Vec<Entry> {
             ops: KV,
             pipelining: true,
             batch_load: false,
+            requests: &[],
             managed: true,
             default: false,
             check: |t| crate::memcached::MemcachedSettings::parse(t).map(|_| ()),
@@ -131,6 +138,7 @@ pub fn entries() -> Vec<Entry> {
         ops: KV_SEARCH,
         pipelining: false,
         batch_load: true,
+        requests: &[RequestMode::Connect, RequestMode::Phases],
         managed: true,
         default: false,
         check: crate::mariadb::check,
@@ -148,6 +156,7 @@ pub fn entries() -> Vec<Entry> {
         ops: KV_SEARCH,
         pipelining: false,
         batch_load: true,
+        requests: &[RequestMode::Connect],
         managed: true,
         default: false,
         check: crate::postgres::check,
@@ -165,6 +174,7 @@ pub fn entries() -> Vec<Entry> {
         ops: KV_SEARCH,
         pipelining: false,
         batch_load: true,
+        requests: &[RequestMode::Connect],
         managed: true,
         default: false,
         check: crate::mongodb::check,
@@ -181,6 +191,7 @@ pub fn entries() -> Vec<Entry> {
         ops: KV,
         pipelining: false,
         batch_load: false,
+        requests: &[],
         managed: true,
         default: true,
         check: crate::embedded::tokyo::check_hash,
@@ -197,6 +208,7 @@ pub fn entries() -> Vec<Entry> {
         ops: KV,
         pipelining: false,
         batch_load: false,
+        requests: &[],
         managed: true,
         default: true,
         check: crate::embedded::tokyo::check_btree,
@@ -213,6 +225,7 @@ pub fn entries() -> Vec<Entry> {
         ops: KV_SEARCH,
         pipelining: false,
         batch_load: false,
+        requests: &[],
         managed: true,
         default: true,
         check: crate::embedded::tokyo::check_table,
@@ -229,6 +242,7 @@ pub fn entries() -> Vec<Entry> {
         ops: KV,
         pipelining: false,
         batch_load: false,
+        requests: &[],
         managed: true,
         default: true,
         check: crate::embedded::lmdb::check,
@@ -245,6 +259,7 @@ pub fn entries() -> Vec<Entry> {
         ops: KV,
         pipelining: false,
         batch_load: false,
+        requests: &[],
         managed: true,
         default: true,
         check: crate::embedded::rocksdb::check,
@@ -261,6 +276,7 @@ pub fn entries() -> Vec<Entry> {
         ops: KV_SEARCH,
         pipelining: false,
         batch_load: false,
+        requests: &[],
         managed: true,
         default: true,
         check: crate::embedded::sqlite::check,
@@ -286,6 +302,7 @@ impl TargetCatalog for Registry {
             ops: e.ops.to_vec(),
             pipelining: e.pipelining,
             batch_load: e.batch_load,
+            requests: e.requests.to_vec(),
             managed: e.managed,
             url_scheme: (!e.scheme.is_empty()).then(|| e.scheme.to_string()),
         })

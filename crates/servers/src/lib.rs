@@ -385,6 +385,32 @@ impl Drop for ManagedServer {
     }
 }
 
+/// Raises this process's soft limit on open files to its hard limit (a
+/// thousand clients need a thousand sockets; servers started later inherit
+/// it); returns the new limit.
+pub fn raise_open_file_limit() -> u64 {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit on a struct we own.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) != 0 {
+            return 0;
+        }
+        if lim.rlim_cur < lim.rlim_max {
+            let raised = libc::rlimit {
+                rlim_cur: lim.rlim_max,
+                rlim_max: lim.rlim_max,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
+                return raised.rlim_cur;
+            }
+        }
+    }
+    lim.rlim_cur
+}
+
 /// Reads CPU time, RSS and storage I/O of process `pid` from /proc.
 pub fn proc_snapshot(pid: u32) -> Option<ProcSnapshot> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
