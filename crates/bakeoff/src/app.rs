@@ -203,6 +203,11 @@ pub fn run_command(
     stop: Arc<AtomicBool>,
     observer: &mut dyn Observer,
 ) -> Result<i32, AppError> {
+    if args.dry_run {
+        let plan = plan(args)?;
+        print!("{}", dry_run_text(&plan));
+        return Ok(EXIT_OK);
+    }
     bakeoff_servers::raise_open_file_limit();
     let (result, out) = run_experiment_from_args(args, stop, observer)?;
     let mut stdout = std::io::stdout();
@@ -211,6 +216,67 @@ pub fn run_command(
         .map_err(|e| AppError::Failed(e.to_string()))?;
     println!("result file: {}", out.display());
     Ok(exit_code_of(&result))
+}
+
+/// What `run --dry-run` shows: the experiment, its targets and points, and
+/// how long the timed runs take at least.
+pub fn dry_run_text(plan: &bakeoff_core::plan::Plan) -> String {
+    use std::fmt::Write;
+    let mut s = String::new();
+    let points = plan.points();
+    let _ = writeln!(s, "experiment {}", plan.name);
+    if !plan.description.is_empty() {
+        let _ = writeln!(s, "{}", plan.description.trim());
+    }
+    let targets: Vec<String> = plan.targets.iter().map(|t| t.label()).collect();
+    let _ = writeln!(s, "targets: {}", targets.join(", "));
+    let _ = writeln!(
+        s,
+        "{} target(s) x {} point(s) x {} repeat(s) = {} run(s){}",
+        plan.targets.len(),
+        points.len(),
+        plan.repeats,
+        plan.run_count(),
+        if plan.workload.grow {
+            " (growth: each target through its checkpoints on one server)"
+        } else {
+            ""
+        }
+    );
+    let mut timed = 0.0;
+    for p in &points {
+        let w = &p.workload;
+        let label: Vec<String> = p.labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let length = match (w.duration_s, w.ops) {
+            (Some(d), _) => {
+                timed += (d + w.warmup_s) * (plan.targets.len() * plan.repeats as usize) as f64;
+                format!("{d} s + {} s warm-up", w.warmup_s)
+            }
+            (None, Some(n)) => format!("{n} ops"),
+            (None, None) => String::new(),
+        };
+        let _ = writeln!(
+            s,
+            "  point {}: {} records, {} clients, mix {}, {}",
+            if label.is_empty() {
+                "-".to_string()
+            } else {
+                label.join(" ")
+            },
+            w.records,
+            w.clients,
+            w.mix,
+            length
+        );
+    }
+    if timed > 0.0 {
+        let _ = writeln!(
+            s,
+            "measuring takes at least {:.0} s, plus loading and server starts",
+            timed
+        );
+    }
+    s
 }
 
 /// Exit code for a finished experiment.

@@ -66,6 +66,11 @@ pub struct RunArgs {
     /// Preset file (TOML); flags override its keys.
     pub preset: Option<String>,
 
+    /// Check the preset and flags and show the runs they make, without
+    /// starting anything.
+    #[arg(long)]
+    pub dry_run: bool,
+
     /// Target: a name (`redis`, started by bakeoff) or a URL
     /// (`redis://[:password@]host:port`, `memcached://host:port`).
     /// Repeatable or comma-separated. [default: every target bakeoff can start]

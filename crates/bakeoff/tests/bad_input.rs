@@ -278,3 +278,27 @@ fn request_modes_a_target_cannot_make_are_refused() {
     assert_eq!(o.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("use op, connect or phases"), "{stderr}");
 }
+
+/// Every preset shipped checks out (plan only, nothing started).
+#[test]
+fn every_preset_plans() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../presets");
+    let mut seen = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "toml") {
+            let o = bakeoff(&["run", path.to_str().unwrap(), "--dry-run"]);
+            let stdout = String::from_utf8_lossy(&o.stdout);
+            assert_eq!(
+                o.status.code(),
+                Some(0),
+                "{}: {}",
+                path.display(),
+                String::from_utf8_lossy(&o.stderr)
+            );
+            assert!(stdout.contains("run(s)"), "{stdout}");
+            seen += 1;
+        }
+    }
+    assert!(seen >= 12, "only {seen} presets found");
+}

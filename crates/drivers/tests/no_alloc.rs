@@ -113,6 +113,10 @@ fn steady_state_allocations<C: Codec>(
         record: Default::default(),
         search: Default::default(),
         indexes: true,
+        batch: 1,
+        grow: false,
+        load_from: 0,
+        request: Default::default(),
     };
     let pool = ValuePool::new(400);
     let stop = AtomicBool::new(false);
