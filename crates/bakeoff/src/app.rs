@@ -15,9 +15,12 @@ use bakeoff_core::plan::{Overrides, Plan, RawPreset, RawSweep, RawWorkload, Scal
 use bakeoff_core::result::ExperimentResult;
 use bakeoff_core::runner::{run_experiment, ExperimentOptions, Observer};
 use bakeoff_drivers::registry::{entries, Registry};
+use bakeoff_report::csv::CsvExporter;
+use bakeoff_report::html::HtmlExporter;
+use bakeoff_report::markdown::MarkdownExporter;
 use bakeoff_report::{Exporter, JsonExporter, TextExporter};
 
-use crate::cli::{Cli, Command, ReportArgs, RunArgs};
+use crate::cli::{Cli, Command, CompareArgs, ReportArgs, RunArgs};
 use crate::progress::Progress;
 
 /// Every run clean.
@@ -65,6 +68,7 @@ pub fn main(cli: Cli) -> i32 {
             Ok(EXIT_OK)
         }
         Command::Report(args) => report(&args),
+        Command::Compare(args) => compare(&args),
         Command::Schema => {
             println!(
                 "{}",
@@ -212,10 +216,47 @@ pub fn run_command(
     let (result, out) = run_experiment_from_args(args, stop, observer)?;
     let mut stdout = std::io::stdout();
     TextExporter
-        .export(&result, &mut stdout)
+        .export(std::slice::from_ref(&result), &mut stdout)
         .map_err(|e| AppError::Failed(e.to_string()))?;
     println!("result file: {}", out.display());
+    if !args.no_html {
+        let html = args
+            .html
+            .as_ref()
+            .map(PathBuf::from)
+            .unwrap_or_else(|| out.with_extension("html"));
+        // The result file is on disk already: a report that cannot be
+        // written loses nothing, so it is a warning, not a failure.
+        match write_report(&HtmlExporter, std::slice::from_ref(&result), &html) {
+            Ok(()) => println!("report: {}", html.display()),
+            Err(e) => eprintln!(
+                "warning: could not write the HTML report {}: {e}; make it later with `bakeoff report {} --html FILE`",
+                html.display(),
+                out.display()
+            ),
+        }
+    }
     Ok(exit_code_of(&result))
+}
+
+/// Writes a report to `path` (through a temporary file, so a reader never
+/// sees half of it).
+fn write_report(
+    exporter: &dyn Exporter,
+    results: &[ExperimentResult],
+    path: &Path,
+) -> std::io::Result<()> {
+    let mut buf = Vec::new();
+    exporter.export(results, &mut buf)?;
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)?;
+    }
+    if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
+        return std::fs::write(path, &buf);
+    }
+    let tmp = path.with_extension("html.tmp");
+    std::fs::write(&tmp, &buf)?;
+    std::fs::rename(&tmp, path)
 }
 
 /// What `run --dry-run` shows: the experiment, its targets and points, and
@@ -374,15 +415,48 @@ pub fn list_text() -> String {
 }
 
 fn report(args: &ReportArgs) -> Result<i32, AppError> {
+    let results = args
+        .files
+        .iter()
+        .map(|f| ExperimentResult::read(Path::new(f)))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(AppError::Usage)?;
+    if let Some(path) = &args.html {
+        write_report(&HtmlExporter, &results, Path::new(path))
+            .map_err(|e| AppError::Failed(format!("cannot write the HTML report {path}: {e}")))?;
+        eprintln!("report: {path}");
+        if !(args.markdown || args.csv || args.json) {
+            return Ok(EXIT_OK);
+        }
+    }
+    let exporter: &dyn Exporter = if args.json {
+        &JsonExporter
+    } else if args.markdown {
+        &MarkdownExporter
+    } else if args.csv {
+        &CsvExporter
+    } else {
+        &TextExporter
+    };
     let mut stdout = std::io::stdout();
-    for f in &args.files {
-        let r = ExperimentResult::read(Path::new(f)).map_err(AppError::Usage)?;
-        let res = if args.json {
-            JsonExporter.export(&r, &mut stdout)
-        } else {
-            TextExporter.export(&r, &mut stdout)
-        };
-        res.map_err(|e| AppError::Failed(e.to_string()))?;
+    exporter
+        .export(&results, &mut stdout)
+        .map_err(|e| AppError::Failed(e.to_string()))?;
+    Ok(EXIT_OK)
+}
+
+fn compare(args: &CompareArgs) -> Result<i32, AppError> {
+    let a = ExperimentResult::read(Path::new(&args.a)).map_err(AppError::Usage)?;
+    let b = ExperimentResult::read(Path::new(&args.b)).map_err(AppError::Usage)?;
+    let c = bakeoff_report::compare::compare(&a, &b);
+    let mut stdout = std::io::stdout();
+    c.write(&a, &b, args.markdown, &mut stdout)
+        .map_err(|e| AppError::Failed(e.to_string()))?;
+    if c.rows.is_empty() {
+        return Err(AppError::Usage(format!(
+            "{} and {} have no target and point in common",
+            args.a, args.b
+        )));
     }
     Ok(EXIT_OK)
 }

@@ -10,7 +10,8 @@ Examples:
   bakeoff run -t redis -t memcached --mix 95:5 --clients 50 --pipeline 16
   bakeoff run -t redis --sweep-clients 1,10,100 --repeats 3
   bakeoff run -t redis://:PASSWORD@host:6379 --rate 20000
-  bakeoff report results/default-*.json
+  bakeoff report results/default-*.json --html report.html
+  bakeoff compare before.json after.json
 
 How it measures:
   closed loop (default)  each client waits for its reply; Little's law is checked per run
@@ -54,8 +55,26 @@ pub enum Command {
     Run(Box<RunArgs>),
     /// List the targets this build knows and what each supports.
     List,
-    /// Print a result file as a table (or re-emit it as JSON).
+    /// Render result files: a table (default), an HTML report with charts,
+    /// Markdown, CSV or JSON.
+    ///
+    /// Several files go into one report, their runs told apart by
+    /// experiment name, host or start time. Examples:
+    ///
+    ///   bakeoff report results/004-peak-*.json --html peak.html
+    ///
+    ///   bakeoff report a.json b.json --markdown > both.md
+    ///
+    ///   bakeoff report a.json --csv > a.csv
     Report(ReportArgs),
+    /// Put two experiments side by side: each figure's change, and whether
+    /// it is larger than the run-to-run spread of the repeats.
+    ///
+    /// Runs are matched by target and sweep point. Run the experiments with
+    /// --repeats 3 or more so the spread is known. Example:
+    ///
+    ///   bakeoff compare before.json after.json
+    Compare(CompareArgs),
     /// Print the JSON Schema of result files.
     Schema,
 }
@@ -226,6 +245,14 @@ pub struct RunArgs {
     #[arg(short = 'o', long, value_name = "FILE")]
     pub out: Option<String>,
 
+    /// HTML report with charts. [default: the result file's name with .html]
+    #[arg(long, value_name = "FILE", conflicts_with = "no_html")]
+    pub html: Option<String>,
+
+    /// Write no HTML report.
+    #[arg(long)]
+    pub no_html: bool,
+
     /// No progress line, even on a terminal.
     #[arg(short, long)]
     pub quiet: bool,
@@ -237,7 +264,28 @@ pub struct ReportArgs {
     /// Result file(s) written by `bakeoff run`.
     #[arg(required = true)]
     pub files: Vec<String>,
+    /// Write a self-contained HTML report (inline SVG charts, works offline) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<String>,
+    /// Print the report as Markdown tables.
+    #[arg(long, conflicts_with_all = ["csv", "json"])]
+    pub markdown: bool,
+    /// Print one CSV row per run and operation kind.
+    #[arg(long, conflicts_with = "json")]
+    pub csv: bool,
     /// Re-emit the (validated) JSON instead of the table.
     #[arg(long)]
     pub json: bool,
+}
+
+/// Flags of `bakeoff compare`.
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// The baseline result file.
+    pub a: String,
+    /// The result file compared with it.
+    pub b: String,
+    /// Print Markdown instead of an aligned table.
+    #[arg(long)]
+    pub markdown: bool,
 }

@@ -121,10 +121,14 @@ fn text_and_json_output_are_stable() {
     let r = run_mock(PRESET, &dir.path().join("m.json"));
     assert_eq!(r.runs.len(), 4);
     let mut text = Vec::new();
-    TextExporter.export(&r, &mut text).unwrap();
+    TextExporter
+        .export(std::slice::from_ref(&r), &mut text)
+        .unwrap();
     check_snapshot("mock.txt", &String::from_utf8(text).unwrap());
     let mut json = Vec::new();
-    JsonExporter.export(&r, &mut json).unwrap();
+    JsonExporter
+        .export(std::slice::from_ref(&r), &mut json)
+        .unwrap();
     check_snapshot("mock.json", &String::from_utf8(json).unwrap());
     // Deterministic: the same plan gives the same numbers again.
     let again = run_mock(PRESET, &dir.path().join("m2.json"));

@@ -1,33 +1,50 @@
 //! # bakeoff-report
 //!
-//! Renders a result file. JSON is canonical; every other format is
+//! Renders result files. JSON is canonical; every other format is
 //! regenerated from it, so `bakeoff report result.json` shows exactly what
-//! `bakeoff run` showed.
+//! `bakeoff run` showed, and the HTML, Markdown and CSV reports carry the
+//! same numbers.
 //!
 //! ## Layout
 //!
 //! - [`Exporter`]: the one trait every format implements.
 //! - [`JsonExporter`]: the result file itself.
 //! - [`TextExporter`]: the summary table printed at the end of a run.
+//! - [`markdown::MarkdownExporter`], [`csv::CsvExporter`]: the numbers as text.
+//! - [`html::HtmlExporter`]: the self-contained HTML report with charts.
+//! - [`compare`]: two experiments side by side, with run-to-run noise.
+//! - [`view`]: how runs are grouped into series and points (shared).
+//! - [`svg`]: the chart primitives.
 
 use std::io::Write;
 
 use bakeoff_core::result::{ExperimentResult, RunResult};
 use bakeoff_core::units::{fmt_ns, fmt_per_s, fmt_rate};
 
-/// A report format. Implementations only read the result; they never
+pub mod compare;
+pub mod csv;
+pub mod html;
+pub mod markdown;
+pub mod svg;
+pub mod view;
+
+/// A report format. Implementations only read the results; they never
 /// measure or recompute what the runner measured.
 pub trait Exporter {
-    /// Writes `result` in this format.
-    fn export(&self, result: &ExperimentResult, out: &mut dyn Write) -> std::io::Result<()>;
+    /// Writes `results` (one or more experiments) in this format.
+    fn export(&self, results: &[ExperimentResult], out: &mut dyn Write) -> std::io::Result<()>;
 }
 
-/// The canonical JSON result file.
+/// The canonical JSON result file (an array when given several).
 pub struct JsonExporter;
 
 impl Exporter for JsonExporter {
-    fn export(&self, result: &ExperimentResult, out: &mut dyn Write) -> std::io::Result<()> {
-        serde_json::to_writer_pretty(&mut *out, result).map_err(std::io::Error::other)?;
+    fn export(&self, results: &[ExperimentResult], out: &mut dyn Write) -> std::io::Result<()> {
+        match results {
+            [one] => serde_json::to_writer_pretty(&mut *out, one),
+            many => serde_json::to_writer_pretty(&mut *out, many),
+        }
+        .map_err(std::io::Error::other)?;
         writeln!(out)
     }
 }
@@ -35,7 +52,23 @@ impl Exporter for JsonExporter {
 /// A side-by-side table of the runs, with units, plus checks and warnings.
 pub struct TextExporter;
 
-fn point_label(run: &RunResult) -> String {
+/// Columns of the summary table shared by the text, Markdown and HTML reports.
+pub const SUMMARY_HEAD: [&str; 12] = [
+    "target",
+    "point",
+    "throughput",
+    "mean",
+    "p50",
+    "p99",
+    "p99.9",
+    "max",
+    "errors",
+    "misses",
+    "client busy",
+    "load",
+];
+
+fn run_point_label(run: &RunResult) -> String {
     let mut s: Vec<String> = run.point.iter().map(|(k, v)| format!("{k}={v}")).collect();
     if run.repeat > 0 {
         s.push(format!("#{}", run.repeat + 1));
@@ -47,7 +80,39 @@ fn point_label(run: &RunResult) -> String {
     }
 }
 
-fn table(rows: &[Vec<String>], out: &mut dyn Write) -> std::io::Result<()> {
+/// One row of the summary table for `run`, shown as `series`.
+pub fn summary_row(series: &str, run: &RunResult) -> Vec<String> {
+    let m = &run.measure;
+    let busy = view::client_busy(run);
+    vec![
+        series.to_string(),
+        run_point_label(run),
+        if run.status == "failed" {
+            "failed".into()
+        } else {
+            fmt_rate(m.throughput_per_s)
+        },
+        fmt_ns(m.all.mean_ns),
+        fmt_ns(m.all.p50_ns as f64),
+        fmt_ns(m.all.p99_ns as f64),
+        fmt_ns(m.all.p999_ns as f64),
+        fmt_ns(m.all.max_ns as f64),
+        m.error_total().to_string(),
+        m.misses.to_string(),
+        format!(
+            "{busy:.0} %{}",
+            if run.client.client_bound { " (!)" } else { "" }
+        ),
+        match &run.load {
+            Some(l) => fmt_per_s(l.records_written_per_s(), "rec/s"),
+            None => "-".into(),
+        },
+    ]
+}
+
+/// Writes an aligned text table: the first `left` columns left-aligned,
+/// the rest right-aligned, a rule under the head.
+pub fn text_table(rows: &[Vec<String>], left: usize, out: &mut dyn Write) -> std::io::Result<()> {
     let cols = rows.iter().map(|r| r.len()).max().unwrap_or(0);
     let widths: Vec<usize> = (0..cols)
         .map(|c| {
@@ -61,7 +126,7 @@ fn table(rows: &[Vec<String>], out: &mut dyn Write) -> std::io::Result<()> {
         let mut line = String::new();
         for (c, cell) in r.iter().enumerate() {
             let pad = widths[c] - cell.chars().count();
-            if c < 2 {
+            if c < left {
                 line.push_str(cell);
                 line.push_str(&" ".repeat(pad));
             } else {
@@ -82,118 +147,79 @@ fn table(rows: &[Vec<String>], out: &mut dyn Write) -> std::io::Result<()> {
     Ok(())
 }
 
-impl Exporter for TextExporter {
-    fn export(&self, r: &ExperimentResult, out: &mut dyn Write) -> std::io::Result<()> {
-        writeln!(
-            out,
-            "experiment {} — {} run(s), status {}",
-            r.plan.name,
-            r.runs.len(),
-            r.status
-        )?;
-        let mut rows = vec![[
-            "target",
-            "point",
-            "throughput",
-            "mean",
-            "p50",
-            "p99",
-            "p99.9",
-            "max",
-            "errors",
-            "misses",
-            "client busy",
-            "load",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect::<Vec<_>>()];
-        for run in &r.runs {
-            let m = &run.measure;
-            let busy = run
-                .client
-                .thread_busy_percent
-                .iter()
-                .cloned()
-                .fold(0.0, f64::max);
-            rows.push(vec![
-                run.target.clone(),
-                point_label(run),
-                if run.status == "failed" {
-                    "failed".into()
-                } else {
-                    fmt_rate(m.throughput_per_s)
-                },
-                fmt_ns(m.all.mean_ns),
-                fmt_ns(m.all.p50_ns as f64),
-                fmt_ns(m.all.p99_ns as f64),
-                fmt_ns(m.all.p999_ns as f64),
-                fmt_ns(m.all.max_ns as f64),
-                m.error_total().to_string(),
-                m.misses.to_string(),
-                format!(
-                    "{busy:.0} %{}",
-                    if run.client.client_bound { " (!)" } else { "" }
-                ),
-                match &run.load {
-                    Some(l) => fmt_per_s(l.records_written_per_s(), "rec/s"),
-                    None => "-".into(),
-                },
-            ]);
+/// Lines under the table: failures, errors by kind, counts that differ.
+pub fn run_notes(r: &ExperimentResult) -> Vec<String> {
+    let mut notes = Vec::new();
+    for run in &r.runs {
+        if let Some(msg) = &run.message {
+            notes.push(format!("run {} ({}): {}", run.index, run.target, msg));
         }
-        table(&rows, out)?;
-        for run in &r.runs {
-            if let Some(msg) = &run.message {
-                writeln!(out, "run {} ({}): {}", run.index, run.target, msg)?;
-            }
-            if !run.measure.errors.is_empty() {
-                let e: Vec<String> = run
-                    .measure
-                    .errors
-                    .iter()
-                    .map(|(k, v)| format!("{k} {v}"))
-                    .collect();
-                writeln!(
-                    out,
-                    "run {} ({}) errors by kind: {}",
-                    run.index,
-                    run.target,
-                    e.join(", ")
-                )?;
-            }
-            let bad: Vec<String> = run
-                .checks
-                .counters
+        if !run.measure.errors.is_empty() {
+            let e: Vec<String> = run
+                .measure
+                .errors
                 .iter()
-                .filter(|c| c.bakeoff != c.target)
-                .map(|c| format!("{}: bakeoff {} vs target {}", c.what, c.bakeoff, c.target))
+                .map(|(k, v)| format!("{k} {v}"))
                 .collect();
-            if !bad.is_empty() {
-                writeln!(
-                    out,
-                    "run {} ({}) counts differ from the target's: {}",
-                    run.index,
-                    run.target,
-                    bad.join("; ")
-                )?;
-            }
+            notes.push(format!(
+                "run {} ({}) errors by kind: {}",
+                run.index,
+                run.target,
+                e.join(", ")
+            ));
         }
-        for t in &r.targets {
-            if let Some(v) = &t.version {
-                writeln!(
-                    out,
-                    "{}: {}{}",
-                    t.name,
-                    v,
-                    t.endpoint
-                        .as_ref()
-                        .map(|e| format!(" at {e}"))
-                        .unwrap_or_default()
-                )?;
-            }
+        let bad: Vec<String> = run
+            .checks
+            .counters
+            .iter()
+            .filter(|c| c.bakeoff != c.target)
+            .map(|c| format!("{}: bakeoff {} vs target {}", c.what, c.bakeoff, c.target))
+            .collect();
+        if !bad.is_empty() {
+            notes.push(format!(
+                "run {} ({}) counts differ from the target's: {}",
+                run.index,
+                run.target,
+                bad.join("; ")
+            ));
         }
-        for w in &r.warnings {
-            writeln!(out, "warning: {w}")?;
+    }
+    notes
+}
+
+impl Exporter for TextExporter {
+    fn export(&self, results: &[ExperimentResult], out: &mut dyn Write) -> std::io::Result<()> {
+        for r in results {
+            writeln!(
+                out,
+                "experiment {} — {} run(s), status {}",
+                r.plan.name,
+                r.runs.len(),
+                r.status
+            )?;
+            let mut rows = vec![SUMMARY_HEAD.iter().map(|s| s.to_string()).collect()];
+            rows.extend(r.runs.iter().map(|run| summary_row(&run.target, run)));
+            text_table(&rows, 2, out)?;
+            for n in run_notes(r) {
+                writeln!(out, "{n}")?;
+            }
+            for t in &r.targets {
+                if let Some(v) = &t.version {
+                    writeln!(
+                        out,
+                        "{}: {}{}",
+                        t.name,
+                        v,
+                        t.endpoint
+                            .as_ref()
+                            .map(|e| format!(" at {e}"))
+                            .unwrap_or_default()
+                    )?;
+                }
+            }
+            for w in &r.warnings {
+                writeln!(out, "warning: {w}")?;
+            }
         }
         Ok(())
     }

@@ -1,0 +1,237 @@
+//! Two experiments side by side (`bakeoff compare A.json B.json`): for each
+//! target and point both ran, each figure's median over the repeats in A
+//! and in B, the change, and whether the change is larger than the
+//! run-to-run spread the repeats measured (min–max of each side).
+
+use std::collections::BTreeMap;
+use std::io::Write;
+
+use bakeoff_core::result::{ExperimentResult, RunResult};
+
+use crate::markdown::md_table;
+use crate::view::{point_label, Figure, Spread};
+
+/// Whether a change stands out from the noise.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// The change is no larger than the spread of the repeats.
+    WithinNoise,
+    /// The change is larger than the spread of the repeats.
+    Beyond,
+    /// Neither side was repeated: the spread is unknown.
+    NoRepeats,
+}
+
+impl Verdict {
+    /// As printed.
+    pub fn text(self) -> &'static str {
+        match self {
+            Verdict::WithinNoise => "within noise",
+            Verdict::Beyond => "beyond noise",
+            Verdict::NoRepeats => "spread unknown (no repeats)",
+        }
+    }
+}
+
+/// One figure of one target at one point, in A and in B.
+#[derive(Clone, Debug)]
+pub struct Row {
+    /// Target name.
+    pub target: String,
+    /// Sweep values.
+    pub point: BTreeMap<String, String>,
+    /// Which figure.
+    pub figure: Figure,
+    /// A's repeats.
+    pub a: Spread,
+    /// B's repeats.
+    pub b: Spread,
+    /// (B − A) / A.
+    pub change: f64,
+    /// Against the noise.
+    pub verdict: Verdict,
+}
+
+/// The comparison of two experiments.
+pub struct Comparison {
+    /// Matched figures.
+    pub rows: Vec<Row>,
+    /// Target/point pairs only one side ran, as `(side, label)`.
+    pub unmatched: Vec<(char, String)>,
+}
+
+fn groups(r: &ExperimentResult) -> Vec<((String, BTreeMap<String, String>), Vec<&RunResult>)> {
+    let mut out: Vec<((String, BTreeMap<String, String>), Vec<&RunResult>)> = Vec::new();
+    for run in r.runs.iter().filter(|r| r.status != "failed") {
+        let key = (run.target.clone(), run.point.clone());
+        match out.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, v)) => v.push(run),
+            None => out.push((key, vec![run])),
+        }
+    }
+    out
+}
+
+/// Judges a change against the spreads of both sides: it stands out when
+/// the ranges of the repeats do not overlap.
+pub fn judge(a: &Spread, b: &Spread) -> Verdict {
+    if a.n < 2 && b.n < 2 {
+        return Verdict::NoRepeats;
+    }
+    let overlap = a.min <= b.max && b.min <= a.max;
+    if overlap {
+        Verdict::WithinNoise
+    } else {
+        Verdict::Beyond
+    }
+}
+
+/// Matches the runs of `a` and `b` by target and point.
+pub fn compare(a: &ExperimentResult, b: &ExperimentResult) -> Comparison {
+    let ga = groups(a);
+    let gb = groups(b);
+    let mut rows = Vec::new();
+    let mut unmatched = Vec::new();
+    for (key, runs_a) in &ga {
+        let Some((_, runs_b)) = gb.iter().find(|(k, _)| k == key) else {
+            unmatched.push(('A', format!("{} {}", key.0, point_label(&key.1))));
+            continue;
+        };
+        for fig in Figure::ALL {
+            let (Some(sa), Some(sb)) = (
+                Spread::of(runs_a.iter().map(|r| fig.of(r))),
+                Spread::of(runs_b.iter().map(|r| fig.of(r))),
+            ) else {
+                continue;
+            };
+            let change = if sa.median != 0.0 {
+                (sb.median - sa.median) / sa.median
+            } else {
+                0.0
+            };
+            rows.push(Row {
+                target: key.0.clone(),
+                point: key.1.clone(),
+                figure: fig,
+                verdict: judge(&sa, &sb),
+                a: sa,
+                b: sb,
+                change,
+            });
+        }
+    }
+    for (key, _) in &gb {
+        if !ga.iter().any(|(k, _)| k == key) {
+            unmatched.push(('B', format!("{} {}", key.0, point_label(&key.1))));
+        }
+    }
+    Comparison { rows, unmatched }
+}
+
+fn side(s: &Spread, fig: Figure) -> String {
+    if s.n > 1 {
+        format!(
+            "{} [{}–{}]",
+            fig.format(s.median),
+            fig.format(s.min),
+            fig.format(s.max)
+        )
+    } else {
+        fig.format(s.median)
+    }
+}
+
+impl Comparison {
+    /// Table rows: target, point, figure, A, B, change, verdict.
+    pub fn table_rows(&self) -> Vec<Vec<String>> {
+        self.rows
+            .iter()
+            .map(|r| {
+                let better = if r.change == 0.0 {
+                    ""
+                } else if (r.change > 0.0) == r.figure.higher_is_better() {
+                    " better"
+                } else {
+                    " worse"
+                };
+                vec![
+                    r.target.clone(),
+                    point_label(&r.point),
+                    r.figure.name().to_string(),
+                    side(&r.a, r.figure),
+                    side(&r.b, r.figure),
+                    format!("{:+.1} %{better}", r.change * 100.0),
+                    r.verdict.text().to_string(),
+                ]
+            })
+            .collect()
+    }
+
+    /// Writes the comparison as an aligned text table, or as Markdown.
+    pub fn write(
+        &self,
+        a: &ExperimentResult,
+        b: &ExperimentResult,
+        markdown: bool,
+        out: &mut dyn Write,
+    ) -> std::io::Result<()> {
+        let head = ["target", "point", "figure", "A", "B", "change", "vs noise"];
+        let describe = |r: &ExperimentResult| {
+            format!(
+                "{} on {} ({}), started {}, {} repeat(s)",
+                r.plan.name,
+                r.environment.hostname,
+                r.environment.cpu_model,
+                r.started_at,
+                r.plan.repeats
+            )
+        };
+        writeln!(out, "A: {}", describe(a))?;
+        writeln!(out, "B: {}", describe(b))?;
+        writeln!(
+            out,
+            "Medians of the repeats, [min–max] when repeated; a change is beyond noise when the ranges of A's and B's repeats do not overlap.\n"
+        )?;
+        let rows = self.table_rows();
+        if markdown {
+            let head: Vec<String> = head.iter().map(|s| s.to_string()).collect();
+            md_table(&head, &rows, 3, out)?;
+        } else {
+            let mut all = vec![head.iter().map(|s| s.to_string()).collect::<Vec<_>>()];
+            all.extend(rows);
+            crate::text_table(&all, 3, out)?;
+        }
+        for (s, what) in &self.unmatched {
+            writeln!(out, "only in {s}: {what}")?;
+        }
+        if self.rows.is_empty() {
+            writeln!(
+                out,
+                "no target and point ran in both: nothing to compare (same preset on both sides?)"
+            )?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sp(v: &[f64]) -> Spread {
+        Spread::of(v.iter().copied()).unwrap()
+    }
+
+    #[test]
+    fn overlapping_repeats_are_within_noise() {
+        assert_eq!(
+            judge(&sp(&[100.0, 110.0, 120.0]), &sp(&[115.0, 125.0])),
+            Verdict::WithinNoise
+        );
+        assert_eq!(
+            judge(&sp(&[100.0, 105.0]), &sp(&[130.0, 140.0])),
+            Verdict::Beyond
+        );
+        assert_eq!(judge(&sp(&[1.0]), &sp(&[2.0])), Verdict::NoRepeats);
+    }
+}

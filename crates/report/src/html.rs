@@ -1,0 +1,1055 @@
+//! The self-contained HTML report: one file, inline CSS and SVG, a few
+//! lines of inline script, no network access. It opens offline in any
+//! browser and prints in greyscale.
+//!
+//! Sections, each present only when the runs have something for it:
+//! summary table; throughput and latency per target; one chart per sweep
+//! axis; the latency percentile spectrum; per-second throughput, latency,
+//! server CPU / memory / disk I/O with the warm-up shaded; request steps;
+//! errors by kind; checks; targets (version, settings, requests sent);
+//! environment.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::io::Write;
+
+use bakeoff_core::result::{ExperimentResult, RunResult};
+use bakeoff_core::units::{fmt_bytes, fmt_ns};
+
+use crate::svg::{esc, Axis, Band, BarChart, BarGroup, Line, LineChart, Scale, XAxis};
+use crate::view::{
+    client_busy, percentile_spectrum, point_label, point_without, Figure, Group, Spread, View,
+};
+use crate::Exporter;
+
+/// The HTML report.
+pub struct HtmlExporter;
+
+const STYLE: &str = r#"
+body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: #111; margin: 24px auto; max-width: 1320px; padding: 0 16px; }
+h1 { font-size: 24px; margin-bottom: 4px; } h2 { font-size: 19px; margin-top: 34px; border-bottom: 2px solid #333; padding-bottom: 3px; }
+h3 { font-size: 15px; margin: 18px 0 6px; }
+table { border-collapse: collapse; margin: 8px 0 16px; font-variant-numeric: tabular-nums; }
+th, td { border: 1px solid #bbb; padding: 3px 8px; text-align: right; vertical-align: top; }
+th { background: #eee; } td.l, th.l { text-align: left; }
+.charts { display: flex; flex-wrap: wrap; gap: 14px; }
+figure { margin: 0; border: 1px solid #ccc; }
+svg.chart text { font: 12px system-ui, sans-serif; fill: #111; }
+svg.chart text.title { font-weight: 600; font-size: 13px; }
+svg.chart text.axis { font-size: 12px; fill: #333; }
+svg.chart .grid { stroke: #e2e2e2; stroke-width: 1; }
+svg.chart .frame { fill: none; stroke: #555; stroke-width: 1; }
+svg.chart .band { fill: #000; fill-opacity: 0.09; }
+svg.chart text.band-label { font-size: 11px; fill: #444; font-style: italic; }
+.warn { border: 2px solid #b00; background: #fff3f3; padding: 8px 12px; margin: 10px 0; }
+.note { color: #444; } code { font-size: 12px; } details > summary { cursor: pointer; font-weight: 600; margin: 8px 0; }
+@media print { figure { break-inside: avoid; } }
+"#;
+
+/// Marks each chart once the browser has laid it out, so a test (or a
+/// reader of the DOM) can tell that every chart really rendered.
+const SCRIPT: &str = r#"
+document.querySelectorAll('svg.chart').forEach(function (s) {
+  var b = s.getBBox();
+  s.setAttribute('data-rendered', (b.width > 0 && b.height > 0 && s.querySelectorAll('path,rect,circle').length > 2) ? 'yes' : 'no');
+});
+document.body.setAttribute('data-charts', String(document.querySelectorAll('svg.chart').length));
+"#;
+
+/// Builds the page.
+struct Page<'a> {
+    view: View<'a>,
+    html: String,
+    charts: usize,
+}
+
+/// Tick labels are short: the unit is in the axis title.
+fn fmt_ops(v: f64) -> String {
+    fmt_count(v)
+}
+/// Latency ticks with the shortest exact number: `10 µs`, `2.5 ms`.
+fn fmt_lat(v: f64) -> String {
+    let (x, unit) = if v >= 1e9 {
+        (v / 1e9, "s")
+    } else if v >= 1e6 {
+        (v / 1e6, "ms")
+    } else if v >= 1e3 {
+        (v / 1e3, "µs")
+    } else {
+        (v, "ns")
+    };
+    format!("{} {unit}", trim_num(x))
+}
+fn fmt_pct(v: f64) -> String {
+    format!("{v:.0} %")
+}
+fn fmt_bytes_axis(v: f64) -> String {
+    fmt_bytes(v)
+}
+fn fmt_bps(v: f64) -> String {
+    format!("{}/s", fmt_bytes(v))
+}
+fn fmt_secs(v: f64) -> String {
+    format!("{v:.0} s")
+}
+fn fmt_count(v: f64) -> String {
+    if v >= 1e6 {
+        format!("{}M", trim_num(v / 1e6))
+    } else if v >= 1e3 {
+        format!("{}k", trim_num(v / 1e3))
+    } else {
+        trim_num(v)
+    }
+}
+fn trim_num(v: f64) -> String {
+    let s = format!("{v:.2}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+fn fmt_rows(v: f64) -> String {
+    fmt_count(v)
+}
+fn fmt_percentile(p: f64) -> String {
+    // p is the "nines" position: 10^p = 1 / (1 - q), so 3 is 99.9 %.
+    let q = 100.0 * (1.0 - 10f64.powf(-p));
+    let decimals = (p.ceil() as usize).saturating_sub(2);
+    format!("{q:.decimals$} %")
+}
+
+impl<'a> Page<'a> {
+    fn h2(&mut self, id: &str, title: &str) {
+        let _ = write!(self.html, r#"<h2 id="{id}">{}</h2>"#, esc(title));
+    }
+
+    fn line(&mut self, chart: LineChart) {
+        self.charts += 1;
+        let _ = write!(self.html, "<figure>{}</figure>", chart.to_svg());
+    }
+
+    fn bars(&mut self, chart: BarChart) {
+        self.charts += 1;
+        let id = format!("c{}", self.charts);
+        let _ = write!(self.html, "<figure>{}</figure>", chart.to_svg(&id));
+    }
+
+    fn table(&mut self, head: &[&str], rows: &[Vec<String>], left_cols: usize) {
+        self.html.push_str("<table><tr>");
+        for (i, h) in head.iter().enumerate() {
+            let _ = write!(
+                self.html,
+                "<th{}>{}</th>",
+                if i < left_cols { r#" class="l""# } else { "" },
+                esc(h)
+            );
+        }
+        self.html.push_str("</tr>");
+        for r in rows {
+            self.html.push_str("<tr>");
+            for (i, c) in r.iter().enumerate() {
+                let _ = write!(
+                    self.html,
+                    "<td{}>{}</td>",
+                    if i < left_cols { r#" class="l""# } else { "" },
+                    esc(c)
+                );
+            }
+            self.html.push_str("</tr>");
+        }
+        self.html.push_str("</table>");
+    }
+
+    fn header(&mut self) {
+        let names: Vec<String> = self
+            .view
+            .sources
+            .iter()
+            .map(|r| r.plan.name.clone())
+            .collect();
+        let _ = write!(
+            self.html,
+            "<h1>bakeoff report: {}</h1>",
+            esc(&names.join(" vs "))
+        );
+        for (i, r) in self.view.sources.iter().enumerate() {
+            let tag = &self.view.tags[i];
+            let _ = write!(
+                self.html,
+                r#"<p class="note">{}{} — started {}, status <b>{}</b>, {} run(s) on {} ({} cores, {}).</p>"#,
+                if tag.is_empty() {
+                    String::new()
+                } else {
+                    format!("<b>{}</b>: ", esc(tag))
+                },
+                esc(&r.plan.name),
+                esc(&r.started_at),
+                esc(&r.status),
+                r.runs.len(),
+                esc(&r.environment.hostname),
+                r.environment.cores,
+                esc(&r.environment.cpu_model)
+            );
+            if !r.plan.description.is_empty() {
+                let _ = write!(self.html, "<p>{}</p>", esc(r.plan.description.trim()));
+            }
+        }
+        let bound: Vec<String> = self
+            .view
+            .runs
+            .iter()
+            .filter(|r| r.run.client.client_bound)
+            .map(|r| {
+                format!(
+                    "run {} ({}, {}): client thread {:.0} % busy",
+                    r.run.index,
+                    self.view.series[r.series],
+                    point_label(&r.run.point),
+                    client_busy(r.run)
+                )
+            })
+            .collect();
+        if !bound.is_empty() {
+            let _ = write!(
+                self.html,
+                r#"<div class="warn"><b>Client-bound:</b> in these runs a bakeoff client thread was busy more than 90 % of the time, so the numbers measure bakeoff as much as the target; give it more --threads or fewer clients. <ul>{}</ul></div>"#,
+                bound
+                    .iter()
+                    .map(|b| format!("<li>{}</li>", esc(b)))
+                    .collect::<String>()
+            );
+        }
+        for (i, r) in self.view.sources.iter().enumerate() {
+            for w in &r.warnings {
+                let tag = &self.view.tags[i];
+                let _ = write!(
+                    self.html,
+                    r#"<div class="warn">{}{}</div>"#,
+                    if tag.is_empty() {
+                        String::new()
+                    } else {
+                        format!("{}: ", esc(tag))
+                    },
+                    esc(w)
+                );
+            }
+        }
+    }
+
+    fn summary(&mut self) {
+        self.h2("summary", "Summary");
+        let mut rows = Vec::new();
+        for rr in &self.view.runs {
+            rows.push(crate::summary_row(&self.view.series[rr.series], rr.run));
+        }
+        self.table(&crate::SUMMARY_HEAD, &rows, 2);
+        self.html.push_str(r#"<p class="note">Latencies are response times of the measured phase (warm-up excluded), all operation kinds together; throughput counts successful operations. Per operation kind: see the CSV or Markdown report.</p>"#);
+    }
+
+    /// Throughput bars and latency-percentile bars per series, one category
+    /// per point (repeats as median with min–max whiskers).
+    fn overview(&mut self) {
+        let groups = self.view.groups();
+        let points = self.view.points();
+        if points.len() > 12 {
+            return; // the sweep charts say it better
+        }
+        self.h2("overview", "Throughput and latency per target");
+        self.html.push_str(r#"<div class="charts">"#);
+        let cats: Vec<String> = points.iter().map(point_label).collect();
+        let by_series = |fig: Figure| -> Vec<BarGroup> {
+            (0..self.view.series.len())
+                .map(|s| {
+                    let mut values = Vec::new();
+                    let mut ranges = Vec::new();
+                    for p in &points {
+                        let sp = groups
+                            .iter()
+                            .find(|g| g.series == s && &g.point == p)
+                            .and_then(|g| Spread::of(g.runs.iter().map(|r| fig.of(r))));
+                        values.push(sp.map(|x| x.median));
+                        ranges.push(sp.filter(|x| x.n > 1).map(|x| (x.min, x.max)));
+                    }
+                    BarGroup {
+                        name: self.view.series[s].clone(),
+                        style: s,
+                        values,
+                        ranges,
+                    }
+                })
+                .collect()
+        };
+        let tp = by_series(Figure::Throughput);
+        let scale = Scale::fitting(
+            tp.iter().flat_map(|g| g.values.iter().flatten().copied()),
+            50.0,
+        );
+        self.bars(BarChart {
+            title: "Throughput (higher is better)".into(),
+            categories: cats.clone(),
+            x_title: "point".into(),
+            y: Axis::linear("throughput (ops/s)", fmt_ops).with_scale(scale),
+            groups: tp,
+        });
+        // Percentiles: one chart, categories = percentile, bars = series; a
+        // sweep gets one chart per point.
+        for p in &points {
+            let mut gs = Vec::new();
+            for s in 0..self.view.series.len() {
+                let Some(g) = groups.iter().find(|g| g.series == s && &g.point == p) else {
+                    continue;
+                };
+                let figs = [Figure::P50, Figure::P99, Figure::P999];
+                let sps: Vec<Option<Spread>> = figs
+                    .iter()
+                    .map(|f| Spread::of(g.runs.iter().map(|r| f.of(r))))
+                    .collect();
+                gs.push(BarGroup {
+                    name: self.view.series[s].clone(),
+                    style: s,
+                    values: sps.iter().map(|x| x.map(|x| x.median)).collect(),
+                    ranges: sps
+                        .iter()
+                        .map(|x| x.filter(|x| x.n > 1).map(|x| (x.min, x.max)))
+                        .collect(),
+                });
+            }
+            let scale = Scale::fitting(
+                gs.iter().flat_map(|g| g.values.iter().flatten().copied()),
+                20.0,
+            );
+            self.bars(BarChart {
+                title: format!("Latency percentiles (lower is better), {}", point_label(p)),
+                categories: vec!["p50".into(), "p99".into(), "p99.9".into()],
+                x_title: "percentile".into(),
+                y: Axis::linear("latency", fmt_lat).with_scale(scale),
+                groups: gs,
+            });
+        }
+        self.html.push_str("</div>");
+    }
+
+    /// For each sweep axis and each combination of the other axes: the
+    /// figures against the axis, one line (or bar) per series.
+    fn sweeps(&mut self) {
+        if self.view.axes.is_empty() {
+            return;
+        }
+        self.h2("sweeps", "Against each sweep axis");
+        let groups = self.view.groups();
+        let axes: Vec<(String, Vec<String>, Option<Vec<f64>>, bool, String)> = self
+            .view
+            .axes
+            .iter()
+            .map(|a| {
+                (
+                    a.name.clone(),
+                    a.labels.clone(),
+                    a.numbers.clone(),
+                    a.is_ordered(),
+                    a.title(),
+                )
+            })
+            .collect();
+        for (name, labels, numbers, ordered, title) in axes {
+            let mut fixed: Vec<BTreeMap<String, String>> = Vec::new();
+            for g in &groups {
+                let f = point_without(&g.point, &name);
+                if !fixed.contains(&f) {
+                    fixed.push(f);
+                }
+            }
+            let _ = write!(self.html, "<h3>{}</h3>", esc(&title));
+            self.html.push_str(r#"<div class="charts">"#);
+            let has_load = groups
+                .iter()
+                .any(|g| g.runs.iter().any(|r| r.load.is_some()));
+            for f in &fixed {
+                let suffix = if f.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", point_label(f))
+                };
+                let mut figs: Vec<(&str, Box<dyn Fn(&RunResult) -> Option<f64>>, Axis)> = vec![
+                    (
+                        "Throughput",
+                        Box::new(|r: &RunResult| Some(Figure::Throughput.of(r))),
+                        Axis::linear("throughput (ops/s)", fmt_ops),
+                    ),
+                    (
+                        "Mean latency",
+                        Box::new(|r: &RunResult| Some(Figure::Mean.of(r))),
+                        Axis::linear("mean latency", fmt_lat),
+                    ),
+                    (
+                        "p99 latency",
+                        Box::new(|r: &RunResult| Some(Figure::P99.of(r))),
+                        Axis::linear("p99 latency", fmt_lat),
+                    ),
+                ];
+                if has_load && name == "records" {
+                    figs.push((
+                        "Load rate",
+                        Box::new(|r: &RunResult| {
+                            r.load.as_ref().map(|l| l.records_written_per_s())
+                        }),
+                        Axis::linear("records written (rec/s)", fmt_rows),
+                    ));
+                }
+                for (what, get, axis) in figs {
+                    let chart_title = format!("{what} vs {name}{suffix}");
+                    let series_groups: Vec<(usize, Vec<(usize, Spread)>)> =
+                        (0..self.view.series.len())
+                            .map(|s| {
+                                let pts = labels
+                                    .iter()
+                                    .enumerate()
+                                    .filter_map(|(i, l)| {
+                                        let mut want = f.clone();
+                                        want.insert(name.clone(), l.clone());
+                                        let g: &Group = groups
+                                            .iter()
+                                            .find(|g| g.series == s && g.point == want)?;
+                                        Spread::of(g.runs.iter().filter_map(|r| get(r)))
+                                            .map(|sp| (i, sp))
+                                    })
+                                    .collect();
+                                (s, pts)
+                            })
+                            .filter(|(_, p): &(usize, Vec<(usize, Spread)>)| !p.is_empty())
+                            .collect();
+                    let all_values = series_groups
+                        .iter()
+                        .flat_map(|(_, p)| p.iter().map(|x| x.1.median));
+                    let yscale = Scale::fitting(
+                        all_values,
+                        if what == "Throughput" || what == "Load rate" {
+                            50.0
+                        } else {
+                            20.0
+                        },
+                    );
+                    let axis = axis.with_scale(yscale);
+                    if ordered {
+                        let x = match &numbers {
+                            Some(nums) => XAxis::Numeric(
+                                Axis::linear(
+                                    title.clone(),
+                                    if name == "value_size" || name == "memory_cap" {
+                                        fmt_bytes_axis
+                                    } else {
+                                        fmt_count
+                                    },
+                                )
+                                .with_scale(Scale::fitting(nums.iter().copied(), 20.0)),
+                            ),
+                            None => XAxis::Categories {
+                                title: title.clone(),
+                                labels: labels.clone(),
+                            },
+                        };
+                        let lines = series_groups
+                            .iter()
+                            .map(|(s, pts)| Line {
+                                name: self.view.series[*s].clone(),
+                                points: pts
+                                    .iter()
+                                    .map(|(i, sp)| {
+                                        (
+                                            numbers.as_ref().map(|n| n[*i]).unwrap_or(*i as f64),
+                                            sp.median,
+                                        )
+                                    })
+                                    .collect(),
+                                ranges: pts
+                                    .iter()
+                                    .map(|(_, sp)| (sp.n > 1).then_some((sp.min, sp.max)))
+                                    .collect(),
+                                style: *s,
+                                markers: true,
+                            })
+                            .collect();
+                        self.line(LineChart {
+                            title: chart_title,
+                            x,
+                            y: axis,
+                            lines,
+                            bands: vec![],
+                        });
+                    } else {
+                        let groups_b = series_groups
+                            .iter()
+                            .map(|(s, pts)| BarGroup {
+                                name: self.view.series[*s].clone(),
+                                style: *s,
+                                values: (0..labels.len())
+                                    .map(|i| pts.iter().find(|p| p.0 == i).map(|p| p.1.median))
+                                    .collect(),
+                                ranges: (0..labels.len())
+                                    .map(|i| {
+                                        pts.iter()
+                                            .find(|p| p.0 == i && p.1.n > 1)
+                                            .map(|p| (p.1.min, p.1.max))
+                                    })
+                                    .collect(),
+                            })
+                            .collect();
+                        self.bars(BarChart {
+                            title: chart_title,
+                            categories: labels.clone(),
+                            x_title: title.clone(),
+                            y: axis,
+                            groups: groups_b,
+                        });
+                    }
+                }
+            }
+            self.html.push_str("</div>");
+        }
+    }
+
+    /// Latency at every percentile, per point, one line per series.
+    fn spectrum(&mut self) {
+        self.h2("spectrum", "Latency percentile spectrum");
+        self.html.push_str(r#"<p class="note">Response time at each percentile of the measured phase (first repeat); the x axis counts nines, so the tail gets the room it needs.</p><div class="charts">"#);
+        for p in self.view.points() {
+            let lines: Vec<Line> = self
+                .view
+                .runs
+                .iter()
+                .filter(|r| r.run.point == p && r.run.repeat == 0)
+                .map(|r| Line {
+                    name: self.view.series[r.series].clone(),
+                    points: percentile_spectrum(r.run)
+                        .into_iter()
+                        .map(|(pct, ns)| (-(1.0 - pct / 100.0).log10(), ns))
+                        .collect(),
+                    style: r.series,
+                    ..Line::default()
+                })
+                .collect();
+            let scale = Scale::fitting(
+                lines.iter().flat_map(|l| l.points.iter().map(|p| p.1)),
+                20.0,
+            );
+            self.line(LineChart {
+                title: format!("Latency by percentile, {}", point_label(&p)),
+                x: XAxis::Numeric(Axis {
+                    title: "percentile".into(),
+                    scale: Scale::Linear,
+                    format: fmt_percentile,
+                    from_zero: false,
+                }),
+                y: Axis::linear("latency", fmt_lat).with_scale(scale),
+                lines,
+                bands: vec![],
+            });
+        }
+        self.html.push_str("</div>");
+    }
+
+    /// Per-second charts for each point (first repeat), warm-up shaded.
+    fn timelines(&mut self) {
+        self.h2("timeline", "Second by second");
+        self.html.push_str(r#"<p class="note">Each point's first repeat; time 0 is the start of the measured phase; the shaded stretches before it are the load and the warm-up, excluded from every other number. Server resources are those of the managed server (its processes summed), or of bakeoff itself for an in-process engine.</p>"#);
+        let points = self.view.points();
+        let many = points.len() > 4;
+        for (pi, p) in points.iter().enumerate() {
+            let runs: Vec<(usize, &RunResult)> = self
+                .view
+                .runs
+                .iter()
+                .filter(|r| &r.run.point == p && r.run.repeat == 0)
+                .map(|r| (r.series, r.run))
+                .collect();
+            let _ = write!(
+                self.html,
+                "<details{}><summary>{}</summary><div class=\"charts\">",
+                if many && pi > 0 { "" } else { " open" },
+                esc(&format!("point {}", point_label(p)))
+            );
+            let bands = phase_bands(&runs);
+            let xaxis = || {
+                XAxis::Numeric(Axis {
+                    title: "time from the start of measurement (s)".into(),
+                    scale: Scale::Linear,
+                    format: fmt_secs,
+                    from_zero: false,
+                })
+            };
+            type Pick = fn(&bakeoff_core::result::TimelinePoint) -> f64;
+            let tl: [(&str, Pick, Axis); 2] = [
+                (
+                    "Throughput per second",
+                    |t| t.ops_per_s as f64,
+                    Axis::linear("throughput (ops/s)", fmt_ops),
+                ),
+                (
+                    "p99 latency per second",
+                    |t| t.p99_ns as f64,
+                    Axis::linear("p99 latency", fmt_lat),
+                ),
+            ];
+            for (title, pick, axis) in tl {
+                let lines: Vec<Line> = runs
+                    .iter()
+                    .map(|(s, r)| Line {
+                        name: self.view.series[*s].clone(),
+                        // The value of second t is drawn at its middle.
+                        points: measured_seconds(r)
+                            .map(|t| (t.t_s as f64 - measure_start(r) + 0.5, pick(t)))
+                            .collect(),
+                        style: *s,
+                        markers: r.timeline.len() <= 30,
+                        ..Line::default()
+                    })
+                    .collect();
+                let scale = Scale::fitting(
+                    lines.iter().flat_map(|l| l.points.iter().map(|p| p.1)),
+                    50.0,
+                );
+                self.line(LineChart {
+                    title: title.into(),
+                    x: xaxis(),
+                    y: axis.with_scale(scale),
+                    lines,
+                    bands: bands.clone(),
+                });
+            }
+            let capped = runs
+                .iter()
+                .any(|(_, r)| r.resources.iter().any(|s| s.cgroup_memory_bytes.is_some()));
+            type PickR = fn(&bakeoff_core::result::ResourceSample) -> Option<f64>;
+            let mut res: Vec<(&str, PickR, Axis)> = vec![
+                (
+                    "Server CPU",
+                    |s| Some(s.cpu_percent),
+                    Axis::linear("CPU (% of one core)", fmt_pct),
+                ),
+                (
+                    "Server memory (RSS)",
+                    |s| Some(s.rss_bytes as f64),
+                    Axis::linear("resident memory", fmt_bytes_axis),
+                ),
+                (
+                    "Disk reads",
+                    |s| Some(s.read_bytes_per_s),
+                    Axis::linear("read from storage (bytes/s)", fmt_bps),
+                ),
+                (
+                    "Disk writes",
+                    |s| Some(s.write_bytes_per_s),
+                    Axis::linear("written to storage (bytes/s)", fmt_bps),
+                ),
+            ];
+            if capped {
+                res.insert(
+                    1,
+                    (
+                        "Memory in the capped cgroup (RSS + page cache)",
+                        |s| s.cgroup_memory_bytes.map(|b| b as f64),
+                        Axis::linear("memory charged", fmt_bytes_axis),
+                    ),
+                );
+                res.insert(
+                    2,
+                    (
+                        "Page cache in the capped cgroup",
+                        |s| s.cgroup_cache_bytes.map(|b| b as f64),
+                        Axis::linear("page cache", fmt_bytes_axis),
+                    ),
+                );
+            }
+            if runs.iter().any(|(_, r)| !r.resources.is_empty()) {
+                for (title, pick, axis) in res {
+                    let lines: Vec<Line> = runs
+                        .iter()
+                        .filter(|(_, r)| !r.resources.is_empty())
+                        .map(|(s, r)| Line {
+                            name: self.view.series[*s].clone(),
+                            points: r
+                                .resources
+                                .iter()
+                                .filter_map(|x| pick(x).map(|v| (x.t_s - measure_start(r), v)))
+                                .collect(),
+                            style: *s,
+                            markers: r.resources.len() <= 30,
+                            ..Line::default()
+                        })
+                        .collect();
+                    self.line(LineChart {
+                        title: title.into(),
+                        x: xaxis(),
+                        y: axis,
+                        lines,
+                        bands: bands.clone(),
+                    });
+                }
+            }
+            self.html.push_str("</div></details>");
+        }
+    }
+
+    /// Phased requests: mean time of each step, per series.
+    fn steps(&mut self) {
+        let with_steps: Vec<(usize, &RunResult)> = self
+            .view
+            .runs
+            .iter()
+            .filter(|r| !r.run.measure.steps.is_empty() && r.run.repeat == 0)
+            .map(|r| (r.series, r.run))
+            .collect();
+        if with_steps.is_empty() {
+            return;
+        }
+        self.h2("steps", "Request steps");
+        let mut names: Vec<String> = Vec::new();
+        for (_, r) in &with_steps {
+            for s in &r.measure.steps {
+                if !names.contains(&s.name) {
+                    names.push(s.name.clone());
+                }
+            }
+        }
+        let groups: Vec<BarGroup> = with_steps
+            .iter()
+            .map(|(s, r)| BarGroup {
+                name: format!("{} {}", self.view.series[*s], point_label(&r.point)),
+                style: *s,
+                values: names
+                    .iter()
+                    .map(|n| {
+                        r.measure
+                            .steps
+                            .iter()
+                            .find(|x| &x.name == n)
+                            .map(|x| x.latency.mean_ns)
+                    })
+                    .collect(),
+                ranges: vec![],
+            })
+            .collect();
+        self.html.push_str(r#"<div class="charts">"#);
+        self.bars(BarChart {
+            title: "Mean time of each step of a request".into(),
+            categories: names.clone(),
+            x_title: "step".into(),
+            y: Axis::linear("mean time", fmt_lat),
+            groups,
+        });
+        self.html.push_str("</div>");
+        let mut rows = Vec::new();
+        for (s, r) in &with_steps {
+            for st in &r.measure.steps {
+                rows.push(vec![
+                    self.view.series[*s].clone(),
+                    st.name.clone(),
+                    st.latency.count.to_string(),
+                    fmt_ns(st.latency.mean_ns),
+                    fmt_ns(st.latency.p50_ns as f64),
+                    fmt_ns(st.latency.p99_ns as f64),
+                ]);
+            }
+        }
+        self.table(&["series", "step", "count", "mean", "p50", "p99"], &rows, 2);
+    }
+
+    fn errors(&mut self) {
+        let mut kinds: Vec<String> = Vec::new();
+        for r in &self.view.runs {
+            for k in r.run.measure.errors.keys() {
+                if !kinds.contains(k) {
+                    kinds.push(k.clone());
+                }
+            }
+        }
+        self.h2("errors", "Errors by kind");
+        if kinds.is_empty() {
+            self.html
+                .push_str("<p>No operation failed in any measured phase.</p>");
+            return;
+        }
+        let mut totals: Vec<BarGroup> = Vec::new();
+        for s in 0..self.view.series.len() {
+            let values = kinds
+                .iter()
+                .map(|k| {
+                    let n: u64 = self
+                        .view
+                        .runs
+                        .iter()
+                        .filter(|r| r.series == s)
+                        .map(|r| r.run.measure.errors.get(k).copied().unwrap_or(0))
+                        .sum();
+                    (n > 0).then_some(n as f64)
+                })
+                .collect();
+            totals.push(BarGroup {
+                name: self.view.series[s].clone(),
+                style: s,
+                values,
+                ranges: vec![],
+            });
+        }
+        self.html.push_str(r#"<div class="charts">"#);
+        self.bars(BarChart {
+            title: "Failed operations by kind, all runs".into(),
+            categories: kinds.clone(),
+            x_title: "error kind".into(),
+            y: Axis::linear("operations", fmt_count),
+            groups: totals,
+        });
+        self.html.push_str("</div>");
+        let rows: Vec<Vec<String>> = self
+            .view
+            .runs
+            .iter()
+            .filter(|r| !r.run.measure.errors.is_empty() || r.run.message.is_some())
+            .map(|r| {
+                vec![
+                    r.run.index.to_string(),
+                    self.view.series[r.series].clone(),
+                    point_label(&r.run.point),
+                    r.run
+                        .measure
+                        .errors
+                        .iter()
+                        .map(|(k, v)| format!("{k} {v}"))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    r.run.message.clone().unwrap_or_default(),
+                ]
+            })
+            .collect();
+        self.table(&["run", "series", "point", "errors", "message"], &rows, 5);
+    }
+
+    fn checks(&mut self) {
+        self.h2("checks", "Checks");
+        self.html.push_str(r#"<p class="note">Little's law (closed loop): mean latency × throughput ÷ requests in flight, 1.00 when no waiting time went uncounted. Counters: bakeoff's request counts next to the target's own.</p>"#);
+        let rows: Vec<Vec<String>> = self
+            .view
+            .runs
+            .iter()
+            .map(|r| {
+                let c = &r.run.checks;
+                vec![
+                    r.run.index.to_string(),
+                    self.view.series[r.series].clone(),
+                    point_label(&r.run.point),
+                    c.littles_law_ratio
+                        .map(|x| format!("{x:.3}"))
+                        .unwrap_or("-".into()),
+                    c.records_after_load
+                        .map(|x| x.to_string())
+                        .unwrap_or("-".into()),
+                    c.counters
+                        .iter()
+                        .map(|k| {
+                            format!(
+                                "{}: {} vs {}{}",
+                                k.what,
+                                k.bakeoff,
+                                k.target,
+                                if k.bakeoff == k.target {
+                                    " ✓"
+                                } else {
+                                    " ✗"
+                                }
+                            )
+                        })
+                        .collect::<Vec<_>>()
+                        .join("; "),
+                ]
+            })
+            .collect();
+        self.table(
+            &[
+                "run",
+                "series",
+                "point",
+                "Little's law",
+                "records after load",
+                "bakeoff vs target counters",
+            ],
+            &rows,
+            3,
+        );
+    }
+
+    fn targets(&mut self) {
+        self.h2("targets", "Targets: versions, settings, what was sent");
+        let sources = self.view.sources.clone();
+        for (i, r) in sources.iter().enumerate() {
+            for t in &r.targets {
+                let tag = self.view.tags[i].clone();
+                let _ = write!(
+                    self.html,
+                    "<h3>{}{}</h3>",
+                    esc(&t.name),
+                    if tag.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" · {}", esc(&tag))
+                    }
+                );
+                let mut rows = vec![
+                    vec!["mode".to_string(), t.mode.clone()],
+                    vec!["version".into(), t.version.clone().unwrap_or("-".into())],
+                ];
+                if let Some(e) = &t.endpoint {
+                    rows.push(vec!["endpoint".into(), e.clone()]);
+                }
+                if let Some(s) = &t.skipped {
+                    rows.push(vec!["skipped".into(), s.clone()]);
+                }
+                for (k, v) in &t.settings {
+                    rows.push(vec![format!("setting {k}"), v.clone()]);
+                }
+                for (k, v) in &t.requests {
+                    rows.push(vec![format!("sent for {k}"), v.clone()]);
+                }
+                self.table(&["", ""], &rows, 2);
+            }
+        }
+    }
+
+    fn environment(&mut self) {
+        self.h2("environment", "Environment and plan");
+        let sources = self.view.sources.clone();
+        for (i, r) in sources.iter().enumerate() {
+            let e = &r.environment;
+            let tag = self.view.tags[i].clone();
+            if !tag.is_empty() {
+                let _ = write!(self.html, "<h3>{}</h3>", esc(&tag));
+            }
+            let w = &r.plan.workload;
+            let rows = vec![
+                vec!["CPU".to_string(), format!("{} ({} logical cores)", e.cpu_model, e.cores)],
+                vec!["memory".into(), fmt_bytes(e.memory_bytes as f64)],
+                vec!["kernel".into(), e.kernel.clone()],
+                vec!["host".into(), e.hostname.clone()],
+                vec!["bakeoff".into(), e.bakeoff_version.clone()],
+                vec!["seed".into(), e.seed.to_string()],
+                vec!["command".into(), e.command.clone()],
+                vec![
+                    "workload".into(),
+                    format!(
+                        "{} records, values {} B, mix {} (get:set:update:delete), {} clients on {} thread(s), pipeline {}, {}, warm-up {} s, {}",
+                        w.records,
+                        w.value_size,
+                        w.mix,
+                        w.clients,
+                        w.threads,
+                        w.pipeline,
+                        match (w.duration_s, w.ops) {
+                            (Some(d), _) => format!("{d} s measured"),
+                            (None, Some(n)) => format!("{n} operations measured"),
+                            _ => String::new(),
+                        },
+                        w.warmup_s,
+                        match w.rate {
+                            Some(r) => format!("open loop at {r} ops/s"),
+                            None => "closed loop".into(),
+                        }
+                    ),
+                ],
+                vec![
+                    "sweep".into(),
+                    r.plan
+                        .sweep
+                        .iter()
+                        .map(|a| a.name().to_string())
+                        .collect::<Vec<_>>()
+                        .join(" × "),
+                ],
+                vec!["repeats".into(), r.plan.repeats.to_string()],
+            ];
+            self.table(&["", ""], &rows, 2);
+        }
+    }
+}
+
+/// Where a run's measured phase starts on its own clock, seconds; every
+/// per-second chart puts that moment at 0 so runs whose loads took
+/// different times line up.
+fn measure_start(r: &RunResult) -> f64 {
+    r.timeline
+        .iter()
+        .find(|t| t.phase == "measure")
+        .map(|t| t.t_s as f64)
+        .unwrap_or(0.0)
+}
+
+/// Shaded stretches before 0: the warm-up, and before it the load (the
+/// longest of the runs').
+fn phase_bands(runs: &[(usize, &RunResult)]) -> Vec<Band> {
+    let mut bands = Vec::new();
+    let load_from = runs
+        .iter()
+        .filter_map(|(_, r)| {
+            let first = r.timeline.iter().find(|t| t.phase == "load")?;
+            Some(first.t_s as f64 - measure_start(r))
+        })
+        .fold(0.0, f64::min);
+    let warm = runs
+        .iter()
+        .map(|(_, r)| r.workload.warmup_s)
+        .fold(0.0, f64::max);
+    if load_from < -warm {
+        bands.push(Band {
+            from: load_from,
+            to: -warm,
+            label: "load".into(),
+        });
+    }
+    if warm > 0.0 {
+        bands.push(Band {
+            from: -warm,
+            to: 0.0,
+            label: "warm-up".into(),
+        });
+    }
+    bands
+}
+
+/// The timeline without the sliver after the measured phase ends (the last
+/// interval the workers hand in holds only the replies still in flight).
+fn measured_seconds(r: &RunResult) -> impl Iterator<Item = &bakeoff_core::result::TimelinePoint> {
+    let end = r
+        .timeline
+        .iter()
+        .find(|t| t.phase == "measure")
+        .map(|t| t.t_s as f64 + r.measure.duration_s);
+    r.timeline
+        .iter()
+        .filter(move |t| !(t.phase == "measure" && end.is_some_and(|e| t.t_s as f64 >= e - 0.01)))
+}
+
+impl Exporter for HtmlExporter {
+    fn export(&self, results: &[ExperimentResult], out: &mut dyn Write) -> std::io::Result<()> {
+        let refs: Vec<&ExperimentResult> = results.iter().collect();
+        let mut page = Page {
+            view: View::new(&refs),
+            html: String::new(),
+            charts: 0,
+        };
+        let title: Vec<&str> = results.iter().map(|r| r.plan.name.as_str()).collect();
+        page.header();
+        page.summary();
+        if !page.view.runs.is_empty() {
+            page.overview();
+            page.sweeps();
+            page.spectrum();
+            page.timelines();
+            page.steps();
+        }
+        page.errors();
+        page.checks();
+        page.targets();
+        page.environment();
+        write!(
+            out,
+            "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width\"><title>bakeoff: {}</title><style>{STYLE}</style></head><body>{}<p class=\"note\">Written by bakeoff from the result file(s); every figure here is in them. Hover over a mark for its exact value.</p><script>{SCRIPT}</script></body></html>\n",
+            esc(&title.join(" vs ")),
+            page.html
+        )
+    }
+}
