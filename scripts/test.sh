@@ -1,10 +1,18 @@
 #!/usr/bin/env bash
 # Runs the whole test suite: installs the servers the tests start (real
-# redis-server and memcached, never mocks), then unit, codec, integration
-# and snapshot tests, plus formatting and lint checks.
+# redis-server and memcached, never mocks) and Chromium for the HTML report,
+# then unit, codec, integration and snapshot tests, plus formatting and lint checks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh --no-run
+# The HTML report's test opens it in headless Chromium (Debian's package).
+if ! command -v chromium >/dev/null 2>&1; then
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  echo "installing Debian package: chromium (for the HTML report test)"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium >/dev/null
+fi
 export PATH="$HOME/.cargo/bin:$PATH"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --quiet -- -D warnings

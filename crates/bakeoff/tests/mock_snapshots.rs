@@ -1,4 +1,5 @@
-//! The runner and the text/JSON output under the deterministic scripted
+//! The runner and every report format (text, JSON, Markdown, CSV, HTML in
+//! headless Chromium, compare) under the deterministic scripted
 //! mock driver with a fixed seed: snapshot tests, histogram merging, and
 //! the result file against its JSON Schema.
 //!
@@ -15,6 +16,8 @@ use bakeoff_core::plan::{Capabilities, Overrides, Plan, RawPreset, Scalar, Targe
 use bakeoff_core::result::{decode_histogram, Environment, ExperimentResult};
 use bakeoff_core::runner::{run_experiment, ExperimentOptions, Quiet};
 use bakeoff_core::workload::OpKind;
+use bakeoff_report::csv::CsvExporter;
+use bakeoff_report::markdown::MarkdownExporter;
 use bakeoff_report::{Exporter, JsonExporter, TextExporter};
 
 struct MockCatalog;
@@ -130,6 +133,30 @@ fn text_and_json_output_are_stable() {
         .export(std::slice::from_ref(&r), &mut json)
         .unwrap();
     check_snapshot("mock.json", &String::from_utf8(json).unwrap());
+    let mut md = Vec::new();
+    MarkdownExporter
+        .export(std::slice::from_ref(&r), &mut md)
+        .unwrap();
+    let md = String::from_utf8(md).unwrap();
+    check_snapshot("mock.md", &md);
+    let mut csv = Vec::new();
+    CsvExporter
+        .export(std::slice::from_ref(&r), &mut csv)
+        .unwrap();
+    let csv = String::from_utf8(csv).unwrap();
+    check_snapshot("mock.csv", &csv);
+    // The text formats carry the result's own numbers: every run's
+    // throughput is in the CSV, one row per run and operation kind.
+    for run in &r.runs {
+        let tp = run.measure.throughput_per_s;
+        assert!(
+            csv.contains(&format!(",{tp:.3},")) || csv.contains(&format!(",{tp:.0},")),
+            "{tp} not in the CSV"
+        );
+    }
+    let rows: usize = r.runs.iter().map(|x| 1 + x.measure.ops.len()).sum();
+    assert_eq!(csv.lines().count(), 1 + rows);
+    assert!(md.contains("## Against clients (connections)"), "{md}");
     // Deterministic: the same plan gives the same numbers again.
     let again = run_mock(PRESET, &dir.path().join("m2.json"));
     assert_eq!(
@@ -246,4 +273,242 @@ fn writing_to_a_device_does_not_replace_it() {
     r.write_atomic(Path::new("/dev/null")).unwrap();
     let meta = std::fs::metadata("/dev/null").unwrap();
     assert!(!meta.is_file(), "/dev/null was replaced by a regular file");
+}
+
+/// Chromium from Debian's package; under CI its absence fails the test.
+fn chromium() -> Option<&'static str> {
+    for c in ["/usr/bin/chromium", "/usr/bin/chromium-browser"] {
+        if Path::new(c).exists() {
+            return Some(c);
+        }
+    }
+    if std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false") {
+        panic!("chromium is not installed; CI must install the Debian package chromium (scripts/test.sh)");
+    }
+    eprintln!("skipping: chromium is not installed (apt-get install chromium)");
+    None
+}
+
+/// What headless Chromium saw of a page: the DOM after scripts ran, the
+/// console messages, and the network requests the page itself made.
+struct BrowserVisit {
+    dom: String,
+    console: Vec<String>,
+    page_requests: Vec<String>,
+}
+
+fn visit(chromium: &str, page: &Path, work: &Path, screenshot: Option<&Path>) -> BrowserVisit {
+    let profile = tempfile::tempdir().unwrap();
+    let netlog = work.join("netlog.json");
+    // The flags keep Chromium's own background traffic quiet, and no host
+    // name resolves, so nothing can leave the machine either way.
+    let mut cmd = std::process::Command::new(chromium);
+    cmd.args([
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--host-resolver-rules=MAP * ~NOTFOUND",
+        "--enable-logging=stderr",
+        "--v=0",
+        "--virtual-time-budget=3000",
+    ])
+    .arg(format!("--user-data-dir={}", profile.path().display()))
+    .arg(format!("--log-net-log={}", netlog.display()));
+    match screenshot {
+        Some(png) => {
+            cmd.arg("--hide-scrollbars")
+                .arg("--window-size=1340,6000")
+                .arg(format!("--screenshot={}", png.display()));
+        }
+        None => {
+            cmd.arg("--dump-dom");
+        }
+    }
+    let out = cmd
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "chromium failed: {:?}", out);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let console = stderr
+        .lines()
+        .filter(|l| l.contains(":CONSOLE"))
+        .map(|l| l.to_string())
+        .collect();
+    // URL requests made on behalf of the page carry its file:// origin in
+    // their network isolation key; Chromium's own (update checks) do not.
+    let log: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&netlog).unwrap()).unwrap();
+    let page_requests = log["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| {
+            let p = &e["params"];
+            let key = p["network_isolation_key"].as_str()?;
+            let url = p["url"].as_str()?;
+            (key.contains("file://") && !url.starts_with("file:") && !url.starts_with("data:"))
+                .then(|| url.to_string())
+        })
+        .collect();
+    BrowserVisit {
+        dom: String::from_utf8_lossy(&out.stdout).into_owned(),
+        console,
+        page_requests,
+    }
+}
+
+/// The HTML report opens offline in headless Chromium: every chart
+/// rendered, no request left the page, nothing was logged; a screenshot is
+/// kept under the test's output folder. A page that logs and fetches is
+/// caught by the same checks, so they can fail.
+#[test]
+fn html_report_renders_offline_in_chromium() {
+    let Some(chromium) = chromium() else { return };
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("html_report");
+    std::fs::create_dir_all(&out).unwrap();
+    let result = out.join("mock.json");
+    run_mock(PRESET, &result);
+    let page = out.join("report.html");
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_bakeoff"))
+        .args(["report", result.to_str().unwrap(), "--html"])
+        .arg(&page)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(!html.contains("src=\"http") && !html.contains("href=\"http"));
+
+    let v = visit(chromium, &page, &out, None);
+    let charts: usize = v
+        .dom
+        .split("data-charts=\"")
+        .nth(1)
+        .and_then(|s| s.split('"').next())
+        .and_then(|n| n.parse().ok())
+        .expect("the page's script ran and counted its charts");
+    // Throughput, 2 percentile sets, 3 sweep charts, 2 spectra, and the
+    // per-second charts of 2 points.
+    assert!(charts >= 10, "only {charts} charts");
+    assert_eq!(v.dom.matches("data-rendered=\"yes\"").count(), charts);
+    assert!(!v.dom.contains("data-rendered=\"no\""));
+    assert!(v.console.is_empty(), "console: {:?}", v.console);
+    assert!(
+        v.page_requests.is_empty(),
+        "requests: {:?}",
+        v.page_requests
+    );
+
+    let png = out.join("report.png");
+    let _ = std::fs::remove_file(&png);
+    visit(chromium, &page, &out, Some(&png));
+    let size = std::fs::metadata(&png).map(|m| m.len()).unwrap_or(0);
+    assert!(
+        size > 20_000,
+        "screenshot {} is {size} bytes",
+        png.display()
+    );
+    eprintln!("screenshot: {}", png.display());
+
+    // The checks themselves can fail.
+    let bad = out.join("bad.html");
+    std::fs::write(
+        &bad,
+        "<html><body><script>console.error('boom'); fetch('http://127.0.0.1:9/x').catch(function(){});</script></body></html>",
+    )
+    .unwrap();
+    let b = visit(chromium, &bad, &out, None);
+    assert!(!b.console.is_empty(), "a console error went unseen");
+    assert!(!b.page_requests.is_empty(), "a page request went unseen");
+}
+
+/// `bakeoff compare`: the same experiment twice is within noise on every
+/// figure; a copy with throughput doubled is beyond it; a file without a
+/// shared target and point is refused with exit 2.
+#[test]
+fn compare_tells_changes_from_noise() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a.json");
+    let r = run_mock(PRESET, &a);
+    let mut faster = r.clone();
+    for run in &mut faster.runs {
+        // Repeats that differ a little, all well above A's.
+        run.measure.throughput_per_s *= 2.0 + 0.01 * run.repeat as f64;
+    }
+    let b = dir.path().join("b.json");
+    faster.write_atomic(&b).unwrap();
+    let bin = env!("CARGO_BIN_EXE_bakeoff");
+    let same = std::process::Command::new(bin)
+        .args(["compare", a.to_str().unwrap(), a.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&same.stdout);
+    assert!(same.status.success(), "{text}");
+    assert!(!text.lines().any(|l| l.ends_with("beyond noise")), "{text}");
+    assert_eq!(
+        text.lines().filter(|l| l.ends_with("within noise")).count(),
+        10,
+        "{text}"
+    );
+    let diff = std::process::Command::new(bin)
+        .args(["compare", a.to_str().unwrap(), b.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&diff.stdout);
+    let tp: Vec<&str> = text.lines().filter(|l| l.contains("throughput")).collect();
+    assert_eq!(tp.len(), 2, "{text}");
+    assert!(
+        tp.iter()
+            .all(|l| l.contains("beyond noise") && l.contains("better")),
+        "{text}"
+    );
+    assert!(
+        text.lines()
+            .any(|l| l.contains(" p99 ") && l.contains("within noise")),
+        "{text}"
+    );
+
+    let mut other = r.clone();
+    for run in &mut other.runs {
+        run.target = "other".into();
+    }
+    let c = dir.path().join("c.json");
+    other.write_atomic(&c).unwrap();
+    let none = std::process::Command::new(bin)
+        .args(["compare", a.to_str().unwrap(), c.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(none.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&none.stderr).contains("no target and point in common"));
+}
+
+/// Several result files make one report, their runs told apart.
+#[test]
+fn several_files_make_one_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a.json");
+    let mut r = run_mock(PRESET, &a);
+    r.environment.hostname = "other-host".into();
+    let b = dir.path().join("b.json");
+    r.write_atomic(&b).unwrap();
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_bakeoff"))
+        .args([
+            "report",
+            a.to_str().unwrap(),
+            b.to_str().unwrap(),
+            "--markdown",
+        ])
+        .output()
+        .unwrap();
+    let md = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success());
+    assert!(
+        md.contains("| mock · snapshot |") && md.contains("| mock · other-host |"),
+        "{md}"
+    );
 }

@@ -60,8 +60,11 @@ pub struct Comparison {
     pub unmatched: Vec<(char, String)>,
 }
 
-fn groups(r: &ExperimentResult) -> Vec<((String, BTreeMap<String, String>), Vec<&RunResult>)> {
-    let mut out: Vec<((String, BTreeMap<String, String>), Vec<&RunResult>)> = Vec::new();
+/// A target and a sweep point.
+type RunKey = (String, BTreeMap<String, String>);
+
+fn groups(r: &ExperimentResult) -> Vec<(RunKey, Vec<&RunResult>)> {
+    let mut out: Vec<(RunKey, Vec<&RunResult>)> = Vec::new();
     for run in r.runs.iter().filter(|r| r.status != "failed") {
         let key = (run.target.clone(), run.point.clone());
         match out.iter_mut().find(|(k, _)| *k == key) {

@@ -334,21 +334,11 @@ impl<'a> Page<'a> {
         }
         self.h2("sweeps", "Against each sweep axis");
         let groups = self.view.groups();
-        let axes: Vec<(String, Vec<String>, Option<Vec<f64>>, bool, String)> = self
-            .view
-            .axes
-            .iter()
-            .map(|a| {
-                (
-                    a.name.clone(),
-                    a.labels.clone(),
-                    a.numbers.clone(),
-                    a.is_ordered(),
-                    a.title(),
-                )
-            })
-            .collect();
-        for (name, labels, numbers, ordered, title) in axes {
+        let axes = self.view.axes.clone();
+        for axis in axes {
+            let ordered = axis.is_ordered();
+            let title = axis.title();
+            let (name, labels, numbers) = (axis.name, axis.labels, axis.numbers);
             let mut fixed: Vec<BTreeMap<String, String>> = Vec::new();
             for g in &groups {
                 let f = point_without(&g.point, &name);
@@ -367,29 +357,28 @@ impl<'a> Page<'a> {
                 } else {
                     format!(" ({})", point_label(f))
                 };
-                let mut figs: Vec<(&str, Box<dyn Fn(&RunResult) -> Option<f64>>, Axis)> = vec![
+                type Pick = fn(&RunResult) -> Option<f64>;
+                let mut figs: Vec<(&str, Pick, Axis)> = vec![
                     (
                         "Throughput",
-                        Box::new(|r: &RunResult| Some(Figure::Throughput.of(r))),
+                        (|r: &RunResult| Some(Figure::Throughput.of(r))),
                         Axis::linear("throughput (ops/s)", fmt_ops),
                     ),
                     (
                         "Mean latency",
-                        Box::new(|r: &RunResult| Some(Figure::Mean.of(r))),
+                        (|r: &RunResult| Some(Figure::Mean.of(r))),
                         Axis::linear("mean latency", fmt_lat),
                     ),
                     (
                         "p99 latency",
-                        Box::new(|r: &RunResult| Some(Figure::P99.of(r))),
+                        (|r: &RunResult| Some(Figure::P99.of(r))),
                         Axis::linear("p99 latency", fmt_lat),
                     ),
                 ];
                 if has_load && name == "records" {
                     figs.push((
                         "Load rate",
-                        Box::new(|r: &RunResult| {
-                            r.load.as_ref().map(|l| l.records_written_per_s())
-                        }),
+                        (|r: &RunResult| r.load.as_ref().map(|l| l.records_written_per_s())),
                         Axis::linear("records written (rec/s)", fmt_rows),
                     ));
                 }

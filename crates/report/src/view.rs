@@ -140,6 +140,7 @@ impl Figure {
 }
 
 /// A sweep axis as the report draws it.
+#[derive(Clone, Debug)]
 pub struct AxisView {
     /// Name as in presets (`clients`, `mix`, …).
     pub name: String,
