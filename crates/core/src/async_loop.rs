@@ -342,7 +342,12 @@ where
                             (result, rows)
                         }
                         RequestMode::Connect => match connect().await {
-                            Err(e) => (Err(connect_error_kind(&e)), 0),
+                            Err(e) => {
+                                // The request never reached the server: it
+                                // is a failed connection, not a sent request.
+                                meter.borrow_mut().stats[phase as usize].sent[kind as usize] -= 1;
+                                (Err(connect_error_kind(&e)), 0)
+                            }
                             Ok(mut s) => {
                                 let (result, rows) = perform(&mut s, &op, &mut read).await;
                                 let closed = s.close().await;
@@ -359,7 +364,11 @@ where
                                 );
                             };
                             match connect().await {
-                                Err(e) => (Err(connect_error_kind(&e)), 0),
+                                Err(e) => {
+                                    meter.borrow_mut().stats[phase as usize].sent[kind as usize] -=
+                                        1;
+                                    (Err(connect_error_kind(&e)), 0)
+                                }
                                 Ok(mut s) => {
                                     steps(0, "connect", start);
                                     let names = s.phase_steps();
