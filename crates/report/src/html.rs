@@ -39,7 +39,7 @@ svg.chart text.title { font-weight: 600; font-size: 13px; }
 svg.chart text.axis { font-size: 12px; fill: #333; }
 svg.chart .grid { stroke: #e2e2e2; stroke-width: 1; }
 svg.chart .frame { fill: none; stroke: #555; stroke-width: 1; }
-svg.chart .band { fill: #000; fill-opacity: 0.09; }
+svg.chart .band { fill: #000; }
 svg.chart text.band-label { font-size: 11px; fill: #444; font-style: italic; }
 .warn { border: 2px solid #b00; background: #fff3f3; padding: 8px 12px; margin: 10px 0; }
 .note { color: #444; } code { font-size: 12px; } details > summary { cursor: pointer; font-weight: 600; margin: 8px 0; }
@@ -83,11 +83,24 @@ fn fmt_lat(v: f64) -> String {
 fn fmt_pct(v: f64) -> String {
     format!("{v:.0} %")
 }
+/// Byte ticks with three significant digits at most: `977 KiB`, `4.8 MiB`.
 fn fmt_bytes_axis(v: f64) -> String {
-    fmt_bytes(v)
+    let (x, unit) = [(1u64 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")]
+        .iter()
+        .find(|(b, _)| v >= *b as f64)
+        .map(|(b, u)| (v / *b as f64, *u))
+        .unwrap_or((v, "B"));
+    let digits = if x >= 100.0 {
+        format!("{x:.0}")
+    } else if x >= 10.0 {
+        trim_num((x * 10.0).round() / 10.0)
+    } else {
+        trim_num(x)
+    };
+    format!("{digits} {unit}")
 }
 fn fmt_bps(v: f64) -> String {
-    format!("{}/s", fmt_bytes(v))
+    format!("{}/s", fmt_bytes_axis(v))
 }
 fn fmt_secs(v: f64) -> String {
     format!("{v:.0} s")
@@ -786,27 +799,7 @@ impl<'a> Page<'a> {
             groups: totals,
         });
         self.html.push_str("</div>");
-        let rows: Vec<Vec<String>> = self
-            .view
-            .runs
-            .iter()
-            .filter(|r| !r.run.measure.errors.is_empty() || r.run.message.is_some())
-            .map(|r| {
-                vec![
-                    r.run.index.to_string(),
-                    self.view.series[r.series].clone(),
-                    point_label(&r.run.point),
-                    r.run
-                        .measure
-                        .errors
-                        .iter()
-                        .map(|(k, v)| format!("{k} {v}"))
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                    r.run.message.clone().unwrap_or_default(),
-                ]
-            })
-            .collect();
+        let rows = crate::view::error_rows(&self.view);
         self.table(&["run", "series", "point", "errors", "message"], &rows, 5);
     }
 

@@ -234,26 +234,7 @@ impl Exporter for MarkdownExporter {
         }
 
         writeln!(out, "## Errors by kind\n")?;
-        let rows: Vec<Vec<String>> = view
-            .runs
-            .iter()
-            .filter(|r| !r.run.measure.errors.is_empty() || r.run.message.is_some())
-            .map(|r| {
-                vec![
-                    r.run.index.to_string(),
-                    view.series[r.series].clone(),
-                    point_label(&r.run.point),
-                    r.run
-                        .measure
-                        .errors
-                        .iter()
-                        .map(|(k, v)| format!("{k} {v}"))
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                    r.run.message.clone().unwrap_or_default(),
-                ]
-            })
-            .collect();
+        let rows = crate::view::error_rows(&view);
         if rows.is_empty() {
             writeln!(out, "No operation failed in any measured phase.\n")?;
         } else {

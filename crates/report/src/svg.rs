@@ -13,7 +13,7 @@ use std::fmt::Write;
 /// Width of every chart, px (two fit side by side on a laptop screen).
 pub const WIDTH: f64 = 620.0;
 const PLOT_H: f64 = 240.0;
-const LEFT: f64 = 76.0;
+const LEFT: f64 = 86.0;
 const RIGHT: f64 = 18.0;
 const TOP: f64 = 34.0;
 const BOTTOM: f64 = 50.0;
@@ -218,6 +218,14 @@ impl Mapper {
         }
     }
 
+    /// The lowest value on the axis (in data units).
+    fn lo_value(&self) -> f64 {
+        match self.scale {
+            Scale::Log => 10f64.powf(self.lo),
+            Scale::Linear => self.lo,
+        }
+    }
+
     fn px(&self, v: f64) -> Option<f64> {
         let t = match self.scale {
             Scale::Log if v <= 0.0 => return None,
@@ -283,7 +291,7 @@ fn log_ticks(lo: f64, hi: f64) -> (Vec<f64>, f64, f64) {
 
 /// Keeps every n-th label so that none overlaps its neighbour.
 fn thin(count: usize, slot_px: f64, widest_chars: usize) -> usize {
-    let need = widest_chars as f64 * CHAR_W + 8.0;
+    let need = widest_chars as f64 * CHAR_W + 16.0;
     if slot_px <= 0.0 {
         return 1;
     }
@@ -318,6 +326,24 @@ fn data_range(values: impl Iterator<Item = f64>, axis: &Axis) -> Option<(f64, f6
         lo = lo.min(0.0);
     }
     Some((lo, hi))
+}
+
+/// The y mapping and ticks for `values`; `None` when there is nothing to draw.
+fn y_mapper(axis: &Axis, values: impl Iterator<Item = f64>) -> Option<(Mapper, Vec<f64>)> {
+    let (lo, hi) = data_range(values, axis)?;
+    let (ticks, lo, hi) = ticks_for(axis, lo, hi, 6);
+    Some((Mapper::new(axis.scale, lo, hi, TOP + PLOT_H, TOP), ticks))
+}
+
+/// Closes a chart that has no values with a note saying so.
+fn no_data(mut svg: String) -> String {
+    let _ = write!(
+        svg,
+        r#"<text x="{:.1}" y="{:.1}" class="tick">no data</text></svg>"#,
+        LEFT,
+        TOP + 20.0
+    );
+    svg
 }
 
 fn ticks_for(axis: &Axis, lo: f64, hi: f64, max_ticks: usize) -> (Vec<f64>, f64, f64) {
@@ -510,17 +536,9 @@ impl LineChart {
                 )
             })
             .collect::<Vec<_>>();
-        let Some((ylo, yhi)) = data_range(ys.into_iter(), &self.y) else {
-            let _ = write!(
-                svg,
-                r#"<text x="{:.1}" y="{:.1}" class="tick">no data</text></svg>"#,
-                LEFT,
-                TOP + 20.0
-            );
-            return svg;
+        let Some((ym, yticks)) = y_mapper(&self.y, ys.into_iter()) else {
+            return no_data(svg);
         };
-        let (yticks, ylo, yhi) = ticks_for(&self.y, ylo, yhi, 6);
-        let ym = Mapper::new(self.y.scale, ylo, yhi, TOP + PLOT_H, TOP);
         let x0 = LEFT + 10.0;
         let x1 = WIDTH - RIGHT - 10.0;
         let xm = match &self.x {
@@ -544,12 +562,14 @@ impl LineChart {
                     .max()
                     .unwrap_or(1);
                 let step = thin(ticks.len(), (x1 - x0) / ticks.len().max(1) as f64, widest);
-                for b in &self.bands {
+                for (bi, b) in self.bands.iter().enumerate() {
                     if let (Some(a), Some(z)) = (m.px(b.from), m.px(b.to)) {
+                        // Neighbouring bands differ in shade.
                         let _ = write!(
                             svg,
-                            r#"<rect x="{a:.1}" y="{TOP}" width="{:.1}" height="{PLOT_H}" class="band"/><text x="{:.1}" y="{:.1}" class="band-label">{}</text>"#,
+                            r#"<rect x="{a:.1}" y="{TOP}" width="{:.1}" height="{PLOT_H}" class="band" fill-opacity="{}"/><text x="{:.1}" y="{:.1}" class="band-label">{}</text>"#,
                             (z - a).max(1.0),
+                            [0.06, 0.13][bi % 2],
                             a + 4.0,
                             TOP + 13.0,
                             esc(&b.label)
@@ -564,11 +584,21 @@ impl LineChart {
                         TOP + PLOT_H
                     );
                     if i % step == 0 {
+                        let label = (ax.format)(*t);
+                        // A label at the edge is anchored inside the chart.
+                        let half = label.chars().count() as f64 * CHAR_W / 2.0;
+                        let anchor = if x + half > WIDTH - 2.0 {
+                            "end"
+                        } else if x - half < 2.0 {
+                            "start"
+                        } else {
+                            "middle"
+                        };
                         let _ = write!(
                             svg,
-                            r#"<text x="{x:.1}" y="{:.1}" class="tick" text-anchor="middle">{}</text>"#,
+                            r#"<text x="{x:.1}" y="{:.1}" class="tick" text-anchor="{anchor}">{}</text>"#,
                             TOP + PLOT_H + 16.0,
-                            esc(&(ax.format)(*t))
+                            esc(&label)
                         );
                     }
                 }
@@ -701,17 +731,10 @@ impl BarChart {
                     .flat_map(|(a, b)| [*a, *b].into_iter()),
             )
         });
-        let Some((ylo, yhi)) = data_range(vals, &self.y) else {
-            let _ = write!(
-                svg,
-                r#"<text x="{:.1}" y="{:.1}" class="tick">no data</text></svg>"#,
-                LEFT,
-                TOP + 20.0
-            );
-            return svg;
+        let Some((ym, yticks)) = y_mapper(&self.y, vals) else {
+            return no_data(svg);
         };
-        let (yticks, ylo, yhi) = ticks_for(&self.y, ylo, yhi, 6);
-        let ym = Mapper::new(self.y.scale, ylo, yhi, TOP + PLOT_H, TOP);
+        let ylo = ym.lo_value();
         y_axis(&mut svg, &self.y, &ym, &yticks);
         let n = self.categories.len().max(1);
         let slot = (WIDTH - LEFT - RIGHT) / n as f64;

@@ -322,6 +322,30 @@ impl<'a> View<'a> {
     }
 }
 
+/// Runs that failed or had errors: run index, series, point, errors by
+/// kind, message.
+pub fn error_rows(view: &View) -> Vec<Vec<String>> {
+    view.runs
+        .iter()
+        .filter(|r| !r.run.measure.errors.is_empty() || r.run.message.is_some())
+        .map(|r| {
+            vec![
+                r.run.index.to_string(),
+                view.series[r.series].clone(),
+                point_label(&r.run.point),
+                r.run
+                    .measure
+                    .errors
+                    .iter()
+                    .map(|(k, v)| format!("{k} {v}"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                r.run.message.clone().unwrap_or_default(),
+            ]
+        })
+        .collect()
+}
+
 /// `k=v k=v`, or `-` without a sweep.
 pub fn point_label(point: &BTreeMap<String, String>) -> String {
     if point.is_empty() {
