@@ -58,6 +58,22 @@ pub trait AsyncSession {
             "this target has no profile table".into(),
         ))
     }
+    /// Writes record `key` into a table the load emptied, so it is known to
+    /// be absent. A plain insert where an upsert costs more: FerretDB runs
+    /// an upsert as a scan of the whole collection.
+    async fn insert(&mut self, key: &[u8], value: &[u8]) -> SessionResult<()> {
+        self.put(key, value).await
+    }
+    /// Stores profile row `id`, known to be absent (see `insert`).
+    async fn insert_profile(
+        &mut self,
+        id: u64,
+        key: &[u8],
+        profile: &Profile,
+        payload: &[u8],
+    ) -> SessionResult<()> {
+        self.put_profile(id, key, profile, payload).await
+    }
     /// Runs a search on the profile table; returns the rows it found.
     async fn search(&mut self, _query: &Query) -> SessionResult<u64> {
         Err(SessionError::Server("this target cannot search".into()))
@@ -121,6 +137,8 @@ struct OpInput<'a> {
     key_buf: &'a [u8; KEY_LEN],
     value: &'a [u8],
     profile: bool,
+    /// The load's write of a record the emptied table lacks.
+    fresh: bool,
     query: Option<Query>,
 }
 
@@ -133,6 +151,11 @@ async fn perform<S: AsyncSession>(
     let mut rows = 0;
     let result = match op.kind {
         OpKind::Get => s.get(op.key_buf, read).await,
+        OpKind::Set if op.fresh && op.profile => s
+            .insert_profile(op.key, op.key_buf, &Profile::of(op.key), op.value)
+            .await
+            .map(|()| true),
+        OpKind::Set if op.fresh => s.insert(op.key_buf, op.value).await.map(|()| true),
         OpKind::Set | OpKind::Update if op.profile => s
             .put_profile(op.key, op.key_buf, &Profile::of(op.key), op.value)
             .await
@@ -326,6 +349,7 @@ where
                         key_buf: &key_buf,
                         value: &value,
                         profile,
+                        fresh: job.kind == JobKind::Load,
                         query,
                     };
                     meter.borrow_mut().stats[phase as usize].sent[kind as usize] += 1;

@@ -249,6 +249,21 @@ fn search_filter(q: &Query) -> Document {
     }
 }
 
+/// Profile row `id` as a document, with its `_id` when it is inserted
+/// (a replacement takes the `_id` from its filter).
+fn profile_doc(id: u64, key: Option<&str>, p: &Profile, payload: &[u8]) -> Document {
+    let [name, sex, province, city] = profile_columns(p);
+    let mut d = Document::new();
+    if let Some(k) = key {
+        d.insert("_id", k);
+    }
+    d.extend(doc! {
+        "id": id as i64, "name": name, "sex": sex, "province": province, "city": city,
+        "payload": binary(payload)
+    });
+    d
+}
+
 impl AsyncSession for MongoSession {
     async fn get(&mut self, key: &[u8], out: &mut Vec<u8>) -> SessionResult<bool> {
         out.clear();
@@ -296,16 +311,36 @@ impl AsyncSession for MongoSession {
         p: &Profile,
         payload: &[u8],
     ) -> SessionResult<()> {
-        let [name, sex, province, city] = profile_columns(p);
         self.profile
             .replace_one(
                 doc! {"_id": String::from_utf8_lossy(key).as_ref()},
-                doc! {
-                    "id": id as i64, "name": name, "sex": sex, "province": province, "city": city,
-                    "payload": binary(payload)
-                },
+                profile_doc(id, None, p, payload),
             )
             .upsert(true)
+            .await
+            .map(|_| ())
+            .map_err(fail)
+    }
+
+    async fn insert(&mut self, key: &[u8], value: &[u8]) -> SessionResult<()> {
+        let k = String::from_utf8_lossy(key);
+        self.kv
+            .insert_one(doc! {"_id": k.as_ref(), "v": binary(value)})
+            .await
+            .map(|_| ())
+            .map_err(fail)
+    }
+
+    async fn insert_profile(
+        &mut self,
+        id: u64,
+        key: &[u8],
+        p: &Profile,
+        payload: &[u8],
+    ) -> SessionResult<()> {
+        let k = String::from_utf8_lossy(key);
+        self.profile
+            .insert_one(profile_doc(id, Some(&k), p, payload))
             .await
             .map(|_| ())
             .map_err(fail)
@@ -344,7 +379,7 @@ pub struct MongoDriver {
 
 /// FerretDB's requests per command from its Prometheus metrics, under the
 /// names of mongod's opcounters (`find` counts as `query`).
-fn ferretdb_counters(addr: std::net::SocketAddr) -> Result<Counters, String> {
+pub fn ferretdb_counters(addr: std::net::SocketAddr) -> Result<Counters, String> {
     use std::io::{Read, Write};
     let mut s = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(2))
         .map_err(|e| e.to_string())?;
@@ -391,11 +426,11 @@ impl Driver for MongoDriver {
         match kind {
             OpKind::Get => "kv.findOne({_id: key})".into(),
             OpKind::Set | OpKind::Update if self.profile => {
-                "profile.replaceOne({_id: key}, {id, name, sex, province, city, payload}, {upsert: true})"
+                "profile.replaceOne({_id: key}, {id, name, sex, province, city, payload}, {upsert: true}); the load: profile.insertOne"
                     .into()
             }
             OpKind::Set | OpKind::Update => {
-                "kv.replaceOne({_id: key}, {v: binary}, {upsert: true})".into()
+                "kv.replaceOne({_id: key}, {v: binary}, {upsert: true}); the load: kv.insertOne".into()
             }
             OpKind::Delete => "kv.deleteOne({_id: key})".into(),
             OpKind::Search => "profile.find(<{name: /abc/}> / <{sex}> / <{province, city}> / <all three>, {_id: 1})".into(),
