@@ -188,7 +188,9 @@ pub struct RunArgs {
     /// (a new connection per operation: connect, operate, close — many
     /// short-lived connections) or phases (MariaDB: connect, select db, set
     /// charset, UPDATE 10 rows, SELECT 10 rows, INSERT 1 row, close, each
-    /// step timed). [default: op]
+    /// step timed). With connect and phases, the load before the run is
+    /// done by at most 8 clients on kept connections, so that a crowd meant
+    /// to overload the server is not refused while loading. [default: op]
     #[arg(long, value_name = "MODE")]
     pub request: Option<String>,
 

@@ -741,7 +741,8 @@ fn a_connection_per_request_is_counted_and_refusals_are_errors() {
         "mariadb.max_connections=4",
         "--request",
         "connect",
-        "--no-load",
+        "--records",
+        "300",
         "--mix",
         "100:0",
         "--clients",
@@ -757,6 +758,11 @@ fn a_connection_per_request_is_counted_and_refusals_are_errors() {
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(1), "{stderr}");
     let r = read_json(&out);
+    // The load is done by a few clients, each on one connection, so none
+    // is refused; the measured crowd of short connections is.
+    let load = &r["runs"][0]["load"];
+    assert_eq!(load["errors"], serde_json::json!({}), "{load}");
+    assert_eq!(r["runs"][0]["checks"]["records_after_load"], 300);
     let m = &r["runs"][0]["measure"];
     assert!(
         m["errors"]["refused"].as_u64().unwrap_or(0) > 0,

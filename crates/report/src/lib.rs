@@ -154,15 +154,14 @@ pub fn run_notes(r: &ExperimentResult) -> Vec<String> {
         if let Some(msg) = &run.message {
             notes.push(format!("run {} ({}): {}", run.index, run.target, msg));
         }
-        if !run.measure.errors.is_empty() {
-            let e: Vec<String> = run
-                .measure
-                .errors
-                .iter()
-                .map(|(k, v)| format!("{k} {v}"))
-                .collect();
+        let load = run.load.as_ref().map(|l| &l.errors);
+        for (phase, errors) in [("load ", load), ("", Some(&run.measure.errors))] {
+            let Some(errors) = errors.filter(|e| !e.is_empty()) else {
+                continue;
+            };
+            let e: Vec<String> = errors.iter().map(|(k, v)| format!("{k} {v}")).collect();
             notes.push(format!(
-                "run {} ({}) errors by kind: {}",
+                "run {} ({}) {phase}errors by kind: {}",
                 run.index,
                 run.target,
                 e.join(", ")
