@@ -110,8 +110,11 @@ pub fn fmt_per_s(per_s: f64, unit: &str) -> String {
         format!("{:.2}M {unit}", per_s / 1e6)
     } else if per_s >= 1e3 {
         format!("{:.1}k {unit}", per_s / 1e3)
-    } else {
+    } else if per_s >= 10.0 || per_s == 0.0 {
         format!("{per_s:.0} {unit}")
+    } else {
+        // Slow targets (a search taking seconds) would otherwise read "0".
+        format!("{per_s:.2} {unit}")
     }
 }
 
@@ -157,6 +160,8 @@ mod tests {
     fn formatting_has_units() {
         assert_eq!(fmt_ns(1500.0), "1.5 µs");
         assert_eq!(fmt_rate(12345.0), "12.3k ops/s");
+        assert_eq!(fmt_rate(0.4), "0.40 ops/s");
+        assert_eq!(fmt_rate(0.0), "0 ops/s");
         assert_eq!(fmt_bytes(2048.0), "2.0 KiB");
     }
 }
