@@ -241,7 +241,8 @@ where
                 let mut key_buf = [0u8; KEY_LEN];
                 let mut value = Vec::with_capacity(w.value_size.max());
                 let mut read = Vec::with_capacity(w.value_size.max());
-                let batched = w.batch > 1 && job.kind == JobKind::Load;
+                let fresh = job.kind == JobKind::Load;
+                let batched = w.batch > 1 && fresh;
                 let mut batch_keys: Vec<[u8; KEY_LEN]> = Vec::new();
                 let mut batch_values: Vec<Vec<u8>> = Vec::new();
                 // When the connection was lost (ns since t0), while it is.
@@ -349,7 +350,7 @@ where
                         key_buf: &key_buf,
                         value: &value,
                         profile,
-                        fresh: job.kind == JobKind::Load,
+                        fresh,
                         query,
                     };
                     meter.borrow_mut().stats[phase as usize].sent[kind as usize] += 1;

@@ -203,6 +203,16 @@ fn fail(e: mongodb::error::Error) -> SessionError {
     }
 }
 
+/// A write's outcome, its reply dropped.
+fn written<T>(r: Result<T, mongodb::error::Error>) -> SessionResult<()> {
+    r.map(|_| ()).map_err(fail)
+}
+
+/// Record `key` of `kv` as inserted whole: `{_id: key, v: value}`.
+fn kv_doc(key: &[u8], value: &[u8]) -> Document {
+    doc! {"_id": String::from_utf8_lossy(key).as_ref(), "v": binary(value)}
+}
+
 /// One client's connection and collections.
 pub struct MongoSession {
     // Kept so the pool lives as long as the session.
@@ -287,12 +297,12 @@ impl AsyncSession for MongoSession {
 
     async fn put(&mut self, key: &[u8], value: &[u8]) -> SessionResult<()> {
         let k = String::from_utf8_lossy(key);
-        self.kv
-            .replace_one(doc! {"_id": k.as_ref()}, doc! {"v": binary(value)})
-            .upsert(true)
-            .await
-            .map(|_| ())
-            .map_err(fail)
+        written(
+            self.kv
+                .replace_one(doc! {"_id": k.as_ref()}, doc! {"v": binary(value)})
+                .upsert(true)
+                .await,
+        )
     }
 
     async fn delete(&mut self, key: &[u8]) -> SessionResult<bool> {
@@ -311,24 +321,19 @@ impl AsyncSession for MongoSession {
         p: &Profile,
         payload: &[u8],
     ) -> SessionResult<()> {
-        self.profile
-            .replace_one(
-                doc! {"_id": String::from_utf8_lossy(key).as_ref()},
-                profile_doc(id, None, p, payload),
-            )
-            .upsert(true)
-            .await
-            .map(|_| ())
-            .map_err(fail)
+        written(
+            self.profile
+                .replace_one(
+                    doc! {"_id": String::from_utf8_lossy(key).as_ref()},
+                    profile_doc(id, None, p, payload),
+                )
+                .upsert(true)
+                .await,
+        )
     }
 
     async fn insert(&mut self, key: &[u8], value: &[u8]) -> SessionResult<()> {
-        let k = String::from_utf8_lossy(key);
-        self.kv
-            .insert_one(doc! {"_id": k.as_ref(), "v": binary(value)})
-            .await
-            .map(|_| ())
-            .map_err(fail)
+        written(self.kv.insert_one(kv_doc(key, value)).await)
     }
 
     async fn insert_profile(
@@ -339,19 +344,17 @@ impl AsyncSession for MongoSession {
         payload: &[u8],
     ) -> SessionResult<()> {
         let k = String::from_utf8_lossy(key);
-        self.profile
-            .insert_one(profile_doc(id, Some(&k), p, payload))
-            .await
-            .map(|_| ())
-            .map_err(fail)
+        written(
+            self.profile
+                .insert_one(profile_doc(id, Some(&k), p, payload))
+                .await,
+        )
     }
 
     async fn put_batch(&mut self, keys: &[[u8; KEY_LEN]], values: &[&[u8]]) -> SessionResult<()> {
         // Batches load fresh records: a plain insertMany, as 002 did.
-        let docs = keys.iter().zip(values).map(|(k, v)| {
-            doc! {"_id": String::from_utf8_lossy(k).as_ref(), "v": binary(v)}
-        });
-        self.kv.insert_many(docs).await.map(|_| ()).map_err(fail)
+        let docs = keys.iter().zip(values).map(|(k, v)| kv_doc(k, v));
+        written(self.kv.insert_many(docs).await)
     }
 
     async fn search(&mut self, q: &Query) -> SessionResult<u64> {
