@@ -189,7 +189,7 @@ where
     let local = tokio::task::LocalSet::new();
     let w = job.workload;
     let open_loop = w.rate.is_some() && job.kind == JobKind::Measure;
-    let meter = RefCell::new(WorkerMeter::new(job.phase_count(), open_loop));
+    let meter = RefCell::new(WorkerMeter::for_job(job, open_loop));
     let t0_ns = monotonic_ns().saturating_sub(job.t0.elapsed().as_nanos() as u64);
     let now_ns = move || monotonic_ns().saturating_sub(t0_ns);
     let warmup_end = job.warmup_end_ns();

@@ -178,6 +178,10 @@ pub struct WorkerOutput {
     pub busy_wall_ns: u64,
     /// Time of the last completion, ns since `t0`.
     pub last_completion_ns: u64,
+    /// Time requests were outstanding inside the measured window (from the
+    /// end of the warm-up to the end of a timed phase), summed over
+    /// requests, ns: Little's law's numerator.
+    pub busy_in_window_ns: u64,
     /// I/O mechanism used, with the reason for a fallback.
     pub backend: String,
 }

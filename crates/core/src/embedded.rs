@@ -46,7 +46,7 @@ pub fn run_worker<S: EngineSession>(session: &mut S, job: &Job, worker: usize) -
         .clients_of(worker)
         .map(|c| ClientState::new(job, c, open_loop))
         .collect();
-    let mut meter = WorkerMeter::new(job.phase_count(), open_loop);
+    let mut meter = WorkerMeter::for_job(job, open_loop);
     let mix = MixChooser::new(w.mix.weights);
     let warmup_end = job.warmup_end_ns();
     let measure_end = job.measure_end_ns();

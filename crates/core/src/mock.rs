@@ -47,6 +47,7 @@ impl Driver for MockDriver {
         let measure_end = job.measure_end_ns();
         let mix = MixChooser::new(w.mix.weights);
         let mut last = 0;
+        let mut busy_in_window = 0;
         for client in job.clients_of(worker) {
             let mut rng = Rng::new(job.seed, client as u64);
             let mut keys = KeyChooser::new(
@@ -103,6 +104,7 @@ impl Driver for MockDriver {
                     .entry(sec)
                     .or_insert_with(|| Interval::new(sec))
                     .record(done - now, how);
+                busy_in_window += done.min(measure_end).saturating_sub(now.max(warmup_end));
                 now = done;
                 last = last.max(done);
             }
@@ -115,6 +117,7 @@ impl Driver for MockDriver {
             busy_cpu_ns: 0,
             busy_wall_ns: 0,
             last_completion_ns: last,
+            busy_in_window_ns: busy_in_window,
             backend: "mock".into(),
         })
     }

@@ -287,13 +287,12 @@ impl<'a, C: Codec> Loop<'a, C> {
                 ));
             }
         }
-        let phases = job.phase_count();
         let mut lp = Loop {
             codec,
             connector,
             job,
             conns,
-            meter: WorkerMeter::new(phases, open_loop),
+            meter: WorkerMeter::for_job(job, open_loop),
             backend,
             backend_name,
             key_buf: [0; KEY_LEN],

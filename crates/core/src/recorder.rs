@@ -283,6 +283,9 @@ pub struct WorkerMeter {
     busy_cpu_start: Option<u64>,
     busy_wall_start: u64,
     last_completion: u64,
+    window_start: u64,
+    window_end: u64,
+    busy_in_window: u64,
 }
 
 impl WorkerMeter {
@@ -296,7 +299,20 @@ impl WorkerMeter {
             busy_cpu_start: None,
             busy_wall_start: 0,
             last_completion: 0,
+            window_start: 0,
+            window_end: u64::MAX,
+            busy_in_window: 0,
         }
+    }
+
+    /// A meter for `job`'s phases whose Little's-law sum covers the
+    /// measured window (from the end of the warm-up to the end of a timed
+    /// phase).
+    pub fn for_job(job: &crate::driver::Job, open_loop: bool) -> Self {
+        let mut m = Self::new(job.phase_count(), open_loop);
+        m.window_start = job.warmup_end_ns();
+        m.window_end = job.measure_end_ns();
+        m
     }
 
     /// When the current second ends, ns since the job's start.
@@ -338,6 +354,12 @@ impl WorkerMeter {
         self.stats[phase as usize].record(kind, response_ns, service_ns, how);
         self.interval.record(response_ns, how);
         self.last_completion = now;
+        // Only the part of each request inside the window counts: the
+        // requests still out when a timed phase ends (or sent during the
+        // warm-up) would otherwise skew Little's law by the drain.
+        let start = now.saturating_sub(response_ns).max(self.window_start);
+        let end = now.min(self.window_end);
+        self.busy_in_window += end.saturating_sub(start);
     }
 
     /// Records a failed connection attempt in `phase` (no operation made).
@@ -366,6 +388,7 @@ impl WorkerMeter {
             busy_cpu_ns: cpu - start,
             busy_wall_ns: now.saturating_sub(self.busy_wall_start),
             last_completion_ns: self.last_completion,
+            busy_in_window_ns: self.busy_in_window,
             backend,
         }
     }

@@ -355,8 +355,11 @@ pub struct CounterCheck {
 /// Self-checks of a run.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Checks {
-    /// Closed loop: mean latency × throughput ÷ requests in flight; 1.0 when
-    /// the latency accounting is complete (Little's law).
+    /// Closed loop: the mean number of requests outstanding over the
+    /// measured window (each request's time inside it, summed, ÷ the
+    /// window) ÷ the requests the clients keep in flight; 1.0 when the
+    /// client leaves no gap between requests and its latency accounting is
+    /// complete (Little's law).
     pub littles_law_ratio: Option<f64>,
     /// Operation counts compared with the target's counters.
     pub counters: Vec<CounterCheck>,

@@ -157,6 +157,12 @@ pub struct JobOutcome {
     pub backend: String,
     /// Length of the last phase (measure, or load), seconds.
     pub last_phase_s: f64,
+    /// Time requests were outstanding inside the measured window, summed
+    /// over requests and workers, ns.
+    pub busy_in_window_ns: u64,
+    /// Length of the measured window: from the end of the warm-up to the
+    /// end of a timed phase or the last completion, whichever is first, ns.
+    pub window_ns: u64,
 }
 
 /// Everything a job needs from its run.
@@ -345,6 +351,8 @@ pub fn run_job(
             .map(|o| o.backend.to_string())
             .unwrap_or_default(),
         last_phase_s,
+        busy_in_window_ns: outputs.iter().map(|o| o.busy_in_window_ns).sum(),
+        window_ns: last.min(job.measure_end_ns()).saturating_sub(warmup_end),
     })
 }
 
@@ -681,6 +689,8 @@ fn run_one(
         }
         run.checks.records_after_load = target.record_count();
     }
+    // Little's law's numerator and window, ns.
+    let mut little = (0u64, 0u64);
     if !opts.stop.load(Ordering::Relaxed) {
         let t = &target;
         let outcome = run_job(
@@ -701,6 +711,7 @@ fn run_one(
                     run.warmup = Some(PhaseResult::from_stats(&o.phases[0], w.warmup_s));
                 }
                 run.measure = PhaseResult::from_stats(&o.phases[1], o.last_phase_s);
+                little = (o.busy_in_window_ns, o.window_ns);
                 run.timeline.extend(o.timeline.into_iter().map(|mut p| {
                     p.t_s += load_s as u32;
                     p
@@ -733,14 +744,17 @@ fn run_one(
         run.checks.counters = target.counter_checks(b, &a, &sent);
     }
     let m = &run.measure;
-    if w.rate.is_none() && m.error_total() == 0 && m.completed > 0 {
+    if w.rate.is_none() && m.error_total() == 0 && m.completed > 0 && little.1 > 0 {
         // In-process workers make one call at a time each.
         let in_flight = if run.client.io_backend == "in-process" {
             w.clients.min(w.threads) as f64
         } else {
             w.in_flight() as f64
         };
-        let ratio = m.all.mean_ns * 1e-9 * m.throughput_per_s / in_flight;
+        // The mean number of requests out over the measured window, against
+        // the number the clients keep out: below 1 when the client leaves
+        // gaps between requests.
+        let ratio = little.0 as f64 / little.1 as f64 / in_flight;
         run.checks.littles_law_ratio = Some((ratio * 1000.0).round() / 1000.0);
     }
     let load_errors = run.load.as_ref().map(|l| l.error_total()).unwrap_or(0);
