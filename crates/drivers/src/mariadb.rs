@@ -59,6 +59,10 @@ impl MariaSettings {
             "--bind-address=127.0.0.1".into(),
             format!("--socket={}", dir.join("mariadb.sock").display()),
             format!("--pid-file={}", dir.join("mariadb.pid").display()),
+            // A private folder for temporary tables: in the shared /tmp,
+            // servers started side by side were seen to lose each other's
+            // files ("Could not remove temporary table").
+            format!("--tmpdir={}", dir.join("tmp").display()),
             "--user=root".into(),
             "--skip-grant-tables".into(),
             "--skip-name-resolve".into(),
@@ -496,10 +500,14 @@ pub fn open(
             let init = |_: &Path, dir: &Path| -> Result<(), String> {
                 let install = bakeoff_servers::find_program("mariadb-install-db", &["/usr/sbin"])
                     .ok_or("`mariadb-install-db` is not installed; install it with `apt-get install mariadb-server`")?;
+                let tmp = dir.join("tmp");
+                std::fs::create_dir_all(&tmp)
+                    .map_err(|e| format!("cannot create {}: {e}", tmp.display()))?;
                 let out = std::process::Command::new(install)
                     .args([
                         "--no-defaults",
                         &format!("--datadir={}", dir.join("data").display()),
+                        &format!("--tmpdir={}", tmp.display()),
                         "--user=root",
                         "--skip-test-db",
                         "--auth-root-authentication-method=normal",

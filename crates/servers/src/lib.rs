@@ -186,10 +186,129 @@ pub fn command_as(binary: &Path, user: Option<(u32, u32)>) -> Command {
     c
 }
 
+/// Starts `binary` with `args` in `dir` and waits until it listens on
+/// `port` and answers; the error says why not.
+fn spawn_and_wait(
+    cmd: &ServerCommand,
+    binary: &Path,
+    args: &[String],
+    user: Option<(u32, u32)>,
+    dir: &Path,
+    port: u16,
+) -> Result<ServerProcess, ServerError> {
+    let io = |source| ServerError::Io {
+        program: cmd.program.into(),
+        source,
+    };
+    let log_path = dir.join("server.log");
+    let log = std::fs::File::create(&log_path).map_err(io)?;
+    let log2 = log.try_clone().map_err(io)?;
+    let mut command = command_as(binary, user);
+    command
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(log)
+        .stderr(log2);
+    // SAFETY: prctl is async-signal-safe; this runs in the child between
+    // fork and exec and touches no memory of the parent.
+    unsafe {
+        command.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
+    let mut process = ServerProcess(command.spawn().map_err(io)?);
+    let pid = process.0.id();
+    let addr: SocketAddr = ([127, 0, 0, 1], port).into();
+    let deadline = Instant::now() + cmd.ready_timeout;
+    loop {
+        if let Ok(Some(status)) = process.0.try_wait() {
+            let log = log_tail(dir);
+            if log.contains("in use") || log.contains("Address already") {
+                return Err(ServerError::PortInUse { port });
+            }
+            return Err(ServerError::Failed {
+                program: cmd.program.into(),
+                reason: format!("it exited with {status}"),
+                log,
+            });
+        }
+        // Until our process holds the listening socket, whatever answers
+        // on the port is somebody else's.
+        if listens_on(pid, port) != Some(false)
+            && TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok()
+            && (cmd.ready)(addr)
+        {
+            return Ok(process);
+        }
+        if Instant::now() > deadline {
+            return Err(ServerError::Failed {
+                program: cmd.program.into(),
+                reason: format!("it did not answer on {addr} within {:?}", cmd.ready_timeout),
+                log: log_tail(dir),
+            });
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Whether process `pid` holds a TCP socket listening on `port`; `None`
+/// when that cannot be told (its file descriptors are not ours to read).
+pub fn listens_on(pid: u32, port: u16) -> Option<bool> {
+    let mut sockets = std::collections::HashSet::new();
+    for fd in std::fs::read_dir(format!("/proc/{pid}/fd")).ok()?.flatten() {
+        if let Ok(target) = std::fs::read_link(fd.path()) {
+            if let Some(inode) = target
+                .to_str()
+                .and_then(|t| t.strip_prefix("socket:["))
+                .and_then(|t| t.strip_suffix(']'))
+            {
+                sockets.insert(inode.to_string());
+            }
+        }
+    }
+    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        let text = std::fs::read_to_string(table).unwrap_or_default();
+        // sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
+        for line in text.lines().skip(1) {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            let local_port = f
+                .get(1)
+                .and_then(|a| a.rsplit(':').next())
+                .and_then(|p| u16::from_str_radix(p, 16).ok());
+            if f.len() > 9 && f[3] == "0A" && local_port == Some(port) && sockets.contains(f[9]) {
+                return Some(true);
+            }
+        }
+    }
+    Some(false)
+}
+
+/// Last lines of the server log in `dir`, prefixed for an error message.
+fn log_tail(dir: &Path) -> String {
+    let text = std::fs::read_to_string(dir.join("server.log")).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().rev().take(5).collect();
+    if lines.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "\n  server log: {}",
+            lines
+                .into_iter()
+                .rev()
+                .collect::<Vec<_>>()
+                .join("\n  server log: ")
+        )
+    }
+}
+
 /// A running server started by bakeoff. Dropping it stops the process
 /// (SIGTERM, then SIGKILL after 5 s) and removes its directory.
 pub struct ManagedServer {
-    child: Child,
+    // Declared first: dropped (the process stopped) before the directory
+    // goes and the memory cap is removed.
+    process: ServerProcess,
     dir: tempfile::TempDir,
     /// Loopback address it listens on.
     pub addr: SocketAddr,
@@ -201,6 +320,32 @@ pub struct ManagedServer {
     pub args: Vec<String>,
     cap: Option<cgroup::MemoryCap>,
 }
+
+/// A server process that is stopped when dropped.
+struct ServerProcess(Child);
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        if matches!(self.0.try_wait(), Ok(None)) {
+            // SAFETY: signalling our own child by its pid.
+            unsafe { libc::kill(self.0.id() as i32, libc::SIGTERM) };
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while Instant::now() < deadline {
+                if matches!(self.0.try_wait(), Ok(Some(_))) {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}
+
+/// Times a server on a port bakeoff picked is started again on another
+/// when the port was taken in between (picking and binding are two steps,
+/// and other programs' connections draw from the same ports).
+const PORT_ATTEMPTS: usize = 5;
 
 impl ManagedServer {
     /// Starts the server and waits until it is ready.
@@ -214,11 +359,11 @@ impl ManagedServer {
             program: cmd.program.into(),
             source,
         };
-        let port = match cmd.port {
-            Some(p) if !port_is_free(p) => return Err(ServerError::PortInUse { port: p }),
-            Some(p) => p,
-            None => free_port().map_err(io)?,
-        };
+        if let Some(p) = cmd.port {
+            if !port_is_free(p) {
+                return Err(ServerError::PortInUse { port: p });
+            }
+        }
         let dir = tempfile::Builder::new()
             .prefix(&format!("bakeoff-{}-", cmd.program))
             .tempdir()
@@ -247,64 +392,34 @@ impl ManagedServer {
                 log: String::new(),
             })?;
         }
-        let args = (cmd.args)(port, dir.path());
-        let log_path = dir.path().join("server.log");
-        let log = std::fs::File::create(&log_path).map_err(io)?;
-        let log2 = log.try_clone().map_err(io)?;
-        let mut command = command_as(&binary, user);
-        command
-            .args(&args)
-            .current_dir(dir.path())
-            .stdin(Stdio::null())
-            .stdout(log)
-            .stderr(log2);
-        // SAFETY: prctl is async-signal-safe; this runs in the child between
-        // fork and exec and touches no memory of the parent.
-        unsafe {
-            command.pre_exec(|| {
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                Ok(())
-            });
-        }
-        let child = command.spawn().map_err(io)?;
-        let addr: SocketAddr = ([127, 0, 0, 1], port).into();
-        let mut server = ManagedServer {
-            pid: child.id(),
-            child,
-            dir,
-            addr,
-            binary,
-            args,
-            cap: None,
-        };
-        let deadline = Instant::now() + cmd.ready_timeout;
+        let mut attempt = 1;
         loop {
-            if let Ok(Some(status)) = server.child.try_wait() {
-                let log = server.log_tail();
-                let reason = format!("it exited with {status}");
-                if log.contains("in use") || log.contains("Address already") {
-                    return Err(ServerError::PortInUse { port });
+            // Picked only now, after the (slow) initialisation: the port
+            // stays unbound for as short a time as can be.
+            let port = match cmd.port {
+                Some(p) => p,
+                None => free_port().map_err(io)?,
+            };
+            let args = (cmd.args)(port, dir.path());
+            match spawn_and_wait(cmd, &binary, &args, user, dir.path(), port) {
+                Ok(process) => {
+                    return Ok(ManagedServer {
+                        pid: process.0.id(),
+                        process,
+                        dir,
+                        addr: ([127, 0, 0, 1], port).into(),
+                        binary,
+                        args,
+                        cap: None,
+                    })
                 }
-                return Err(ServerError::Failed {
-                    program: cmd.program.into(),
-                    reason,
-                    log,
-                });
+                Err(ServerError::PortInUse { .. })
+                    if cmd.port.is_none() && attempt < PORT_ATTEMPTS =>
+                {
+                    attempt += 1;
+                }
+                Err(e) => return Err(e),
             }
-            if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok()
-                && (cmd.ready)(addr)
-            {
-                return Ok(server);
-            }
-            if Instant::now() > deadline {
-                let log = server.log_tail();
-                return Err(ServerError::Failed {
-                    program: cmd.program.into(),
-                    reason: format!("it did not answer on {addr} within {:?}", cmd.ready_timeout),
-                    log,
-                });
-            }
-            std::thread::sleep(Duration::from_millis(20));
         }
     }
 
@@ -315,25 +430,12 @@ impl ManagedServer {
 
     /// Last lines of the server's log, prefixed for an error message.
     pub fn log_tail(&self) -> String {
-        let text = std::fs::read_to_string(self.dir.path().join("server.log")).unwrap_or_default();
-        let lines: Vec<&str> = text.lines().rev().take(5).collect();
-        if lines.is_empty() {
-            String::new()
-        } else {
-            format!(
-                "\n  server log: {}",
-                lines
-                    .into_iter()
-                    .rev()
-                    .collect::<Vec<_>>()
-                    .join("\n  server log: ")
-            )
-        }
+        log_tail(self.dir.path())
     }
 
     /// Whether the process is still running.
     pub fn is_running(&mut self) -> bool {
-        matches!(self.child.try_wait(), Ok(None))
+        matches!(self.process.0.try_wait(), Ok(None))
     }
 
     /// Puts the server under a memory cap (RSS + page cache) of `limit`
@@ -364,24 +466,6 @@ impl ManagedServer {
             s.cgroup_cache_bytes = Some(u.cache);
         }
         s
-    }
-}
-
-impl Drop for ManagedServer {
-    fn drop(&mut self) {
-        if matches!(self.child.try_wait(), Ok(None)) {
-            // SAFETY: signalling our own child by its pid.
-            unsafe { libc::kill(self.pid as i32, libc::SIGTERM) };
-            let deadline = Instant::now() + Duration::from_secs(5);
-            while Instant::now() < deadline {
-                if matches!(self.child.try_wait(), Ok(Some(_))) {
-                    return;
-                }
-                std::thread::sleep(Duration::from_millis(10));
-            }
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
     }
 }
 
@@ -525,5 +609,73 @@ mod tests {
             e.contains(&format!("port {port}")) && e.contains("in use"),
             "{e}"
         );
+    }
+    #[test]
+    fn listening_sockets_are_told_by_process() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        assert_eq!(listens_on(std::process::id(), port), Some(true));
+        let mut other = Command::new("sleep").arg("5").spawn().unwrap();
+        assert_eq!(listens_on(other.id(), port), Some(false));
+        let _ = other.kill();
+        let _ = other.wait();
+        drop(l);
+        assert_eq!(listens_on(std::process::id(), port), Some(false));
+    }
+
+    /// Somebody else listening on the port bakeoff picked (here: the test
+    /// itself, binding it as the arguments are built) is not mistaken for
+    /// the server, however well it answers.
+    #[test]
+    fn another_process_on_the_port_is_not_the_server() {
+        let squatter = std::sync::Mutex::new(None);
+        let cmd = ServerCommand {
+            program: "sleep",
+            package: "coreutils",
+            port: None,
+            args: &|port, _| {
+                *squatter.lock().unwrap() = Some(TcpListener::bind(("127.0.0.1", port)).unwrap());
+                vec!["5".into()]
+            },
+            ready: &|_| true,
+            ready_timeout: Duration::from_millis(500),
+            extra_dirs: &[],
+            run_as: None,
+            init: None,
+        };
+        let e = ManagedServer::start(&cmd).err().unwrap().to_string();
+        assert!(e.contains("did not answer"), "{e}");
+    }
+
+    /// A server that finds the picked port taken is started again on
+    /// another one, in the same directory.
+    #[test]
+    fn a_port_taken_in_between_is_picked_again() {
+        let attempts = std::sync::atomic::AtomicUsize::new(0);
+        let cmd = ServerCommand {
+            program: "sh",
+            package: "dash",
+            port: None,
+            args: &|port, dir| {
+                let script = if attempts.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
+                    "echo 'bind: Address already in use' >&2; exit 1".to_string()
+                } else {
+                    format!(
+                        "exec python3 -m http.server {port} --bind 127.0.0.1 --directory {}",
+                        dir.display()
+                    )
+                };
+                vec!["-c".into(), script]
+            },
+            ready: &|_| true,
+            ready_timeout: Duration::from_secs(20),
+            extra_dirs: &[],
+            run_as: None,
+            init: None,
+        };
+        let mut server = ManagedServer::start(&cmd).unwrap();
+        assert_eq!(attempts.load(std::sync::atomic::Ordering::SeqCst), 2);
+        assert!(server.is_running());
+        assert_eq!(listens_on(server.pid, server.addr.port()), Some(true));
     }
 }
