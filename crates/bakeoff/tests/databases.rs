@@ -13,6 +13,9 @@ use common::*;
 /// server's counters, Little's law and the cleanup; returns the target's
 /// record.
 fn managed_run(target: &str, settings: &[&str]) -> serde_json::Value {
+    // FerretDB on SQLite serves 40-270 ops/s here (the low end under a
+    // parallel build); the SQL servers, thousands.
+    let duration = if target == "mongodb" { "3s" } else { "1s" };
     let dir = tmp();
     let out = dir.path().join("sql.json");
     let mut args = vec![
@@ -26,7 +29,7 @@ fn managed_run(target: &str, settings: &[&str]) -> serde_json::Value {
         "--clients",
         "4",
         "--duration",
-        "1s",
+        duration,
         "--warmup",
         "0",
         "--quiet",
@@ -47,7 +50,6 @@ fn managed_run(target: &str, settings: &[&str]) -> serde_json::Value {
     let r = read_json(&out);
     let run = &r["runs"][0];
     assert_eq!(run["checks"]["records_after_load"], 2000, "{target}");
-    // FerretDB on SQLite serves ~150 ops/s here; the servers, thousands.
     let gets = run["measure"]["ops"]["get"]["completed"].as_u64().unwrap();
     assert!(gets > 20, "{target}: {gets} reads");
     assert!(
@@ -57,7 +59,14 @@ fn managed_run(target: &str, settings: &[&str]) -> serde_json::Value {
     );
     // Conservation: every request sent equals the server's own count.
     let counters = run["checks"]["counters"].as_array().unwrap();
-    assert!(counters.len() >= 3, "{target}: {counters:?}");
+    // Reads, writes and (when any was sent: 5 % of a slow server's few
+    // hundred requests may be none) deletes; a check with nothing on
+    // either side is left out.
+    let deletes = run["measure"]["ops"]["delete"]["sent"]
+        .as_u64()
+        .unwrap_or(0);
+    let expected = if deletes > 0 { 3 } else { 2 };
+    assert!(counters.len() >= expected, "{target}: {counters:?}");
     for c in counters {
         assert_eq!(c["bakeoff"], c["target"], "{target}: {c}");
     }
