@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use crate::driver::{Driver, Job, JobKind, WorkerOutput};
 use crate::plan::{Plan, TargetSpec};
-use crate::recorder::{Completion, ErrorKind, Interval, PhaseStats};
+use crate::recorder::{overlap_ns, Completion, ErrorKind, Interval, PhaseStats};
 use crate::result::{CounterCheck, TargetRecord};
 use crate::runner::{Counters, ProcSnapshot, Target, TargetOpener};
 use crate::workload::{KeyChooser, MixChooser, OpKind, Rng, OP_KINDS};
@@ -104,7 +104,7 @@ impl Driver for MockDriver {
                     .entry(sec)
                     .or_insert_with(|| Interval::new(sec))
                     .record(done - now, how);
-                busy_in_window += done.min(measure_end).saturating_sub(now.max(warmup_end));
+                busy_in_window += overlap_ns(now, done, warmup_end, measure_end);
                 now = done;
                 last = last.max(done);
             }

@@ -270,6 +270,12 @@ pub fn monotonic_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
+/// How much of the span `start..end` lies inside `from..to`, ns.
+#[inline]
+pub fn overlap_ns(start: u64, end: u64, from: u64, to: u64) -> u64 {
+    end.min(to).saturating_sub(start.max(from))
+}
+
 /// The bookkeeping every worker loop shares: phase stats, the current
 /// one-second interval and its hand-off to the collector, the worker's CPU
 /// over the measured phase, the time of the last completion.
@@ -357,9 +363,12 @@ impl WorkerMeter {
         // Only the part of each request inside the window counts: the
         // requests still out when a timed phase ends (or sent during the
         // warm-up) would otherwise skew Little's law by the drain.
-        let start = now.saturating_sub(response_ns).max(self.window_start);
-        let end = now.min(self.window_end);
-        self.busy_in_window += end.saturating_sub(start);
+        self.busy_in_window += overlap_ns(
+            now.saturating_sub(response_ns),
+            now,
+            self.window_start,
+            self.window_end,
+        );
     }
 
     /// Records a failed connection attempt in `phase` (no operation made).

@@ -566,19 +566,35 @@ pub fn dir_size(dir: &Path) -> u64 {
 mod tests {
     use super::*;
 
-    #[test]
-    fn missing_binary_names_its_package() {
-        let cmd = ServerCommand {
-            program: "no-such-server-bakeoff",
-            package: "no-such-package",
+    /// `program` started with `args` on a port of bakeoff's choosing,
+    /// ready as soon as it answers, within `ready_timeout`.
+    fn command<'a>(
+        program: &'a str,
+        package: &'a str,
+        args: &'a dyn Fn(u16, &Path) -> Vec<String>,
+        ready_timeout: Duration,
+    ) -> ServerCommand<'a> {
+        ServerCommand {
+            program,
+            package,
             port: None,
-            args: &|_, _| vec![],
+            args,
             ready: &|_| true,
-            ready_timeout: Duration::from_secs(1),
+            ready_timeout,
             extra_dirs: &[],
             run_as: None,
             init: None,
-        };
+        }
+    }
+
+    #[test]
+    fn missing_binary_names_its_package() {
+        let cmd = command(
+            "no-such-server-bakeoff",
+            "no-such-package",
+            &|_, _| vec![],
+            Duration::from_secs(1),
+        );
         let e = ManagedServer::start(&cmd).err().unwrap().to_string();
         assert!(e.contains("apt-get install no-such-package"), "{e}");
     }
@@ -594,15 +610,13 @@ mod tests {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = l.local_addr().unwrap().port();
         let cmd = ServerCommand {
-            program: "sleep",
-            package: "coreutils",
             port: Some(port),
-            args: &|_, _| vec!["5".into()],
-            ready: &|_| true,
-            ready_timeout: Duration::from_secs(1),
-            extra_dirs: &[],
-            run_as: None,
-            init: None,
+            ..command(
+                "sleep",
+                "coreutils",
+                &|_, _| vec!["5".into()],
+                Duration::from_secs(1),
+            )
         };
         let e = ManagedServer::start(&cmd).err().unwrap().to_string();
         assert!(
@@ -610,6 +624,7 @@ mod tests {
             "{e}"
         );
     }
+
     #[test]
     fn listening_sockets_are_told_by_process() {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -629,20 +644,11 @@ mod tests {
     #[test]
     fn another_process_on_the_port_is_not_the_server() {
         let squatter = std::sync::Mutex::new(None);
-        let cmd = ServerCommand {
-            program: "sleep",
-            package: "coreutils",
-            port: None,
-            args: &|port, _| {
-                *squatter.lock().unwrap() = Some(TcpListener::bind(("127.0.0.1", port)).unwrap());
-                vec!["5".into()]
-            },
-            ready: &|_| true,
-            ready_timeout: Duration::from_millis(500),
-            extra_dirs: &[],
-            run_as: None,
-            init: None,
+        let args = |port: u16, _: &Path| {
+            *squatter.lock().unwrap() = Some(TcpListener::bind(("127.0.0.1", port)).unwrap());
+            vec!["5".into()]
         };
+        let cmd = command("sleep", "coreutils", &args, Duration::from_millis(500));
         let e = ManagedServer::start(&cmd).err().unwrap().to_string();
         assert!(e.contains("did not answer"), "{e}");
     }
@@ -652,27 +658,18 @@ mod tests {
     #[test]
     fn a_port_taken_in_between_is_picked_again() {
         let attempts = std::sync::atomic::AtomicUsize::new(0);
-        let cmd = ServerCommand {
-            program: "sh",
-            package: "dash",
-            port: None,
-            args: &|port, dir| {
-                let script = if attempts.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
-                    "echo 'bind: Address already in use' >&2; exit 1".to_string()
-                } else {
-                    format!(
-                        "exec python3 -m http.server {port} --bind 127.0.0.1 --directory {}",
-                        dir.display()
-                    )
-                };
-                vec!["-c".into(), script]
-            },
-            ready: &|_| true,
-            ready_timeout: Duration::from_secs(20),
-            extra_dirs: &[],
-            run_as: None,
-            init: None,
+        let args = |port: u16, dir: &Path| {
+            let script = if attempts.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
+                "echo 'bind: Address already in use' >&2; exit 1".to_string()
+            } else {
+                format!(
+                    "exec python3 -m http.server {port} --bind 127.0.0.1 --directory {}",
+                    dir.display()
+                )
+            };
+            vec!["-c".into(), script]
         };
+        let cmd = command("sh", "dash", &args, Duration::from_secs(20));
         let mut server = ManagedServer::start(&cmd).unwrap();
         assert_eq!(attempts.load(std::sync::atomic::Ordering::SeqCst), 2);
         assert!(server.is_running());
