@@ -4,7 +4,6 @@
 //! workload means the same thing on every target.
 
 use crate::driver::{Job, JobKind};
-use crate::recorder::{Completion, ErrorKind};
 use crate::value::HEADER_LEN;
 use crate::workload::{KeyChooser, MixChooser, OpKind, Rng};
 
@@ -127,28 +126,5 @@ impl ClientState {
             let behind = (now - self.next_due) / self.period;
             self.next_due += behind * self.period;
         }
-    }
-}
-
-/// What became of an operation whose call returned `result`: a read that
-/// found its record is checked against the value written (`read` holds it);
-/// `Ok(false)` is a miss; an `Err` the failure it names. Shared by every loop so
-/// that a completion means the same on every target.
-#[inline]
-pub fn judge(
-    job: &Job,
-    kind: OpKind,
-    key: u64,
-    result: &Result<bool, ErrorKind>,
-    read: &[u8],
-) -> Completion {
-    match result {
-        Ok(true) if kind == OpKind::Get => match job.pool.verify(key, read) {
-            Ok(()) => Completion::Ok,
-            Err(_) => Completion::Error(ErrorKind::Verification),
-        },
-        Ok(true) => Completion::Ok,
-        Ok(false) => Completion::Miss,
-        Err(e) => Completion::Error(*e),
     }
 }

@@ -1,11 +1,18 @@
 //! The contract between the runner and a target's driver.
 //!
-//! A driver knows how to talk to one kind of target; the runner knows how to
-//! time. A network driver is a [`Codec`] (bytes in, bytes out, no I/O, no
-//! clock) plus a [`Connector`]; [`crate::net::run_worker`] drives both. A
-//! driver that is not a byte protocol (an embedded engine, an async SQL
-//! client) implements [`Driver::run_worker`] with the runner's helpers so
-//! that timing still happens in one place.
+//! A driver knows how to talk to one kind of target; the harness
+//! ([`crate::harness`]) knows how to time. A driver is one of three things,
+//! each run by one I/O loop under the same harness:
+//!
+//! - a byte protocol: a [`Codec`] (bytes in, bytes out, no I/O, no clock)
+//!   plus a [`Connector`], run by [`crate::net`] ([`crate::net::CodecDriver`]);
+//! - a client library: a [`crate::session::Session`] per client, run by
+//!   [`crate::async_loop`];
+//! - an in-process engine: a [`crate::session::Session`] whose calls never
+//!   wait, run by [`crate::embedded`].
+//!
+//! [`Driver::run_worker`] only picks the loop: no driver reads the clock,
+//! records or loops.
 
 use std::net::TcpStream;
 use std::ops::Range;
@@ -14,7 +21,7 @@ use std::sync::mpsc::Sender;
 use std::time::Instant;
 
 use crate::plan::Workload;
-use crate::recorder::{Interval, PhaseStats};
+use crate::recorder::Interval;
 use crate::value::ValuePool;
 use crate::workload::{OpKind, ZipfianConstants};
 
@@ -167,24 +174,7 @@ impl Job<'_> {
     }
 }
 
-/// What one worker hands back at the end of a job.
-#[derive(Debug)]
-pub struct WorkerOutput {
-    /// One entry per phase of the job.
-    pub phases: Vec<PhaseStats>,
-    /// CPU time of the worker thread during the last phase, ns.
-    pub busy_cpu_ns: u64,
-    /// Wall time of the last phase as this worker saw it, ns.
-    pub busy_wall_ns: u64,
-    /// Time of the last completion, ns since `t0`.
-    pub last_completion_ns: u64,
-    /// Time requests were outstanding inside the measured window (from the
-    /// end of the warm-up to the end of a timed phase), summed over
-    /// requests, ns: Little's law's numerator.
-    pub busy_in_window_ns: u64,
-    /// I/O mechanism used, with the reason for a fallback.
-    pub backend: String,
-}
+pub use crate::recorder::WorkerOutput;
 
 /// A target's driver, as the runner uses it. Shared by all worker threads.
 pub trait Driver: Send + Sync {

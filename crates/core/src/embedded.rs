@@ -1,17 +1,25 @@
 //! The loop for engines opened in-process (Tokyo Cabinet, LMDB, RocksDB,
-//! SQLite): every operation is a synchronous call, timed here around the
-//! call, never inside the engine's driver.
+//! SQLite): every operation is a direct, synchronous call, timed by the
+//! harness around the call, never inside the engine's driver.
 //!
 //! Each worker thread runs its clients in turn (round robin in closed loop,
 //! by schedule in open loop); give an embedded run as many threads as
 //! clients for real concurrency.
+//!
+//! Engines implement the synchronous [`EngineSession`]; [`InProcess`] makes
+//! one a [`Session`], so that operations are dispatched by the same
+//! [`perform`] as for client libraries. Its futures never wait: the loop
+//! polls each once.
 
-use crate::client::{judge, ClientState};
-use crate::driver::{Job, JobKind, WorkerOutput};
-use crate::net::{format_key, KEY_LEN};
-use crate::profile::{Profile, Query, RecordKind};
-use crate::recorder::{monotonic_ns, ErrorKind, WorkerMeter};
-use crate::workload::{MixChooser, OpKind};
+use std::future::Future;
+use std::pin::pin;
+use std::task::{Context, Poll, Waker};
+
+use crate::driver::Job;
+use crate::harness::Harness;
+use crate::profile::{Profile, Query};
+use crate::recorder::{monotonic_ns, WorkerOutput};
+use crate::session::{outcome, perform, OpBuffers, Session, SessionError, SessionResult};
 
 /// One worker's handle on an engine. Implementations do no timing and no
 /// recording; an `Err` is a failed operation, counted as a server error.
@@ -38,53 +46,68 @@ pub trait EngineSession {
     }
 }
 
+/// An engine's session as a [`Session`] whose calls complete at once.
+pub struct InProcess<'s, S>(pub &'s mut S);
+
+impl<S: EngineSession> Session for InProcess<'_, S> {
+    async fn get(&mut self, key: &[u8], out: &mut Vec<u8>) -> SessionResult<bool> {
+        self.0.get(key, out).map_err(SessionError::Server)
+    }
+    async fn put(&mut self, key: &[u8], value: &[u8]) -> SessionResult<()> {
+        self.0.put(key, value).map_err(SessionError::Server)
+    }
+    async fn delete(&mut self, key: &[u8]) -> SessionResult<bool> {
+        self.0.delete(key).map_err(SessionError::Server)
+    }
+    async fn put_profile(
+        &mut self,
+        id: u64,
+        key: &[u8],
+        profile: &Profile,
+        payload: &[u8],
+    ) -> SessionResult<()> {
+        self.0
+            .put_profile(id, key, profile, payload)
+            .map_err(SessionError::Server)
+    }
+    async fn search(&mut self, query: &Query) -> SessionResult<u64> {
+        self.0.search(query).map_err(SessionError::Server)
+    }
+}
+
+/// The value of a future that completes without waiting (an in-process
+/// call), polled once.
+#[inline]
+fn at_once<F: Future>(f: F) -> F::Output {
+    let mut f = pin!(f);
+    match f.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(v) => v,
+        Poll::Pending => panic!("an in-process engine's call waited; engines must not suspend"),
+    }
+}
+
 /// Runs worker `worker`'s share of `job` on `session`.
 pub fn run_worker<S: EngineSession>(session: &mut S, job: &Job, worker: usize) -> WorkerOutput {
-    let w = job.workload;
-    let open_loop = w.rate.is_some() && job.kind == JobKind::Measure;
-    let mut clients: Vec<ClientState> = job
-        .clients_of(worker)
-        .map(|c| ClientState::new(job, c, open_loop))
-        .collect();
-    let mut meter = WorkerMeter::for_job(job, open_loop);
-    let mix = MixChooser::new(w.mix.weights);
-    let warmup_end = job.warmup_end_ns();
-    let measure_end = job.measure_end_ns();
+    let session = &mut InProcess(session);
+    let mut h = Harness::new(job, worker);
     let t0_ns = monotonic_ns().saturating_sub(job.t0.elapsed().as_nanos() as u64);
     let now_ns = || monotonic_ns().saturating_sub(t0_ns);
-    let mut key_buf = [0u8; KEY_LEN];
-    let mut value = Vec::with_capacity(w.value_size.max());
-    let mut read = Vec::with_capacity(w.value_size.max());
-    let mut next = 0usize;
+    let mut buffers = OpBuffers::new(job.workload);
+    let mut after = 0usize;
     // One clock read per operation: in a closed loop the end of one call is
     // the start of the next on the same thread.
     let mut now = now_ns();
     loop {
-        meter.on_loop(now, warmup_end, &job.intervals);
-        if job.stop.load(std::sync::atomic::Ordering::Relaxed) || clients.is_empty() {
+        h.tick(now);
+        let Some((ci, intended)) = h.next_client(now, after) else {
             break;
-        }
-        // Which client goes next, and when it was meant to.
-        let pick = if open_loop {
-            clients
-                .iter()
-                .enumerate()
-                .filter(|(_, c)| c.may_issue(job, c.next_due, warmup_end, measure_end))
-                .min_by_key(|(_, c)| c.next_due)
-                .map(|(i, c)| (i, c.next_due))
-        } else {
-            (0..clients.len())
-                .map(|k| (next + k) % clients.len())
-                .find(|&i| clients[i].may_issue(job, now, warmup_end, measure_end))
-                .map(|i| (i, now))
         };
-        let Some((ci, intended)) = pick else { break };
-        next = ci + 1;
+        after = ci + 1;
         if intended > now {
             let wait = intended - now;
             if wait > 200_000 {
                 std::thread::sleep(std::time::Duration::from_nanos(
-                    wait.min(meter.next_tick().saturating_sub(now)).max(1),
+                    wait.min(h.next_tick().saturating_sub(now)).max(1),
                 ));
                 now = now_ns();
                 continue;
@@ -94,48 +117,12 @@ pub fn run_worker<S: EngineSession>(session: &mut S, job: &Job, worker: usize) -
             }
             now = now_ns();
         }
-        let phase = job.phase_at(intended);
-        let c = &mut clients[ci];
-        let (kind, key) = c.next_op(job, &mix, phase);
-        format_key(key, &mut key_buf);
-        if kind.writes_value() {
-            let (h, p) = c.value(job, key);
-            value.clear();
-            value.extend_from_slice(&h);
-            value.extend_from_slice(p);
-        }
-        meter.stats[phase as usize].sent[kind as usize] += 1;
-        let start = now;
-        let profile = w.record == RecordKind::Profile;
-        let mut rows = 0;
-        let result = match kind {
-            OpKind::Get => session.get(&key_buf, &mut read),
-            OpKind::Set | OpKind::Update if profile => session
-                .put_profile(key, &key_buf, &Profile::of(key), &value)
-                .map(|()| true),
-            OpKind::Set | OpKind::Update => session.put(&key_buf, &value).map(|()| true),
-            OpKind::Delete => session.delete(&key_buf),
-            OpKind::Search => {
-                let q = clients[ci].query(w.search);
-                session.search(&q).map(|n| {
-                    rows = n;
-                    true
-                })
-            }
-        };
+        let req = h.begin(ci, intended, now);
+        let (op, read) = buffers.prepare(&mut h, req);
+        let result = at_once(perform(session, &op, read));
         let done = now_ns();
-        let result = result.map_err(|_| ErrorKind::ServerError);
-        let how = judge(job, kind, key, &result, &read);
-        meter.record(
-            phase,
-            kind,
-            done.saturating_sub(intended),
-            done - start,
-            how,
-            done,
-        );
-        meter.stats[phase as usize].rows[kind as usize] += rows;
+        h.complete(&req, outcome(&result, read), done);
         now = done;
     }
-    meter.finish(now_ns(), "in-process".into(), &job.intervals)
+    h.finish(now_ns(), "in-process".into())
 }

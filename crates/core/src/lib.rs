@@ -1,9 +1,12 @@
 //! # bakeoff-core
 //!
 //! Everything of bakeoff that is not a database: the plan, the workload
-//! generators, the runner, the recorder and the result model. Drivers plug
-//! in through [`driver::Driver`] (and, for byte protocols, [`driver::Codec`]
-//! with the shared network loop in [`net`]); nothing here depends on a
+//! generators, the timing harness and its I/O loops, the runner, the
+//! recorder and the result model. Drivers plug in as a [`driver::Codec`]
+//! (byte protocols, run by [`net`]) or a [`session::Session`] (client
+//! libraries and in-process engines, run by [`async_loop`] and
+//! [`embedded`]); all four loops, the mock's included, hand every request
+//! and completion to one [`harness::Harness`]. Nothing here depends on a
 //! database client.
 //!
 //! ## Layout
@@ -14,14 +17,18 @@
 //! - [`workload`]: seeded key, value-size and operation generators.
 //! - [`value`]: self-verifying values (header + pooled payload).
 //! - [`recorder`]: per-worker HDR histograms, counters, intervals.
-//! - [`async_loop`]: the loop for targets behind async client libraries.
-//! - [`client`]: one client's request stream, shared by every loop.
+//! - [`client`]: one client's request stream.
+//! - [`harness`]: one per worker: request streams, phases, value checks,
+//!   the meter, Little's law; the loops below only move bytes or calls.
 //! - [`driver`]: the contract between runner and drivers.
+//! - [`session`]: the call contract of client libraries and engines, and
+//!   the one dispatch of an operation to a call.
+//! - [`net`]: the io_uring/epoll loop for byte-protocol codecs.
+//! - [`async_loop`]: the loop for targets behind async client libraries.
 //! - [`embedded`]: the loop for in-process engines.
-//! - [`net`]: the epoll network loop shared by byte-protocol drivers.
 //! - [`runner`]: jobs on worker threads, experiments over targets.
 //! - [`result`]: the versioned result file.
-//! - [`mock`]: a deterministic scripted driver for snapshot tests.
+//! - [`mock`]: a scripted target on a simulated clock, for snapshot tests.
 //! - [`environment`]: what machine the numbers come from.
 
 pub mod async_loop;
@@ -30,6 +37,7 @@ pub mod driver;
 pub mod embedded;
 pub mod environment;
 pub mod error;
+pub mod harness;
 pub mod mock;
 pub mod net;
 pub mod plan;
@@ -37,6 +45,7 @@ pub mod profile;
 pub mod recorder;
 pub mod result;
 pub mod runner;
+pub mod session;
 pub mod units;
 pub mod value;
 pub mod workload;

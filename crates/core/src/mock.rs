@@ -1,18 +1,22 @@
-//! A deterministic, scripted driver for tests of the runner and the
+//! A deterministic, scripted target for tests of the runner and the
 //! reports: no network, no clock; time is simulated, so the same plan gives
-//! the same result file byte for byte (environment aside).
+//! the same result file byte for byte (environment aside). It runs under
+//! the same harness as every real target — request streams, phases,
+//! warm-up, value checks, the meter and Little's law are the real code —
+//! and only its I/O loop is simulated.
 //!
 //! It never stands in for a real target: it is registered only by tests
 //! (`bakeoff run` knows it as `mock` so that end-to-end snapshots can run).
 
-use std::collections::BTreeMap;
+use std::collections::VecDeque;
 
-use crate::driver::{Driver, Job, JobKind, WorkerOutput};
+use crate::driver::{Driver, Job, WorkerOutput};
+use crate::harness::{CpuClock, Harness, Outcome, Request};
 use crate::plan::{Plan, TargetSpec};
-use crate::recorder::{overlap_ns, Completion, ErrorKind, Interval, PhaseStats};
+use crate::recorder::ErrorKind;
 use crate::result::{CounterCheck, TargetRecord};
 use crate::runner::{Counters, ProcSnapshot, Target, TargetOpener};
-use crate::workload::{KeyChooser, MixChooser, OpKind, Rng, OP_KINDS};
+use crate::workload::{OpKind, OP_KINDS};
 
 /// Scripted behaviour of the mock.
 #[derive(Clone, Debug)]
@@ -35,91 +39,115 @@ impl Default for MockDriver {
     }
 }
 
+impl MockDriver {
+    /// The scripted reply to the `n`-th request (from 1) of global client
+    /// `client`: its latency and what it says.
+    fn script(&self, kind: OpKind, n: u64, client: u64) -> (u64, Scripted) {
+        let latency = self.latency_ns[kind as usize] * (10 + (n * 7 + client * 3) % 10) / 10;
+        let what = if self.error_every > 0 && n.is_multiple_of(self.error_every) {
+            Scripted::Error
+        } else if kind == OpKind::Get && self.miss_every > 0 && n.is_multiple_of(self.miss_every) {
+            Scripted::Miss
+        } else if kind == OpKind::Get {
+            Scripted::Value
+        } else {
+            Scripted::Ok
+        };
+        (latency, what)
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Scripted {
+    Ok,
+    Value,
+    Miss,
+    Error,
+}
+
+/// One simulated connection: the requests it has out, each with the
+/// simulated time its reply arrives. The scripted server answers each
+/// connection's requests in order, one at a time.
+struct SimConn {
+    inflight: VecDeque<(Request, u64, Scripted)>,
+    /// Requests made so far (the script's sequence number).
+    made: u64,
+    /// Global client index.
+    client: u64,
+}
+
 impl Driver for MockDriver {
+    /// The simulated I/O loop: like the network loop it keeps up to
+    /// `pipeline` requests out per client and hands each completion to the
+    /// harness, but time is simulated — it jumps to the next reply (or the
+    /// next scheduled request in open loop) instead of waiting.
     fn run_worker(&self, job: &Job, worker: usize) -> Result<WorkerOutput, String> {
-        let w = job.workload;
-        let open_loop = w.rate.is_some() && job.kind == JobKind::Measure;
-        let mut phases: Vec<PhaseStats> = (0..job.phase_count())
-            .map(|_| PhaseStats::new(open_loop))
+        let mut h = Harness::with_cpu_clock(job, worker, CpuClock::None);
+        let pipeline = job.workload.pipeline.max(1) as usize;
+        let mut conns: Vec<SimConn> = job
+            .clients_of(worker)
+            .map(|client| SimConn {
+                inflight: VecDeque::with_capacity(pipeline),
+                made: 0,
+                client: client as u64,
+            })
             .collect();
-        let mut seconds: BTreeMap<u32, Interval> = BTreeMap::new();
-        let warmup_end = job.warmup_end_ns();
-        let measure_end = job.measure_end_ns();
-        let mix = MixChooser::new(w.mix.weights);
-        let mut last = 0;
-        let mut busy_in_window = 0;
-        for client in job.clients_of(worker) {
-            let mut rng = Rng::new(job.seed, client as u64);
-            let mut keys = KeyChooser::new(
-                w.key_distribution,
-                w.records,
-                client as u64,
-                w.clients as u64,
-                job.zipf,
-            );
-            let mut quota = job.quota(client);
-            let mut load = job.load_range(client);
-            let mut now = 0u64;
-            let mut n = 0u64;
-            loop {
-                let phase = match job.kind {
-                    JobKind::Load => 0,
-                    JobKind::Measure => usize::from(now >= warmup_end),
-                };
-                let kind = match job.kind {
-                    JobKind::Load => match load.next() {
-                        Some(_) => OpKind::Set,
-                        None => break,
-                    },
-                    JobKind::Measure => {
-                        if now >= measure_end || (phase == 1 && quota == 0) {
-                            break;
+        let w = job.workload;
+        let mut value = Vec::with_capacity(w.value_size.max());
+        let mut now = 0u64;
+        loop {
+            h.tick(now);
+            // Every client makes the requests due now, up to the pipeline.
+            for (ci, c) in conns.iter_mut().enumerate() {
+                while c.inflight.len() < pipeline {
+                    let Some(intended) = h.due(ci, now) else {
+                        break;
+                    };
+                    let req = h.begin(ci, intended, now);
+                    c.made += 1;
+                    let (latency, what) = self.script(req.kind, c.made, c.client);
+                    let start = c.inflight.back().map_or(now, |&(_, done, _)| done.max(now));
+                    c.inflight.push_back((req, start + latency, what));
+                }
+            }
+            // The next event: a reply, or (open loop) a request falling due.
+            let next_reply = conns
+                .iter()
+                .enumerate()
+                .filter_map(|(ci, c)| c.inflight.front().map(|&(_, done, _)| (done, ci)))
+                .min();
+            let next_due = (0..conns.len())
+                .filter(|&ci| conns[ci].inflight.len() < pipeline)
+                .filter_map(|ci| h.next_start(ci, now))
+                .filter(|&t| t > now)
+                .min();
+            match (next_reply, next_due) {
+                (Some((done, ci)), due) if due.is_none_or(|t| done <= t) => {
+                    now = done;
+                    h.tick(now);
+                    let (req, _, what) = conns[ci].inflight.pop_front().expect("front exists");
+                    let outcome = match what {
+                        Scripted::Ok => Outcome::Ok,
+                        Scripted::Miss => Outcome::Miss,
+                        Scripted::Error => Outcome::Failed(ErrorKind::ServerError),
+                        Scripted::Value => {
+                            // The value bakeoff wrote, as a server would return it.
+                            let (head, payload) =
+                                job.pool
+                                    .value(req.key, 0, w.value_size.max(), w.value_content);
+                            value.clear();
+                            value.extend_from_slice(&head);
+                            value.extend_from_slice(payload);
+                            Outcome::Value(&value)
                         }
-                        if phase == 1 && quota != u64::MAX {
-                            quota -= 1;
-                        }
-                        let k = mix.next(&mut rng);
-                        keys.next(&mut rng);
-                        k
-                    }
-                };
-                n += 1;
-                let lat =
-                    self.latency_ns[kind as usize] * (10 + (n * 7 + client as u64 * 3) % 10) / 10;
-                let how = if self.error_every > 0 && n.is_multiple_of(self.error_every) {
-                    Completion::Error(ErrorKind::ServerError)
-                } else if kind == OpKind::Get
-                    && self.miss_every > 0
-                    && n.is_multiple_of(self.miss_every)
-                {
-                    Completion::Miss
-                } else {
-                    Completion::Ok
-                };
-                phases[phase].sent[kind as usize] += 1;
-                let done = now + lat * w.pipeline.max(1) as u64;
-                phases[phase].record(kind, done - now, done - now, how);
-                let sec = (done / 1_000_000_000) as u32;
-                seconds
-                    .entry(sec)
-                    .or_insert_with(|| Interval::new(sec))
-                    .record(done - now, how);
-                busy_in_window += overlap_ns(now, done, warmup_end, measure_end);
-                now = done;
-                last = last.max(done);
+                    };
+                    h.complete(&req, outcome, now);
+                }
+                (_, Some(t)) => now = t,
+                (_, None) => break,
             }
         }
-        for (_, iv) in seconds {
-            let _ = job.intervals.send(iv);
-        }
-        Ok(WorkerOutput {
-            phases,
-            busy_cpu_ns: 0,
-            busy_wall_ns: 0,
-            last_completion_ns: last,
-            busy_in_window_ns: busy_in_window,
-            backend: "mock".into(),
-        })
+        Ok(h.finish(now, "mock".into()))
     }
 
     fn describe(&self, kind: OpKind) -> String {

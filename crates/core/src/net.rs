@@ -23,55 +23,17 @@ use std::collections::VecDeque;
 use std::io::{ErrorKind as IoErrorKind, Read, Write};
 use std::net::TcpStream;
 use std::os::fd::AsRawFd;
-use std::sync::atomic::Ordering;
 
 use io_uring::{opcode, types, IoUring};
 
-use crate::client::ClientState;
-use crate::driver::{Codec, Connector, Decoded, Job, JobKind, Reply, WorkerOutput};
+use crate::driver::{Codec, Connector, Decoded, Driver, Job, Reply, WorkerOutput};
+use crate::harness::{format_key, Harness, Outcome, Request, KEY_LEN, RECONNECT_EVERY_NS};
 use crate::plan::IoBackend;
-use crate::recorder::{monotonic_ns, Completion, ErrorKind, WorkerMeter};
-use crate::value::VerifyError;
-use crate::workload::{MixChooser, OpKind};
+use crate::recorder::{monotonic_ns, ErrorKind};
+use crate::workload::OpKind;
 
-/// Length of a key: `bk:` and 12 digits.
-pub const KEY_LEN: usize = 15;
-
-/// Two ASCII digits for each of 0..100.
-const DIGIT_PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
-2021222324252627282930313233343536373839\
-4041424344454647484950515253545556575859\
-6061626364656667686970717273747576777879\
-8081828384858687888990919293949596979899";
-
-/// Writes the key of record `id` into `out` (`bk:000000000042`); two
-/// digits per step, as this runs once per operation.
-#[inline]
-pub fn format_key(id: u64, out: &mut [u8; KEY_LEN]) {
-    out[..3].copy_from_slice(b"bk:");
-    let mut v = id % 1_000_000_000_000;
-    let mut i = KEY_LEN;
-    while i > 3 {
-        let pair = (v % 100) as usize * 2;
-        v /= 100;
-        out[i - 2..i].copy_from_slice(&DIGIT_PAIRS[pair..pair + 2]);
-        i -= 2;
-    }
-}
-
-/// Time between reconnection attempts to a lost target.
-pub(crate) const RECONNECT_EVERY_NS: u64 = 100_000_000;
 /// How often in-flight requests are checked against the timeout.
 const TIMEOUT_CHECK_EVERY_NS: u64 = 10_000_000;
-
-#[derive(Clone, Copy, Debug)]
-struct InFlight {
-    kind: OpKind,
-    key: u64,
-    intended: u64,
-    sent: u64,
-    phase: u8,
-}
 
 struct Conn {
     stream: Option<TcpStream>,
@@ -92,8 +54,7 @@ struct Conn {
     rbuf: Vec<u8>,
     rstart: usize,
     rend: usize,
-    inflight: VecDeque<InFlight>,
-    gen: ClientState,
+    inflight: VecDeque<Request>,
     retry_at: u64,
     dead_since: Option<u64>,
 }
@@ -143,6 +104,17 @@ enum Backend {
         epfd: i32,
         events: Vec<libc::epoll_event>,
     },
+}
+
+impl Drop for Backend {
+    fn drop(&mut self) {
+        if let Backend::Epoll { epfd, .. } = *self {
+            if epfd >= 0 {
+                // SAFETY: closing the epoll fd we created.
+                unsafe { libc::close(epfd) };
+            }
+        }
+    }
 }
 
 const RECV: u64 = 0;
@@ -228,20 +200,14 @@ pub fn run_worker<C: Codec>(
 struct Loop<'a, C: Codec> {
     codec: &'a C,
     connector: &'a dyn Connector,
-    job: &'a Job<'a>,
+    harness: Harness<'a>,
     conns: Vec<Conn>,
-    meter: WorkerMeter,
     backend: Backend,
     backend_name: String,
     key_buf: [u8; KEY_LEN],
-    mix: MixChooser,
-    open_loop: bool,
     pipeline: usize,
-    warmup_end: u64,
-    measure_end: u64,
     timeout_ns: u64,
     next_timeout_check: u64,
-    generating: bool,
     /// The job's `t0` on CLOCK_MONOTONIC, ns.
     t0_ns: u64,
 }
@@ -254,12 +220,12 @@ impl<'a, C: Codec> Loop<'a, C> {
         worker: usize,
     ) -> Result<Self, String> {
         let w = job.workload;
-        let open_loop = w.rate.is_some() && job.kind == JobKind::Measure;
+        let harness = Harness::new(job, worker);
         let pipeline = w.pipeline.max(1) as usize;
         let wcap = pipeline * (w.value_size.max() + 128) + 4096;
         let rcap = (pipeline * (w.value_size.max() + 128)).max(64 * 1024);
         let mut conns = Vec::new();
-        for client in job.clients_of(worker) {
+        for _ in 0..harness.clients() {
             conns.push(Conn {
                 stream: None,
                 wbuf: Vec::with_capacity(wcap),
@@ -273,7 +239,6 @@ impl<'a, C: Codec> Loop<'a, C> {
                 rstart: 0,
                 rend: 0,
                 inflight: VecDeque::with_capacity(pipeline),
-                gen: ClientState::new(job, client, open_loop),
                 retry_at: 0,
                 dead_since: None,
             });
@@ -290,20 +255,14 @@ impl<'a, C: Codec> Loop<'a, C> {
         let mut lp = Loop {
             codec,
             connector,
-            job,
+            harness,
             conns,
-            meter: WorkerMeter::for_job(job, open_loop),
             backend,
             backend_name,
             key_buf: [0; KEY_LEN],
-            mix: MixChooser::new(w.mix.weights),
-            open_loop,
             pipeline,
-            warmup_end: job.warmup_end_ns(),
-            measure_end: job.measure_end_ns(),
             timeout_ns: (w.timeout_s * 1e9) as u64,
             next_timeout_check: 0,
-            generating: true,
             t0_ns: monotonic_ns().saturating_sub(job.t0.elapsed().as_nanos() as u64),
         };
         // Connect every client up front; if none can connect the job fails.
@@ -353,50 +312,32 @@ impl<'a, C: Codec> Loop<'a, C> {
         Ok(())
     }
 
-    fn phase_of(&self, intended: u64) -> u8 {
-        self.job.phase_at(intended)
-    }
-
     /// Whether connection `ci` may make a request now, and with which
     /// intended start.
     #[inline]
     fn due(&self, ci: usize, now: u64) -> Option<u64> {
         let c = &self.conns[ci];
-        if !self.generating || !c.usable() || c.inflight.len() >= self.pipeline {
+        if !c.usable() || c.inflight.len() >= self.pipeline {
             return None;
         }
-        let intended = if self.open_loop { c.gen.next_due } else { now };
-        if intended > now {
-            return None;
-        }
-        c.gen
-            .may_issue(self.job, intended, self.warmup_end, self.measure_end)
-            .then_some(intended)
+        self.harness.due(ci, now)
     }
 
     /// Makes one request on connection `ci`.
     #[inline]
     fn issue(&mut self, ci: usize, intended: u64, now: u64) {
-        let phase = self.phase_of(intended);
-        let job = self.job;
+        let req = self.harness.begin(ci, intended, now);
+        format_key(req.key, &mut self.key_buf);
         let c = &mut self.conns[ci];
-        let (kind, key) = c.gen.next_op(job, &self.mix, phase);
-        format_key(key, &mut self.key_buf);
-        if kind.writes_value() {
-            let (h, p) = c.gen.value(job, key);
-            self.codec.encode(kind, &self.key_buf, &h, p, &mut c.wbuf);
+        if req.kind.writes_value() {
+            let (h, p) = self.harness.value(ci, req.key);
+            self.codec
+                .encode(req.kind, &self.key_buf, &h, p, &mut c.wbuf);
         } else {
             self.codec
-                .encode(kind, &self.key_buf, &[], &[], &mut c.wbuf);
+                .encode(req.kind, &self.key_buf, &[], &[], &mut c.wbuf);
         }
-        c.inflight.push_back(InFlight {
-            kind,
-            key,
-            intended,
-            sent: now,
-            phase,
-        });
-        self.meter.stats[phase as usize].sent[kind as usize] += 1;
+        c.inflight.push_back(req);
     }
 
     fn fill(&mut self, ci: usize, now: u64) {
@@ -486,19 +427,11 @@ impl<'a, C: Codec> Loop<'a, C> {
         c.recv_inflight = true;
     }
 
-    #[inline]
-    fn complete(&mut self, f: InFlight, how: Completion, now: u64) {
-        let response = now.saturating_sub(f.intended);
-        let service = now.saturating_sub(f.sent);
-        self.meter
-            .record(f.phase, f.kind, response, service, how, now);
-    }
-
     /// Every request in flight on `ci` fails with `kind`; the connection is
     /// closed and retried later.
     fn fail(&mut self, ci: usize, kind: ErrorKind, now: u64) {
         while let Some(f) = self.conns[ci].inflight.pop_front() {
-            self.complete(f, Completion::Error(kind), now);
+            self.harness.complete(&f, Outcome::Failed(kind), now);
         }
         let c = &mut self.conns[ci];
         c.retry_at = now + RECONNECT_EVERY_NS;
@@ -556,32 +489,21 @@ impl<'a, C: Codec> Loop<'a, C> {
                 Decoded::Incomplete => break,
                 Decoded::Invalid => return self.fail(ci, ErrorKind::Protocol, now),
                 Decoded::Complete { len, reply } => {
-                    let how = match reply {
-                        Reply::Ok => Completion::Ok,
-                        Reply::Miss => Completion::Miss,
-                        Reply::ServerError => Completion::Error(ErrorKind::ServerError),
-                        Reply::Value { start, end } => {
-                            if front.kind != OpKind::Get || end > len || start > end {
-                                Completion::Error(ErrorKind::Protocol)
-                            } else {
-                                match self.job.pool.verify(front.key, &buf[start..end]) {
-                                    Ok(()) => Completion::Ok,
-                                    Err(
-                                        VerifyError::NotOurs
-                                        | VerifyError::WrongKey
-                                        | VerifyError::WrongLength
-                                        | VerifyError::Corrupt,
-                                    ) => Completion::Error(ErrorKind::Verification),
-                                }
-                            }
+                    let outcome = match reply {
+                        Reply::Ok => Outcome::Ok,
+                        Reply::Miss => Outcome::Miss,
+                        Reply::ServerError => Outcome::Failed(ErrorKind::ServerError),
+                        Reply::Value { start, end } if end > len || start > end => {
+                            Outcome::Failed(ErrorKind::Protocol)
                         }
+                        Reply::Value { start, end } => Outcome::Value(&buf[start..end]),
                     };
                     // One clock read per reply, where it is parsed.
                     let t = self.now();
+                    self.harness.complete(&front, outcome, t);
                     let c = &mut self.conns[ci];
                     c.rstart += len;
                     c.inflight.pop_front();
-                    self.complete(front, how, t);
                     self.fill(ci, t);
                 }
             }
@@ -649,13 +571,13 @@ impl<'a, C: Codec> Loop<'a, C> {
     fn reconnect_due(&mut self, now: u64) {
         for ci in 0..self.conns.len() {
             let c = &self.conns[ci];
-            if c.stream.is_some() || c.retry_at > now || !self.generating {
+            if c.stream.is_some() || c.retry_at > now || !self.harness.generating() {
                 continue;
             }
             match self.connect(ci) {
                 Ok(()) => {
                     let now = self.now();
-                    self.conns[ci].gen.skip_missed(now);
+                    self.harness.skip_missed(ci, now);
                     self.fill(ci, now);
                     self.kick_write(ci, now);
                 }
@@ -665,15 +587,14 @@ impl<'a, C: Codec> Loop<'a, C> {
                     } else {
                         ErrorKind::Refused
                     };
-                    let phase = self.phase_of(now);
-                    self.meter.record_connect_error(phase, kind);
+                    self.harness.connect_failed(now, kind);
                     let c = &mut self.conns[ci];
                     c.retry_at = now + RECONNECT_EVERY_NS;
                     // A target gone for longer than the request timeout takes
                     // this client's remaining work with it, so that counted
                     // runs end too.
                     if c.dead_since.is_some_and(|d| now - d > self.timeout_ns) {
-                        c.gen.give_up();
+                        self.harness.give_up(ci);
                     }
                 }
             }
@@ -688,17 +609,12 @@ impl<'a, C: Codec> Loop<'a, C> {
         }
         loop {
             let now = self.now();
-            self.meter
-                .on_loop(now, self.warmup_end, &self.job.intervals);
-            if self.generating && (self.job.stop.load(Ordering::Relaxed) || now >= self.measure_end)
-            {
-                self.generating = false;
-            }
+            let generating = self.harness.tick(now);
             if now >= self.next_timeout_check {
                 self.check_timeouts(now);
                 self.reconnect_due(now);
             }
-            if self.open_loop && self.generating {
+            if self.harness.open_loop() && generating {
                 for ci in 0..self.conns.len() {
                     if self.due(ci, now).is_some() {
                         self.fill(ci, now);
@@ -708,8 +624,8 @@ impl<'a, C: Codec> Loop<'a, C> {
             }
             let idle = self.conns.iter().all(|c| c.inflight.is_empty());
             if idle {
-                let more =
-                    self.generating && (0..self.conns.len()).any(|ci| self.could_issue_later(ci));
+                let now = self.now();
+                let more = (0..self.conns.len()).any(|ci| self.harness.has_work_left(ci, now));
                 if !more {
                     break;
                 }
@@ -741,7 +657,7 @@ impl<'a, C: Codec> Loop<'a, C> {
                     ) {
                         // Nothing sensible is left to do with a broken ring
                         // but to stop making requests.
-                        self.generating = false;
+                        self.harness.stop();
                     }
                 }
                 completions.clear();
@@ -803,29 +719,24 @@ impl<'a, C: Codec> Loop<'a, C> {
         }
     }
 
-    /// Whether `ci` has requests left to make in this job.
-    fn could_issue_later(&self, ci: usize) -> bool {
-        self.conns[ci]
-            .gen
-            .has_work_left(self.job, self.now(), self.warmup_end)
-    }
-
     /// How long the next wait may last, ns.
     fn wait_ns(&self, now: u64) -> u64 {
-        let mut until = self
-            .meter
+        let h = &self.harness;
+        let mut until = h
             .next_tick()
             .min(self.next_timeout_check + TIMEOUT_CHECK_EVERY_NS);
-        if self.generating {
-            until = until.min(self.measure_end).min(if self.warmup_end > now {
-                self.warmup_end
+        if h.generating() {
+            until = until.min(h.measure_end()).min(if h.warmup_end() > now {
+                h.warmup_end()
             } else {
                 u64::MAX
             });
-            if self.open_loop {
-                for c in &self.conns {
+            if h.open_loop() {
+                for (ci, c) in self.conns.iter().enumerate() {
                     if c.usable() && c.inflight.len() < self.pipeline {
-                        until = until.min(c.gen.next_due);
+                        if let Some(t) = h.next_start(ci, now) {
+                            until = until.min(t);
+                        }
                     }
                 }
             }
@@ -835,34 +746,26 @@ impl<'a, C: Codec> Loop<'a, C> {
 
     fn finish(mut self) -> WorkerOutput {
         let now = self.now();
-        let meter = std::mem::replace(&mut self.meter, WorkerMeter::new(0, false));
-        meter.finish(
-            now,
-            std::mem::take(&mut self.backend_name),
-            &self.job.intervals,
-        )
+        let backend = std::mem::take(&mut self.backend_name);
+        self.harness.finish(now, backend)
     }
 }
 
-impl<C: Codec> Drop for Loop<'_, C> {
-    fn drop(&mut self) {
-        if let Backend::Epoll { epfd, .. } = self.backend {
-            // SAFETY: closing the epoll fd we created.
-            unsafe { libc::close(epfd) };
-        }
-    }
+/// A driver for a byte protocol: a codec and a way to connect, run by the
+/// network loop under the harness.
+pub struct CodecDriver<C: Codec> {
+    /// The protocol.
+    pub codec: C,
+    /// How connections are opened (and authenticated).
+    pub connector: Box<dyn Connector>,
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+impl<C: Codec> Driver for CodecDriver<C> {
+    fn run_worker(&self, job: &Job, worker: usize) -> Result<WorkerOutput, String> {
+        run_worker(&self.codec, &*self.connector, job, worker)
+    }
 
-    #[test]
-    fn keys_are_fixed_width() {
-        let mut k = [0u8; KEY_LEN];
-        format_key(42, &mut k);
-        assert_eq!(&k, b"bk:000000000042");
-        format_key(999_999_999_999, &mut k);
-        assert_eq!(&k, b"bk:999999999999");
+    fn describe(&self, kind: OpKind) -> String {
+        self.codec.describe(kind)
     }
 }

@@ -276,15 +276,36 @@ pub fn overlap_ns(start: u64, end: u64, from: u64, to: u64) -> u64 {
     end.min(to).saturating_sub(start.max(from))
 }
 
-/// The bookkeeping every worker loop shares: phase stats, the current
-/// one-second interval and its hand-off to the collector, the worker's CPU
-/// over the measured phase, the time of the last completion.
+/// What one worker hands back at the end of a job.
+#[derive(Debug)]
+pub struct WorkerOutput {
+    /// One entry per phase of the job.
+    pub phases: Vec<PhaseStats>,
+    /// CPU time of the worker thread during the last phase, ns.
+    pub busy_cpu_ns: u64,
+    /// Wall time of the last phase as this worker saw it, ns.
+    pub busy_wall_ns: u64,
+    /// Time of the last completion, ns since `t0`.
+    pub last_completion_ns: u64,
+    /// Time requests were outstanding inside the measured window (from the
+    /// end of the warm-up to the end of a timed phase), summed over
+    /// requests, ns: Little's law's numerator.
+    pub busy_in_window_ns: u64,
+    /// I/O mechanism used, with the reason for a fallback.
+    pub backend: String,
+}
+
+/// The bookkeeping of one worker: phase stats, the current one-second
+/// interval and its hand-off to the collector, the worker's CPU over the
+/// measured phase, the time of the last completion, Little's-law sum.
+/// Owned by the harness ([`crate::harness::Harness`]).
 pub struct WorkerMeter {
     /// Stats per phase of the job.
     pub stats: Vec<PhaseStats>,
     /// The second being recorded.
     pub interval: Interval,
     next_tick: u64,
+    cpu: fn() -> u64,
     cpu_at_tick: u64,
     busy_cpu_start: Option<u64>,
     busy_wall_start: u64,
@@ -295,30 +316,30 @@ pub struct WorkerMeter {
 }
 
 impl WorkerMeter {
-    /// A meter for `phases` phases; `open_loop` adds service-time histograms.
-    pub fn new(phases: usize, open_loop: bool) -> Self {
+    /// A meter for `phases` phases (`open_loop` adds service-time
+    /// histograms) whose Little's-law sum covers `window_start..window_end`
+    /// (the measured window: end of the warm-up to the end of a timed
+    /// phase); `cpu` reads the worker's CPU time, once a second.
+    pub fn new(
+        phases: usize,
+        open_loop: bool,
+        window_start: u64,
+        window_end: u64,
+        cpu: fn() -> u64,
+    ) -> Self {
         Self {
             stats: (0..phases).map(|_| PhaseStats::new(open_loop)).collect(),
             interval: Interval::new(0),
             next_tick: 1_000_000_000,
-            cpu_at_tick: thread_cpu_ns(),
+            cpu,
+            cpu_at_tick: cpu(),
             busy_cpu_start: None,
             busy_wall_start: 0,
             last_completion: 0,
-            window_start: 0,
-            window_end: u64::MAX,
+            window_start,
+            window_end,
             busy_in_window: 0,
         }
-    }
-
-    /// A meter for `job`'s phases whose Little's-law sum covers the
-    /// measured window (from the end of the warm-up to the end of a timed
-    /// phase).
-    pub fn for_job(job: &crate::driver::Job, open_loop: bool) -> Self {
-        let mut m = Self::new(job.phase_count(), open_loop);
-        m.window_start = job.warmup_end_ns();
-        m.window_end = job.measure_end_ns();
-        m
     }
 
     /// When the current second ends, ns since the job's start.
@@ -332,11 +353,11 @@ impl WorkerMeter {
     #[inline]
     pub fn on_loop(&mut self, now: u64, warmup_end: u64, tx: &std::sync::mpsc::Sender<Interval>) {
         if self.busy_cpu_start.is_none() && now >= warmup_end {
-            self.busy_cpu_start = Some(thread_cpu_ns());
+            self.busy_cpu_start = Some((self.cpu)());
             self.busy_wall_start = now;
         }
         while now >= self.next_tick {
-            let cpu = thread_cpu_ns();
+            let cpu = (self.cpu)();
             let second = (self.next_tick / 1_000_000_000) as u32;
             let mut done = std::mem::replace(&mut self.interval, Interval::new(second));
             done.cpu_ns = cpu - self.cpu_at_tick;
@@ -383,8 +404,8 @@ impl WorkerMeter {
         now: u64,
         backend: String,
         tx: &std::sync::mpsc::Sender<Interval>,
-    ) -> crate::driver::WorkerOutput {
-        let cpu = thread_cpu_ns();
+    ) -> WorkerOutput {
+        let cpu = (self.cpu)();
         let mut done = std::mem::replace(&mut self.interval, Interval::new(0));
         done.cpu_ns = cpu - self.cpu_at_tick;
         done.second = (now / 1_000_000_000) as u32;
@@ -392,7 +413,7 @@ impl WorkerMeter {
             let _ = tx.send(done);
         }
         let start = self.busy_cpu_start.unwrap_or(cpu);
-        crate::driver::WorkerOutput {
+        WorkerOutput {
             phases: self.stats,
             busy_cpu_ns: cpu - start,
             busy_wall_ns: now.saturating_sub(self.busy_wall_start),

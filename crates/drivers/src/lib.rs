@@ -2,9 +2,10 @@
 //!
 //! The targets bakeoff can measure. Each target is one module behind a
 //! cargo feature (on by default) plus one line in [`registry`]. Byte
-//! protocols are spoken through lean codecs of our own ([`codec`]) driven
-//! by the shared network loop of `bakeoff-core`; drivers contain no timing
-//! code.
+//! protocols are spoken through lean codecs of our own ([`codec`]) run as a
+//! `bakeoff_core::net::CodecDriver`; client libraries and in-process
+//! engines through `bakeoff_core::session::Session`s. Every one runs under
+//! core's harness: drivers contain no timing code.
 //!
 //! ## Layout
 //!
@@ -38,25 +39,3 @@ pub mod registry;
 pub mod settings;
 #[cfg(any(feature = "postgres", feature = "mariadb"))]
 pub mod sql;
-
-use bakeoff_core::driver::{Codec, Connector, Driver, Job, WorkerOutput};
-use bakeoff_core::workload::OpKind;
-
-/// A driver for a byte protocol: a codec and a way to connect, run by the
-/// shared network loop.
-pub struct NetDriver<C: Codec> {
-    /// The protocol.
-    pub codec: C,
-    /// How connections are opened (and authenticated).
-    pub connector: Box<dyn Connector>,
-}
-
-impl<C: Codec> Driver for NetDriver<C> {
-    fn run_worker(&self, job: &Job, worker: usize) -> Result<WorkerOutput, String> {
-        bakeoff_core::net::run_worker(&self.codec, &*self.connector, job, worker)
-    }
-
-    fn describe(&self, kind: OpKind) -> String {
-        self.codec.describe(kind)
-    }
-}

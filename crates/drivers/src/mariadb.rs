@@ -12,12 +12,13 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use bakeoff_core::async_loop::{AsyncSession, SessionError, SessionResult};
 use bakeoff_core::driver::{Driver, Job, JobKind, WorkerOutput};
-use bakeoff_core::net::KEY_LEN;
+use bakeoff_core::harness::KEY_LEN;
 use bakeoff_core::plan::{Endpoint, Plan, RequestMode, TargetSpec, Workload};
 use bakeoff_core::profile::{Profile, Query, RecordKind};
+use bakeoff_core::recorder::ErrorKind;
 use bakeoff_core::runner::{CounterRule, Counters, Target};
+use bakeoff_core::session::{io_error_kind, ConnectError, Session, SessionError, SessionResult};
 use bakeoff_core::workload::OpKind;
 use bakeoff_servers::{ManagedServer, ServerCommand};
 use mysql_async::prelude::Queryable;
@@ -106,25 +107,48 @@ impl Dsn {
     }
 }
 
-async fn connect(dsn: &Dsn, db: Option<&str>) -> Result<Conn, String> {
+async fn connect(dsn: &Dsn, db: Option<&str>) -> Result<Conn, ConnectError> {
     let fut = Conn::new(dsn.opts(db));
     match tokio::time::timeout(Duration::from_secs(5), fut).await {
-        Err(_) => Err(format!(
-            "cannot connect to {}: timed out; is the server running?",
-            dsn.describe()
+        Err(_) => Err(ConnectError::new(
+            ErrorKind::Timeout,
+            format!(
+                "cannot connect to {}: timed out; is the server running?",
+                dsn.describe()
+            ),
         )),
         Ok(Err(e)) => {
+            let kind = connect_kind(&e);
             let text = e.to_string();
-            if text.contains("Access denied") {
-                Err(format!(
+            let message = if matches!(&e, mysql_async::Error::Server(s) if s.code == ER_ACCESS_DENIED)
+            {
+                format!(
                     "{} refused the credentials: {text}; check the user and password in the URL",
                     dsn.describe()
-                ))
+                )
             } else {
-                Err(format!("cannot connect to {}: {text}; is the server running, and are host and port right?", dsn.describe()))
-            }
+                format!("cannot connect to {}: {text}; is the server running, and are host and port right?", dsn.describe())
+            };
+            Err(ConnectError::new(kind, message))
         }
         Ok(Ok(c)) => Ok(c),
+    }
+}
+
+/// MariaDB's "Access denied for user".
+const ER_ACCESS_DENIED: u16 = 1045;
+/// MariaDB's "Too many connections" (and its per-user variant).
+const ER_CON_COUNT: [u16; 2] = [1040, 1203];
+
+/// How a failed connection attempt counts: the server turning it away for
+/// too many connections is a refusal; socket errors by their kind.
+fn connect_kind(e: &mysql_async::Error) -> ErrorKind {
+    match e {
+        mysql_async::Error::Server(s) if ER_CON_COUNT.contains(&s.code) => ErrorKind::Refused,
+        mysql_async::Error::Server(_) => ErrorKind::ServerError,
+        mysql_async::Error::Io(mysql_async::IoError::Io(io)) => io_error_kind(io),
+        mysql_async::Error::Driver(mysql_async::DriverError::ConnectionClosed) => ErrorKind::Reset,
+        _ => ErrorKind::ServerError,
     }
 }
 
@@ -162,7 +186,7 @@ fn ten_keys(key: u64, records: u64) -> String {
     (0..10)
         .map(|i| {
             let mut k = [0u8; KEY_LEN];
-            bakeoff_core::net::format_key((key + i) % records.max(1), &mut k);
+            bakeoff_core::harness::format_key((key + i) % records.max(1), &mut k);
             format!("'{}'", String::from_utf8_lossy(&k))
         })
         .collect::<Vec<_>>()
@@ -181,10 +205,12 @@ pub struct MariaSession {
 impl MariaSession {
     /// Statements are prepared on first use (mysql_async caches them per
     /// connection), so a connection per request prepares only what it uses.
-    async fn open(dsn: &Dsn, profile: bool, phased: bool) -> Result<Self, String> {
+    async fn open(dsn: &Dsn, profile: bool, phased: bool) -> Result<Self, ConnectError> {
         // A phased request selects its database itself, as a step.
         let mut conn = connect(dsn, (!phased).then_some("bakeoff")).await?;
-        let e = |r: Result<Statement, mysql_async::Error>| r.map_err(|e| e.to_string());
+        let e = |r: Result<Statement, mysql_async::Error>| {
+            r.map_err(|e| ConnectError::new(connect_kind(&e), e.to_string()))
+        };
         let profile = if profile {
             let upsert = e(conn.prep(PROFILE_PUT).await)?;
             let [a, b, c, d] = search_statements(|_| "?".into());
@@ -208,7 +234,7 @@ impl MariaSession {
     }
 }
 
-impl AsyncSession for MariaSession {
+impl Session for MariaSession {
     async fn get(&mut self, key: &[u8], out: &mut Vec<u8>) -> SessionResult<bool> {
         out.clear();
         let row: Option<Vec<u8>> = self.conn.exec_first(GET, (key,)).await.map_err(fail)?;
@@ -299,7 +325,7 @@ impl AsyncSession for MariaSession {
             }
             _ => {
                 let mut k = [0u8; KEY_LEN];
-                bakeoff_core::net::format_key(key, &mut k);
+                bakeoff_core::harness::format_key(key, &mut k);
                 let sql = format!(
                     "INSERT INTO requests (k, v) VALUES ('{}', X'{}')",
                     String::from_utf8_lossy(&k),
@@ -535,7 +561,7 @@ pub fn open(
                         user: "root".into(),
                         password: None,
                     };
-                    block(async { connect(&dsn, None).await.map(|_| ()) }).is_ok()
+                    block(async { Ok(connect(&dsn, None).await.map(|_| ())?) }).is_ok()
                 },
                 ready_timeout: Duration::from_secs(60),
                 extra_dirs: &["/usr/sbin"],

@@ -19,7 +19,7 @@ use crate::admin::{connect, memcache_lines, resolve};
 use crate::codec::memcache_binary::MemcacheBinaryCodec;
 use crate::codec::memcache_text::MemcacheTextCodec;
 use crate::settings::Settings;
-use crate::NetDriver;
+use bakeoff_core::net::CodecDriver;
 
 const KNOWN: &str = "memory (e.g. \"1gb\"), threads, max_connections, port";
 
@@ -95,8 +95,8 @@ impl Connector for MemcachedConnector {
 
 /// The protocol a memcached target speaks.
 enum Proto {
-    Text(NetDriver<MemcacheTextCodec>),
-    Binary(NetDriver<MemcacheBinaryCodec>),
+    Text(CodecDriver<MemcacheTextCodec>),
+    Binary(CodecDriver<MemcacheBinaryCodec>),
 }
 
 /// A memcached target ready for one run.
@@ -183,12 +183,12 @@ pub fn open(
     };
     let connector = || Box::new(MemcachedConnector { addr });
     let proto = if spec.name == "memcached-binary" {
-        Proto::Binary(NetDriver {
+        Proto::Binary(CodecDriver {
             codec: MemcacheBinaryCodec,
             connector: connector(),
         })
     } else {
-        Proto::Text(NetDriver {
+        Proto::Text(CodecDriver {
             codec: MemcacheTextCodec,
             connector: connector(),
         })

@@ -15,12 +15,13 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use bakeoff_core::async_loop::{AsyncSession, SessionError, SessionResult};
 use bakeoff_core::driver::{Driver, Job, WorkerOutput};
-use bakeoff_core::net::KEY_LEN;
+use bakeoff_core::harness::KEY_LEN;
 use bakeoff_core::plan::{Endpoint, Plan, TargetSpec, Workload};
 use bakeoff_core::profile::{Profile, Query, RecordKind, SearchKind};
+use bakeoff_core::recorder::ErrorKind;
 use bakeoff_core::runner::{CounterRule, Counters, Target};
+use bakeoff_core::session::{io_error_kind, ConnectError, Session, SessionError, SessionResult};
 use bakeoff_core::workload::OpKind;
 use bakeoff_servers::{ManagedServer, ServerCommand};
 use mongodb::bson::{doc, spec::BinarySubtype, Binary, Bson, Document};
@@ -167,12 +168,15 @@ impl Dsn {
     }
 
     /// A client that has answered a ping.
-    async fn connect(&self, pool: u32) -> Result<Client, String> {
-        let c = self.client(pool).await?;
+    async fn connect(&self, pool: u32) -> Result<Client, ConnectError> {
+        let c = self
+            .client(pool)
+            .await
+            .map_err(|m| ConnectError::new(ErrorKind::ServerError, m))?;
         c.database("admin")
             .run_command(doc! {"ping": 1})
             .await
-            .map_err(|e| self.explain(e))?;
+            .map_err(|e| ConnectError::new(connect_kind(&e), self.explain(e)))?;
         Ok(c)
     }
 
@@ -189,6 +193,18 @@ impl Dsn {
                 self.describe()
             )
         }
+    }
+}
+
+/// How a failed connection attempt counts: socket errors by their kind, no
+/// server found in time as a timeout, anything else the server's answer.
+fn connect_kind(e: &mongodb::error::Error) -> ErrorKind {
+    use mongodb::error::ErrorKind as Mongo;
+    match &*e.kind {
+        Mongo::Io(io) => io_error_kind(io),
+        Mongo::ServerSelection { .. } => ErrorKind::Timeout,
+        Mongo::ConnectionPoolCleared { .. } => ErrorKind::Reset,
+        _ => ErrorKind::ServerError,
     }
 }
 
@@ -222,7 +238,7 @@ pub struct MongoSession {
 }
 
 impl MongoSession {
-    async fn open(dsn: &Dsn) -> Result<Self, String> {
+    async fn open(dsn: &Dsn) -> Result<Self, ConnectError> {
         let client = dsn.connect(1).await?;
         let db = client.database(DB);
         Ok(MongoSession {
@@ -274,7 +290,7 @@ fn profile_doc(id: u64, key: Option<&str>, p: &Profile, payload: &[u8]) -> Docum
     d
 }
 
-impl AsyncSession for MongoSession {
+impl Session for MongoSession {
     async fn get(&mut self, key: &[u8], out: &mut Vec<u8>) -> SessionResult<bool> {
         out.clear();
         let k = String::from_utf8_lossy(key);
@@ -544,7 +560,7 @@ pub fn probe(spec: &TargetSpec, plan: &Plan) -> Result<(), String> {
                 _ => Ok(()),
             }
         }
-        Some(dsn) => block(async { dsn.connect(1).await.map(|_| ()) }),
+        Some(dsn) => block(async { Ok(dsn.connect(1).await.map(|_| ())?) }),
     }
 }
 
@@ -635,7 +651,9 @@ pub fn start(table: Option<&toml::Table>) -> Result<Started, String> {
         package: "mongodb (not in Debian; see scripts/install-ferretdb.sh)",
         port: settings.port,
         args: &|port, dir| settings.args(which, port, dir, metrics_port),
-        ready: &|addr| block(async { local(addr.port()).connect(1).await.map(|_| ()) }).is_ok(),
+        ready: &|addr| {
+            block(async { Ok(local(addr.port()).connect(1).await.map(|_| ())?) }).is_ok()
+        },
         ready_timeout: Duration::from_secs(30),
         extra_dirs: BIN_DIRS,
         run_as: None,

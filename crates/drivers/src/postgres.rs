@@ -12,12 +12,13 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use bakeoff_core::async_loop::{AsyncSession, SessionError, SessionResult};
 use bakeoff_core::driver::{Driver, Job, WorkerOutput};
-use bakeoff_core::net::KEY_LEN;
+use bakeoff_core::harness::KEY_LEN;
 use bakeoff_core::plan::{Endpoint, Plan, TargetSpec, Workload};
 use bakeoff_core::profile::{Profile, Query, RecordKind};
+use bakeoff_core::recorder::ErrorKind;
 use bakeoff_core::runner::{CounterRule, Counters, Target};
+use bakeoff_core::session::{io_error_kind, ConnectError, Session, SessionError, SessionResult};
 use bakeoff_core::workload::OpKind;
 use bakeoff_servers::{ManagedServer, ServerCommand};
 use tokio_postgres::types::ToSql;
@@ -145,16 +146,37 @@ async fn connect(dsn: &Dsn) -> Result<Client, String> {
 }
 
 /// Connects from inside the worker loop (a LocalSet).
-async fn connect_local(dsn: &Dsn) -> Result<Client, String> {
+async fn connect_local(dsn: &Dsn) -> Result<Client, ConnectError> {
     let (client, conn) = dsn
         .config()
         .connect(NoTls)
         .await
-        .map_err(|e| explain(dsn, e))?;
+        .map_err(|e| ConnectError::new(connect_kind(&e), explain(dsn, e)))?;
     tokio::task::spawn_local(async move {
         let _ = conn.await;
     });
     Ok(client)
+}
+
+/// How a failed connection attempt counts: the server turning it away
+/// ("too many clients") is a refusal; socket errors by their kind; the
+/// driver's own connect timeout is a timeout.
+fn connect_kind(e: &tokio_postgres::Error) -> ErrorKind {
+    if let Some(db) = e.as_db_error() {
+        return if *db.code() == tokio_postgres::error::SqlState::TOO_MANY_CONNECTIONS {
+            ErrorKind::Refused
+        } else {
+            ErrorKind::ServerError
+        };
+    }
+    let io = std::error::Error::source(e).and_then(|s| s.downcast_ref::<std::io::Error>());
+    match io {
+        Some(io) => io_error_kind(io),
+        None if e.is_closed() => ErrorKind::Reset,
+        // tokio-postgres keeps its error kinds private; without a source,
+        // a failed connect is its own connect_timeout.
+        None => ErrorKind::Timeout,
+    }
 }
 
 fn explain(dsn: &Dsn, e: tokio_postgres::Error) -> String {
@@ -205,9 +227,11 @@ pub struct PgSession {
 }
 
 impl PgSession {
-    async fn open(dsn: &Dsn, profile: bool) -> Result<Self, String> {
+    async fn open(dsn: &Dsn, profile: bool) -> Result<Self, ConnectError> {
         let client = connect_local(dsn).await?;
-        let e = |r: Result<Statement, tokio_postgres::Error>| r.map_err(|e| e.to_string());
+        let e = |r: Result<Statement, tokio_postgres::Error>| {
+            r.map_err(|e| ConnectError::new(connect_kind(&e), e.to_string()))
+        };
         let profile = if profile {
             let upsert = e(client.prepare(PROFILE_PUT).await)?;
             let [a, b, c, d] = search_statements(|n| format!("${n}"));
@@ -234,7 +258,7 @@ impl PgSession {
     }
 }
 
-impl AsyncSession for PgSession {
+impl Session for PgSession {
     async fn get(&mut self, key: &[u8], out: &mut Vec<u8>) -> SessionResult<bool> {
         out.clear();
         let k = std::str::from_utf8(key).map_err(|e| SessionError::Server(e.to_string()))?;

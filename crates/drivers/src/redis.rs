@@ -19,7 +19,7 @@ use bakeoff_servers::{ManagedServer, ServerCommand};
 use crate::admin::{connect, parse_info, resolve, resp_call, RespReply};
 use crate::codec::resp::RespCodec;
 use crate::settings::Settings;
-use crate::NetDriver;
+use bakeoff_core::net::CodecDriver;
 
 const KNOWN: &str =
     "maxmemory, maxmemory_policy, persistence (none, aof-always, aof-everysec, aof-no, rdb), port";
@@ -152,7 +152,7 @@ pub struct RedisTarget {
     connector_addr: SocketAddr,
     user: Option<String>,
     password: Option<String>,
-    driver: NetDriver<RespCodec>,
+    driver: CodecDriver<RespCodec>,
     record: TargetRecord,
 }
 
@@ -227,7 +227,7 @@ pub fn open(
             host, port, url, ..
         } => (None, resolve(host, *port)?, "external", Some(url.clone())),
     };
-    let driver = NetDriver {
+    let driver = CodecDriver {
         codec: RespCodec,
         connector: Box::new(RedisConnector {
             addr,

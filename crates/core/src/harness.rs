@@ -1,0 +1,383 @@
+//! The timing harness: one per worker thread, shared by every I/O loop.
+//!
+//! The harness owns everything a measurement means: the request stream of
+//! each client (which operation next, on which record, with which value,
+//! and when in open loop), the phases and the warm-up, the check of every
+//! value read, the meter (histograms, errors by kind, the per-second
+//! intervals) and Little's-law accounting. The I/O loops — io_uring/epoll
+//! for byte codecs ([`crate::net`]), async client libraries
+//! ([`crate::async_loop`]), direct calls into in-process engines
+//! ([`crate::embedded`]) and the scripted mock on a simulated clock
+//! ([`crate::mock`]) — only move bytes, await calls or call an engine. They
+//! ask the harness for the next request ([`Harness::begin`]) and hand it
+//! each completion with the time it was seen ([`Harness::complete`]); they
+//! never judge or record an outcome themselves.
+//!
+//! The harness reads no clock: every method that needs the time is given
+//! it, so the real loops read the clock once per completion where the reply
+//! is parsed, and the mock passes simulated time. The only clock it owns is
+//! the worker's CPU time, read once a second ([`CpuClock`]).
+
+use crate::client::ClientState;
+use crate::driver::Job;
+use crate::driver::JobKind;
+use crate::profile::Query;
+use crate::recorder::{thread_cpu_ns, Completion, ErrorKind, WorkerMeter, WorkerOutput};
+use crate::value::HEADER_LEN;
+use crate::workload::{MixChooser, OpKind};
+
+/// Time between reconnection attempts to a lost target.
+pub const RECONNECT_EVERY_NS: u64 = 100_000_000;
+
+/// Length of a key: `bk:` and 12 digits.
+pub const KEY_LEN: usize = 15;
+
+/// Two ASCII digits for each of 0..100.
+const DIGIT_PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
+2021222324252627282930313233343536373839\
+4041424344454647484950515253545556575859\
+6061626364656667686970717273747576777879\
+8081828384858687888990919293949596979899";
+
+/// Writes the key of record `id` into `out` (`bk:000000000042`); two
+/// digits per step, as this runs once per operation.
+#[inline]
+pub fn format_key(id: u64, out: &mut [u8; KEY_LEN]) {
+    out[..3].copy_from_slice(b"bk:");
+    let mut v = id % 1_000_000_000_000;
+    let mut i = KEY_LEN;
+    while i > 3 {
+        let pair = (v % 100) as usize * 2;
+        v /= 100;
+        out[i - 2..i].copy_from_slice(&DIGIT_PAIRS[pair..pair + 2]);
+        i -= 2;
+    }
+}
+
+/// The key of record `id`, by value.
+#[inline]
+pub fn key_of(id: u64) -> [u8; KEY_LEN] {
+    let mut k = [0u8; KEY_LEN];
+    format_key(id, &mut k);
+    k
+}
+
+/// One request as the harness made it; the loop keeps it until the reply
+/// comes and hands it back to [`Harness::complete`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Request {
+    /// Index of the client (within this worker) that made it.
+    pub client: u32,
+    /// What is asked.
+    pub kind: OpKind,
+    /// Record id.
+    pub key: u64,
+    /// When it was meant to start, ns since the job's start (open loop:
+    /// its place in the schedule; closed loop: when it was made).
+    pub intended: u64,
+    /// When it was sent, ns since the job's start.
+    pub sent: u64,
+    /// 0 for the load or the warm-up, 1 for the measured phase.
+    pub phase: u8,
+}
+
+/// What became of a request, as the driver read it from the reply or the
+/// call. The harness turns it into a completion: it checks values read,
+/// counts rows and errors by kind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome<'a> {
+    /// Done as asked.
+    Ok,
+    /// Done; the request returned or wrote this many rows (searches,
+    /// batched inserts).
+    Rows(u64),
+    /// A read found its record: these are the bytes read, checked here
+    /// against what bakeoff wrote.
+    Value(&'a [u8]),
+    /// No such record, or a write the target declined.
+    Miss,
+    /// The request failed.
+    Failed(ErrorKind),
+}
+
+/// The worker's CPU clock, read once a second for the client-busy figure.
+/// The mock, on simulated time, reads none.
+#[derive(Clone, Copy, Debug)]
+pub enum CpuClock {
+    /// CPU time of the calling thread.
+    Thread,
+    /// Always zero: no client CPU is reported.
+    None,
+}
+
+impl CpuClock {
+    fn reader(self) -> fn() -> u64 {
+        match self {
+            CpuClock::Thread => thread_cpu_ns,
+            CpuClock::None => || 0,
+        }
+    }
+}
+
+/// One worker's harness: its clients' request streams and its meter.
+pub struct Harness<'j> {
+    job: &'j Job<'j>,
+    clients: Vec<ClientState>,
+    meter: WorkerMeter,
+    mix: MixChooser,
+    open_loop: bool,
+    warmup_end: u64,
+    measure_end: u64,
+    generating: bool,
+}
+
+impl<'j> Harness<'j> {
+    /// The harness of worker `worker` of `job`, on the thread's CPU clock.
+    pub fn new(job: &'j Job<'j>, worker: usize) -> Self {
+        Self::with_cpu_clock(job, worker, CpuClock::Thread)
+    }
+
+    /// The harness of worker `worker` of `job`, with CPU time read from `cpu`.
+    pub fn with_cpu_clock(job: &'j Job<'j>, worker: usize, cpu: CpuClock) -> Self {
+        let w = job.workload;
+        let open_loop = w.rate.is_some() && job.kind == JobKind::Measure;
+        let clients = job
+            .clients_of(worker)
+            .map(|c| ClientState::new(job, c, open_loop))
+            .collect();
+        Self {
+            job,
+            clients,
+            meter: WorkerMeter::new(
+                job.phase_count(),
+                open_loop,
+                job.warmup_end_ns(),
+                job.measure_end_ns(),
+                cpu.reader(),
+            ),
+            mix: MixChooser::new(w.mix.weights),
+            open_loop,
+            warmup_end: job.warmup_end_ns(),
+            measure_end: job.measure_end_ns(),
+            generating: true,
+        }
+    }
+
+    /// The job this harness measures.
+    #[inline]
+    pub fn job(&self) -> &'j Job<'j> {
+        self.job
+    }
+
+    /// Number of clients this worker runs.
+    #[inline]
+    pub fn clients(&self) -> usize {
+        self.clients.len()
+    }
+
+    /// Whether requests follow a schedule (a rate was asked for).
+    #[inline]
+    pub fn open_loop(&self) -> bool {
+        self.open_loop
+    }
+
+    /// Whether new requests may still be made (the phase has not ended and
+    /// no stop was asked for).
+    #[inline]
+    pub fn generating(&self) -> bool {
+        self.generating
+    }
+
+    /// When the current second ends, ns since the job's start: loops wake
+    /// up by then so the second is handed over on time.
+    #[inline]
+    pub fn next_tick(&self) -> u64 {
+        self.meter.next_tick()
+    }
+
+    /// End of the warm-up, ns since the job's start.
+    #[inline]
+    pub fn warmup_end(&self) -> u64 {
+        self.warmup_end
+    }
+
+    /// End of a timed measured phase, ns since the job's start (`u64::MAX`
+    /// when the run counts operations).
+    #[inline]
+    pub fn measure_end(&self) -> u64 {
+        self.measure_end
+    }
+
+    /// Called once per turn of the loop: hands finished seconds to the
+    /// collector, and stops making requests at the end of a timed phase or
+    /// when a stop was asked for. Returns [`Harness::generating`].
+    #[inline]
+    pub fn tick(&mut self, now: u64) -> bool {
+        self.meter
+            .on_loop(now, self.warmup_end, &self.job.intervals);
+        if self.generating
+            && (now >= self.measure_end || self.job.stop.load(std::sync::atomic::Ordering::Relaxed))
+        {
+            self.generating = false;
+        }
+        self.generating
+    }
+
+    /// Stops making requests: the loop can no longer send.
+    pub fn stop(&mut self) {
+        self.generating = false;
+    }
+
+    /// Intended start of client `ci`'s next request as of `now` (`now`
+    /// itself in closed loop, its place in the schedule in open loop), or
+    /// `None` when the client has no more requests to make.
+    #[inline]
+    pub fn next_start(&self, ci: usize, now: u64) -> Option<u64> {
+        if !self.generating {
+            return None;
+        }
+        let c = &self.clients[ci];
+        let intended = if self.open_loop { c.next_due } else { now };
+        c.may_issue(self.job, intended, self.warmup_end, self.measure_end)
+            .then_some(intended)
+    }
+
+    /// Intended start of client `ci`'s next request if it is due at `now`.
+    #[inline]
+    pub fn due(&self, ci: usize, now: u64) -> Option<u64> {
+        self.next_start(ci, now).filter(|&t| t <= now)
+    }
+
+    /// The client a loop that runs one call at a time should serve next
+    /// (after `after` in turn, in closed loop; the earliest due, in open
+    /// loop), with its request's intended start.
+    pub fn next_client(&self, now: u64, after: usize) -> Option<(usize, u64)> {
+        let n = self.clients.len();
+        if self.open_loop {
+            (0..n)
+                .filter_map(|ci| self.next_start(ci, now).map(|t| (ci, t)))
+                .min_by_key(|&(_, t)| t)
+        } else {
+            (0..n)
+                .map(|k| (after + k) % n)
+                .find_map(|ci| self.next_start(ci, now).map(|t| (ci, t)))
+        }
+    }
+
+    /// Whether client `ci` still has requests to make in this job (or may
+    /// have, once the warm-up is over).
+    #[inline]
+    pub fn has_work_left(&self, ci: usize, now: u64) -> bool {
+        self.generating
+            && self.clients[ci].has_work_left(self.job, now, self.warmup_end)
+            && now < self.measure_end
+    }
+
+    /// Makes client `ci`'s next request, meant to start at `intended` and
+    /// sent at `now`: draws the operation and the record, and counts it as
+    /// sent.
+    #[inline]
+    pub fn begin(&mut self, ci: usize, intended: u64, now: u64) -> Request {
+        let phase = self.job.phase_at(intended);
+        let (kind, key) = self.clients[ci].next_op(self.job, &self.mix, phase);
+        self.meter.stats[phase as usize].sent[kind as usize] += 1;
+        Request {
+            client: ci as u32,
+            kind,
+            key,
+            intended,
+            sent: now,
+            phase,
+        }
+    }
+
+    /// The value client `ci` writes to record `key`: its header and the
+    /// payload that follows it.
+    #[inline]
+    pub fn value(&mut self, ci: usize, key: u64) -> ([u8; HEADER_LEN], &'j [u8]) {
+        self.clients[ci].value(self.job, key)
+    }
+
+    /// The parameters of client `ci`'s next search.
+    pub fn query(&mut self, ci: usize) -> Query {
+        self.clients[ci].query(self.job.workload.search)
+    }
+
+    /// Takes back the count of `req` as sent: it never reached the target
+    /// (its connection could not be opened).
+    pub fn not_sent(&mut self, req: &Request) {
+        self.meter.stats[req.phase as usize].sent[req.kind as usize] -= 1;
+    }
+
+    /// `req` finished at `now` with `outcome`: values read are checked
+    /// against what was written, and the request is recorded from its
+    /// intended start (response time) and from its send (service time).
+    #[inline]
+    pub fn complete(&mut self, req: &Request, outcome: Outcome, now: u64) {
+        let how = match outcome {
+            Outcome::Ok => Completion::Ok,
+            Outcome::Rows(n) => {
+                self.meter.stats[req.phase as usize].rows[req.kind as usize] += n;
+                Completion::Ok
+            }
+            Outcome::Miss => Completion::Miss,
+            Outcome::Value(_) if req.kind != OpKind::Get => Completion::Error(ErrorKind::Protocol),
+            Outcome::Value(bytes) => match self.job.pool.verify(req.key, bytes) {
+                Ok(()) => Completion::Ok,
+                Err(_) => Completion::Error(ErrorKind::Verification),
+            },
+            Outcome::Failed(e) => Completion::Error(e),
+        };
+        self.meter.record(
+            req.phase,
+            req.kind,
+            now.saturating_sub(req.intended),
+            now.saturating_sub(req.sent),
+            how,
+            now,
+        );
+    }
+
+    /// Step `index` (`name`) of a phased request of `phase` took `ns`.
+    pub fn record_step(&mut self, phase: u8, index: usize, name: &'static str, ns: u64) {
+        self.meter.stats[phase as usize].record_step(index, name, ns);
+    }
+
+    /// A connection attempt failed at `now` with `kind` (no request made).
+    pub fn connect_failed(&mut self, now: u64, kind: ErrorKind) {
+        let phase = self.job.phase_at(now);
+        self.meter.record_connect_error(phase, kind);
+    }
+
+    /// Drops the rest of client `ci`'s work: its target is gone for good.
+    pub fn give_up(&mut self, ci: usize) {
+        self.clients[ci].give_up();
+    }
+
+    /// Open loop: requests of client `ci` that fell due while its target
+    /// was unreachable are dropped, not made late.
+    pub fn skip_missed(&mut self, ci: usize, now: u64) {
+        self.clients[ci].skip_missed(now);
+    }
+
+    /// Hands over the last partial second and everything measured; `backend`
+    /// names the I/O mechanism.
+    pub fn finish(self, now: u64, backend: String) -> WorkerOutput {
+        self.meter.finish(now, backend, &self.job.intervals)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_are_fixed_width() {
+        let mut k = [0u8; KEY_LEN];
+        format_key(42, &mut k);
+        assert_eq!(&k, b"bk:000000000042");
+        format_key(999_999_999_999, &mut k);
+        assert_eq!(&k, b"bk:999999999999");
+        assert_eq!(&key_of(7), b"bk:000000000007");
+    }
+}

@@ -1,0 +1,294 @@
+//! The call contract of targets that are not byte protocols: a
+//! [`Session`] per client turns an operation into a call — on a
+//! connection of a client library (PostgreSQL, MariaDB, MongoDB), or into
+//! an in-process engine (Tokyo Cabinet, LMDB, RocksDB, SQLite) — and its
+//! return into an [`Answer`]. Sessions never read the clock or record.
+//!
+//! The operation is dispatched to the session's methods in one place,
+//! [`perform`], for both loops that run sessions ([`crate::async_loop`] and
+//! [`crate::embedded`]), so an operation means the same call everywhere.
+
+use crate::harness::{format_key, Harness, Outcome, Request, KEY_LEN};
+use crate::plan::Workload;
+use crate::profile::{Profile, Query, RecordKind};
+use crate::recorder::ErrorKind;
+use crate::workload::OpKind;
+
+/// Why an operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    /// The server answered with an error; the connection is still usable.
+    #[error("server error: {0}")]
+    Server(String),
+    /// The connection is gone (reset, closed, timed out); the loop opens a
+    /// new one.
+    #[error("connection lost: {0}")]
+    Lost(String),
+}
+
+impl SessionError {
+    /// How the failure is counted: a lost connection is a reset.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            SessionError::Server(_) => ErrorKind::ServerError,
+            SessionError::Lost(_) => ErrorKind::Reset,
+        }
+    }
+}
+
+/// What a session's operations return.
+pub type SessionResult<T> = Result<T, SessionError>;
+
+/// A connection could not be opened. `kind` says how it is counted
+/// (refused, timeout, reset, server error), decided by the driver from its
+/// library's error type; `message` is for the user.
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct ConnectError {
+    /// How the failed attempt is counted.
+    pub kind: ErrorKind,
+    /// What went wrong.
+    pub message: String,
+}
+
+impl ConnectError {
+    /// A failure of kind `kind` saying `message`.
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        Self {
+            kind,
+            message: message.into(),
+        }
+    }
+
+    /// Counted by the kind of a socket error: a refusal, a timeout, a
+    /// reset; anything else is the server's doing.
+    pub fn io(e: &std::io::Error) -> Self {
+        Self::new(io_error_kind(e), e.to_string())
+    }
+}
+
+impl From<ConnectError> for String {
+    fn from(e: ConnectError) -> String {
+        e.message
+    }
+}
+
+/// How a socket error is counted.
+pub fn io_error_kind(e: &std::io::Error) -> ErrorKind {
+    use std::io::ErrorKind as Io;
+    match e.kind() {
+        Io::TimedOut | Io::WouldBlock => ErrorKind::Timeout,
+        Io::ConnectionRefused | Io::AddrNotAvailable | Io::AddrInUse => ErrorKind::Refused,
+        Io::ConnectionReset | Io::ConnectionAborted | Io::BrokenPipe | Io::UnexpectedEof => {
+            ErrorKind::Reset
+        }
+        _ => ErrorKind::ServerError,
+    }
+}
+
+/// What a successful call returned, as far as the harness cares.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Answer {
+    /// Done as asked.
+    Done,
+    /// Done, with this many rows returned or written.
+    Rows(u64),
+    /// A read found its record; the bytes are in the read buffer.
+    Found,
+    /// No such record.
+    Miss,
+}
+
+/// The outcome the harness records for `result`, whose read bytes (if
+/// any) are in `read`.
+#[inline]
+pub fn outcome<'r>(result: &SessionResult<Answer>, read: &'r [u8]) -> Outcome<'r> {
+    match result {
+        Ok(Answer::Done) => Outcome::Ok,
+        Ok(Answer::Rows(n)) => Outcome::Rows(*n),
+        Ok(Answer::Found) => Outcome::Value(read),
+        Ok(Answer::Miss) => Outcome::Miss,
+        Err(e) => Outcome::Failed(e.kind()),
+    }
+}
+
+/// One client's connection or engine handle. Implementations do no timing
+/// and no recording. Sessions live on one worker thread (no `Send`); an
+/// in-process engine's methods never wait (see [`crate::embedded`]).
+#[allow(async_fn_in_trait)] // sessions live on one thread; no Send needed
+pub trait Session {
+    /// Reads record `key` into `out` (cleared first); `Ok(false)` if absent.
+    async fn get(&mut self, key: &[u8], out: &mut Vec<u8>) -> SessionResult<bool>;
+    /// Writes record `key`.
+    async fn put(&mut self, key: &[u8], value: &[u8]) -> SessionResult<()>;
+    /// Removes record `key`; `Ok(false)` if it was absent.
+    async fn delete(&mut self, key: &[u8]) -> SessionResult<bool>;
+    /// Stores profile row `id` (key `key`) with `payload` as its payload.
+    async fn put_profile(
+        &mut self,
+        _id: u64,
+        _key: &[u8],
+        _profile: &Profile,
+        _payload: &[u8],
+    ) -> SessionResult<()> {
+        Err(SessionError::Server(
+            "this target has no profile table".into(),
+        ))
+    }
+    /// Writes record `key` into a table the load emptied, so it is known to
+    /// be absent. A plain insert where an upsert costs more: FerretDB runs
+    /// an upsert as a scan of the whole collection.
+    async fn insert(&mut self, key: &[u8], value: &[u8]) -> SessionResult<()> {
+        self.put(key, value).await
+    }
+    /// Stores profile row `id`, known to be absent (see `insert`).
+    async fn insert_profile(
+        &mut self,
+        id: u64,
+        key: &[u8],
+        profile: &Profile,
+        payload: &[u8],
+    ) -> SessionResult<()> {
+        self.put_profile(id, key, profile, payload).await
+    }
+    /// Runs a search on the profile table; returns the rows it found.
+    async fn search(&mut self, _query: &Query) -> SessionResult<u64> {
+        Err(SessionError::Server("this target cannot search".into()))
+    }
+    /// Writes records `keys[i]` = `values[i]` in one request (batched
+    /// load). The plan allows batches only on targets that do this.
+    async fn put_batch(&mut self, _keys: &[[u8; KEY_LEN]], _values: &[&[u8]]) -> SessionResult<()> {
+        Err(SessionError::Server(
+            "this target cannot insert in batches".into(),
+        ))
+    }
+    /// The steps of a phased request between connecting and closing
+    /// (000-mysql-phases), by name; empty if the target has none.
+    fn phase_steps(&self) -> &'static [&'static str] {
+        &[]
+    }
+    /// Runs step `step` of `phase_steps` for a request about record `key`
+    /// of `records` (the UPDATE and SELECT take the 10 records from `key`),
+    /// writing `value`; returns the rows it touched.
+    async fn phase_step(
+        &mut self,
+        _step: usize,
+        _key: u64,
+        _records: u64,
+        _value: &[u8],
+    ) -> SessionResult<u64> {
+        Err(SessionError::Server(
+            "this target has no phased request".into(),
+        ))
+    }
+    /// Closes the connection politely (a request's last step).
+    async fn close(self) -> SessionResult<()>
+    where
+        Self: Sized,
+    {
+        Ok(())
+    }
+}
+
+/// One operation as a session sees it: the request and the client's
+/// buffers holding its key and value.
+pub struct Op<'a> {
+    /// The request the harness made.
+    pub req: Request,
+    /// Its key.
+    pub key: &'a [u8; KEY_LEN],
+    /// The value written (empty for reads and deletes).
+    pub value: &'a [u8],
+    /// The workload's records are profile rows (000-search).
+    pub profile: bool,
+    /// The load's write of a record the emptied table lacks.
+    pub fresh: bool,
+    /// The search's parameters.
+    pub query: Option<Query>,
+}
+
+/// The buffers of one client of a session loop, sized once for the
+/// workload: key, value written, value read.
+pub struct OpBuffers {
+    /// Key of the current request.
+    pub key: [u8; KEY_LEN],
+    /// Value of the current write.
+    pub value: Vec<u8>,
+    /// Bytes of the current read.
+    pub read: Vec<u8>,
+}
+
+impl OpBuffers {
+    /// Buffers for values of `w`.
+    pub fn new(w: &Workload) -> Self {
+        Self {
+            key: [0; KEY_LEN],
+            value: Vec::with_capacity(w.value_size.max()),
+            read: Vec::with_capacity(w.value_size.max()),
+        }
+    }
+
+    /// Fills the key and (for writes) the value of `req`, made by `h`;
+    /// returns the operation to perform and the buffer its read lands in.
+    #[inline]
+    pub fn prepare<'b>(&'b mut self, h: &mut Harness, req: Request) -> (Op<'b>, &'b mut Vec<u8>) {
+        let OpBuffers { key, value, read } = self;
+        format_key(req.key, key);
+        if req.kind.writes_value() {
+            let (head, payload) = h.value(req.client as usize, req.key);
+            value.clear();
+            value.extend_from_slice(&head);
+            value.extend_from_slice(payload);
+        }
+        let query = (req.kind == OpKind::Search).then(|| h.query(req.client as usize));
+        let job = h.job();
+        let op = Op {
+            req,
+            key,
+            value,
+            profile: job.workload.record == RecordKind::Profile,
+            fresh: job.kind == crate::driver::JobKind::Load,
+            query,
+        };
+        (op, read)
+    }
+}
+
+/// Makes one operation on `s`; a read's bytes land in `read`.
+#[inline]
+pub async fn perform<S: Session>(
+    s: &mut S,
+    op: &Op<'_>,
+    read: &mut Vec<u8>,
+) -> SessionResult<Answer> {
+    let (key, id) = (&op.key[..], op.req.key);
+    match op.req.kind {
+        OpKind::Get => s.get(key, read).await.map(found),
+        OpKind::Set if op.fresh && op.profile => s
+            .insert_profile(id, key, &Profile::of(id), op.value)
+            .await
+            .map(|()| Answer::Done),
+        OpKind::Set if op.fresh => s.insert(key, op.value).await.map(|()| Answer::Done),
+        OpKind::Set | OpKind::Update if op.profile => s
+            .put_profile(id, key, &Profile::of(id), op.value)
+            .await
+            .map(|()| Answer::Done),
+        OpKind::Set | OpKind::Update => s.put(key, op.value).await.map(|()| Answer::Done),
+        OpKind::Delete => s
+            .delete(key)
+            .await
+            .map(|hit| if hit { Answer::Done } else { Answer::Miss }),
+        OpKind::Search => match &op.query {
+            Some(q) => s.search(q).await.map(Answer::Rows),
+            None => Err(SessionError::Server("search without a query".into())),
+        },
+    }
+}
+
+fn found(hit: bool) -> Answer {
+    if hit {
+        Answer::Found
+    } else {
+        Answer::Miss
+    }
+}
