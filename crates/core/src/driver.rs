@@ -71,6 +71,14 @@ pub trait Codec: Send + Sync + 'static {
     fn encode(&self, kind: OpKind, key: &[u8], header: &[u8], payload: &[u8], out: &mut Vec<u8>);
     /// Decodes the reply at the front of `buf` to a request of `kind`.
     fn decode(&self, buf: &[u8], kind: OpKind) -> Decoded;
+    /// Turns a value [`Reply::Value`] located, as it stands on the wire,
+    /// into the bytes written, in place (a protocol that escapes bytes
+    /// only shrinks them); returns their length. The loop calls it on bytes
+    /// it is about to consume. Most protocols send values as they are.
+    #[inline]
+    fn unescape_value(&self, value: &mut [u8]) -> usize {
+        value.len()
+    }
     /// What the request for `kind` looks like, for the report.
     fn describe(&self, kind: OpKind) -> String;
 }

@@ -484,11 +484,14 @@ impl<'a, C: Codec> Loop<'a, C> {
                 // Bytes nobody asked for: the stream is out of step.
                 return self.fail(ci, ErrorKind::Protocol, now);
             };
-            let buf = &c.rbuf[c.rstart..c.rend];
+            let rstart = c.rstart;
+            let buf = &c.rbuf[rstart..c.rend];
             match self.codec.decode(buf, front.kind) {
                 Decoded::Incomplete => break,
                 Decoded::Invalid => return self.fail(ci, ErrorKind::Protocol, now),
                 Decoded::Complete { len, reply } => {
+                    // One clock read per reply, where it is parsed.
+                    let t = self.now();
                     let outcome = match reply {
                         Reply::Ok => Outcome::Ok,
                         Reply::Miss => Outcome::Miss,
@@ -496,10 +499,14 @@ impl<'a, C: Codec> Loop<'a, C> {
                         Reply::Value { start, end } if end > len || start > end => {
                             Outcome::Failed(ErrorKind::Protocol)
                         }
-                        Reply::Value { start, end } => Outcome::Value(&buf[start..end]),
+                        Reply::Value { start, end } => {
+                            // The reply is consumed below: its bytes may be
+                            // rewritten in place.
+                            let value = &mut self.conns[ci].rbuf[rstart + start..rstart + end];
+                            let n = self.codec.unescape_value(value);
+                            Outcome::Value(&value[..n])
+                        }
                     };
-                    // One clock read per reply, where it is parsed.
-                    let t = self.now();
                     self.harness.complete(&front, outcome, t);
                     let c = &mut self.conns[ci];
                     c.rstart += len;

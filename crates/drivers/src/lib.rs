@@ -11,8 +11,8 @@
 //!
 //! - [`codec`]: RESP, memcache text, memcache binary.
 //! - [`registry`]: names, capabilities, settings checks, opening targets.
-//! - [`redis`], [`memcached`], [`postgres`], [`mariadb`]: the targets,
-//!   managed or external.
+//! - [`redis`], [`memcached`], [`postgres`], [`mariadb`], [`handlersocket`],
+//!   `mongodb`: the targets, managed or external.
 //! - [`admin`]: blocking request/reply helpers for counters and versions.
 //! - [`settings`]: typed reading of `[servers.NAME]` tables.
 //! - [`sql`]: what the SQL targets share.
@@ -25,6 +25,8 @@ pub mod async_target;
 pub mod codec;
 pub mod dl;
 pub mod embedded;
+#[cfg(feature = "mariadb")]
+pub mod handlersocket;
 #[cfg(feature = "mariadb")]
 pub mod mariadb;
 #[cfg(feature = "memcached")]

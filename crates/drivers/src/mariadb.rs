@@ -9,6 +9,7 @@
 //! External: `mariadb://user:password@host:port` (a MySQL server too).
 
 use std::collections::BTreeMap;
+use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
 
@@ -31,25 +32,33 @@ use crate::sql::{batch_insert, search_params, search_statements};
 const KNOWN: &str =
     "innodb_buffer_pool_size, innodb_flush_log_at_trx_commit (0, 1, 2), max_connections, port";
 
-struct MariaSettings {
+/// The settings of a managed mariadbd (`[servers.mariadb]`, and the
+/// server part of `[servers.handlersocket]`).
+pub(crate) struct MariaSettings {
     buffer_pool: Option<u64>,
     flush_log_at_trx_commit: Option<String>,
     max_connections: u64,
-    port: Option<u16>,
+    /// Fixed SQL port, if the preset names one.
+    pub(crate) port: Option<u16>,
 }
 
 impl MariaSettings {
     fn parse(table: Option<&toml::Table>) -> Result<Self, String> {
         let mut s = Settings::new(table);
-        let out = MariaSettings {
+        let out = Self::read(&mut s)?;
+        s.finish(KNOWN)?;
+        Ok(out)
+    }
+
+    /// Reads the server's keys from `s`, leaving others to the caller.
+    pub(crate) fn read(s: &mut Settings) -> Result<Self, String> {
+        Ok(MariaSettings {
             buffer_pool: s.bytes("innodb_buffer_pool_size")?,
             flush_log_at_trx_commit: s
                 .choice("innodb_flush_log_at_trx_commit", &["0", "1", "2"])?,
             max_connections: s.positive("max_connections")?.unwrap_or(1000),
             port: s.port("port")?,
-        };
-        s.finish(KNOWN)?;
-        Ok(out)
+        })
     }
 
     fn args(&self, port: u16, dir: &Path) -> Vec<String> {
@@ -79,8 +88,9 @@ impl MariaSettings {
     }
 }
 
+/// Where a MariaDB server takes SQL connections.
 #[derive(Clone)]
-struct Dsn {
+pub(crate) struct Dsn {
     host: String,
     port: u16,
     user: String,
@@ -107,7 +117,8 @@ impl Dsn {
     }
 }
 
-async fn connect(dsn: &Dsn, db: Option<&str>) -> Result<Conn, ConnectError> {
+/// Opens an SQL connection (to database `db`), within 5 s.
+pub(crate) async fn connect(dsn: &Dsn, db: Option<&str>) -> Result<Conn, ConnectError> {
     let fut = Conn::new(dsn.opts(db));
     match tokio::time::timeout(Duration::from_secs(5), fut).await {
         Err(_) => Err(ConnectError::new(
@@ -443,7 +454,7 @@ pub fn probe(spec: &TargetSpec, plan: &Plan) -> Result<(), String> {
 
 /// Creates the workload's table (emptied before a load) and its indexes,
 /// and reads the server's version and settings.
-async fn prepare_table(
+pub(crate) async fn prepare_table(
     dsn: &Dsn,
     workload: &Workload,
 ) -> Result<(String, BTreeMap<String, String>), String> {
@@ -507,6 +518,111 @@ async fn prepare_table(
     Ok((version.unwrap_or_default(), settings))
 }
 
+/// The MariaDB recipe: installs a fresh data directory with
+/// mariadb-install-db and starts mariadbd on a free loopback port with
+/// `settings` plus `extra` arguments (given the server's folder), ready once
+/// it answers SQL and `extra_ready` says so; caps its memory if the
+/// workload asks. Returns the server and where it takes SQL.
+pub(crate) fn start_managed(
+    settings: &MariaSettings,
+    extra: &dyn Fn(&Path) -> Vec<String>,
+    extra_ready: &dyn Fn(SocketAddr) -> bool,
+    workload: &Workload,
+) -> Result<(ManagedServer, Dsn), String> {
+    let init = |_: &Path, dir: &Path| -> Result<(), String> {
+        let install = bakeoff_servers::find_program("mariadb-install-db", &["/usr/sbin"])
+            .ok_or("`mariadb-install-db` is not installed; install it with `apt-get install mariadb-server`")?;
+        let tmp = dir.join("tmp");
+        std::fs::create_dir_all(&tmp)
+            .map_err(|e| format!("cannot create {}: {e}", tmp.display()))?;
+        let out = std::process::Command::new(install)
+            .args([
+                "--no-defaults",
+                &format!("--datadir={}", dir.join("data").display()),
+                &format!("--tmpdir={}", tmp.display()),
+                "--user=root",
+                "--skip-test-db",
+                "--auth-root-authentication-method=normal",
+            ])
+            .current_dir(dir)
+            .output()
+            .map_err(|e| format!("cannot run mariadb-install-db: {e}"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "mariadb-install-db failed: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
+        }
+        Ok(())
+    };
+    let local = |port: u16| Dsn {
+        host: "127.0.0.1".into(),
+        port,
+        user: "root".into(),
+        password: None,
+    };
+    let cmd = ServerCommand {
+        program: "mariadbd",
+        package: "mariadb-server",
+        port: settings.port,
+        args: &|port, dir| {
+            let mut a = settings.args(port, dir);
+            a.extend(extra(dir));
+            a
+        },
+        ready: &|addr| {
+            block(async { Ok(connect(&local(addr.port()), None).await.map(|_| ())?) }).is_ok()
+                && extra_ready(addr)
+        },
+        ready_timeout: Duration::from_secs(60),
+        extra_dirs: &["/usr/sbin"],
+        run_as: None,
+        init: Some(&init),
+    };
+    let mut server = ManagedServer::start(&cmd).map_err(|e| e.to_string())?;
+    if let Some(limit) = workload.memory_cap {
+        server.cap_memory(limit)?;
+    }
+    let dsn = local(server.addr.port());
+    Ok((server, dsn))
+}
+
+/// The server's own counters named in `names` (`SHOW GLOBAL STATUS`).
+pub(crate) fn status_counters(dsn: &Dsn, names: &[&str]) -> Option<Counters> {
+    let dsn = dsn.clone();
+    let list = names
+        .iter()
+        .map(|n| format!("'{n}'"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    block(async move {
+        let mut c = connect(&dsn, None).await?;
+        let rows: Vec<(String, String)> = c
+            .query(format!(
+                "SHOW GLOBAL STATUS WHERE Variable_name IN ({list})"
+            ))
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(rows
+            .into_iter()
+            .filter_map(|(k, v)| Some((k, v.parse().ok()?)))
+            .collect())
+    })
+    .ok()
+}
+
+/// Rows in `bakeoff.TABLE`, if the server answers.
+pub(crate) fn count_rows(dsn: &Dsn, table: &str) -> Option<u64> {
+    let dsn = dsn.clone();
+    let sql = format!("SELECT COUNT(*) FROM bakeoff.{table}");
+    block(async move {
+        let mut c = connect(&dsn, None).await?;
+        let n: Option<u64> = c.query_first(sql).await.map_err(|e| e.to_string())?;
+        Ok(n.unwrap_or(0))
+    })
+    .ok()
+}
+
 /// Opens the target: starts mariadbd, or connects to the URL.
 pub fn open(
     spec: &TargetSpec,
@@ -523,61 +639,7 @@ pub fn open(
             (None, dsn, url)
         }
         None => {
-            let init = |_: &Path, dir: &Path| -> Result<(), String> {
-                let install = bakeoff_servers::find_program("mariadb-install-db", &["/usr/sbin"])
-                    .ok_or("`mariadb-install-db` is not installed; install it with `apt-get install mariadb-server`")?;
-                let tmp = dir.join("tmp");
-                std::fs::create_dir_all(&tmp)
-                    .map_err(|e| format!("cannot create {}: {e}", tmp.display()))?;
-                let out = std::process::Command::new(install)
-                    .args([
-                        "--no-defaults",
-                        &format!("--datadir={}", dir.join("data").display()),
-                        &format!("--tmpdir={}", tmp.display()),
-                        "--user=root",
-                        "--skip-test-db",
-                        "--auth-root-authentication-method=normal",
-                    ])
-                    .current_dir(dir)
-                    .output()
-                    .map_err(|e| format!("cannot run mariadb-install-db: {e}"))?;
-                if !out.status.success() {
-                    return Err(format!(
-                        "mariadb-install-db failed: {}",
-                        String::from_utf8_lossy(&out.stderr).trim()
-                    ));
-                }
-                Ok(())
-            };
-            let cmd = ServerCommand {
-                program: "mariadbd",
-                package: "mariadb-server",
-                port: settings.port,
-                args: &|port, dir| settings.args(port, dir),
-                ready: &|addr| {
-                    let dsn = Dsn {
-                        host: "127.0.0.1".into(),
-                        port: addr.port(),
-                        user: "root".into(),
-                        password: None,
-                    };
-                    block(async { Ok(connect(&dsn, None).await.map(|_| ())?) }).is_ok()
-                },
-                ready_timeout: Duration::from_secs(60),
-                extra_dirs: &["/usr/sbin"],
-                run_as: None,
-                init: Some(&init),
-            };
-            let mut server = ManagedServer::start(&cmd).map_err(|e| e.to_string())?;
-            if let Some(limit) = workload.memory_cap {
-                server.cap_memory(limit)?;
-            }
-            let dsn = Dsn {
-                host: "127.0.0.1".into(),
-                port: server.addr.port(),
-                user: "root".into(),
-                password: None,
-            };
+            let (server, dsn) = start_managed(&settings, &|_| Vec::new(), &|_| true, workload)?;
             (Some(server), dsn, None)
         }
     };
@@ -598,36 +660,14 @@ pub fn open(
 
 impl AsyncDriver for MariaDriver {
     fn record_count(&self) -> Option<u64> {
-        let dsn = self.dsn.clone();
-        let table = if self.profile { "profile" } else { "kv" };
-        block(async move {
-            let mut c = connect(&dsn, None).await?;
-            let n: Option<u64> = c
-                .query_first(format!("SELECT COUNT(*) FROM bakeoff.{table}"))
-                .await
-                .map_err(|e| e.to_string())?;
-            Ok(n.unwrap_or(0))
-        })
-        .ok()
+        count_rows(&self.dsn, if self.profile { "profile" } else { "kv" })
     }
 
     fn counters(&self) -> Option<Counters> {
-        let dsn = self.dsn.clone();
-        block(async move {
-            let mut c = connect(&dsn, None).await?;
-            let rows: Vec<(String, String)> = c
-                .query(
-                    "SHOW GLOBAL STATUS WHERE Variable_name IN \
-                     ('Com_stmt_execute', 'Com_insert', 'Com_delete', 'Com_update')",
-                )
-                .await
-                .map_err(|e| e.to_string())?;
-            Ok(rows
-                .into_iter()
-                .filter_map(|(k, v)| Some((k, v.parse().ok()?)))
-                .collect())
-        })
-        .ok()
+        status_counters(
+            &self.dsn,
+            &["Com_stmt_execute", "Com_insert", "Com_delete", "Com_update"],
+        )
     }
 
     fn counter_rules(&self) -> &'static [CounterRule] {

@@ -145,6 +145,24 @@ pub fn entries() -> Vec<Entry> {
         probe: Some(crate::mariadb::probe),
         open: crate::mariadb::open,
     });
+    #[cfg(feature = "mariadb")]
+    v.push(Entry {
+        name: "handlersocket",
+        scheme: "handlersocket",
+        about: "MariaDB's HandlerSocket plugin: InnoDB table kv by primary key, no SQL (pipelined, tab-separated protocol)",
+        program: "mariadbd",
+        package: "mariadb-server",
+        available: crate::handlersocket::available,
+        ops: KV,
+        pipelining: true,
+        batch_load: false,
+        requests: &[],
+        managed: true,
+        default: false,
+        check: crate::handlersocket::check,
+        probe: Some(crate::handlersocket::probe),
+        open: crate::handlersocket::open,
+    });
     #[cfg(feature = "postgres")]
     v.push(Entry {
         name: "postgres",

@@ -3,6 +3,7 @@
 //! in place and reported as ranges of the read buffer. No allocation, no
 //! I/O, no clock.
 
+pub mod handlersocket;
 pub mod memcache_binary;
 pub mod memcache_text;
 pub mod resp;

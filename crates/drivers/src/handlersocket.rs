@@ -1,0 +1,382 @@
+//! The `handlersocket` target: InnoDB rows read and written by index
+//! through MariaDB's HandlerSocket plugin, without SQL (seed 002 compares
+//! it with MongoDB and MySQL).
+//!
+//! It is built from parts every target shares: the protocol is a codec of
+//! our own ([`crate::codec::handlersocket`]) pipelined on core's io_uring
+//! loop like Redis; the server is MariaDB's recipe
+//! ([`crate::mariadb::start_managed`]) with the plugin loaded and two more
+//! ports; the table `bakeoff.kv` is MariaDB's; the counters are MariaDB's
+//! own (`Handler_read_key`, `Handler_write`).
+//!
+//! Managed mode starts mariadbd with the plugin on loopback ports and a
+//! fresh random secret for the write port. External mode takes
+//! `handlersocket://:SECRET@HOST:PORT`, the write port of a server whose
+//! `bakeoff.kv` table exists; the secret is never printed or stored, and
+//! there are no SQL counters to compare with.
+
+use std::cell::Cell;
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::Path;
+use std::time::Duration;
+
+use bakeoff_core::driver::{Codec, Connector};
+use bakeoff_core::net::CodecDriver;
+use bakeoff_core::plan::{Endpoint, Plan, TargetSpec, Workload};
+use bakeoff_core::result::{CounterCheck, TargetRecord};
+use bakeoff_core::runner::{compare_counters, CounterRule, Counters, ProcSnapshot, Target};
+use bakeoff_core::workload::{OpKind, OP_KINDS};
+use bakeoff_servers::ManagedServer;
+
+use crate::admin::{connect, resolve};
+use crate::codec::handlersocket::{
+    parse_setup_reply, setup_requests, HandlerSocketCodec, SetupReply, UNAUTH,
+};
+use crate::mariadb::{self, MariaSettings};
+use crate::settings::Settings;
+
+/// Where Debian's mariadb-server keeps the plugin.
+const PLUGIN_DIRS: &[&str] = &["/usr/lib/mysql/plugin", "/usr/lib/mariadb/plugin"];
+
+const KNOWN: &str = "innodb_buffer_pool_size, innodb_flush_log_at_trx_commit (0, 1, 2), \
+     max_connections, port, threads_wr";
+
+/// `[servers.handlersocket]`: the MariaDB server's settings plus the
+/// plugin's.
+struct HsSettings {
+    server: MariaSettings,
+    /// `handlersocket_threads_wr`: threads serving the write port, which
+    /// carries every operation here (the plugin's default is 1).
+    threads_wr: u64,
+}
+
+impl HsSettings {
+    fn parse(table: Option<&toml::Table>) -> Result<Self, String> {
+        let mut s = Settings::new(table);
+        let server = MariaSettings::read(&mut s)?;
+        let threads_wr = s.positive("threads_wr")?.unwrap_or(4);
+        s.finish(KNOWN)?;
+        Ok(Self { server, threads_wr })
+    }
+}
+
+/// Checks `[servers.handlersocket]`.
+pub fn check(t: Option<&toml::Table>) -> Result<(), String> {
+    HsSettings::parse(t).map(|_| ())
+}
+
+fn plugin_path() -> Option<std::path::PathBuf> {
+    PLUGIN_DIRS
+        .iter()
+        .map(|d| Path::new(d).join("handlersocket.so"))
+        .find(|p| p.exists())
+}
+
+/// Whether MariaDB with the HandlerSocket plugin can be started here.
+pub fn available() -> Result<(), String> {
+    mariadb::available()?;
+    match plugin_path() {
+        Some(_) => Ok(()),
+        None => Err("MariaDB's HandlerSocket plugin (handlersocket.so) is not installed; install it with `apt-get install mariadb-server`".into()),
+    }
+}
+
+/// Opens connections to the write port: authenticates and opens the two
+/// indexes of `bakeoff.kv` (index ids belong to the connection, so every
+/// reconnection does it again).
+pub struct HsConnector {
+    addr: SocketAddr,
+    secret: Option<Vec<u8>>,
+}
+
+impl Connector for HsConnector {
+    fn connect(&self) -> std::io::Result<TcpStream> {
+        let mut s = connect(self.addr, "handlersocket")?;
+        let (setup, replies) = setup_requests(self.secret.as_deref(), "bakeoff", "kv");
+        s.write_all(&setup)?;
+        let mut buf = Vec::with_capacity(256);
+        let mut chunk = [0u8; 256];
+        let mut answered = 0;
+        while answered < replies {
+            match parse_setup_reply(&buf) {
+                SetupReply::Incomplete => {
+                    let n = s.read(&mut chunk)?;
+                    if n == 0 {
+                        return Err(std::io::Error::new(
+                            std::io::ErrorKind::UnexpectedEof,
+                            format!(
+                                "handlersocket at {} closed the connection during set-up",
+                                self.addr
+                            ),
+                        ));
+                    }
+                    buf.extend_from_slice(&chunk[..n]);
+                }
+                SetupReply::Ok { len } => {
+                    buf.drain(..len);
+                    answered += 1;
+                }
+                SetupReply::Failed {
+                    code, start, end, ..
+                } => {
+                    let message = String::from_utf8_lossy(&buf[start..end]).into_owned();
+                    let (kind, text) = if buf[start..end] == *UNAUTH {
+                        (
+                            std::io::ErrorKind::PermissionDenied,
+                            format!("handlersocket at {} refused the secret (unauth); give the write port's secret as handlersocket://:SECRET@host:port", self.addr),
+                        )
+                    } else {
+                        (
+                            std::io::ErrorKind::Other,
+                            format!("handlersocket at {} cannot open bakeoff.kv: error {code} ({message}); the table must exist with columns k and v", self.addr),
+                        )
+                    };
+                    return Err(std::io::Error::new(kind, text));
+                }
+                SetupReply::Invalid => {
+                    return Err(std::io::Error::new(
+                        std::io::ErrorKind::InvalidData,
+                        format!(
+                            "{} does not speak HandlerSocket; is it the plugin's write port?",
+                            self.addr
+                        ),
+                    ))
+                }
+            }
+        }
+        s.set_read_timeout(None)?;
+        s.set_write_timeout(None)?;
+        Ok(s)
+    }
+}
+
+/// Checks the target can be used: a fixed port free, or the endpoint
+/// answering and accepting the secret.
+pub fn probe(spec: &TargetSpec, plan: &Plan) -> Result<(), String> {
+    let settings = HsSettings::parse(plan.servers.get(&spec.name))?;
+    match &spec.endpoint {
+        Endpoint::Managed => match settings.server.port {
+            Some(p) if !bakeoff_servers::port_is_free(p) => Err(format!(
+                "port {p} (servers.handlersocket.port) on 127.0.0.1 is already in use; free it, or remove the setting"
+            )),
+            _ => Ok(()),
+        },
+        Endpoint::External { host, port, .. } => {
+            let connector = HsConnector {
+                addr: resolve(host, *port)?,
+                secret: spec.password.as_ref().map(|p| p.as_bytes().to_vec()),
+            };
+            connector.connect().map(|_| ()).map_err(|e| e.to_string())
+        }
+    }
+}
+
+/// A secret nobody else knows, for one managed server.
+fn fresh_secret() -> String {
+    let mut bytes = [0u8; 12];
+    if std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut bytes))
+        .is_err()
+    {
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        bytes[..8].copy_from_slice(&((t as u64) ^ u64::from(std::process::id())).to_le_bytes());
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// HandlerSocket over a MariaDB server, ready for one run.
+pub struct HsTarget {
+    // Field order is drop order: the driver goes before the server stops.
+    driver: CodecDriver<HandlerSocketCodec>,
+    record: TargetRecord,
+    /// SQL access to the same server (managed mode): counters, row count.
+    sql: Option<mariadb::Dsn>,
+    /// Index reads bakeoff's own `SELECT COUNT(*)` made (InnoDB counts
+    /// with a few), taken out of `Handler_read_key`.
+    own_reads: Cell<u64>,
+    server: Option<ManagedServer>,
+}
+
+/// Opens the target: starts mariadbd with the plugin, or uses the URL.
+pub fn open(
+    spec: &TargetSpec,
+    plan: &Plan,
+    workload: &Workload,
+) -> Result<Box<dyn Target>, String> {
+    let settings = HsSettings::parse(plan.servers.get(&spec.name))?;
+    let mut recorded = BTreeMap::new();
+    let (server, sql, addr, secret, endpoint, version) = match &spec.endpoint {
+        Endpoint::External {
+            host, port, url, ..
+        } => (
+            None,
+            None,
+            resolve(host, *port)?,
+            spec.password.clone(),
+            Some(url.clone()),
+            "HandlerSocket (external; server version unknown)".to_string(),
+        ),
+        Endpoint::Managed => {
+            let plugin = plugin_path().ok_or_else(|| available().unwrap_err())?;
+            let secret = fresh_secret();
+            // The plugin's two ports, picked with the server's own (again
+            // if that pick is retried).
+            let ports = Cell::new((0u16, 0u16));
+            let extra = |_: &Path| {
+                let pick = || bakeoff_servers::free_port().unwrap_or(0);
+                let (read, write) = (pick(), pick());
+                ports.set((read, write));
+                vec![
+                    "--plugin-maturity=beta".to_string(),
+                    format!(
+                        "--plugin-dir={}",
+                        plugin.parent().unwrap_or(Path::new("/")).display()
+                    ),
+                    "--plugin-load-add=handlersocket.so".into(),
+                    "--handlersocket_address=127.0.0.1".into(),
+                    format!("--handlersocket_port={read}"),
+                    format!("--handlersocket_port_wr={write}"),
+                    format!("--handlersocket_threads_wr={}", settings.threads_wr),
+                    format!("--handlersocket_plain_secret_wr={secret}"),
+                    // The read port is not used; it gets a secret too so
+                    // nothing on this machine reads the data unasked.
+                    format!("--handlersocket_plain_secret={secret}"),
+                ]
+            };
+            let ready = |_: SocketAddr| {
+                TcpStream::connect_timeout(
+                    &SocketAddr::from(([127, 0, 0, 1], ports.get().1)),
+                    Duration::from_millis(200),
+                )
+                .is_ok()
+            };
+            let (server, dsn) = mariadb::start_managed(&settings.server, &extra, &ready, workload)?;
+            let write_port = ports.get().1;
+            if bakeoff_servers::listens_on(server.pid, write_port) == Some(false) {
+                return Err(format!(
+                    "HandlerSocket's port {write_port} was taken by another process while mariadbd started; run again"
+                ));
+            }
+            let command_line = format!("{} {}", server.binary.display(), server.args.join(" "))
+                .replace(&secret, "***");
+            recorded.insert("command_line".to_string(), command_line);
+            recorded.insert("threads_wr".to_string(), settings.threads_wr.to_string());
+            (
+                Some(server),
+                Some(dsn),
+                SocketAddr::from(([127, 0, 0, 1], write_port)),
+                Some(secret),
+                None,
+                String::new(),
+            )
+        }
+    };
+    let version = match &sql {
+        Some(dsn) => {
+            // The table is MariaDB's, made (and emptied before a load) by SQL.
+            let (v, settings) = crate::async_target::block(mariadb::prepare_table(dsn, workload))?;
+            recorded.extend(settings);
+            format!("MariaDB {v} HandlerSocket plugin")
+        }
+        None => version,
+    };
+    let driver = CodecDriver {
+        codec: HandlerSocketCodec,
+        connector: Box::new(HsConnector {
+            addr,
+            secret: secret.map(String::into_bytes),
+        }),
+    };
+    let requests = OpKind::ALL
+        .iter()
+        .map(|k| (k.name().to_string(), driver.codec.describe(*k)))
+        .collect();
+    Ok(Box::new(HsTarget {
+        driver,
+        record: TargetRecord {
+            name: spec.name.clone(),
+            mode: if server.is_some() {
+                "managed"
+            } else {
+                "external"
+            }
+            .into(),
+            endpoint,
+            version: Some(version),
+            settings: recorded,
+            requests,
+            skipped: None,
+        },
+        sql,
+        own_reads: Cell::new(0),
+        server,
+    }))
+}
+
+/// The MariaDB counters HandlerSocket's work moves.
+const HANDLER_COUNTERS: [&str; 2] = ["Handler_read_key", "Handler_write"];
+
+/// How MariaDB's handler counters add up to HandlerSocket requests
+/// (measured: a find or the lookup of an update or delete is one index
+/// read; an insert, declined or not, one row write).
+const RULES: &[CounterRule] = &[
+    CounterRule {
+        what: "index lookups: finds, updates, deletes (Handler_read_key)",
+        counters: &["Handler_read_key"],
+        kinds: &[OpKind::Get, OpKind::Update, OpKind::Delete],
+    },
+    CounterRule {
+        what: "row inserts (Handler_write)",
+        counters: &["Handler_write"],
+        kinds: &[OpKind::Set],
+    },
+];
+
+impl Target for HsTarget {
+    fn driver(&self) -> &dyn bakeoff_core::driver::Driver {
+        &self.driver
+    }
+
+    fn record(&self) -> TargetRecord {
+        self.record.clone()
+    }
+
+    fn counters(&self) -> Option<Counters> {
+        let mut c = mariadb::status_counters(self.sql.as_ref()?, &HANDLER_COUNTERS)?;
+        if let Some(reads) = c.get_mut("Handler_read_key") {
+            *reads = reads.saturating_sub(self.own_reads.get());
+        }
+        Some(c)
+    }
+
+    fn counter_checks(
+        &self,
+        before: &Counters,
+        after: &Counters,
+        sent: &[u64; OP_KINDS],
+    ) -> Vec<CounterCheck> {
+        compare_counters(RULES, before, after, sent)
+    }
+
+    fn record_count(&self) -> Option<u64> {
+        let sql = self.sql.as_ref()?;
+        let reads = |c: Option<Counters>| c.and_then(|c| c.get("Handler_read_key").copied());
+        let before = reads(mariadb::status_counters(sql, &HANDLER_COUNTERS));
+        let n = mariadb::count_rows(sql, "kv");
+        let after = reads(mariadb::status_counters(sql, &HANDLER_COUNTERS));
+        if let (Some(b), Some(a)) = (before, after) {
+            self.own_reads
+                .set(self.own_reads.get() + a.saturating_sub(b));
+        }
+        n
+    }
+
+    fn resources(&self) -> Option<ProcSnapshot> {
+        self.server.as_ref().map(|s| s.snapshot())
+    }
+}
