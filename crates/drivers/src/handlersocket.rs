@@ -189,6 +189,71 @@ fn fresh_secret() -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// Starts mariadbd with the plugin: `secret` guards both of its ports.
+/// Returns the server, where it takes SQL and the plugin's write port.
+fn start_with(
+    settings: &HsSettings,
+    secret: &str,
+    memory_cap: Option<u64>,
+) -> Result<(ManagedServer, mariadb::Dsn, SocketAddr), String> {
+    let plugin = plugin_path().ok_or_else(|| available().unwrap_err())?;
+    // The plugin's two ports, picked with the server's own (again if that
+    // pick is retried).
+    let ports = Cell::new((0u16, 0u16));
+    let extra = |_: &Path| {
+        let pick = || bakeoff_servers::free_port().unwrap_or(0);
+        let (read, write) = (pick(), pick());
+        ports.set((read, write));
+        vec![
+            "--plugin-maturity=beta".to_string(),
+            format!(
+                "--plugin-dir={}",
+                plugin.parent().unwrap_or(Path::new("/")).display()
+            ),
+            "--plugin-load-add=handlersocket.so".into(),
+            "--handlersocket_address=127.0.0.1".into(),
+            format!("--handlersocket_port={read}"),
+            format!("--handlersocket_port_wr={write}"),
+            format!("--handlersocket_threads_wr={}", settings.threads_wr),
+            format!("--handlersocket_plain_secret_wr={secret}"),
+            // The read port is not used; it gets the secret too, so nothing
+            // else on this machine reads the data unasked.
+            format!("--handlersocket_plain_secret={secret}"),
+        ]
+    };
+    let ready = |_: SocketAddr| {
+        TcpStream::connect_timeout(
+            &SocketAddr::from(([127, 0, 0, 1], ports.get().1)),
+            Duration::from_millis(200),
+        )
+        .is_ok()
+    };
+    let (server, dsn) = mariadb::start_managed(&settings.server, &extra, &ready, memory_cap)?;
+    let write_port = ports.get().1;
+    if bakeoff_servers::listens_on(server.pid, write_port) == Some(false) {
+        return Err(format!(
+            "HandlerSocket's port {write_port} was taken by another process while mariadbd started; run again"
+        ));
+    }
+    Ok((server, dsn, SocketAddr::from(([127, 0, 0, 1], write_port))))
+}
+
+/// Starts a MariaDB server with the plugin and the table `bakeoff.kv`, its
+/// write port guarded by `secret`, for tests and external use: returns the
+/// server (stopped when dropped) and the write port's address.
+pub fn start(
+    table: Option<&toml::Table>,
+    secret: &str,
+) -> Result<(ManagedServer, SocketAddr), String> {
+    let settings = HsSettings::parse(table)?;
+    let (server, dsn, addr) = start_with(&settings, secret, None)?;
+    crate::async_target::block(async move {
+        let mut c = mariadb::connect(&dsn, None).await?;
+        mariadb::create_kv(&mut c).await
+    })?;
+    Ok((server, addr))
+}
+
 /// HandlerSocket over a MariaDB server, ready for one run.
 pub struct HsTarget {
     // Field order is drop order: the driver goes before the server stops.
@@ -222,46 +287,8 @@ pub fn open(
             "HandlerSocket (external; server version unknown)".to_string(),
         ),
         Endpoint::Managed => {
-            let plugin = plugin_path().ok_or_else(|| available().unwrap_err())?;
             let secret = fresh_secret();
-            // The plugin's two ports, picked with the server's own (again
-            // if that pick is retried).
-            let ports = Cell::new((0u16, 0u16));
-            let extra = |_: &Path| {
-                let pick = || bakeoff_servers::free_port().unwrap_or(0);
-                let (read, write) = (pick(), pick());
-                ports.set((read, write));
-                vec![
-                    "--plugin-maturity=beta".to_string(),
-                    format!(
-                        "--plugin-dir={}",
-                        plugin.parent().unwrap_or(Path::new("/")).display()
-                    ),
-                    "--plugin-load-add=handlersocket.so".into(),
-                    "--handlersocket_address=127.0.0.1".into(),
-                    format!("--handlersocket_port={read}"),
-                    format!("--handlersocket_port_wr={write}"),
-                    format!("--handlersocket_threads_wr={}", settings.threads_wr),
-                    format!("--handlersocket_plain_secret_wr={secret}"),
-                    // The read port is not used; it gets a secret too so
-                    // nothing on this machine reads the data unasked.
-                    format!("--handlersocket_plain_secret={secret}"),
-                ]
-            };
-            let ready = |_: SocketAddr| {
-                TcpStream::connect_timeout(
-                    &SocketAddr::from(([127, 0, 0, 1], ports.get().1)),
-                    Duration::from_millis(200),
-                )
-                .is_ok()
-            };
-            let (server, dsn) = mariadb::start_managed(&settings.server, &extra, &ready, workload)?;
-            let write_port = ports.get().1;
-            if bakeoff_servers::listens_on(server.pid, write_port) == Some(false) {
-                return Err(format!(
-                    "HandlerSocket's port {write_port} was taken by another process while mariadbd started; run again"
-                ));
-            }
+            let (server, dsn, addr) = start_with(&settings, &secret, workload.memory_cap)?;
             let command_line = format!("{} {}", server.binary.display(), server.args.join(" "))
                 .replace(&secret, "***");
             recorded.insert("command_line".to_string(), command_line);
@@ -269,7 +296,7 @@ pub fn open(
             (
                 Some(server),
                 Some(dsn),
-                SocketAddr::from(([127, 0, 0, 1], write_port)),
+                addr,
                 Some(secret),
                 None,
                 String::new(),

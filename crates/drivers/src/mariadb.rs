@@ -452,6 +452,13 @@ pub fn probe(spec: &TargetSpec, plan: &Plan) -> Result<(), String> {
     }
 }
 
+/// Creates database `bakeoff` and its table `kv`, if absent.
+pub(crate) async fn create_kv(c: &mut Conn) -> Result<(), String> {
+    let e = |r: Result<(), mysql_async::Error>| r.map_err(|e| e.to_string());
+    e(c.query_drop("CREATE DATABASE IF NOT EXISTS bakeoff").await)?;
+    e(c.query_drop("CREATE TABLE IF NOT EXISTS bakeoff.kv (k VARCHAR(32) PRIMARY KEY, v LONGBLOB NOT NULL) ENGINE=InnoDB").await)
+}
+
 /// Creates the workload's table (emptied before a load) and its indexes,
 /// and reads the server's version and settings.
 pub(crate) async fn prepare_table(
@@ -460,8 +467,7 @@ pub(crate) async fn prepare_table(
 ) -> Result<(String, BTreeMap<String, String>), String> {
     let mut c = connect(dsn, None).await?;
     let e = |r: Result<(), mysql_async::Error>| r.map_err(|e| e.to_string());
-    e(c.query_drop("CREATE DATABASE IF NOT EXISTS bakeoff").await)?;
-    e(c.query_drop("CREATE TABLE IF NOT EXISTS bakeoff.kv (k VARCHAR(32) PRIMARY KEY, v LONGBLOB NOT NULL) ENGINE=InnoDB").await)?;
+    create_kv(&mut c).await?;
     if workload.request == RequestMode::Phases {
         // The one-row INSERT of each phased request goes here, not into kv.
         e(c.query_drop("CREATE TABLE IF NOT EXISTS bakeoff.requests (id BIGINT AUTO_INCREMENT PRIMARY KEY, k VARCHAR(32) NOT NULL, v LONGBLOB NOT NULL) ENGINE=InnoDB").await)?;
@@ -522,12 +528,13 @@ pub(crate) async fn prepare_table(
 /// mariadb-install-db and starts mariadbd on a free loopback port with
 /// `settings` plus `extra` arguments (given the server's folder), ready once
 /// it answers SQL and `extra_ready` says so; caps its memory if the
-/// workload asks. Returns the server and where it takes SQL.
+/// workload asks (`memory_cap`, bytes). Returns the server and where it
+/// takes SQL.
 pub(crate) fn start_managed(
     settings: &MariaSettings,
     extra: &dyn Fn(&Path) -> Vec<String>,
     extra_ready: &dyn Fn(SocketAddr) -> bool,
-    workload: &Workload,
+    memory_cap: Option<u64>,
 ) -> Result<(ManagedServer, Dsn), String> {
     let init = |_: &Path, dir: &Path| -> Result<(), String> {
         let install = bakeoff_servers::find_program("mariadb-install-db", &["/usr/sbin"])
@@ -580,7 +587,7 @@ pub(crate) fn start_managed(
         init: Some(&init),
     };
     let mut server = ManagedServer::start(&cmd).map_err(|e| e.to_string())?;
-    if let Some(limit) = workload.memory_cap {
+    if let Some(limit) = memory_cap {
         server.cap_memory(limit)?;
     }
     let dsn = local(server.addr.port());
@@ -639,7 +646,8 @@ pub fn open(
             (None, dsn, url)
         }
         None => {
-            let (server, dsn) = start_managed(&settings, &|_| Vec::new(), &|_| true, workload)?;
+            let (server, dsn) =
+                start_managed(&settings, &|_| Vec::new(), &|_| true, workload.memory_cap)?;
             (Some(server), dsn, None)
         }
     };
