@@ -12,7 +12,8 @@ import sys
 import tempfile
 import time
 
-BAKEOFF = os.path.abspath("target/release/bakeoff")
+# BAKEOFF_BIN measures another build (e.g. the commit before a change).
+BAKEOFF = os.environ.get("BAKEOFF_BIN") or os.path.abspath("target/release/bakeoff")
 CLIENTS = 50
 RECORDS = 100_000
 VALUE = 100

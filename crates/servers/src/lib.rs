@@ -7,10 +7,21 @@
 //! Ctrl-C. The child is started with `PR_SET_PDEATHSIG`, so even a killed
 //! bakeoff leaves no server behind.
 //!
+//! A [`ServerCommand`] is a server's recipe (where the binary is, how its
+//! directory is initialised, its arguments, when it is ready); the
+//! mechanism here is the same for every server: each runs in a process
+//! group of its own, so a crash can be simulated by SIGKILL to the whole
+//! group ([`ManagedServer::kill`], PostgreSQL's backends included), and it
+//! can be started again on the same directory and port
+//! ([`ManagedServer::restart`]); several nodes of one recipe run side by
+//! side as [`Nodes`] (a primary and its replicas, N shards). Speaking to a
+//! server is the drivers' business, not this crate's.
+//!
 //! ## Layout
 //!
 //! - [`ManagedServer`]: one running server process and its directory.
 //! - [`ServerCommand`]: what to start and how to tell it is ready.
+//! - [`Nodes`]: several servers started side by side.
 //! - [`proc_snapshot`]: /proc sampling of any process.
 //! - [`cgroup::MemoryCap`]: a memory limit around a process for a run.
 
@@ -196,13 +207,38 @@ fn spawn_and_wait(
     dir: &Path,
     port: u16,
 ) -> Result<ServerProcess, ServerError> {
-    let io = |source| ServerError::Io {
+    let mut process = spawn(binary, args, user, dir, false).map_err(|source| ServerError::Io {
         program: cmd.program.into(),
         source,
-    };
-    let log_path = dir.join("server.log");
-    let log = std::fs::File::create(&log_path).map_err(io)?;
-    let log2 = log.try_clone().map_err(io)?;
+    })?;
+    wait_ready(
+        &mut process,
+        cmd.program,
+        cmd.ready,
+        cmd.ready_timeout,
+        dir,
+        port,
+    )?;
+    Ok(process)
+}
+
+/// Starts `binary` with `args` in `dir` as `user`, its output going to
+/// `dir/server.log` (appended to on a restart), in a process group of its
+/// own and killed if bakeoff dies.
+fn spawn(
+    binary: &Path,
+    args: &[String],
+    user: Option<(u32, u32)>,
+    dir: &Path,
+    append_log: bool,
+) -> std::io::Result<ServerProcess> {
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .write(true)
+        .append(append_log)
+        .truncate(!append_log)
+        .open(dir.join("server.log"))?;
+    let log2 = log.try_clone()?;
     let mut command = command_as(binary, user);
     command
         .args(args)
@@ -210,6 +246,9 @@ fn spawn_and_wait(
         .stdin(Stdio::null())
         .stdout(log)
         .stderr(log2);
+    // A process group of its own: a crash is SIGKILL to the whole group
+    // (the server and every process it forked).
+    command.process_group(0);
     // SAFETY: prctl is async-signal-safe; this runs in the child between
     // fork and exec and touches no memory of the parent.
     unsafe {
@@ -218,10 +257,22 @@ fn spawn_and_wait(
             Ok(())
         });
     }
-    let mut process = ServerProcess(command.spawn().map_err(io)?);
+    Ok(ServerProcess(command.spawn()?))
+}
+
+/// Waits until `process` holds the listening socket on `port` and `ready`
+/// says it answers, within `timeout`.
+fn wait_ready(
+    process: &mut ServerProcess,
+    program: &str,
+    ready: &dyn Fn(SocketAddr) -> bool,
+    timeout: Duration,
+    dir: &Path,
+    port: u16,
+) -> Result<(), ServerError> {
     let pid = process.0.id();
     let addr: SocketAddr = ([127, 0, 0, 1], port).into();
-    let deadline = Instant::now() + cmd.ready_timeout;
+    let deadline = Instant::now() + timeout;
     loop {
         if let Ok(Some(status)) = process.0.try_wait() {
             let log = log_tail(dir);
@@ -229,7 +280,7 @@ fn spawn_and_wait(
                 return Err(ServerError::PortInUse { port });
             }
             return Err(ServerError::Failed {
-                program: cmd.program.into(),
+                program: program.into(),
                 reason: format!("it exited with {status}"),
                 log,
             });
@@ -238,14 +289,14 @@ fn spawn_and_wait(
         // on the port is somebody else's.
         if listens_on(pid, port) != Some(false)
             && TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok()
-            && (cmd.ready)(addr)
+            && ready(addr)
         {
-            return Ok(process);
+            return Ok(());
         }
         if Instant::now() > deadline {
             return Err(ServerError::Failed {
-                program: cmd.program.into(),
-                reason: format!("it did not answer on {addr} within {:?}", cmd.ready_timeout),
+                program: program.into(),
+                reason: format!("it did not answer on {addr} within {timeout:?}"),
                 log: log_tail(dir),
             });
         }
@@ -310,6 +361,11 @@ pub struct ManagedServer {
     // goes and the memory cap is removed.
     process: ServerProcess,
     dir: tempfile::TempDir,
+    /// Program name (for messages), how long it may take to be ready, and
+    /// the user it runs as: what a restart needs again.
+    program: String,
+    ready_timeout: Duration,
+    user: Option<(u32, u32)>,
     /// Loopback address it listens on.
     pub addr: SocketAddr,
     /// Process id.
@@ -321,11 +377,35 @@ pub struct ManagedServer {
     cap: Option<cgroup::MemoryCap>,
 }
 
-/// A server process that is stopped when dropped.
+/// A server process, leader of its own process group, that is stopped
+/// when dropped.
 struct ServerProcess(Child);
+
+impl ServerProcess {
+    /// SIGKILL to the whole process group, then waits for the leader.
+    fn kill_group(&mut self) {
+        // SAFETY: signalling the process group of our own child (its pgid
+        // is its pid: it was started with process_group(0)), or the child
+        // alone should it have left that group.
+        unsafe {
+            if libc::kill(-(self.0.id() as i32), libc::SIGKILL) != 0 {
+                libc::kill(self.0.id() as i32, libc::SIGKILL);
+            }
+        }
+        let _ = self.0.wait();
+    }
+}
 
 impl Drop for ServerProcess {
     fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+impl ServerProcess {
+    /// Stops the server if it runs: SIGTERM, then SIGKILL to its group
+    /// after 5 s.
+    fn stop(&mut self) {
         if matches!(self.0.try_wait(), Ok(None)) {
             // SAFETY: signalling our own child by its pid.
             unsafe { libc::kill(self.0.id() as i32, libc::SIGTERM) };
@@ -336,8 +416,7 @@ impl Drop for ServerProcess {
                 }
                 std::thread::sleep(Duration::from_millis(10));
             }
-            let _ = self.0.kill();
-            let _ = self.0.wait();
+            self.kill_group();
         }
     }
 }
@@ -407,6 +486,9 @@ impl ManagedServer {
                         pid: process.0.id(),
                         process,
                         dir,
+                        program: cmd.program.into(),
+                        ready_timeout: cmd.ready_timeout,
+                        user,
                         addr: ([127, 0, 0, 1], port).into(),
                         binary,
                         args,
@@ -438,6 +520,45 @@ impl ManagedServer {
         matches!(self.process.0.try_wait(), Ok(None))
     }
 
+    /// Crashes the server: SIGKILL to its whole process group (the server
+    /// and everything it forked, e.g. PostgreSQL's backends), no chance to
+    /// flush or clean up. The directory stays for [`ManagedServer::restart`].
+    pub fn kill(&mut self) {
+        self.process.kill_group();
+    }
+
+    /// Starts the server again with the same binary, arguments, directory
+    /// and port (after [`ManagedServer::kill`], or stops it first with
+    /// SIGTERM if it still runs), and waits until its own process holds
+    /// the port and `ready` says it answers. Its memory cap, if any, holds
+    /// the new process too.
+    pub fn restart(&mut self, ready: &dyn Fn(SocketAddr) -> bool) -> Result<(), ServerError> {
+        self.process.stop();
+        let dir = self.dir.path();
+        self.process = spawn(&self.binary, &self.args, self.user, dir, true).map_err(|source| {
+            ServerError::Io {
+                program: self.program.clone(),
+                source,
+            }
+        })?;
+        self.pid = self.process.0.id();
+        if let Some(cap) = self.cap.as_mut() {
+            cap.add(self.pid).map_err(|reason| ServerError::Failed {
+                program: self.program.clone(),
+                reason,
+                log: String::new(),
+            })?;
+        }
+        wait_ready(
+            &mut self.process,
+            &self.program,
+            ready,
+            self.ready_timeout,
+            dir,
+            self.addr.port(),
+        )
+    }
+
     /// Puts the server under a memory cap (RSS + page cache) of `limit`
     /// bytes until it stops.
     pub fn cap_memory(&mut self, limit: u64) -> Result<(), String> {
@@ -466,6 +587,78 @@ impl ManagedServer {
             s.cgroup_cache_bytes = Some(u.cache);
         }
         s
+    }
+}
+
+/// Several servers started side by side — a primary and its replicas, N
+/// shards — each by the same recipe or its own. Node `i` is started
+/// knowing the nodes before it (a replica needs its primary's address).
+/// They stop in reverse order: replicas before their primary.
+pub struct Nodes {
+    nodes: Vec<ManagedServer>,
+}
+
+impl Nodes {
+    /// Starts `n` nodes, node `i` by `start_node(i, nodes before it)`; on an
+    /// error the nodes already started are stopped.
+    pub fn start(
+        n: usize,
+        mut start_node: impl FnMut(usize, &[ManagedServer]) -> Result<ManagedServer, ServerError>,
+    ) -> Result<Self, ServerError> {
+        let mut nodes = Nodes {
+            nodes: Vec::with_capacity(n),
+        };
+        for i in 0..n {
+            let node = start_node(i, &nodes.nodes)?;
+            nodes.nodes.push(node);
+        }
+        Ok(nodes)
+    }
+
+    /// Number of nodes.
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+
+    /// Node `i`.
+    pub fn node(&self, i: usize) -> &ManagedServer {
+        &self.nodes[i]
+    }
+
+    /// Node `i`, to kill or restart it.
+    pub fn node_mut(&mut self, i: usize) -> &mut ManagedServer {
+        &mut self.nodes[i]
+    }
+
+    /// The nodes in the order they started.
+    pub fn iter(&self) -> impl Iterator<Item = &ManagedServer> {
+        self.nodes.iter()
+    }
+
+    /// Resources summed over every node (CPU, RSS, disk I/O, disk size).
+    pub fn snapshot(&self) -> ProcSnapshot {
+        let mut total = ProcSnapshot::default();
+        for s in self.nodes.iter().map(ManagedServer::snapshot) {
+            total.cpu_ns += s.cpu_ns;
+            total.rss_bytes += s.rss_bytes;
+            total.read_bytes += s.read_bytes;
+            total.write_bytes += s.write_bytes;
+            total.disk_bytes += s.disk_bytes;
+        }
+        total
+    }
+}
+
+impl Drop for Nodes {
+    fn drop(&mut self) {
+        while let Some(node) = self.nodes.pop() {
+            drop(node);
+        }
     }
 }
 
@@ -585,6 +778,151 @@ mod tests {
             run_as: None,
             init: None,
         }
+    }
+
+    /// Whether redis-server is here; under CI it must be.
+    fn have_redis() -> bool {
+        if find_on_path("redis-server").is_some() {
+            return true;
+        }
+        assert!(
+            std::env::var("CI").map_or(true, |v| v.is_empty() || v == "false"),
+            "redis-server is not installed; CI must install it (scripts/setup.sh)"
+        );
+        eprintln!("skipping: redis-server is not installed");
+        false
+    }
+
+    /// A redis-server in its directory; more arguments from `extra`.
+    fn redis_args(port: u16, dir: &Path, extra: &[String]) -> Vec<String> {
+        let mut a: Vec<String> = [
+            "--port",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--dir",
+            &dir.display().to_string(),
+            "--save",
+            "",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        a.extend_from_slice(extra);
+        a
+    }
+
+    /// One RESP command, its reply (up to what one read brings).
+    fn resp(addr: SocketAddr, words: &[&str]) -> String {
+        use std::io::{Read, Write};
+        let mut req = format!("*{}\r\n", words.len());
+        for w in words {
+            req.push_str(&format!("${}\r\n{w}\r\n", w.len()));
+        }
+        let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+        s.write_all(req.as_bytes()).unwrap();
+        let mut buf = [0u8; 256];
+        let n = s.read(&mut buf).unwrap_or(0);
+        String::from_utf8_lossy(&buf[..n]).into_owned()
+    }
+
+    #[test]
+    fn a_killed_server_restarts_on_its_own_data_and_port() {
+        if !have_redis() {
+            return;
+        }
+        let extra = [
+            "--appendonly".to_string(),
+            "yes".into(),
+            "--appendfsync".into(),
+            "always".into(),
+        ];
+        let args = |port: u16, dir: &Path| redis_args(port, dir, &extra);
+        let cmd = command(
+            "redis-server",
+            "redis-server",
+            &args,
+            Duration::from_secs(10),
+        );
+        let mut server = ManagedServer::start(&cmd).unwrap();
+        let (addr, first_pid) = (server.addr, server.pid);
+        assert_eq!(resp(addr, &["SET", "k", "kept"]), "+OK\r\n");
+        server.kill();
+        assert!(!server.is_running());
+        assert!(TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err());
+        server.restart(&|_| true).unwrap();
+        assert_ne!(server.pid, first_pid);
+        assert_eq!(server.addr, addr);
+        // Acknowledged with appendfsync always: it survived the SIGKILL.
+        assert_eq!(resp(addr, &["GET", "k"]), "$4\r\nkept\r\n");
+    }
+
+    #[test]
+    fn kill_takes_the_whole_process_group() {
+        // The listener forks a helper, as PostgreSQL forks backends.
+        let args = |port: u16, _: &Path| {
+            vec![
+                "-c".to_string(),
+                format!("sleep 300 & exec python3 -m http.server {port} --bind 127.0.0.1"),
+            ]
+        };
+        let cmd = command("bash", "bash", &args, Duration::from_secs(10));
+        let mut server = ManagedServer::start(&cmd).unwrap();
+        let helpers = children_of(server.pid);
+        assert!(!helpers.is_empty(), "no forked helper");
+        server.kill();
+        std::thread::sleep(Duration::from_millis(100));
+        for pid in helpers {
+            let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            // Gone, or a zombie waiting for init to reap it.
+            assert!(
+                state.is_empty() || state.contains(") Z "),
+                "helper {pid} survived: {state}"
+            );
+        }
+    }
+
+    #[test]
+    fn nodes_run_side_by_side_and_a_replica_follows_its_primary() {
+        if !have_redis() {
+            return;
+        }
+        let mut nodes = Nodes::start(2, |i, before| {
+            let extra = match before.first() {
+                Some(primary) => vec![
+                    "--replicaof".to_string(),
+                    "127.0.0.1".into(),
+                    primary.addr.port().to_string(),
+                ],
+                None => Vec::new(),
+            };
+            let args = move |port: u16, dir: &Path| redis_args(port, dir, &extra);
+            let cmd = command(
+                "redis-server",
+                "redis-server",
+                &args,
+                Duration::from_secs(10),
+            );
+            assert_eq!(before.len(), i);
+            ManagedServer::start(&cmd)
+        })
+        .unwrap();
+        assert_eq!(nodes.len(), 2);
+        let (primary, replica) = (nodes.node(0).addr, nodes.node(1).addr);
+        assert_ne!(primary, replica);
+        assert_ne!(nodes.node(0).dir(), nodes.node(1).dir());
+        assert_eq!(resp(primary, &["SET", "k", "v1"]), "+OK\r\n");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while resp(replica, &["GET", "k"]) != "$2\r\nv1\r\n" {
+            assert!(Instant::now() < deadline, "the replica never saw the write");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        assert!(nodes.snapshot().rss_bytes > nodes.node(0).snapshot().rss_bytes);
+        // Replicas refuse writes: the second node is one.
+        assert!(resp(replica, &["SET", "k", "x"]).starts_with("-READONLY"));
+        nodes.node_mut(1).kill();
+        assert!(!nodes.node_mut(1).is_running());
     }
 
     #[test]
