@@ -128,6 +128,8 @@ pub struct Harness<'j> {
     open_loop: bool,
     warmup_end: u64,
     measure_end: u64,
+    /// A measure job (warm-up, then measured phase), not a load.
+    measures: bool,
     generating: bool,
 }
 
@@ -159,6 +161,7 @@ impl<'j> Harness<'j> {
             open_loop,
             warmup_end: job.warmup_end_ns(),
             measure_end: job.measure_end_ns(),
+            measures: job.kind == JobKind::Measure,
             generating: true,
         }
     }
@@ -231,7 +234,7 @@ impl<'j> Harness<'j> {
     /// Intended start of client `ci`'s next request as of `now` (`now`
     /// itself in closed loop, its place in the schedule in open loop), or
     /// `None` when the client has no more requests to make.
-    #[inline]
+    #[inline(always)]
     pub fn next_start(&self, ci: usize, now: u64) -> Option<u64> {
         if !self.generating {
             return None;
@@ -243,7 +246,7 @@ impl<'j> Harness<'j> {
     }
 
     /// Intended start of client `ci`'s next request if it is due at `now`.
-    #[inline]
+    #[inline(always)]
     pub fn due(&self, ci: usize, now: u64) -> Option<u64> {
         self.next_start(ci, now).filter(|&t| t <= now)
     }
@@ -276,9 +279,10 @@ impl<'j> Harness<'j> {
     /// Makes client `ci`'s next request, meant to start at `intended` and
     /// sent at `now`: draws the operation and the record, and counts it as
     /// sent.
-    #[inline]
+    #[inline(always)]
     pub fn begin(&mut self, ci: usize, intended: u64, now: u64) -> Request {
-        let phase = self.job.phase_at(intended);
+        // The same as `Job::phase_at`, from the cached end of the warm-up.
+        let phase = u8::from(self.measures && intended >= self.warmup_end);
         let (kind, key) = self.clients[ci].next_op(self.job, &self.mix, phase);
         self.meter.stats[phase as usize].sent[kind as usize] += 1;
         Request {
@@ -293,7 +297,7 @@ impl<'j> Harness<'j> {
 
     /// The value client `ci` writes to record `key`: its header and the
     /// payload that follows it.
-    #[inline]
+    #[inline(always)]
     pub fn value(&mut self, ci: usize, key: u64) -> ([u8; HEADER_LEN], &'j [u8]) {
         self.clients[ci].value(self.job, key)
     }
@@ -312,7 +316,7 @@ impl<'j> Harness<'j> {
     /// `req` finished at `now` with `outcome`: values read are checked
     /// against what was written, and the request is recorded from its
     /// intended start (response time) and from its send (service time).
-    #[inline]
+    #[inline(always)]
     pub fn complete(&mut self, req: &Request, outcome: Outcome, now: u64) {
         let how = match outcome {
             Outcome::Ok => Completion::Ok,
