@@ -399,19 +399,7 @@ pub fn list_text() -> String {
         ));
     }
     s.push_str("server settings (preset [servers.NAME] or --set NAME.KEY=VALUE):\n");
-    s.push_str("  redis:     maxmemory, maxmemory_policy, persistence (none, aof-always, aof-everysec, aof-no, rdb), port\n");
-    s.push_str("  memcached: memory, threads, max_connections, port (same for memcached-binary)\n");
-    s.push_str("  postgres:  shared_buffers, synchronous_commit, fsync, max_connections, port\n");
-    s.push_str("  mariadb:   innodb_buffer_pool_size, innodb_flush_log_at_trx_commit, max_connections, port\n");
-    s.push_str("  handlersocket: innodb_buffer_pool_size, innodb_flush_log_at_trx_commit, max_connections, port, threads_wr\n");
-    s.push_str("  tokyo-hash: dir, bnum, apow, fpow, opts (large, deflate, bzip, tcbs), rcnum, xmsiz, sync\n");
-    s.push_str(
-        "  tokyo-btree: dir, bnum, apow, fpow, opts, lmemb, nmemb, lcnum, ncnum, xmsiz, sync\n",
-    );
-    s.push_str("  tokyo-table: dir, bnum, apow, fpow, opts, rcnum, lcnum, ncnum, xmsiz, sync\n");
-    s.push_str("  lmdb:      dir, map_size, sync (full, nometasync, nosync)\n");
-    s.push_str("  rocksdb:   dir, block_cache, write_buffer, compression, sync\n");
-    s.push_str("  sqlite:    dir, journal_mode, synchronous, cache_size\n");
+    s.push_str(&bakeoff_drivers::registry::settings_text());
     s
 }
 

@@ -71,10 +71,14 @@ pub trait Codec: Send + Sync + 'static {
     fn encode(&self, kind: OpKind, key: &[u8], header: &[u8], payload: &[u8], out: &mut Vec<u8>);
     /// Decodes the reply at the front of `buf` to a request of `kind`.
     fn decode(&self, buf: &[u8], kind: OpKind) -> Decoded;
+    /// Whether values travel escaped, so that a [`Reply::Value`] must go
+    /// through [`Codec::unescape_value`] before it is checked. Known at
+    /// compile time: protocols that send values as they are pay nothing.
+    const ESCAPES_VALUES: bool = false;
     /// Turns a value [`Reply::Value`] located, as it stands on the wire,
     /// into the bytes written, in place (a protocol that escapes bytes
     /// only shrinks them); returns their length. The loop calls it on bytes
-    /// it is about to consume. Most protocols send values as they are.
+    /// it is about to consume, when [`Codec::ESCAPES_VALUES`] says so.
     #[inline]
     fn unescape_value(&self, value: &mut [u8]) -> usize {
         value.len()

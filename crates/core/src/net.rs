@@ -499,13 +499,14 @@ impl<'a, C: Codec> Loop<'a, C> {
                         Reply::Value { start, end } if end > len || start > end => {
                             Outcome::Failed(ErrorKind::Protocol)
                         }
-                        Reply::Value { start, end } => {
+                        Reply::Value { start, end } if C::ESCAPES_VALUES => {
                             // The reply is consumed below: its bytes may be
                             // rewritten in place.
                             let value = &mut self.conns[ci].rbuf[rstart + start..rstart + end];
                             let n = self.codec.unescape_value(value);
                             Outcome::Value(&value[..n])
                         }
+                        Reply::Value { start, end } => Outcome::Value(&buf[start..end]),
                     };
                     self.harness.complete(&front, outcome, t);
                     let c = &mut self.conns[ci];

@@ -40,9 +40,6 @@ use crate::settings::Settings;
 /// Where Debian's mariadb-server keeps the plugin.
 const PLUGIN_DIRS: &[&str] = &["/usr/lib/mysql/plugin", "/usr/lib/mariadb/plugin"];
 
-const KNOWN: &str = "innodb_buffer_pool_size, innodb_flush_log_at_trx_commit (0, 1, 2), \
-     max_connections, port, threads_wr";
-
 /// `[servers.handlersocket]`: the MariaDB server's settings plus the
 /// plugin's.
 struct HsSettings {
@@ -54,11 +51,11 @@ struct HsSettings {
 
 impl HsSettings {
     fn parse(table: Option<&toml::Table>) -> Result<Self, String> {
-        let mut s = Settings::new(table);
-        let server = MariaSettings::read(&mut s)?;
-        let threads_wr = s.positive("threads_wr")?.unwrap_or(4);
-        s.finish(KNOWN)?;
-        Ok(Self { server, threads_wr })
+        let s = Settings::new(table, mariadb::HANDLERSOCKET_SETTINGS)?;
+        Ok(Self {
+            server: MariaSettings::read(&s)?,
+            threads_wr: s.count("threads_wr")?.unwrap_or_default(),
+        })
     }
 }
 

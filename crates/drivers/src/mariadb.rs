@@ -26,11 +26,46 @@ use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Opts, OptsBuilder, Statement};
 
 use crate::async_target::{block, profile_columns, AsyncDriver, AsyncTarget};
-use crate::settings::Settings;
+use crate::settings::{Kind, Setting, Settings, PORT};
 use crate::sql::{batch_insert, search_params, search_statements};
 
-const KNOWN: &str =
-    "innodb_buffer_pool_size, innodb_flush_log_at_trx_commit (0, 1, 2), max_connections, port";
+/// What `[servers.mariadb]` and `[servers.handlersocket]` share: the
+/// server's own settings.
+const BUFFER_POOL: Setting = Setting {
+    name: "innodb_buffer_pool_size",
+    kind: Kind::Bytes,
+    default: None,
+    help: "InnoDB's cache of data and indexes (default: MariaDB's, 128mb)",
+};
+const FLUSH_LOG: Setting = Setting {
+    name: "innodb_flush_log_at_trx_commit",
+    kind: Kind::Choice(&["0", "1", "2"]),
+    default: None,
+    help: "1: fsync the log at every commit; 2: write it, fsync once a second; 0: neither",
+};
+const MAX_CONNECTIONS: Setting = Setting {
+    name: "max_connections",
+    kind: Kind::Count,
+    default: Some("1000"),
+    help: "connection limit (MariaDB raises values below 10 to 10)",
+};
+
+/// `[servers.mariadb]`.
+pub const SETTINGS: &[Setting] = &[BUFFER_POOL, FLUSH_LOG, MAX_CONNECTIONS, PORT];
+
+/// `[servers.handlersocket]`: the server's settings and the plugin's.
+pub const HANDLERSOCKET_SETTINGS: &[Setting] = &[
+    BUFFER_POOL,
+    FLUSH_LOG,
+    MAX_CONNECTIONS,
+    PORT,
+    Setting {
+        name: "threads_wr",
+        kind: Kind::Count,
+        default: Some("4"),
+        help: "threads serving HandlerSocket's write port, which carries every operation (the plugin's own default is 1)",
+    },
+];
 
 /// The settings of a managed mariadbd (`[servers.mariadb]`, and the
 /// server part of `[servers.handlersocket]`).
@@ -44,19 +79,15 @@ pub(crate) struct MariaSettings {
 
 impl MariaSettings {
     fn parse(table: Option<&toml::Table>) -> Result<Self, String> {
-        let mut s = Settings::new(table);
-        let out = Self::read(&mut s)?;
-        s.finish(KNOWN)?;
-        Ok(out)
+        Self::read(&Settings::new(table, SETTINGS)?)
     }
 
     /// Reads the server's keys from `s`, leaving others to the caller.
-    pub(crate) fn read(s: &mut Settings) -> Result<Self, String> {
+    pub(crate) fn read(s: &Settings) -> Result<Self, String> {
         Ok(MariaSettings {
             buffer_pool: s.bytes("innodb_buffer_pool_size")?,
-            flush_log_at_trx_commit: s
-                .choice("innodb_flush_log_at_trx_commit", &["0", "1", "2"])?,
-            max_connections: s.positive("max_connections")?.unwrap_or(1000),
+            flush_log_at_trx_commit: s.choice("innodb_flush_log_at_trx_commit")?,
+            max_connections: s.count("max_connections")?.unwrap_or_default(),
             port: s.port("port")?,
         })
     }

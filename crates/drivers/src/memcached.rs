@@ -18,10 +18,31 @@ use bakeoff_servers::{ManagedServer, ServerCommand};
 use crate::admin::{connect, memcache_lines, resolve};
 use crate::codec::memcache_binary::MemcacheBinaryCodec;
 use crate::codec::memcache_text::MemcacheTextCodec;
-use crate::settings::Settings;
+use crate::settings::{Kind, Setting, Settings, PORT};
 use bakeoff_core::net::CodecDriver;
 
-const KNOWN: &str = "memory (e.g. \"1gb\"), threads, max_connections, port";
+/// `[servers.memcached]` and `[servers.memcached-binary]`.
+pub const SETTINGS: &[Setting] = &[
+    Setting {
+        name: "memory",
+        kind: Kind::Bytes,
+        default: Some("1gb"),
+        help: "memory for items (-m), at least 1mb",
+    },
+    Setting {
+        name: "threads",
+        kind: Kind::Count,
+        default: Some("4"),
+        help: "worker threads (-t)",
+    },
+    Setting {
+        name: "max_connections",
+        kind: Kind::Count,
+        default: Some("4096"),
+        help: "connection limit (-c)",
+    },
+    PORT,
+];
 
 /// Settings of a managed memcached.
 #[derive(Clone, Debug)]
@@ -39,19 +60,17 @@ pub struct MemcachedSettings {
 impl MemcachedSettings {
     /// Reads `[servers.memcached]` (or `[servers.memcached-binary]`).
     pub fn parse(table: Option<&toml::Table>) -> Result<Self, String> {
-        let mut s = Settings::new(table);
-        let memory = s.bytes("memory")?.unwrap_or(1 << 30);
+        let s = Settings::new(table, SETTINGS)?;
+        let memory = s.bytes("memory")?.unwrap_or_default();
         if memory < 1 << 20 {
             return Err("`memory` must be at least 1mb".into());
         }
-        let out = MemcachedSettings {
+        Ok(MemcachedSettings {
             memory_mb: memory >> 20,
-            threads: s.positive("threads")?.unwrap_or(4),
-            max_connections: s.positive("max_connections")?.unwrap_or(4096),
+            threads: s.count("threads")?.unwrap_or_default(),
+            max_connections: s.count("max_connections")?.unwrap_or_default(),
             port: s.port("port")?,
-        };
-        s.finish(KNOWN)?;
-        Ok(out)
+        })
     }
 
     fn args(&self, port: u16) -> Vec<String> {

@@ -29,9 +29,24 @@ use mongodb::options::{ClientOptions, Credential, ServerAddress};
 use mongodb::{Client, Collection};
 
 use crate::async_target::{block, profile_columns, AsyncDriver, AsyncTarget};
-use crate::settings::Settings;
+use crate::settings::{Kind, Setting, Settings, PORT};
 
-const KNOWN: &str = "server (auto, mongod, ferretdb), cache_size (mongod's WiredTiger cache), port";
+/// `[servers.mongodb]`.
+pub const SETTINGS: &[Setting] = &[
+    Setting {
+        name: "server",
+        kind: Kind::Choice(&["auto", "mongod", "ferretdb"]),
+        default: Some("auto"),
+        help: "which server to start: mongod if installed, else FerretDB",
+    },
+    Setting {
+        name: "cache_size",
+        kind: Kind::Bytes,
+        default: None,
+        help: "mongod's WiredTiger cache",
+    },
+    PORT,
+];
 const DB: &str = "bakeoff";
 /// Where the two servers may be installed besides PATH.
 const BIN_DIRS: &[&str] = &["/usr/bin", "/usr/local/bin"];
@@ -63,22 +78,17 @@ struct MongoSettings {
 
 impl MongoSettings {
     fn parse(table: Option<&toml::Table>) -> Result<Self, String> {
-        let mut s = Settings::new(table);
-        let server = match s
-            .choice("server", &["auto", "mongod", "ferretdb"])?
-            .as_deref()
-        {
+        let s = Settings::new(table, SETTINGS)?;
+        let server = match s.choice("server")?.as_deref() {
             Some("mongod") => Some(Server::Mongod),
             Some("ferretdb") => Some(Server::FerretDb),
             _ => None,
         };
-        let out = MongoSettings {
+        Ok(MongoSettings {
             server,
             cache_size: s.bytes("cache_size")?,
             port: s.port("port")?,
-        };
-        s.finish(KNOWN)?;
-        Ok(out)
+        })
     }
 
     /// The server a managed run starts: the one asked for, else mongod if

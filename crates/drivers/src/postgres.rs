@@ -25,11 +25,38 @@ use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, Config, NoTls, Statement};
 
 use crate::async_target::{block, profile_columns, AsyncDriver, AsyncTarget};
-use crate::settings::Settings;
+use crate::settings::{Kind, Setting, Settings, PORT};
 use crate::sql::{batch_insert, search_params, search_statements};
 
 const BIN_DIRS: &[&str] = &["/usr/lib/postgresql/*/bin"];
-const KNOWN: &str = "shared_buffers, synchronous_commit (on, off, local, remote_write, remote_apply), fsync, max_connections, port";
+/// `[servers.postgres]`.
+pub const SETTINGS: &[Setting] = &[
+    Setting {
+        name: "shared_buffers",
+        kind: Kind::Bytes,
+        default: None,
+        help: "PostgreSQL's buffer cache (default: its own, 128mb)",
+    },
+    Setting {
+        name: "synchronous_commit",
+        kind: Kind::Choice(&["on", "off", "local", "remote_write", "remote_apply"]),
+        default: None,
+        help: "whether a commit waits for its WAL to reach disk",
+    },
+    Setting {
+        name: "fsync",
+        kind: Kind::Choice(&["on", "off", "true", "false"]),
+        default: None,
+        help: "off: never fsync (data at risk on a crash)",
+    },
+    Setting {
+        name: "max_connections",
+        kind: Kind::Count,
+        default: Some("300"),
+        help: "connection limit",
+    },
+    PORT,
+];
 
 struct PgSettings {
     shared_buffers: Option<u64>,
@@ -41,19 +68,14 @@ struct PgSettings {
 
 impl PgSettings {
     fn parse(table: Option<&toml::Table>) -> Result<Self, String> {
-        let mut s = Settings::new(table);
-        let out = PgSettings {
+        let s = Settings::new(table, SETTINGS)?;
+        Ok(PgSettings {
             shared_buffers: s.bytes("shared_buffers")?,
-            synchronous_commit: s.choice(
-                "synchronous_commit",
-                &["on", "off", "local", "remote_write", "remote_apply"],
-            )?,
-            fsync: s.choice("fsync", &["on", "off", "true", "false"])?,
-            max_connections: s.positive("max_connections")?.unwrap_or(300),
+            synchronous_commit: s.choice("synchronous_commit")?,
+            fsync: s.choice("fsync")?,
+            max_connections: s.count("max_connections")?.unwrap_or_default(),
             port: s.port("port")?,
-        };
-        s.finish(KNOWN)?;
-        Ok(out)
+        })
     }
 
     fn args(&self, port: u16, dir: &Path) -> Vec<String> {

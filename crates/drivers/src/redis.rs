@@ -18,11 +18,40 @@ use bakeoff_servers::{ManagedServer, ServerCommand};
 
 use crate::admin::{connect, parse_info, resolve, resp_call, RespReply};
 use crate::codec::resp::RespCodec;
-use crate::settings::Settings;
+use crate::settings::{Kind, Setting, Settings, PORT};
 use bakeoff_core::net::CodecDriver;
 
-const KNOWN: &str =
-    "maxmemory, maxmemory_policy, persistence (none, aof-always, aof-everysec, aof-no, rdb), port";
+/// `[servers.redis]`.
+pub const SETTINGS: &[Setting] = &[
+    Setting {
+        name: "maxmemory",
+        kind: Kind::Bytes,
+        default: None,
+        help: "memory limit for data (default: redis's own, none)",
+    },
+    Setting {
+        name: "maxmemory_policy",
+        kind: Kind::Choice(&[
+            "noeviction",
+            "allkeys-lru",
+            "allkeys-lfu",
+            "allkeys-random",
+            "volatile-lru",
+            "volatile-lfu",
+            "volatile-random",
+            "volatile-ttl",
+        ]),
+        default: None,
+        help: "what to evict at maxmemory",
+    },
+    Setting {
+        name: "persistence",
+        kind: Kind::Choice(&["none", "aof-always", "aof-everysec", "aof-no", "rdb"]),
+        default: Some("none"),
+        help: "append-only file with fsync always / every second / never, or RDB snapshots",
+    },
+    PORT,
+];
 
 /// Settings of a managed redis-server.
 #[derive(Clone, Debug, Default)]
@@ -40,32 +69,13 @@ pub struct RedisSettings {
 impl RedisSettings {
     /// Reads `[servers.redis]`.
     pub fn parse(table: Option<&toml::Table>) -> Result<Self, String> {
-        let mut s = Settings::new(table);
-        let out = RedisSettings {
+        let s = Settings::new(table, SETTINGS)?;
+        Ok(RedisSettings {
             maxmemory: s.bytes("maxmemory")?,
-            maxmemory_policy: s.choice(
-                "maxmemory_policy",
-                &[
-                    "noeviction",
-                    "allkeys-lru",
-                    "allkeys-lfu",
-                    "allkeys-random",
-                    "volatile-lru",
-                    "volatile-lfu",
-                    "volatile-random",
-                    "volatile-ttl",
-                ],
-            )?,
-            persistence: s
-                .choice(
-                    "persistence",
-                    &["none", "aof-always", "aof-everysec", "aof-no", "rdb"],
-                )?
-                .unwrap_or_else(|| "none".into()),
+            maxmemory_policy: s.choice("maxmemory_policy")?,
+            persistence: s.choice("persistence")?.unwrap_or_default(),
             port: s.port("port")?,
-        };
-        s.finish(KNOWN)?;
-        Ok(out)
+        })
     }
 
     fn args(&self, port: u16, dir: &Path) -> Vec<String> {

@@ -40,7 +40,9 @@ pub struct Entry {
     pub managed: bool,
     /// Part of the default comparison.
     pub default: bool,
-    /// Validates `[servers.NAME]`.
+    /// Its settings (`[servers.NAME]`, `--set NAME.KEY=VALUE`), declared once.
+    pub settings: &'static [crate::settings::Setting],
+    /// Validates `[servers.NAME]` (types, and checks across settings).
     pub check: fn(Option<&toml::Table>) -> Result<(), String>,
     /// Checks it can be used.
     /// Checks beyond settings and availability (a free port, an external
@@ -86,6 +88,7 @@ pub fn entries() -> Vec<Entry> {
         requests: &[],
         managed: true,
         default: true,
+        settings: crate::redis::SETTINGS,
         check: |t| crate::redis::RedisSettings::parse(t).map(|_| ()),
         probe: Some(crate::redis::probe),
         open: crate::redis::open,
@@ -105,6 +108,7 @@ pub fn entries() -> Vec<Entry> {
             requests: &[],
             managed: true,
             default: true,
+            settings: crate::memcached::SETTINGS,
             check: |t| crate::memcached::MemcachedSettings::parse(t).map(|_| ()),
             probe: Some(crate::memcached::probe),
             open: crate::memcached::open,
@@ -122,6 +126,7 @@ pub fn entries() -> Vec<Entry> {
             requests: &[],
             managed: true,
             default: false,
+            settings: crate::memcached::SETTINGS,
             check: |t| crate::memcached::MemcachedSettings::parse(t).map(|_| ()),
             probe: Some(crate::memcached::probe),
             open: crate::memcached::open,
@@ -141,6 +146,7 @@ pub fn entries() -> Vec<Entry> {
         requests: &[RequestMode::Connect, RequestMode::Phases],
         managed: true,
         default: false,
+        settings: crate::mariadb::SETTINGS,
         check: crate::mariadb::check,
         probe: Some(crate::mariadb::probe),
         open: crate::mariadb::open,
@@ -159,6 +165,7 @@ pub fn entries() -> Vec<Entry> {
         requests: &[],
         managed: true,
         default: false,
+        settings: crate::mariadb::HANDLERSOCKET_SETTINGS,
         check: crate::handlersocket::check,
         probe: Some(crate::handlersocket::probe),
         open: crate::handlersocket::open,
@@ -177,6 +184,7 @@ pub fn entries() -> Vec<Entry> {
         requests: &[RequestMode::Connect],
         managed: true,
         default: false,
+        settings: crate::postgres::SETTINGS,
         check: crate::postgres::check,
         probe: Some(crate::postgres::probe),
         open: crate::postgres::open,
@@ -195,6 +203,7 @@ pub fn entries() -> Vec<Entry> {
         requests: &[RequestMode::Connect],
         managed: true,
         default: false,
+        settings: crate::mongodb::SETTINGS,
         check: crate::mongodb::check,
         probe: Some(crate::mongodb::probe),
         open: crate::mongodb::open,
@@ -212,6 +221,7 @@ pub fn entries() -> Vec<Entry> {
         requests: &[],
         managed: true,
         default: true,
+        settings: crate::embedded::tokyo::HASH_SETTINGS,
         check: crate::embedded::tokyo::check_hash,
         probe: None,
         open: crate::embedded::tokyo::open,
@@ -229,6 +239,7 @@ pub fn entries() -> Vec<Entry> {
         requests: &[],
         managed: true,
         default: true,
+        settings: crate::embedded::tokyo::BTREE_SETTINGS,
         check: crate::embedded::tokyo::check_btree,
         probe: None,
         open: crate::embedded::tokyo::open,
@@ -246,6 +257,7 @@ pub fn entries() -> Vec<Entry> {
         requests: &[],
         managed: true,
         default: true,
+        settings: crate::embedded::tokyo::TABLE_SETTINGS,
         check: crate::embedded::tokyo::check_table,
         probe: None,
         open: crate::embedded::tokyo::open,
@@ -263,6 +275,7 @@ pub fn entries() -> Vec<Entry> {
         requests: &[],
         managed: true,
         default: true,
+        settings: crate::embedded::lmdb::SETTINGS,
         check: crate::embedded::lmdb::check,
         probe: None,
         open: crate::embedded::lmdb::open,
@@ -280,6 +293,7 @@ pub fn entries() -> Vec<Entry> {
         requests: &[],
         managed: true,
         default: true,
+        settings: crate::embedded::rocksdb::SETTINGS,
         check: crate::embedded::rocksdb::check,
         probe: None,
         open: crate::embedded::rocksdb::open,
@@ -297,6 +311,7 @@ pub fn entries() -> Vec<Entry> {
         requests: &[],
         managed: true,
         default: true,
+        settings: crate::embedded::sqlite::SETTINGS,
         check: crate::embedded::sqlite::check,
         probe: None,
         open: crate::embedded::sqlite::open,
@@ -353,6 +368,27 @@ impl TargetCatalog for Registry {
     }
 }
 
+/// The settings of every target, for `bakeoff list`: one line a setting.
+pub fn settings_text() -> String {
+    let mut out = String::new();
+    let mut shown: Vec<&[crate::settings::Setting]> = Vec::new();
+    for e in entries() {
+        let same_as = entries()
+            .into_iter()
+            .find(|o| std::ptr::eq(o.settings, e.settings) && o.name != e.name);
+        if let Some(o) = same_as.filter(|_| shown.iter().any(|s| std::ptr::eq(*s, e.settings))) {
+            out.push_str(&format!("  {}: as {}\n", e.name, o.name));
+            continue;
+        }
+        shown.push(e.settings);
+        out.push_str(&format!("  {}:\n", e.name));
+        for s in e.settings {
+            out.push_str(&format!("    {}\n", s.describe()));
+        }
+    }
+    out
+}
+
 impl TargetOpener for Registry {
     fn probe(&self, spec: &TargetSpec, plan: &Plan) -> Result<(), String> {
         let e = self
@@ -380,5 +416,41 @@ impl TargetOpener for Registry {
             .find(&spec.name)
             .ok_or_else(|| format!("unknown target `{}`", spec.name))?;
         (e.open)(spec, plan, workload)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every target takes an empty table and a table of every declared
+    /// default, and every setting it reads is declared (reading an
+    /// undeclared one is an error).
+    #[test]
+    fn every_declared_default_is_accepted() {
+        for e in entries() {
+            (e.check)(None).unwrap_or_else(|m| panic!("{}: {m}", e.name));
+            let mut t = toml::Table::new();
+            for s in e.settings {
+                if let Some(d) = s.default {
+                    t.insert(s.name.into(), toml::Value::String(d.into()));
+                }
+            }
+            (e.check)(Some(&t)).unwrap_or_else(|m| panic!("{}: {m}", e.name));
+        }
+    }
+
+    #[test]
+    fn a_misspelt_setting_names_the_right_one() {
+        let mut t = toml::Table::new();
+        t.insert("maxmemroy".into(), toml::Value::String("1gb".into()));
+        let e = Registry.check_settings("redis", &t).unwrap_err();
+        assert!(e.contains("did you mean `maxmemory`?"), "{e}");
+        let text = settings_text();
+        assert!(
+            text.contains("persistence = none|aof-always|aof-everysec|aof-no|rdb (default: none)"),
+            "{text}"
+        );
+        assert!(text.contains("memcached-binary: as memcached"), "{text}");
     }
 }

@@ -1,32 +1,172 @@
-//! Typed reading of a `[servers.NAME]` table, with errors that name the key.
+//! Each target's settings, declared once as a list of [`Setting`]s: name,
+//! type, default and help. From that one declaration come `bakeoff list`,
+//! the checks of `[servers.NAME]` preset tables and `--set NAME.KEY=VALUE`
+//! (unknown keys answered with "did you mean"), the defaults, and the typed
+//! reading of a table ([`Settings`]).
 
-/// A settings table being read; every key must be consumed, so a misspelt
-/// key is an error rather than silently ignored.
+/// What a setting's value is; decides how it is read and checked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// A byte size: `64mb`, `1gb`, or a number of bytes.
+    Bytes,
+    /// A whole number above 0.
+    Count,
+    /// A whole number; -1 leaves the choice to the engine.
+    Integer,
+    /// A TCP port on 127.0.0.1.
+    Port,
+    /// `true` or `false`.
+    Flag,
+    /// One of these words.
+    Choice(&'static [&'static str]),
+    /// Comma-separated words, each one of these.
+    Words(&'static [&'static str]),
+    /// A path.
+    Path,
+}
+
+impl Kind {
+    /// How the type reads in `bakeoff list`.
+    pub fn describe(self) -> String {
+        match self {
+            Kind::Bytes => "size".into(),
+            Kind::Count => "count".into(),
+            Kind::Integer => "integer".into(),
+            Kind::Port => "port".into(),
+            Kind::Flag => "true|false".into(),
+            Kind::Choice(c) => c.join("|"),
+            Kind::Words(w) => format!("list of {}", w.join(",")),
+            Kind::Path => "path".into(),
+        }
+    }
+}
+
+/// One setting of a target.
+#[derive(Clone, Copy, Debug)]
+pub struct Setting {
+    /// Key in `[servers.NAME]` and in `--set NAME.KEY=VALUE`.
+    pub name: &'static str,
+    /// Its type.
+    pub kind: Kind,
+    /// The value used when it is not set, as it would be written; `None`
+    /// leaves it to the server or engine.
+    pub default: Option<&'static str>,
+    /// What it does, for `bakeoff list`.
+    pub help: &'static str,
+}
+
+impl Setting {
+    /// One line of `bakeoff list`: name, type, default, help.
+    pub fn describe(&self) -> String {
+        let default = match self.default {
+            Some("") => " (default: empty)".to_string(),
+            Some(d) => format!(" (default: {d})"),
+            None => String::new(),
+        };
+        format!(
+            "{} = {}{default}: {}",
+            self.name,
+            self.kind.describe(),
+            self.help
+        )
+    }
+}
+
+/// The settings every managed server takes: a fixed port.
+pub const PORT: Setting = Setting {
+    name: "port",
+    kind: Kind::Port,
+    default: None,
+    help: "fixed port on 127.0.0.1 (default: a free one)",
+};
+
+/// The setting of every in-process engine: where its files go.
+pub const DIR: Setting = Setting {
+    name: "dir",
+    kind: Kind::Path,
+    default: None,
+    help:
+        "directory for the engine's files, kept after the run (default: a temporary one, removed)",
+};
+
+/// Edit distance between two short words (Levenshtein).
+fn distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let here = row[j + 1];
+            row[j + 1] = (prev + usize::from(ca != *cb))
+                .min(row[j] + 1)
+                .min(row[j + 1] + 1);
+            prev = here;
+        }
+    }
+    row[b.len()]
+}
+
+/// The declared name closest to `key`, if it is close enough to be a typo.
+pub fn did_you_mean<'d>(key: &str, names: impl Iterator<Item = &'d str>) -> Option<&'d str> {
+    names
+        .map(|n| (distance(key, n), n))
+        .filter(|&(d, n)| d <= 2.max(n.len() / 4) || n.contains(key) || key.contains(n))
+        .min_by_key(|&(d, _)| d)
+        .map(|(_, n)| n)
+}
+
+/// A settings table being read against its declaration. Every key of the
+/// table must be declared (a misspelt key is an error, with a suggestion),
+/// every value must be of its declared type, and a key left unset takes
+/// its declared default.
 pub struct Settings<'a> {
     table: Option<&'a toml::Table>,
-    seen: Vec<&'static str>,
+    declared: &'static [Setting],
 }
 
 impl<'a> Settings<'a> {
-    /// Wraps a table (or none).
-    pub fn new(table: Option<&'a toml::Table>) -> Self {
-        Self {
-            table,
-            seen: Vec::new(),
+    /// Reads `table` (or none) against `declared`. Fails on a key that is
+    /// not declared.
+    pub fn new(
+        table: Option<&'a toml::Table>,
+        declared: &'static [Setting],
+    ) -> Result<Self, String> {
+        if let Some(t) = table {
+            for k in t.keys() {
+                if !declared.iter().any(|s| s.name == k) {
+                    let hint = did_you_mean(k, declared.iter().map(|s| s.name))
+                        .map(|n| format!("did you mean `{n}`? "))
+                        .unwrap_or_default();
+                    let known: Vec<&str> = declared.iter().map(|s| s.name).collect();
+                    return Err(format!(
+                        "unknown setting `{k}`; {hint}known settings: {} (see `bakeoff list`)",
+                        known.join(", ")
+                    ));
+                }
+            }
         }
+        Ok(Self { table, declared })
     }
 
-    fn raw(&mut self, key: &'static str) -> Option<&'a toml::Value> {
-        self.seen.push(key);
-        self.table.and_then(|t| t.get(key))
-    }
-
-    /// A string or number, as text.
-    pub fn text(&mut self, key: &'static str) -> Result<Option<String>, String> {
-        match self.raw(key) {
-            None => Ok(None),
+    /// The text of `key`: as set, else its declared default; `None` when
+    /// neither. The key must be declared with `kind`'s type.
+    fn raw(&self, key: &str, kind: fn(Kind) -> bool) -> Result<Option<String>, String> {
+        let Some(decl) = self.declared.iter().find(|s| s.name == key) else {
+            return Err(format!(
+                "setting `{key}` is read but not declared (a bug in bakeoff)"
+            ));
+        };
+        if !kind(decl.kind) {
+            return Err(format!(
+                "setting `{key}` is read as another type than declared (a bug in bakeoff)"
+            ));
+        }
+        match self.table.and_then(|t| t.get(key)) {
+            None => Ok(decl.default.map(str::to_string)),
             Some(toml::Value::String(s)) => Ok(Some(s.clone())),
             Some(toml::Value::Integer(i)) => Ok(Some(i.to_string())),
+            Some(toml::Value::Boolean(b)) => Ok(Some(b.to_string())),
             Some(v) => Err(format!(
                 "`{key}` must be a string or a number, not {}",
                 v.type_str()
@@ -34,31 +174,20 @@ impl<'a> Settings<'a> {
         }
     }
 
-    /// One of `allowed`.
-    pub fn choice(
-        &mut self,
-        key: &'static str,
-        allowed: &[&str],
-    ) -> Result<Option<String>, String> {
-        match self.text(key)? {
-            Some(v) if !allowed.contains(&v.as_str()) => Err(format!(
-                "`{key}` = \"{v}\" is not one of: {}",
-                allowed.join(", ")
-            )),
-            v => Ok(v),
-        }
+    fn declared(&self, key: &str) -> Option<&'static Setting> {
+        self.declared.iter().find(|s| s.name == key)
     }
 
-    /// A byte size (`64mb`).
-    pub fn bytes(&mut self, key: &'static str) -> Result<Option<u64>, String> {
-        self.text(key)?
+    /// A byte size.
+    pub fn bytes(&self, key: &str) -> Result<Option<u64>, String> {
+        self.raw(key, |k| k == Kind::Bytes)?
             .map(|t| bakeoff_core::units::parse_bytes(&t).map_err(|m| format!("`{key}`: {m}")))
             .transpose()
     }
 
-    /// A positive integer.
-    pub fn positive(&mut self, key: &'static str) -> Result<Option<u64>, String> {
-        match self.text(key)? {
+    /// A whole number above 0.
+    pub fn count(&self, key: &str) -> Result<Option<u64>, String> {
+        match self.raw(key, |k| k == Kind::Count)? {
             None => Ok(None),
             Some(t) => match t.parse::<u64>() {
                 Ok(0) | Err(_) => Err(format!("`{key}` must be a whole number above 0, not `{t}`")),
@@ -67,23 +196,176 @@ impl<'a> Settings<'a> {
         }
     }
 
-    /// A TCP port.
-    pub fn port(&mut self, key: &'static str) -> Result<Option<u16>, String> {
-        match self.positive(key)? {
+    /// A whole number.
+    pub fn integer(&self, key: &str) -> Result<Option<i64>, String> {
+        match self.raw(key, |k| k == Kind::Integer)? {
             None => Ok(None),
-            Some(p) => u16::try_from(p)
+            Some(t) => t
+                .parse::<i64>()
                 .map(Some)
-                .map_err(|_| format!("`{key}` = {p} is not a port number")),
+                .map_err(|_| format!("`{key}` must be a whole number, not `{t}`")),
         }
     }
 
-    /// Fails on keys nobody asked for.
-    pub fn finish(self, known: &str) -> Result<(), String> {
-        if let Some(t) = self.table {
-            if let Some(k) = t.keys().find(|k| !self.seen.contains(&k.as_str())) {
-                return Err(format!("unknown setting `{k}`; known settings: {known}"));
-            }
+    /// A TCP port.
+    pub fn port(&self, key: &str) -> Result<Option<u16>, String> {
+        match self.raw(key, |k| k == Kind::Port)? {
+            None => Ok(None),
+            Some(t) => match t.parse::<u16>() {
+                Ok(0) | Err(_) => Err(format!("`{key}` = {t} is not a port number")),
+                Ok(p) => Ok(Some(p)),
+            },
         }
-        Ok(())
+    }
+
+    /// `true` or `false`.
+    pub fn flag(&self, key: &str) -> Result<Option<bool>, String> {
+        match self.raw(key, |k| k == Kind::Flag)?.as_deref() {
+            None => Ok(None),
+            Some("true") => Ok(Some(true)),
+            Some("false") => Ok(Some(false)),
+            Some(other) => Err(format!("`{key}` must be true or false, not `{other}`")),
+        }
+    }
+
+    /// One of the declared words.
+    pub fn choice(&self, key: &str) -> Result<Option<String>, String> {
+        let v = self.raw(key, |k| matches!(k, Kind::Choice(_)))?;
+        let Some(Setting {
+            kind: Kind::Choice(allowed),
+            ..
+        }) = self.declared(key)
+        else {
+            return Ok(v);
+        };
+        match v {
+            Some(v) if !allowed.contains(&v.as_str()) => {
+                let hint = did_you_mean(&v, allowed.iter().copied())
+                    .map(|n| format!("; did you mean `{n}`?"))
+                    .unwrap_or_default();
+                Err(format!(
+                    "`{key}` = \"{v}\" is not one of: {}{hint}",
+                    allowed.join(", ")
+                ))
+            }
+            v => Ok(v),
+        }
+    }
+
+    /// Comma-separated declared words (empty when unset).
+    pub fn words(&self, key: &str) -> Result<Vec<String>, String> {
+        let v = self.raw(key, |k| matches!(k, Kind::Words(_)))?;
+        let allowed = match self.declared(key) {
+            Some(Setting {
+                kind: Kind::Words(w),
+                ..
+            }) => *w,
+            _ => &[],
+        };
+        let words: Vec<String> = v
+            .unwrap_or_default()
+            .split(',')
+            .map(|w| w.trim().to_string())
+            .filter(|w| !w.is_empty())
+            .collect();
+        if let Some(w) = words.iter().find(|w| !allowed.contains(&w.as_str())) {
+            return Err(format!(
+                "`{key}`: unknown option `{w}`; use {}",
+                allowed.join(", ")
+            ));
+        }
+        Ok(words)
+    }
+
+    /// A path.
+    pub fn path(&self, key: &str) -> Result<Option<String>, String> {
+        self.raw(key, |k| k == Kind::Path)
+    }
+
+    /// Every declared setting with its value as set, else its default;
+    /// settings left to the server are left out. For the result file.
+    pub fn effective(&self) -> Vec<(String, String)> {
+        self.declared
+            .iter()
+            .filter_map(|s| {
+                let set = self.table.and_then(|t| t.get(s.name)).map(|v| match v {
+                    toml::Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                });
+                set.or(s.default.map(str::to_string))
+                    .map(|v| (s.name.to_string(), v))
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DECL: &[Setting] = &[
+        Setting {
+            name: "maxmemory",
+            kind: Kind::Bytes,
+            default: Some("0"),
+            help: "h",
+        },
+        Setting {
+            name: "persistence",
+            kind: Kind::Choice(&["none", "aof-always"]),
+            default: Some("none"),
+            help: "h",
+        },
+        PORT,
+    ];
+
+    fn table(text: &str) -> toml::Table {
+        text.parse().unwrap()
+    }
+
+    #[test]
+    fn a_misspelt_key_is_answered_with_the_closest_one() {
+        let t = table("maxmemroy = \"1gb\"");
+        let e = Settings::new(Some(&t), DECL).err().unwrap();
+        assert!(e.contains("unknown setting `maxmemroy`"), "{e}");
+        assert!(e.contains("did you mean `maxmemory`?"), "{e}");
+        let t = table("zzz = 1");
+        let e = Settings::new(Some(&t), DECL).err().unwrap();
+        assert!(!e.contains("did you mean"), "{e}");
+    }
+
+    #[test]
+    fn defaults_and_values_come_from_the_declaration() {
+        let s = Settings::new(None, DECL).unwrap();
+        assert_eq!(s.bytes("maxmemory").unwrap(), Some(0));
+        assert_eq!(s.choice("persistence").unwrap().as_deref(), Some("none"));
+        assert_eq!(s.port("port").unwrap(), None);
+        let t = table("maxmemory = \"1kb\"\npersistence = \"aof-alway\"");
+        let s = Settings::new(Some(&t), DECL).unwrap();
+        assert_eq!(s.bytes("maxmemory").unwrap(), Some(1024));
+        let e = s.choice("persistence").unwrap_err();
+        assert!(e.contains("did you mean `aof-always`?"), "{e}");
+        // Reading an undeclared key, or as the wrong type, is a bug.
+        assert!(s.bytes("persistence").is_err());
+        assert!(s.bytes("nope").is_err());
+        assert_eq!(
+            s.effective(),
+            vec![
+                ("maxmemory".to_string(), "1kb".to_string()),
+                ("persistence".to_string(), "aof-alway".to_string())
+            ]
+        );
+    }
+
+    #[test]
+    fn listing_shows_type_default_and_help() {
+        assert_eq!(
+            DECL[1].describe(),
+            "persistence = none|aof-always (default: none): h"
+        );
+        assert_eq!(
+            did_you_mean("treads", ["threads", "port"].into_iter()),
+            Some("threads")
+        );
     }
 }

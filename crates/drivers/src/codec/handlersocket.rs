@@ -211,6 +211,8 @@ impl Codec for HandlerSocketCodec {
         }
     }
 
+    const ESCAPES_VALUES: bool = true;
+
     #[inline]
     fn unescape_value(&self, value: &mut [u8]) -> usize {
         unescape_in_place(value)

@@ -13,7 +13,7 @@ use bakeoff_core::workload::OpKind;
 
 use super::{DataDir, EmbeddedTarget, Engine};
 use crate::dl::{self, Lib};
-use crate::settings::Settings;
+use crate::settings::{Kind, Setting, Settings, DIR};
 
 const PACKAGE: &str = "liblmdb0";
 const LIB_NAMES: &[&str] = &["liblmdb.so.0", "liblmdb.so"];
@@ -266,21 +266,34 @@ struct LmdbSettings {
     sync: String,
 }
 
+/// `[servers.lmdb]`.
+pub const SETTINGS: &[Setting] = &[
+    DIR,
+    Setting {
+        name: "map_size",
+        kind: Kind::Bytes,
+        default: Some("16gb"),
+        help: "largest size the database may grow to (mdb_env_set_mapsize)",
+    },
+    // No fsync per commit by default, like the other engines here (Tokyo
+    // Cabinet without TSYNC, Redis without AOF): `full` is LMDB's own
+    // durable default.
+    Setting {
+        name: "sync",
+        kind: Kind::Choice(&["full", "nometasync", "nosync"]),
+        default: Some("nosync"),
+        help: "fsync at every commit (full), all but the meta page (nometasync), or never (nosync)",
+    },
+];
+
 impl LmdbSettings {
     fn parse(table: Option<&toml::Table>) -> Result<Self, String> {
-        let mut s = Settings::new(table);
-        let out = LmdbSettings {
-            dir: s.text("dir")?,
-            map_size: s.bytes("map_size")?.unwrap_or(16 << 30),
-            // No fsync per commit by default, like the other engines here
-            // (Tokyo Cabinet without TSYNC, Redis without AOF): say `full` for
-            // LMDB's own durable default.
-            sync: s
-                .choice("sync", &["full", "nometasync", "nosync"])?
-                .unwrap_or_else(|| "nosync".into()),
-        };
-        s.finish("dir, map_size, sync (full, nometasync, nosync)")?;
-        Ok(out)
+        let s = Settings::new(table, SETTINGS)?;
+        Ok(LmdbSettings {
+            dir: s.path("dir")?,
+            map_size: s.bytes("map_size")?.unwrap_or_default(),
+            sync: s.choice("sync")?.unwrap_or_default(),
+        })
     }
 }
 

@@ -13,7 +13,7 @@ use bakeoff_core::workload::OpKind;
 
 use super::{DataDir, EmbeddedTarget, Engine};
 use crate::dl::{self, Lib};
-use crate::settings::Settings;
+use crate::settings::{Kind, Setting, Settings, DIR};
 
 const PACKAGE: &str = "librocksdb7.8";
 const LIB_NAMES: &[&str] = &["librocksdb.so.7.8", "librocksdb.so"];
@@ -244,26 +244,45 @@ struct RocksSettings {
     sync: bool,
 }
 
+/// `[servers.rocksdb]`.
+pub const SETTINGS: &[Setting] = &[
+    DIR,
+    Setting {
+        name: "block_cache",
+        kind: Kind::Bytes,
+        default: Some("8mb"),
+        help: "LRU cache of uncompressed blocks",
+    },
+    Setting {
+        name: "write_buffer",
+        kind: Kind::Bytes,
+        default: Some("64mb"),
+        help: "memtable size before a flush",
+    },
+    Setting {
+        name: "compression",
+        kind: Kind::Choice(&["none", "snappy", "zlib", "lz4", "zstd"]),
+        default: Some("snappy"),
+        help: "block compression",
+    },
+    Setting {
+        name: "sync",
+        kind: Kind::Flag,
+        default: Some("false"),
+        help: "fsync the write-ahead log at every write",
+    },
+];
+
 impl RocksSettings {
     fn parse(table: Option<&toml::Table>) -> Result<Self, String> {
-        let mut s = Settings::new(table);
-        let out = RocksSettings {
-            dir: s.text("dir")?,
-            block_cache: s.bytes("block_cache")?.unwrap_or(8 << 20),
-            write_buffer: s.bytes("write_buffer")?.unwrap_or(64 << 20),
-            compression: s
-                .choice("compression", &["none", "snappy", "zlib", "lz4", "zstd"])?
-                .unwrap_or_else(|| "snappy".into()),
-            sync: match s.text("sync")?.as_deref() {
-                None | Some("false") => false,
-                Some("true") => true,
-                Some(o) => return Err(format!("`sync` must be true or false, not `{o}`")),
-            },
-        };
-        s.finish(
-            "dir, block_cache, write_buffer, compression (none, snappy, zlib, lz4, zstd), sync",
-        )?;
-        Ok(out)
+        let s = Settings::new(table, SETTINGS)?;
+        Ok(RocksSettings {
+            dir: s.path("dir")?,
+            block_cache: s.bytes("block_cache")?.unwrap_or_default(),
+            write_buffer: s.bytes("write_buffer")?.unwrap_or_default(),
+            compression: s.choice("compression")?.unwrap_or_default(),
+            sync: s.flag("sync")?.unwrap_or_default(),
+        })
     }
 
     fn compression_code(&self) -> c_int {

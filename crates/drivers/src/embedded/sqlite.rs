@@ -16,7 +16,7 @@ use bakeoff_core::workload::OpKind;
 
 use super::{DataDir, EmbeddedTarget, Engine};
 use crate::dl::{self, Lib};
-use crate::settings::Settings;
+use crate::settings::{Kind, Setting, Settings, DIR};
 
 const PACKAGE: &str = "libsqlite3-0";
 const LIB_NAMES: &[&str] = &["libsqlite3.so.0", "libsqlite3.so"];
@@ -372,24 +372,38 @@ struct SqliteSettings {
     cache_size: Option<u64>,
 }
 
+/// `[servers.sqlite]`.
+pub const SETTINGS: &[Setting] = &[
+    DIR,
+    Setting {
+        name: "journal_mode",
+        kind: Kind::Choice(&["delete", "truncate", "persist", "memory", "wal", "off"]),
+        default: Some("wal"),
+        help: "PRAGMA journal_mode",
+    },
+    Setting {
+        name: "synchronous",
+        kind: Kind::Choice(&["off", "normal", "full", "extra"]),
+        default: Some("normal"),
+        help: "PRAGMA synchronous: when SQLite fsyncs",
+    },
+    Setting {
+        name: "cache_size",
+        kind: Kind::Bytes,
+        default: None,
+        help: "page cache (default: SQLite's own, 2mb)",
+    },
+];
+
 impl SqliteSettings {
     fn parse(table: Option<&toml::Table>) -> Result<Self, String> {
-        let mut s = Settings::new(table);
-        let out = SqliteSettings {
-            dir: s.text("dir")?,
-            journal_mode: s
-                .choice(
-                    "journal_mode",
-                    &["delete", "truncate", "persist", "memory", "wal", "off"],
-                )?
-                .unwrap_or_else(|| "wal".into()),
-            synchronous: s
-                .choice("synchronous", &["off", "normal", "full", "extra"])?
-                .unwrap_or_else(|| "normal".into()),
+        let s = Settings::new(table, SETTINGS)?;
+        Ok(SqliteSettings {
+            dir: s.path("dir")?,
+            journal_mode: s.choice("journal_mode")?.unwrap_or_default(),
+            synchronous: s.choice("synchronous")?.unwrap_or_default(),
             cache_size: s.bytes("cache_size")?,
-        };
-        s.finish("dir, journal_mode (delete, truncate, persist, memory, wal, off), synchronous (off, normal, full, extra), cache_size")?;
-        Ok(out)
+        })
     }
 
     fn pragmas(&self) -> String {

@@ -16,7 +16,7 @@ use bakeoff_core::workload::OpKind;
 
 use super::{DataDir, EmbeddedTarget, Engine};
 use crate::dl::{self, Lib};
-use crate::settings::Settings;
+use crate::settings::{Kind as SettingKind, Setting, Settings, DIR};
 
 const PACKAGE: &str = "libtokyocabinet9";
 const LIB_NAMES: &[&str] = &["libtokyocabinet.so.9", "libtokyocabinet.so"];
@@ -205,83 +205,84 @@ struct TokyoSettings {
     sync: bool,
 }
 
-fn known(kind: Kind) -> &'static str {
-    match kind {
-        Kind::Hash => "dir, bnum, apow, fpow, opts (large, deflate, bzip, tcbs), rcnum, xmsiz, sync",
-                Kind::BTree => "dir, bnum, apow, fpow, opts (large, deflate, bzip, tcbs), lmemb, nmemb, lcnum, ncnum, xmsiz, sync",
-        Kind::Table => "dir, bnum, apow, fpow, opts (large, deflate, bzip, tcbs), rcnum, lcnum, ncnum, xmsiz, sync",
+const fn int(name: &'static str, default: &'static str, help: &'static str) -> Setting {
+    Setting {
+        name,
+        kind: SettingKind::Integer,
+        default: Some(default),
+        help,
     }
 }
 
+// Defaults are Tokyo Cabinet's own (tchdbtune / tcbdbtune with -1).
+const BNUM: Setting = int("bnum", "-1", "buckets of the hash array");
+const APOW: Setting = int("apow", "-1", "record alignment, as a power of 2");
+const FPOW: Setting = int("fpow", "-1", "free-block pool size, as a power of 2");
+const OPTS: Setting = Setting {
+    name: "opts",
+    kind: SettingKind::Words(&["large", "deflate", "bzip", "tcbs"]),
+    default: Some(""),
+    help: "large (over 2 GB), deflate / bzip / tcbs compression",
+};
+const RCNUM: Setting = int("rcnum", "0", "records cached (0: none)");
+const LMEMB: Setting = int("lmemb", "-1", "members per leaf page");
+const NMEMB: Setting = int("nmemb", "-1", "members per non-leaf page");
+const LCNUM: Setting = int("lcnum", "0", "leaf pages cached (0: the default)");
+const NCNUM: Setting = int("ncnum", "0", "non-leaf pages cached (0: the default)");
+const XMSIZ: Setting = Setting {
+    name: "xmsiz",
+    kind: SettingKind::Bytes,
+    default: None,
+    help: "extra mapped memory (default: Tokyo Cabinet's, 64mb)",
+};
+const SYNC: Setting = Setting {
+    name: "sync",
+    kind: SettingKind::Flag,
+    default: Some("false"),
+    help: "fsync at every write (TSYNC)",
+};
+
+/// `[servers.tokyo-hash]`.
+pub const HASH_SETTINGS: &[Setting] = &[DIR, BNUM, APOW, FPOW, OPTS, RCNUM, XMSIZ, SYNC];
+/// `[servers.tokyo-btree]`.
+pub const BTREE_SETTINGS: &[Setting] = &[
+    DIR, BNUM, APOW, FPOW, OPTS, LMEMB, NMEMB, LCNUM, NCNUM, XMSIZ, SYNC,
+];
+/// `[servers.tokyo-table]`.
+pub const TABLE_SETTINGS: &[Setting] = &[
+    DIR, BNUM, APOW, FPOW, OPTS, RCNUM, LCNUM, NCNUM, XMSIZ, SYNC,
+];
+
 impl TokyoSettings {
     fn parse(kind: Kind, table: Option<&toml::Table>) -> Result<Self, String> {
-        let mut s = Settings::new(table);
-        let int = |s: &mut Settings, k: &'static str, d: i64| -> Result<i64, String> {
-            match s.text(k)? {
-                None => Ok(d),
-                Some(t) => t
-                    .parse::<i64>()
-                    .map_err(|_| format!("`{k}` must be a whole number, not `{t}`")),
+        let declared = match kind {
+            Kind::Hash => HASH_SETTINGS,
+            Kind::BTree => BTREE_SETTINGS,
+            Kind::Table => TABLE_SETTINGS,
+        };
+        let s = Settings::new(table, declared)?;
+        // A key the kind does not take keeps the value that means "unused".
+        let int = |k: &str, unused: i64| -> Result<i64, String> {
+            if declared.iter().any(|d| d.name == k) {
+                Ok(s.integer(k)?.unwrap_or(unused))
+            } else {
+                Ok(unused)
             }
         };
-        // Defaults are Tokyo Cabinet's own (tchdbtune / tcbdbtune with -1).
-        let out = TokyoSettings {
-            dir: s.text("dir")?,
-            bnum: int(&mut s, "bnum", -1)?,
-            apow: int(&mut s, "apow", -1)? as i8,
-            fpow: int(&mut s, "fpow", -1)? as i8,
-            opts: match s.text("opts")? {
-                None => Vec::new(),
-                Some(t) => t
-                    .split(',')
-                    .map(|o| o.trim().to_string())
-                    .filter(|o| !o.is_empty())
-                    .collect(),
-            },
-            rcnum: if kind != Kind::BTree {
-                int(&mut s, "rcnum", 0)? as i32
-            } else {
-                0
-            },
-            lmemb: if kind == Kind::BTree {
-                int(&mut s, "lmemb", -1)? as i32
-            } else {
-                -1
-            },
-            nmemb: if kind == Kind::BTree {
-                int(&mut s, "nmemb", -1)? as i32
-            } else {
-                -1
-            },
-            lcnum: if kind != Kind::Hash {
-                int(&mut s, "lcnum", 0)? as i32
-            } else {
-                0
-            },
-            ncnum: if kind != Kind::Hash {
-                int(&mut s, "ncnum", 0)? as i32
-            } else {
-                0
-            },
-            xmsiz: match s.bytes("xmsiz")? {
-                Some(b) => b as i64,
-                None => -1,
-            },
-            sync: match s.text("sync")?.as_deref() {
-                None | Some("false") => false,
-                Some("true") => true,
-                Some(other) => return Err(format!("`sync` must be true or false, not `{other}`")),
-            },
-        };
-        for o in &out.opts {
-            if !["large", "deflate", "bzip", "tcbs"].contains(&o.as_str()) {
-                return Err(format!(
-                    "`opts`: unknown option `{o}`; use large, deflate, bzip or tcbs"
-                ));
-            }
-        }
-        s.finish(known(kind))?;
-        Ok(out)
+        Ok(TokyoSettings {
+            dir: s.path("dir")?,
+            bnum: int("bnum", -1)?,
+            apow: int("apow", -1)? as i8,
+            fpow: int("fpow", -1)? as i8,
+            opts: s.words("opts")?,
+            rcnum: int("rcnum", 0)? as i32,
+            lmemb: int("lmemb", -1)? as i32,
+            nmemb: int("nmemb", -1)? as i32,
+            lcnum: int("lcnum", 0)? as i32,
+            ncnum: int("ncnum", 0)? as i32,
+            xmsiz: s.bytes("xmsiz")?.map_or(-1, |b| b as i64),
+            sync: s.flag("sync")?.unwrap_or_default(),
+        })
     }
 
     fn opt_bits(&self) -> u8 {
