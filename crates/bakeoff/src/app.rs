@@ -309,6 +309,17 @@ pub fn dry_run_text(plan: &bakeoff_core::plan::Plan) -> String {
             w.mix,
             length
         );
+        // Every parameter of the run, as the result file will record it.
+        let _ = writeln!(s, "    workload: {}", workload_line(w));
+    }
+    for t in &plan.targets {
+        let line = match t.endpoint {
+            bakeoff_core::plan::Endpoint::Managed => server_settings_line(plan, &t.name),
+            bakeoff_core::plan::Endpoint::External { .. } => {
+                "settings: the running server's own".to_string()
+            }
+        };
+        let _ = writeln!(s, "  {}: {line}", t.label());
     }
     if timed > 0.0 {
         let _ = writeln!(
@@ -318,6 +329,53 @@ pub fn dry_run_text(plan: &bakeoff_core::plan::Plan) -> String {
         );
     }
     s
+}
+
+/// Every field of a run's workload, `key=value`, in the result file's
+/// spelling.
+fn workload_line(w: &bakeoff_core::plan::Workload) -> String {
+    let Ok(serde_json::Value::Object(fields)) = serde_json::to_value(w) else {
+        return String::new();
+    };
+    fields
+        .iter()
+        .map(|(k, v)| match v {
+            serde_json::Value::String(t) => format!("{k}={t}"),
+            other => format!("{k}={other}"),
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// A target's settings as a run will use them: each declared setting as
+/// set, else its default; those left to the server named apart.
+fn server_settings_line(plan: &bakeoff_core::plan::Plan, target: &str) -> String {
+    let Some(entry) = entries().into_iter().find(|e| e.name == target) else {
+        return String::new();
+    };
+    let table = plan.servers.get(target);
+    let mut set = Vec::new();
+    let mut left = Vec::new();
+    for d in entry.settings {
+        let given = table.and_then(|t| t.get(d.name)).map(|v| match v {
+            toml::Value::String(s) => s.clone(),
+            other => other.to_string(),
+        });
+        match (given, d.default) {
+            (Some(v), _) => set.push(format!("{}={v} (set)", d.name)),
+            (None, Some(v)) => set.push(format!("{}={v}", d.name)),
+            (None, None) => left.push(d.name),
+        }
+    }
+    let mut line = if set.is_empty() {
+        "settings: none".to_string()
+    } else {
+        format!("settings: {}", set.join(" "))
+    };
+    if !left.is_empty() {
+        line.push_str(&format!("; left to the target: {}", left.join(", ")));
+    }
+    line
 }
 
 /// Exit code for a finished experiment.

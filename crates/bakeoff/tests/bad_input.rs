@@ -302,3 +302,51 @@ fn every_preset_plans() {
     }
     assert!(seen >= 12, "only {seen} presets found");
 }
+
+/// `run --dry-run` shows every parameter of every planned run and every
+/// server setting (as set, by default, or left to the server); a misspelt
+/// setting is answered with the right name.
+#[test]
+fn dry_run_shows_every_setting_and_a_typo_names_the_right_one() {
+    let o = bakeoff(&[
+        "run",
+        "-t",
+        "redis,memcached",
+        "--set",
+        "redis.persistence=aof-always",
+        "--value-size",
+        "1k",
+        "--key-distribution",
+        "zipfian",
+        "--dry-run",
+    ]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    for wanted in [
+        "key_distribution=zipfian",
+        "value_size=",
+        "load=true",
+        "pipeline=1",
+        "redis: settings: persistence=aof-always (set)",
+        "left to the target: maxmemory, maxmemory_policy, port",
+        "memcached: settings: memory=1gb threads=4 max_connections=4096",
+    ] {
+        assert!(stdout.contains(wanted), "no `{wanted}` in:\n{stdout}");
+    }
+    let o = bakeoff(&[
+        "run",
+        "-t",
+        "redis",
+        "--set",
+        "redis.maxmemroy=1gb",
+        "--dry-run",
+    ]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("did you mean `maxmemory`?"), "{stderr}");
+}
