@@ -339,9 +339,12 @@ fn workload_line(w: &bakeoff_core::plan::Workload) -> String {
     };
     fields
         .iter()
-        .map(|(k, v)| match v {
-            serde_json::Value::String(t) => format!("{k}={t}"),
-            other => format!("{k}={other}"),
+        .map(|(k, v)| match (k.as_str(), v) {
+            // As the flags write them, not as JSON.
+            ("value_size", _) => format!("{k}={}", w.value_size),
+            ("mix", _) => format!("{k}={}", w.mix),
+            (_, serde_json::Value::String(t)) => format!("{k}={t}"),
+            (_, other) => format!("{k}={other}"),
         })
         .collect::<Vec<_>>()
         .join(" ")
