@@ -84,6 +84,33 @@ pub struct TargetRecord {
     pub skipped: Option<String>,
 }
 
+impl TargetRecord {
+    /// The record of a server target: `managed` when bakeoff started it,
+    /// else `external` at `endpoint`; `describe` says what is sent for
+    /// each operation kind.
+    pub fn server(
+        name: &str,
+        managed: bool,
+        endpoint: Option<String>,
+        version: String,
+        settings: BTreeMap<String, String>,
+        describe: impl Fn(crate::workload::OpKind) -> String,
+    ) -> Self {
+        Self {
+            name: name.to_string(),
+            mode: if managed { "managed" } else { "external" }.into(),
+            endpoint,
+            version: Some(version),
+            settings,
+            requests: crate::workload::OpKind::ALL
+                .iter()
+                .map(|k| (k.name().to_string(), describe(*k)))
+                .collect(),
+            skipped: None,
+        }
+    }
+}
+
 /// Latency percentiles of one histogram, nanoseconds.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LatencySummary {

@@ -10,7 +10,7 @@ use bakeoff_core::plan::TargetSpec;
 use bakeoff_core::profile::Profile;
 use bakeoff_core::result::{CounterCheck, TargetRecord};
 use bakeoff_core::runner::{compare_counters, CounterRule, Counters, ProcSnapshot, Target};
-use bakeoff_core::workload::{OpKind, OP_KINDS};
+use bakeoff_core::workload::OP_KINDS;
 use bakeoff_servers::ManagedServer;
 
 /// A driver that can also count the records and read the server's own
@@ -49,24 +49,14 @@ impl<D: AsyncDriver> AsyncTarget<D> {
                 format!("{} {}", s.binary.display(), s.args.join(" ")),
             );
         }
-        let requests = OpKind::ALL
-            .iter()
-            .map(|k| (k.name().to_string(), driver.describe(*k)))
-            .collect();
-        let record = TargetRecord {
-            name: spec.name.clone(),
-            mode: if server.is_some() {
-                "managed"
-            } else {
-                "external"
-            }
-            .into(),
+        let record = TargetRecord::server(
+            &spec.name,
+            server.is_some(),
             endpoint,
-            version: Some(version),
+            version,
             settings,
-            requests,
-            skipped: None,
-        };
+            |k| driver.describe(k),
+        );
         Self {
             driver,
             record,

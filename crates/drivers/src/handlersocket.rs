@@ -316,26 +316,17 @@ pub fn open(
             secret: secret.map(String::into_bytes),
         }),
     };
-    let requests = OpKind::ALL
-        .iter()
-        .map(|k| (k.name().to_string(), driver.codec.describe(*k)))
-        .collect();
+    let record = TargetRecord::server(
+        &spec.name,
+        server.is_some(),
+        endpoint,
+        version,
+        recorded,
+        |k| driver.codec.describe(k),
+    );
     Ok(Box::new(HsTarget {
         driver,
-        record: TargetRecord {
-            name: spec.name.clone(),
-            mode: if server.is_some() {
-                "managed"
-            } else {
-                "external"
-            }
-            .into(),
-            endpoint,
-            version: Some(version),
-            settings: recorded,
-            requests,
-            skipped: None,
-        },
+        record,
         sql,
         own_reads: Cell::new(0),
         server,
