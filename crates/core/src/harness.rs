@@ -281,6 +281,27 @@ impl<'j> Harness<'j> {
     /// sent.
     #[inline(always)]
     pub fn begin(&mut self, ci: usize, intended: u64, now: u64) -> Request {
+        self.make(ci, intended, now)
+    }
+
+    /// Makes client `ci`'s next request if it is due at `now` (what
+    /// [`Harness::due`] then [`Harness::begin`] do, with one look-up: the
+    /// network loop calls this once per request).
+    #[inline(always)]
+    pub fn begin_due(&mut self, ci: usize, now: u64) -> Option<Request> {
+        if !self.generating {
+            return None;
+        }
+        let c = &self.clients[ci];
+        let intended = if self.open_loop { c.next_due } else { now };
+        if intended > now || !c.may_issue(self.job, intended, self.warmup_end, self.measure_end) {
+            return None;
+        }
+        Some(self.make(ci, intended, now))
+    }
+
+    #[inline(always)]
+    fn make(&mut self, ci: usize, intended: u64, now: u64) -> Request {
         // The same as `Job::phase_at`, from the cached end of the warm-up.
         let phase = u8::from(self.measures && intended >= self.warmup_end);
         let (kind, key) = self.clients[ci].next_op(self.job, &self.mix, phase);

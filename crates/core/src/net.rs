@@ -323,10 +323,9 @@ impl<'a, C: Codec> Loop<'a, C> {
         self.harness.due(ci, now)
     }
 
-    /// Makes one request on connection `ci`.
+    /// Encodes request `req` of connection `ci` into its write buffer.
     #[inline]
-    fn issue(&mut self, ci: usize, intended: u64, now: u64) {
-        let req = self.harness.begin(ci, intended, now);
+    fn issue(&mut self, ci: usize, req: Request) {
         format_key(req.key, &mut self.key_buf);
         let c = &mut self.conns[ci];
         if req.kind.writes_value() {
@@ -340,9 +339,17 @@ impl<'a, C: Codec> Loop<'a, C> {
         c.inflight.push_back(req);
     }
 
+    /// Makes every request connection `ci` may make at `now`.
     fn fill(&mut self, ci: usize, now: u64) {
-        while let Some(intended) = self.due(ci, now) {
-            self.issue(ci, intended, now);
+        loop {
+            let c = &self.conns[ci];
+            if !c.usable() || c.inflight.len() >= self.pipeline {
+                return;
+            }
+            let Some(req) = self.harness.begin_due(ci, now) else {
+                return;
+            };
+            self.issue(ci, req);
         }
     }
 
