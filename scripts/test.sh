@@ -16,6 +16,9 @@ fi
 export PATH="$HOME/.cargo/bin:$PATH"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --quiet -- -D warnings
-cargo test --workspace --quiet --no-fail-fast 2>&1 | tee /tmp/bakeoff-test.log
+# The log is kept only for the summary line: a private file, removed at exit.
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+cargo test --workspace --quiet --no-fail-fast 2>&1 | tee "$log"
 # Summary line for whoever reads the log from the end.
-awk '/^test result:/ { split($0, a, " "); p += a[4]; f += a[6] } END { printf "%d passed, %d failed\n", p, f }' /tmp/bakeoff-test.log
+awk '/^test result:/ { split($0, a, " "); p += a[4]; f += a[6] } END { printf "%d passed, %d failed\n", p, f }' "$log"
