@@ -59,12 +59,6 @@ impl ConnectError {
             message: message.into(),
         }
     }
-
-    /// Counted by the kind of a socket error: a refusal, a timeout, a
-    /// reset; anything else is the server's doing.
-    pub fn io(e: &std::io::Error) -> Self {
-        Self::new(io_error_kind(e), e.to_string())
-    }
 }
 
 impl From<ConnectError> for String {

@@ -281,22 +281,6 @@ impl<'a> Settings<'a> {
     pub fn path(&self, key: &str) -> Result<Option<String>, String> {
         self.raw(key, |k| k == Kind::Path)
     }
-
-    /// Every declared setting with its value as set, else its default;
-    /// settings left to the server are left out. For the result file.
-    pub fn effective(&self) -> Vec<(String, String)> {
-        self.declared
-            .iter()
-            .filter_map(|s| {
-                let set = self.table.and_then(|t| t.get(s.name)).map(|v| match v {
-                    toml::Value::String(s) => s.clone(),
-                    other => other.to_string(),
-                });
-                set.or(s.default.map(str::to_string))
-                    .map(|v| (s.name.to_string(), v))
-            })
-            .collect()
-    }
 }
 
 #[cfg(test)]
@@ -348,13 +332,6 @@ mod tests {
         // Reading an undeclared key, or as the wrong type, is a bug.
         assert!(s.bytes("persistence").is_err());
         assert!(s.bytes("nope").is_err());
-        assert_eq!(
-            s.effective(),
-            vec![
-                ("maxmemory".to_string(), "1kb".to_string()),
-                ("persistence".to_string(), "aof-alway".to_string())
-            ]
-        );
     }
 
     #[test]
