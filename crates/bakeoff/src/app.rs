@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use bakeoff_core::environment;
 use bakeoff_core::error::RunError;
-use bakeoff_core::plan::{Overrides, Plan, RawPreset, RawSweep, RawWorkload, Scalar};
+use bakeoff_core::plan::{Overrides, Plan, RawPreset};
 use bakeoff_core::result::ExperimentResult;
 use bakeoff_core::runner::{run_experiment, ExperimentOptions, Observer};
 use bakeoff_drivers::registry::{entries, Registry};
@@ -99,10 +99,6 @@ fn install_ctrlc(stop: Arc<AtomicBool>) {
 
 /// Turns `run` flags into plan overrides.
 pub fn overrides(args: &RunArgs) -> Result<Overrides, AppError> {
-    let s = |o: &Option<String>| o.clone().map(Scalar::Str);
-    let list = |v: &Vec<String>| {
-        (!v.is_empty()).then(|| v.iter().map(|x| Scalar::Str(x.clone())).collect())
-    };
     let mut server_settings = Vec::new();
     for item in &args.settings {
         let parsed = item
@@ -121,54 +117,8 @@ pub fn overrides(args: &RunArgs) -> Result<Overrides, AppError> {
         targets: args.targets.clone(),
         repeats: args.repeats.clone(),
         seed: args.seed.clone(),
-        workload: RawWorkload {
-            records: s(&args.records),
-            key_distribution: s(&args.key_distribution),
-            value_size: s(&args.value_size),
-            value_content: s(&args.value_content),
-            mix: s(&args.mix),
-            clients: s(&args.clients),
-            threads: s(&args.threads),
-            pipeline: s(&args.pipeline),
-            duration: s(&args.duration),
-            ops: s(&args.ops),
-            warmup: s(&args.warmup),
-            rate: s(&args.rate),
-            timeout: s(&args.timeout),
-            load: args.no_load.then_some(false),
-            io: s(&args.io),
-            memory_cap: s(&args.memory_cap),
-            record: s(&args.record),
-            search: s(&args.search),
-            indexes: args.no_indexes.then_some(false),
-            batch: s(&args.batch),
-            grow: args.grow.then_some(true),
-            request: s(&args.request),
-        },
-        sweep: RawSweep {
-            clients: list(&args.sweep_clients),
-            value_size: list(&args.sweep_value_size),
-            mix: list(&args.sweep_mix),
-            records: list(&args.sweep_records),
-            memory_cap: list(&args.sweep_memory_cap),
-            search: list(&args.sweep_search),
-            indexes: if args.sweep_indexes.is_empty() {
-                None
-            } else {
-                Some(
-                    args.sweep_indexes
-                        .iter()
-                        .map(|v| match v.as_str() {
-                            "on" | "true" => Ok(true),
-                            "off" | "false" => Ok(false),
-                            o => Err(AppError::Usage(format!(
-                                "flag --sweep-indexes: `{o}` is not on or off"
-                            ))),
-                        })
-                        .collect::<Result<Vec<_>, _>>()?,
-                )
-            },
-        },
+        workload: args.workload.values.clone(),
+        sweep: args.workload.sweeps.clone(),
         server_settings,
     })
 }
@@ -331,21 +281,12 @@ pub fn dry_run_text(plan: &bakeoff_core::plan::Plan) -> String {
     s
 }
 
-/// Every field of a run's workload, `key=value`, in the result file's
-/// spelling.
+/// Every parameter of a run's workload, `key=value`, as a user would
+/// write it.
 fn workload_line(w: &bakeoff_core::plan::Workload) -> String {
-    let Ok(serde_json::Value::Object(fields)) = serde_json::to_value(w) else {
-        return String::new();
-    };
-    fields
+    bakeoff_core::plan::params::PARAMS
         .iter()
-        .map(|(k, v)| match (k.as_str(), v) {
-            // As the flags write them, not as JSON.
-            ("value_size", _) => format!("{k}={}", w.value_size),
-            ("mix", _) => format!("{k}={}", w.mix),
-            (_, serde_json::Value::String(t)) => format!("{k}={t}"),
-            (_, other) => format!("{k}={other}"),
-        })
+        .map(|p| format!("{}={}", p.key, (p.show)(w)))
         .collect::<Vec<_>>()
         .join(" ")
 }

@@ -1,7 +1,10 @@
 //! Command-line flags. Every flag overrides the preset key of the same name;
 //! units and defaults are in the help text.
 
-use clap::{Args, Parser, Subcommand};
+use std::collections::BTreeMap;
+
+use bakeoff_core::plan::params::PARAMS;
+use clap::{Arg, ArgAction, ArgMatches, Args, FromArgMatches, Parser, Subcommand};
 
 const GUIDE: &str = "\
 Examples:
@@ -96,119 +99,10 @@ pub struct RunArgs {
     #[arg(short = 't', long = "target", value_name = "NAME|URL")]
     pub targets: Vec<String>,
 
-    /// Records loaded before measuring (keys bk:000000000000 …). Suffixes k, m. [default: 100000]
-    #[arg(long, value_name = "COUNT")]
-    pub records: Option<String>,
-
-    /// Key distribution of the measure phase: uniform, zipfian or sequential. [default: uniform]
-    #[arg(long, value_name = "DIST")]
-    pub key_distribution: Option<String>,
-
-    /// Value size in bytes, header included (min 24): `100`, a range `100-1000`,
-    /// or a list `100,1000,10000`. Suffixes k, m. [default: 100]
-    #[arg(long, value_name = "BYTES")]
-    pub value_size: Option<String>,
-
-    /// Value content: random (incompressible) or compressible. [default: random]
-    #[arg(long, value_name = "KIND")]
-    pub value_content: Option<String>,
-
-    /// Operation mix as weights get:set:update:delete, e.g. `90:10` or `95:0:5`. [default: 90:10]
-    #[arg(long, value_name = "G:S:U:D")]
-    pub mix: Option<String>,
-
-    /// Connections in all, spread over the threads. [default: 50]
-    #[arg(short = 'c', long, value_name = "N")]
-    pub clients: Option<String>,
-
-    /// Client worker threads, each an event loop over its connections. [default: 1]
-    #[arg(long, value_name = "N")]
-    pub threads: Option<String>,
-
-    /// Requests in flight per connection (pipeline depth). [default: 1]
-    #[arg(short = 'P', long, value_name = "N")]
-    pub pipeline: Option<String>,
-
-    /// Length of the measured phase: `10s`, `2m`, `500ms`. [default: 10s]
-    #[arg(short = 'd', long, value_name = "TIME", conflicts_with = "ops")]
-    pub duration: Option<String>,
-
-    /// Measure this many operations (all clients together) instead of a duration.
-    #[arg(short = 'n', long, value_name = "COUNT")]
-    pub ops: Option<String>,
-
-    /// Unmeasured warm-up before the measured phase: `2s`; `0` for none. [default: 2s]
-    #[arg(long, value_name = "TIME")]
-    pub warmup: Option<String>,
-
-    /// Target rate in operations per second (open loop: latency counts from
-    /// each request's intended start). Unset or 0: closed loop.
-    #[arg(long, value_name = "OPS/S")]
-    pub rate: Option<String>,
-
-    /// A request without a reply after this long fails as a timeout. [default: 5s]
-    #[arg(long, value_name = "TIME")]
-    pub timeout: Option<String>,
-
-    /// How bakeoff's network loop moves bytes: auto (io_uring where the
-    /// kernel allows it, else epoll), epoll or io_uring. [default: auto]
-    #[arg(long, value_name = "BACKEND")]
-    pub io: Option<String>,
-
-    /// Cap the target's memory (RSS and page cache together), e.g. `256mb`:
-    /// a managed server, or bakeoff itself for an in-process engine, runs in
-    /// a cgroup with this limit (cgroup v1 memory.limit_in_bytes or v2
-    /// memory.max; needs root). For data sets larger than memory.
-    #[arg(long, value_name = "BYTES")]
-    pub memory_cap: Option<String>,
-
-    /// Records stored: kv (a value per key) or profile (the table of
-    /// 000-search: name, sex, province, city, payload). [default: kv]
-    #[arg(long, value_name = "KIND")]
-    pub record: Option<String>,
-
-    /// Which search `search` operations make on profile records: name
-    /// (substring, no index helps), sex, location (province + city) or all.
-    /// [default: name]
-    #[arg(long, value_name = "SEARCH")]
-    pub search: Option<String>,
-
-    /// Records per insert while loading (multi-row INSERT on the SQL
-    /// servers, insertMany on MongoDB). [default: 1]
-    #[arg(long, value_name = "N")]
-    pub batch: Option<String>,
-
-    /// Growth experiment: --sweep-records gives checkpoints (e.g.
-    /// 1m,2m,5m); each target stays up and loads only the records added
-    /// since the previous checkpoint, then measures.
-    #[arg(long)]
-    pub grow: bool,
-
-    /// What one request is: op (one operation on a kept connection), connect
-    /// (a new connection per operation: connect, operate, close — many
-    /// short-lived connections) or phases (MariaDB: connect, select db, set
-    /// charset, UPDATE 10 rows, SELECT 10 rows, INSERT 1 row, close, each
-    /// step timed). With connect and phases, the load before the run is
-    /// done by at most 8 clients on kept connections, so that a crowd meant
-    /// to overload the server is not refused while loading. [default: op]
-    #[arg(long, value_name = "MODE")]
-    pub request: Option<String>,
-
-    /// Profile table without its indexes on sex and (province, city).
-    #[arg(long)]
-    pub no_indexes: bool,
-
-    /// Sweep over searches, e.g. `name,sex,location,all`.
-    #[arg(long, value_name = "LIST", value_delimiter = ',')]
-    pub sweep_search: Vec<String>,
-
-    /// Sweep over indexes, e.g. `on,off`.
-    #[arg(long, value_name = "LIST", value_delimiter = ',')]
-    pub sweep_indexes: Vec<String>,
-
-    /// Skip the load phase (measure against whatever the target holds).
-    #[arg(long)]
-    pub no_load: bool,
+    /// Workload parameters and sweep axes (declared in
+    /// `bakeoff_core::plan::params`).
+    #[command(flatten)]
+    pub workload: WorkloadFlags,
 
     /// Times each point of the matrix is run. [default: 1]
     #[arg(long, value_name = "N")]
@@ -217,26 +111,6 @@ pub struct RunArgs {
     /// Seed of every generator; the same seed gives the same requests. [default: 1]
     #[arg(long, value_name = "N")]
     pub seed: Option<String>,
-
-    /// Sweep over client counts, e.g. `1,10,100`.
-    #[arg(long, value_name = "LIST", value_delimiter = ',')]
-    pub sweep_clients: Vec<String>,
-
-    /// Sweep over value sizes, e.g. `1k,10k,100k`.
-    #[arg(long, value_name = "LIST", value_delimiter = ',')]
-    pub sweep_value_size: Vec<String>,
-
-    /// Sweep over mixes, e.g. `100:0,95:5,50:50`.
-    #[arg(long, value_name = "LIST", value_delimiter = ',')]
-    pub sweep_mix: Vec<String>,
-
-    /// Sweep over record counts, e.g. `100k,1m`.
-    #[arg(long, value_name = "LIST", value_delimiter = ',')]
-    pub sweep_records: Vec<String>,
-
-    /// Sweep over memory caps, e.g. `256mb,none` (see --memory-cap).
-    #[arg(long, value_name = "LIST", value_delimiter = ',')]
-    pub sweep_memory_cap: Vec<String>,
 
     /// A managed server setting, `TARGET.KEY=VALUE`, e.g. `redis.persistence=aof-everysec`
     /// or `memcached.memory=64mb` (see `bakeoff list`). Repeatable.
@@ -290,4 +164,85 @@ pub struct CompareArgs {
     /// Print Markdown instead of an aligned table.
     #[arg(long)]
     pub markdown: bool,
+}
+
+/// The workload flags of `bakeoff run`, one per declared parameter, and a
+/// `--sweep-*` flag per sweep axis: built from
+/// [`bakeoff_core::plan::params::PARAMS`], so that a parameter is declared
+/// in one place.
+#[derive(Debug, Default, Clone)]
+pub struct WorkloadFlags {
+    /// Values given, by parameter key (`pipeline` → `16`).
+    pub values: BTreeMap<String, String>,
+    /// Sweep values given, by parameter key (`clients` → `1`, `10`).
+    pub sweeps: BTreeMap<String, Vec<String>>,
+}
+
+impl Args for WorkloadFlags {
+    fn augment_args(cmd: clap::Command) -> clap::Command {
+        let mut cmd = cmd.next_help_heading(
+            "Workload (each flag overrides the preset's [workload] key of the same name)",
+        );
+        for p in PARAMS {
+            let mut arg = Arg::new(p.key).long(p.flag).help(p.flag_help());
+            arg = match p.switch {
+                Some(_) => arg.action(ArgAction::SetTrue),
+                None => arg.value_name(p.value_name).action(ArgAction::Set),
+            };
+            if let Some(c) = p.short {
+                arg = arg.short(c);
+            }
+            if let Some(other) = p.excludes {
+                arg = arg.conflicts_with(other);
+            }
+            cmd = cmd.arg(arg);
+        }
+        cmd = cmd.next_help_heading(
+            "Sweeps (the runs are the cartesian product of the axes; each overrides the preset's [sweep] key)",
+        );
+        for p in PARAMS {
+            if let Some(sweep) = &p.sweep {
+                cmd = cmd.arg(
+                    Arg::new(sweep.flag)
+                        .long(sweep.flag)
+                        .help(sweep.help)
+                        .value_name("LIST")
+                        .value_delimiter(',')
+                        .action(ArgAction::Append),
+                );
+            }
+        }
+        cmd.next_help_heading(None)
+    }
+
+    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+        Self::augment_args(cmd)
+    }
+}
+
+impl FromArgMatches for WorkloadFlags {
+    fn from_arg_matches(matches: &ArgMatches) -> Result<Self, clap::Error> {
+        let mut flags = WorkloadFlags::default();
+        flags.update_from_arg_matches(matches)?;
+        Ok(flags)
+    }
+
+    fn update_from_arg_matches(&mut self, matches: &ArgMatches) -> Result<(), clap::Error> {
+        for p in PARAMS {
+            let given = match p.switch {
+                Some(value) => matches.get_flag(p.key).then(|| value.to_string()),
+                None => matches.get_one::<String>(p.key).cloned(),
+            };
+            if let Some(v) = given {
+                self.values.insert(p.key.to_string(), v);
+            }
+            if let Some(sweep) = &p.sweep {
+                if let Some(list) = matches.get_many::<String>(sweep.flag) {
+                    self.sweeps
+                        .insert(p.key.to_string(), list.cloned().collect());
+                }
+            }
+        }
+        Ok(())
+    }
 }

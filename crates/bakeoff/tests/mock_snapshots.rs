@@ -12,7 +12,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use bakeoff_core::mock::MockOpener;
-use bakeoff_core::plan::{Capabilities, Overrides, Plan, RawPreset, Scalar, TargetCatalog};
+use bakeoff_core::plan::{Capabilities, Overrides, Plan, RawPreset, TargetCatalog};
 use bakeoff_core::result::{decode_histogram, Environment, ExperimentResult};
 use bakeoff_core::runner::{run_experiment, ExperimentOptions, Quiet};
 use bakeoff_core::workload::OpKind;
@@ -280,7 +280,7 @@ fn littles_law_ignores_the_drain_of_slow_requests() {
 fn flags_and_scalar_overrides_reach_the_runner() {
     let raw: RawPreset = toml::from_str(PRESET).unwrap();
     let mut flags = Overrides::default();
-    flags.workload.pipeline = Some(Scalar::Str("3".into()));
+    flags.workload.insert("pipeline".into(), "3".into());
     let plan = Plan::build(Some(("mock.toml", raw)), &flags, &MockCatalog).unwrap();
     assert!(plan.points().iter().all(|p| p.workload.pipeline == 3));
 }

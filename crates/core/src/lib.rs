@@ -12,7 +12,9 @@
 //! ## Layout
 //!
 //! - [`units`]: parsing and formatting of durations, sizes, rates.
-//! - [`plan`]: raw preset and flags → validated [`plan::Plan`].
+//! - [`plan`]: raw preset and flags → validated [`plan::Plan`]; every
+//!   workload parameter declared once in [`plan::params`].
+//! - [`suggest`]: "did you mean" for misspelt names.
 //! - [`profile`]: the `profile` record and searches of 000-search.
 //! - [`workload`]: seeded key, value-size and operation generators.
 //! - [`value`]: self-verifying values (header + pooled payload).
@@ -46,6 +48,7 @@ pub mod recorder;
 pub mod result;
 pub mod runner;
 pub mod session;
+pub mod suggest;
 pub mod units;
 pub mod value;
 pub mod workload;

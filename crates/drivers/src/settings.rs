@@ -89,32 +89,7 @@ pub const DIR: Setting = Setting {
         "directory for the engine's files, kept after the run (default: a temporary one, removed)",
 };
 
-/// Edit distance between two short words (Levenshtein).
-fn distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut prev = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let here = row[j + 1];
-            row[j + 1] = (prev + usize::from(ca != *cb))
-                .min(row[j] + 1)
-                .min(row[j + 1] + 1);
-            prev = here;
-        }
-    }
-    row[b.len()]
-}
-
-/// The declared name closest to `key`, if it is close enough to be a typo.
-pub fn did_you_mean<'d>(key: &str, names: impl Iterator<Item = &'d str>) -> Option<&'d str> {
-    names
-        .map(|n| (distance(key, n), n))
-        .filter(|&(d, n)| d <= 2.max(n.len() / 4) || n.contains(key) || key.contains(n))
-        .min_by_key(|&(d, _)| d)
-        .map(|(_, n)| n)
-}
+pub use bakeoff_core::suggest::did_you_mean;
 
 /// A settings table being read against its declaration. Every key of the
 /// table must be declared (a misspelt key is an error, with a suggestion),

@@ -1,0 +1,641 @@
+//! Configuration in two stages: a raw preset (TOML) plus raw flags, merged
+//! and validated into one serialisable [`Plan`] that the runner executes
+//! and the result file echoes.
+//!
+//! - [`params`]: every workload parameter, declared once (flag, preset key,
+//!   sweep axis, default, parsing and checks).
+//! - [`raw`]: the preset and the flags as given.
+//! - [`workload`]: the validated workload of one run.
+//! - [`sweep`]: sweep axes and the points they make.
+//! - [`target`]: targets, their capabilities and URLs.
+//!
+//! Every check that involves more than one field lives in [`Plan::build`],
+//! and every error names the flag or preset key it came from.
+
+pub mod params;
+pub mod raw;
+pub mod sweep;
+pub mod target;
+pub mod workload;
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::PlanError;
+use crate::profile::RecordKind;
+use crate::units::parse_count;
+use crate::workload::OpKind;
+use params::{param, Param, PARAMS};
+
+pub use raw::{Overrides, RawPreset, Scalar};
+pub use sweep::{Point, SweepAxis};
+pub use target::{redact, Capabilities, Endpoint, TargetCatalog, TargetSpec};
+pub use workload::{IoBackend, Mix, RequestMode, Workload};
+
+/// A validated experiment: everything the runner needs, echoed into the
+/// result file.
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Plan {
+    /// Experiment name.
+    pub name: String,
+    /// What it asks.
+    pub description: String,
+    /// Preset file, if one was used.
+    pub preset: Option<String>,
+    /// Targets, in order.
+    pub targets: Vec<TargetSpec>,
+    /// The base workload (before sweep values are applied).
+    pub workload: Workload,
+    /// Sweep axes (their cartesian product gives the points).
+    pub sweep: Vec<SweepAxis>,
+    /// Times each point runs on each target.
+    pub repeats: u32,
+    /// Seed of every generator.
+    pub seed: u64,
+    /// Managed servers' settings, per target name.
+    #[schemars(with = "BTreeMap<String, serde_json::Value>")]
+    pub servers: BTreeMap<String, toml::Table>,
+}
+
+/// Where a value came from, for error messages.
+#[derive(Clone)]
+struct Origin {
+    flag: String,
+    key: String,
+    from_flag: bool,
+}
+
+impl Origin {
+    /// A workload parameter given in `[workload]` or by its flag.
+    fn param(p: &Param, from_flag: bool) -> Self {
+        Origin {
+            flag: p.flag_name(),
+            key: format!("workload.{}", p.key),
+            from_flag,
+        }
+    }
+
+    /// A sweep axis given in `[sweep]` or by its flag.
+    fn axis(p: &Param, from_flag: bool) -> Self {
+        Origin {
+            flag: p
+                .sweep
+                .as_ref()
+                .map(|s| format!("--{}", s.flag))
+                .unwrap_or_default(),
+            key: format!("sweep.{}", p.key),
+            from_flag,
+        }
+    }
+
+    /// A setting outside the workload (`--repeats`, `targets`).
+    fn other(flag: &str, key: &str, from_flag: bool) -> Self {
+        Origin {
+            flag: flag.into(),
+            key: key.into(),
+            from_flag,
+        }
+    }
+
+    fn describe(&self) -> String {
+        if self.from_flag {
+            format!("flag {}", self.flag)
+        } else {
+            format!("preset key {}", self.key)
+        }
+    }
+
+    fn err(&self, message: impl Into<String>) -> PlanError {
+        PlanError::Invalid {
+            origin: self.describe(),
+            message: message.into(),
+        }
+    }
+}
+
+/// The parameter named `key` in table `section` of a preset, or an error
+/// that names the closest one.
+fn declared(key: &str, section: &str, sweepable: bool) -> Result<&'static Param, PlanError> {
+    let known = || {
+        PARAMS
+            .iter()
+            .filter(move |p| !sweepable || p.sweep.is_some())
+            .map(|p| p.key)
+    };
+    match param(key) {
+        Some(p) if !sweepable || p.sweep.is_some() => Ok(p),
+        found => Err(PlanError::Invalid {
+            origin: format!("preset key {section}.{key}"),
+            message: format!(
+                "{}{}known keys: {}",
+                if found.is_some() {
+                    "this parameter is not a sweep axis; "
+                } else {
+                    "unknown key; "
+                },
+                crate::suggest::did_you_mean(key, known())
+                    .map(|n| format!("did you mean `{n}`? "))
+                    .unwrap_or_default(),
+                known().collect::<Vec<_>>().join(", ")
+            ),
+        }),
+    }
+}
+
+/// The text of a preset value (`100000`, `"100k"`, `true`).
+fn text_of(value: &toml::Value, origin: &Origin) -> Result<String, PlanError> {
+    match value {
+        toml::Value::String(s) => Ok(s.clone()),
+        toml::Value::Integer(i) => Ok(i.to_string()),
+        toml::Value::Float(x) => Ok(x.to_string()),
+        toml::Value::Boolean(b) => Ok(b.to_string()),
+        other => Err(origin.err(format!("`{other}` is not a number, a word or true/false"))),
+    }
+}
+
+/// Values given for the workload parameters and sweep axes, flags over
+/// the preset, each with where it came from.
+#[derive(Default)]
+struct Given {
+    values: BTreeMap<&'static str, (String, Origin)>,
+    axes: BTreeMap<&'static str, (Vec<String>, Origin)>,
+}
+
+impl Given {
+    fn collect(raw: &RawPreset, flags: &Overrides) -> Result<Self, PlanError> {
+        let mut given = Given::default();
+        for (key, value) in &raw.workload {
+            let p = declared(key, "workload", false)?;
+            let origin = Origin::param(p, false);
+            given
+                .values
+                .insert(p.key, (text_of(value, &origin)?, origin));
+        }
+        for (key, text) in &flags.workload {
+            let p = declared(key, "workload", false)?;
+            // A flag for one of two exclusive parameters replaces the
+            // preset's other one.
+            if let Some(other) = p.excludes {
+                if given.values.get(other).is_some_and(|(_, o)| !o.from_flag) {
+                    given.values.remove(other);
+                }
+            }
+            given
+                .values
+                .insert(p.key, (text.clone(), Origin::param(p, true)));
+        }
+        for (key, list) in &raw.sweep {
+            let p = declared(key, "sweep", true)?;
+            let origin = Origin::axis(p, false);
+            let toml::Value::Array(items) = list else {
+                return Err(origin.err(format!(
+                    "a sweep axis is a list of values, e.g. {key} = [1, 10, 100]"
+                )));
+            };
+            let texts = items
+                .iter()
+                .map(|v| text_of(v, &origin))
+                .collect::<Result<Vec<_>, _>>()?;
+            given.axes.insert(p.key, (texts, origin));
+        }
+        for (key, texts) in &flags.sweep {
+            let p = declared(key, "sweep", true)?;
+            given
+                .axes
+                .insert(p.key, (texts.clone(), Origin::axis(p, true)));
+        }
+        Ok(given)
+    }
+
+    fn has(&self, key: &str) -> bool {
+        self.values.contains_key(key)
+    }
+
+    fn origin(&self, p: &'static str) -> Origin {
+        match self.values.get(p) {
+            Some((_, o)) => o.clone(),
+            None => Origin::param(param(p).expect("declared"), false),
+        }
+    }
+}
+
+/// The base workload: defaults, then the values given, then the checks
+/// that involve more than one parameter.
+fn workload(given: &Given) -> Result<Workload, PlanError> {
+    let mut w = params::defaults();
+    for p in PARAMS {
+        if let Some((text, origin)) = given.values.get(p.key) {
+            let value = (p.parse)(text).map_err(|m| origin.err(m))?;
+            p.put(&mut w, &value);
+        }
+    }
+    if given.has("ops") {
+        if given.has("duration") {
+            return Err(given
+                .origin("ops")
+                .err("give either a duration or an operation count, not both"));
+        }
+        w.duration_s = None;
+    }
+    w.threads = w.threads.min(w.clients);
+    let mix_given = given.has("mix");
+    let update_only = Mix {
+        weights: [0, 0, 1, 0, 0],
+    };
+    if w.request == RequestMode::Phases {
+        // A phased request is its own script: it updates, so the mix is
+        // update-only.
+        if mix_given && w.mix != update_only {
+            return Err(given
+                .origin("mix")
+                .err("a phased request (--request phases) is a fixed script; leave out the mix"));
+        }
+        w.mix = update_only;
+    }
+    if w.batch > 1 && w.record == RecordKind::Profile {
+        return Err(given.origin("batch").err(
+            "batched loads write kv records; profile rows load one per request (use --batch 1)",
+        ));
+    }
+    if w.record == RecordKind::Profile && !mix_given {
+        // Profile records are there to be searched.
+        w.mix = Mix {
+            weights: [0, 0, 0, 0, 1],
+        };
+    }
+    check_mix_against_record(&w, &given.origin("mix"))?;
+    Ok(w)
+}
+
+/// `search` needs profile records, and profile records are only searched.
+fn check_mix_against_record(w: &Workload, origin: &Origin) -> Result<(), PlanError> {
+    let search = OpKind::Search as usize;
+    if w.record == RecordKind::Kv && w.mix.weights[search] > 0 {
+        return Err(origin.err(
+            "`search` needs the profile table: set --record profile (workload.record = \"profile\")",
+        ));
+    }
+    if w.record == RecordKind::Profile
+        && w.mix
+            .weights
+            .iter()
+            .enumerate()
+            .any(|(i, n)| *n > 0 && i != search)
+    {
+        return Err(origin
+            .err("profile records are only searched here; use a mix of 0:0:0:0:1 (search only)"));
+    }
+    Ok(())
+}
+
+/// Sweep axes in the order of [`PARAMS`] (the first outermost), each value
+/// parsed and checked as its parameter's.
+fn sweep(given: &Given, base: &Workload) -> Result<Vec<SweepAxis>, PlanError> {
+    let mut axes = Vec::new();
+    for p in PARAMS {
+        let Some((texts, origin)) = given.axes.get(p.key) else {
+            continue;
+        };
+        if texts.is_empty() {
+            return Err(origin.err("the list is empty; give at least one value"));
+        }
+        let values = texts
+            .iter()
+            .map(|t| (p.parse)(t).map_err(|m| origin.err(m)))
+            .collect::<Result<Vec<_>, _>>()?;
+        axes.push(SweepAxis {
+            axis: p.key.to_string(),
+            values,
+        });
+    }
+    if base.grow {
+        let origin = given.origin("grow");
+        let checkpoints: Vec<u64> = match axes.as_slice() {
+            [axis] if axis.axis == "records" => {
+                axis.values.iter().filter_map(|v| v.as_u64()).collect()
+            }
+            _ => return Err(origin.err(
+                "growth needs record-count checkpoints and no other sweep axis: add --sweep-records 1m,2m,5m (sweep.records)",
+            )),
+        };
+        if checkpoints.windows(2).any(|w| w[0] >= w[1]) {
+            return Err(
+                origin.err("growth checkpoints must increase, e.g. --sweep-records 1m,2m,5m")
+            );
+        }
+        if !base.load {
+            return Err(origin.err(
+                "growth loads the records between checkpoints; remove --no-load (workload.load = false)",
+            ));
+        }
+    }
+    Ok(axes)
+}
+
+/// `--repeats` / `repeats` or `--seed` / `seed`.
+fn experiment_number(
+    flag_v: &Option<String>,
+    preset_v: &Option<Scalar>,
+    flag: &str,
+    key: &str,
+    default: u64,
+    parse: fn(&str) -> Result<u64, String>,
+) -> Result<u64, PlanError> {
+    let (text, origin) = match (flag_v, preset_v) {
+        (Some(t), _) => (t.clone(), Origin::other(flag, key, true)),
+        (None, Some(v)) => (v.to_string(), Origin::other(flag, key, false)),
+        (None, None) => return Ok(default),
+    };
+    parse(&text).map_err(|m| origin.err(m))
+}
+
+impl Plan {
+    /// Merges a preset (if any) with flags and validates the result. An
+    /// error in a preset names the file as well as the key.
+    pub fn build(
+        preset: Option<(&str, RawPreset)>,
+        flags: &Overrides,
+        catalog: &dyn TargetCatalog,
+    ) -> Result<Plan, PlanError> {
+        let path = preset.as_ref().map(|(p, _)| p.to_string());
+        Self::merge(preset, flags, catalog).map_err(|e| match (e, path) {
+            (PlanError::Invalid { origin, message }, Some(path))
+                if origin.starts_with("preset key") =>
+            {
+                PlanError::Invalid {
+                    origin: format!("{origin} in {path}"),
+                    message,
+                }
+            }
+            (e, _) => e,
+        })
+    }
+
+    fn merge(
+        preset: Option<(&str, RawPreset)>,
+        flags: &Overrides,
+        catalog: &dyn TargetCatalog,
+    ) -> Result<Plan, PlanError> {
+        let (path, raw) = match preset {
+            Some((p, r)) => (Some(p.to_string()), r),
+            None => (None, RawPreset::default()),
+        };
+        let given = Given::collect(&raw, flags)?;
+        let workload = workload(&given)?;
+        let sweep = sweep(&given, &workload)?;
+        let points = sweep::expand(&workload, &sweep);
+        for p in &points {
+            check_mix_against_record(&p.workload, &given.origin("mix"))?;
+        }
+        let repeats = experiment_number(
+            &flags.repeats,
+            &raw.repeats,
+            "--repeats",
+            "repeats",
+            1,
+            |s| match parse_count(s)? {
+                0 => Err("0 repeats cannot run; use at least 1".into()),
+                n if n > u32::MAX as u64 => Err(format!("{n} repeats is too many")),
+                n => Ok(n),
+            },
+        )? as u32;
+        let seed = experiment_number(&flags.seed, &raw.seed, "--seed", "seed", 1, |s| {
+            s.trim()
+                .parse::<u64>()
+                .map_err(|_| format!("`{s}` is not a whole number"))
+        })?;
+
+        // Targets.
+        let (target_texts, t_origin) = if !flags.targets.is_empty() {
+            (
+                flags
+                    .targets
+                    .iter()
+                    .flat_map(|t| t.split(','))
+                    .map(|s| s.trim().to_string())
+                    .collect::<Vec<_>>(),
+                Origin::other("--target", "targets", true),
+            )
+        } else if let Some(t) = &raw.targets {
+            (t.clone(), Origin::other("--target", "targets", false))
+        } else {
+            (
+                catalog.default_targets(),
+                Origin::other("--target", "targets", false),
+            )
+        };
+        if target_texts.is_empty() {
+            return Err(t_origin.err("no targets; name at least one, e.g. --target redis"));
+        }
+        let mut targets = Vec::new();
+        for text in target_texts.iter().filter(|t| !t.is_empty()) {
+            let spec = target::parse_target(text, catalog).map_err(|m| t_origin.err(m))?;
+            let caps = catalog
+                .capabilities(&spec.name)
+                .expect("parse_target checked the name");
+            for p in &points {
+                target::check_capabilities(&spec.name, &caps, &p.workload)
+                    .map_err(|m| t_origin.err(m))?;
+            }
+            targets.push(spec);
+        }
+
+        // Server settings: preset tables, then --set overrides.
+        let mut servers = raw.servers.clone();
+        for (target, key, value) in &flags.server_settings {
+            let parsed: toml::Value = format!("v = {value}")
+                .parse::<toml::Table>()
+                .ok()
+                .and_then(|mut t| t.remove("v"))
+                .unwrap_or_else(|| toml::Value::String(value.clone()));
+            servers
+                .entry(target.clone())
+                .or_default()
+                .insert(key.clone(), parsed);
+        }
+        for (name, table) in &servers {
+            if catalog.capabilities(name).is_none() {
+                return Err(PlanError::Invalid {
+                    origin: format!("preset key servers.{name}"),
+                    message: format!(
+                        "unknown target `{name}`; known targets: {}",
+                        catalog.names().join(", ")
+                    ),
+                });
+            }
+            catalog
+                .check_settings(name, table)
+                .map_err(|m| PlanError::Invalid {
+                    origin: format!("preset key servers.{name}"),
+                    message: m,
+                })?;
+        }
+
+        let name = raw.name.clone().unwrap_or_else(|| {
+            path.as_deref()
+                .and_then(|p| std::path::Path::new(p).file_stem())
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "default".to_string())
+        });
+        Ok(Plan {
+            name,
+            description: raw.description.clone().unwrap_or_default(),
+            preset: path,
+            targets,
+            workload,
+            sweep,
+            repeats,
+            seed,
+            servers,
+        })
+    }
+
+    /// Every point of the matrix, in order (first axis outermost).
+    pub fn points(&self) -> Vec<Point> {
+        sweep::expand(&self.workload, &self.sweep)
+    }
+
+    /// Number of runs: targets × points × repeats.
+    pub fn run_count(&self) -> usize {
+        self.targets.len() * self.points().len() * self.repeats as usize
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::field_reassign_with_default)] // tests set one flag each
+mod tests {
+    use super::*;
+    use crate::workload::ValueSizes;
+
+    struct Cat;
+    impl TargetCatalog for Cat {
+        fn capabilities(&self, name: &str) -> Option<Capabilities> {
+            (name == "redis").then(|| Capabilities {
+                ops: OpKind::ALL.to_vec(),
+                pipelining: true,
+                managed: true,
+                url_scheme: Some("redis".into()),
+                batch_load: false,
+                requests: Vec::new(),
+            })
+        }
+        fn names(&self) -> Vec<String> {
+            vec!["redis".into()]
+        }
+        fn target_for_scheme(&self, s: &str) -> Option<String> {
+            (s == "redis").then(|| "redis".into())
+        }
+        fn check_settings(&self, _: &str, t: &toml::Table) -> Result<(), String> {
+            match t.keys().find(|k| *k != "maxmemory") {
+                Some(k) => Err(format!("unknown setting `{k}`")),
+                None => Ok(()),
+            }
+        }
+        fn default_targets(&self) -> Vec<String> {
+            vec!["redis".into()]
+        }
+    }
+
+    fn build(preset: &str, f: Overrides) -> Result<Plan, PlanError> {
+        let raw: RawPreset = toml::from_str(preset).unwrap();
+        Plan::build(Some(("p.toml", raw)), &f, &Cat)
+    }
+
+    #[test]
+    fn flags_override_preset() {
+        let mut f = Overrides::default();
+        f.workload.insert("clients".into(), "7".into());
+        let p = build("[workload]\nclients = 3\nrecords = \"10k\"\n", f).unwrap();
+        assert_eq!(p.workload.clients, 7);
+        assert_eq!(p.workload.records, 10_000);
+        assert_eq!(p.name, "p");
+    }
+
+    #[test]
+    fn errors_name_their_origin() {
+        let e = build("[workload]\nclients = 0\n", Overrides::default())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("preset key workload.clients") && e.contains("at least 1"),
+            "{e}"
+        );
+        let mut f = Overrides::default();
+        f.workload.insert("mix".into(), "0:0".into());
+        let e = build("", f).unwrap_err().to_string();
+        assert!(e.contains("flag --mix") && e.contains("sums to 0"), "{e}");
+        let mut f = Overrides::default();
+        f.workload.insert("value_size".into(), "10".into());
+        let e = build("", f).unwrap_err().to_string();
+        assert!(e.contains("--value-size") && e.contains("header"), "{e}");
+        let mut f = Overrides::default();
+        f.targets = vec!["nosuch".into()];
+        let e = build("", f).unwrap_err().to_string();
+        assert!(
+            e.contains("unknown target `nosuch`") && e.contains("redis"),
+            "{e}"
+        );
+        let e = build("[servers.redis]\nbogus = 1\n", Overrides::default())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("servers.redis") && e.contains("bogus"), "{e}");
+    }
+
+    #[test]
+    fn unknown_preset_key_is_rejected() {
+        let e = build("[workload]\nclient = 3\n", Overrides::default())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("client"), "{e}");
+        assert!(e.contains("did you mean `clients`?"), "{e}");
+        let e = build("[sweep]\npipeline = [1, 2]\n", Overrides::default())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("sweep.pipeline") && e.contains("not a sweep axis"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn urls_keep_passwords_out() {
+        let mut f = Overrides::default();
+        f.targets = vec!["redis://:hunter2@127.0.0.1:6390".into()];
+        let p = build("", f).unwrap();
+        let json = serde_json::to_string(&p).unwrap();
+        assert!(!json.contains("hunter2"), "{json}");
+        assert_eq!(p.targets[0].password.as_deref(), Some("hunter2"));
+        assert!(json.contains("redis://:***@127.0.0.1:6390"));
+    }
+
+    #[test]
+    fn sweep_is_a_cartesian_product() {
+        let p = build(
+            "[sweep]\nclients = [1, 10]\nvalue_size = [\"1k\", \"10k\", 100]\n",
+            Overrides::default(),
+        )
+        .unwrap();
+        let pts = p.points();
+        assert_eq!(pts.len(), 6);
+        assert_eq!(pts[5].workload.clients, 10);
+        assert_eq!(pts[5].workload.value_size, ValueSizes::Fixed(100));
+        assert_eq!(pts[5].labels["value_size"], "100");
+        assert_eq!(p.run_count(), 6);
+    }
+
+    #[test]
+    fn duration_and_ops_exclude_each_other_within_one_source() {
+        let e = build(
+            "[workload]\nduration = \"5s\"\nops = 100\n",
+            Overrides::default(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("either a duration or an operation count"), "{e}");
+        let mut f = Overrides::default();
+        f.workload.insert("ops".into(), "100".into());
+        let p = build("[workload]\nduration = \"5s\"\n", f).unwrap();
+        assert_eq!((p.workload.ops, p.workload.duration_s), (Some(100), None));
+    }
+}

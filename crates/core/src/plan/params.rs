@@ -1,0 +1,590 @@
+//! Every workload parameter, declared once: its preset key, its flag, its
+//! help and default, whether it is a sweep axis, and how its text is parsed
+//! and checked. The flags of `bakeoff run`, the keys of `[workload]` and
+//! `[sweep]`, sweep axes, the dry run and the checks of [`super::Plan::build`]
+//! are all read from [`PARAMS`].
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::{IoBackend, Mix, RequestMode, Workload};
+use crate::profile::{RecordKind, SearchKind};
+use crate::units::{fmt_bytes, parse_bytes, parse_count, parse_duration};
+use crate::value::{ValueContent, HEADER_LEN};
+use crate::workload::{KeyDistribution, ValueSizes};
+
+/// One workload parameter.
+pub struct Param {
+    /// Key in a preset's `[workload]` (and `[sweep]`) table; also the
+    /// parameter's name in sweep labels and the dry run.
+    pub key: &'static str,
+    /// Long flag without its dashes (`key-distribution`, or `no-load` for a
+    /// switch).
+    pub flag: &'static str,
+    /// One-letter flag, if any.
+    pub short: Option<char>,
+    /// What the flag's value is, in its help (`N`, `TIME`, `BYTES`).
+    pub value_name: &'static str,
+    /// Help text, without the default (which is added from `default`).
+    pub help: &'static str,
+    /// The default as a user would write it; `None`: unset.
+    pub default: Option<&'static str>,
+    /// For a flag that takes no value: the value it stands for.
+    pub switch: Option<&'static str>,
+    /// If it is a sweep axis: its flag and help.
+    pub sweep: Option<SweepFlag>,
+    /// A parameter this one replaces when given by a flag, and cannot be
+    /// given together with in one source (`duration` and `ops`).
+    pub excludes: Option<&'static str>,
+    /// The field of [`Workload`] it sets (the result file's spelling).
+    pub field: &'static str,
+    /// Parses and checks one value, giving it as the field holds it.
+    pub parse: fn(&str) -> Result<Value, String>,
+    /// The field's value in `w`, as a user would write it.
+    pub show: fn(&Workload) -> String,
+}
+
+/// The flag that makes a parameter a sweep axis.
+pub struct SweepFlag {
+    /// Long flag without its dashes (`sweep-clients`).
+    pub flag: &'static str,
+    /// Help text.
+    pub help: &'static str,
+}
+
+impl Param {
+    /// `--pipeline`, or `--no-load` for a switch.
+    pub fn flag_name(&self) -> String {
+        format!("--{}", self.flag)
+    }
+
+    /// The help of its flag, with its default.
+    pub fn flag_help(&self) -> String {
+        match (self.default, self.switch) {
+            (Some(d), None) => format!("{} [default: {d}]", self.help),
+            _ => self.help.to_string(),
+        }
+    }
+
+    /// Sets the parameter's field of `w` to `value` (as `parse` gives it).
+    pub fn put(&self, w: &mut Workload, value: &Value) {
+        let mut fields = match serde_json::to_value(&*w) {
+            Ok(Value::Object(fields)) => fields,
+            _ => unreachable!("a workload serialises to an object"),
+        };
+        fields.insert(self.field.to_string(), value.clone());
+        *w = serde_json::from_value(Value::Object(fields))
+            .expect("a parsed value has its field's type");
+    }
+}
+
+/// The parameter with preset key `key`.
+pub fn param(key: &str) -> Option<&'static Param> {
+    PARAMS.iter().find(|p| p.key == key)
+}
+
+/// The workload every parameter's default gives.
+pub fn defaults() -> Workload {
+    let mut fields = serde_json::Map::new();
+    for p in PARAMS {
+        let value = match p.default {
+            Some(d) => (p.parse)(d).expect("a declared default parses"),
+            None => Value::Null,
+        };
+        fields.insert(p.field.to_string(), value);
+    }
+    fields.insert("load_from".into(), Value::from(0));
+    serde_json::from_value(Value::Object(fields)).expect("the defaults make a workload")
+}
+
+fn json<T: Serialize>(v: Result<T, String>) -> Result<Value, String> {
+    v.map(|v| serde_json::to_value(v).expect("parameter values serialise"))
+}
+
+fn positive(text: &str, what: &str) -> Result<u32, String> {
+    let v = parse_count(text)?;
+    if v == 0 {
+        return Err(format!("0 {what} cannot run; use at least 1"));
+    }
+    u32::try_from(v).map_err(|_| format!("{v} {what} is too many"))
+}
+
+/// `true`/`on` or `false`/`off`.
+fn switch(text: &str) -> Result<bool, String> {
+    match text.trim() {
+        "true" | "on" | "yes" => Ok(true),
+        "false" | "off" | "no" => Ok(false),
+        o => Err(format!("`{o}` is not on or off")),
+    }
+}
+
+fn on_off(b: bool) -> String {
+    if b { "on" } else { "off" }.into()
+}
+
+fn seconds(d: f64) -> String {
+    format!("{d}s")
+}
+
+/// Names as the result file spells them (`zipfian`, `random`, `kv`).
+fn word<T: Serialize>(v: &T) -> String {
+    match serde_json::to_value(v) {
+        Ok(Value::String(s)) => s,
+        Ok(other) => other.to_string(),
+        Err(_) => String::new(),
+    }
+}
+
+fn value_sizes(text: &str) -> Result<ValueSizes, String> {
+    let v = ValueSizes::parse(text)?;
+    if v.min() < HEADER_LEN {
+        return Err(format!(
+            "values of {} B are smaller than the {HEADER_LEN}-byte header that lets bakeoff verify every read; use at least {HEADER_LEN}",
+            v.min()
+        ));
+    }
+    if v.max() > 64 << 20 {
+        return Err(format!(
+            "values of {} B are larger than the 64 MiB bakeoff supports",
+            v.max()
+        ));
+    }
+    if matches!(&v, ValueSizes::List(l) if l.is_empty()) {
+        return Err("the list of value sizes is empty".into());
+    }
+    Ok(v)
+}
+
+fn memory_cap(text: &str) -> Result<Option<u64>, String> {
+    if text.trim() == "none" {
+        return Ok(None);
+    }
+    let b = parse_bytes(text)?;
+    if b < 32 << 20 {
+        return Err(format!(
+            "a cap of {b} B leaves no room for the target; use at least 32mb, or none"
+        ));
+    }
+    Ok(Some(b))
+}
+
+fn duration(text: &str, zero: &'static str) -> Result<f64, String> {
+    let d = parse_duration(text)?;
+    if d.is_zero() && !zero.is_empty() {
+        return Err(zero.into());
+    }
+    Ok(d.as_secs_f64())
+}
+
+/// Every workload parameter, in the order of `run --help`. Sweep axes are
+/// nested in this order too (the first outermost).
+pub static PARAMS: &[Param] = &[
+    Param {
+        key: "clients",
+        flag: "clients",
+        short: Some('c'),
+        value_name: "N",
+        help: "Connections in all, spread over the threads.",
+        default: Some("50"),
+        switch: None,
+        sweep: Some(SweepFlag {
+            flag: "sweep-clients",
+            help: "Sweep over client counts, e.g. `1,10,100`.",
+        }),
+        excludes: None,
+        field: "clients",
+        parse: |s| json(positive(s, "clients")),
+        show: |w| w.clients.to_string(),
+    },
+    Param {
+        key: "threads",
+        flag: "threads",
+        short: None,
+        value_name: "N",
+        help: "Client worker threads, each an event loop over its connections (at most one per client).",
+        default: Some("1"),
+        switch: None,
+        sweep: None,
+        excludes: None,
+        field: "threads",
+        parse: |s| json(positive(s, "threads")),
+        show: |w| w.threads.to_string(),
+    },
+    Param {
+        key: "pipeline",
+        flag: "pipeline",
+        short: Some('P'),
+        value_name: "N",
+        help: "Requests in flight per connection (pipeline depth).",
+        default: Some("1"),
+        switch: None,
+        sweep: None,
+        excludes: None,
+        field: "pipeline",
+        parse: |s| json(positive(s, "pipeline depth")),
+        show: |w| w.pipeline.to_string(),
+    },
+    Param {
+        key: "duration",
+        flag: "duration",
+        short: Some('d'),
+        value_name: "TIME",
+        help: "Length of the measured phase: `10s`, `2m`, `500ms`.",
+        default: Some("10s"),
+        switch: None,
+        sweep: None,
+        excludes: Some("ops"),
+        field: "duration_s",
+        parse: |s| json(duration(s, "a duration of 0 measures nothing; use e.g. 10s")),
+        show: |w| w.duration_s.map(seconds).unwrap_or_else(|| "none".into()),
+    },
+    Param {
+        key: "ops",
+        flag: "ops",
+        short: Some('n'),
+        value_name: "COUNT",
+        help: "Measure this many operations (all clients together) instead of a duration.",
+        default: None,
+        switch: None,
+        sweep: None,
+        excludes: Some("duration"),
+        field: "ops",
+        parse: |s| {
+            json(parse_count(s).and_then(|n| match n {
+                0 => Err("0 operations measures nothing; use at least 1".into()),
+                n => Ok(n),
+            }))
+        },
+        show: |w| w.ops.map(|n| n.to_string()).unwrap_or_else(|| "none".into()),
+    },
+    Param {
+        key: "warmup",
+        flag: "warmup",
+        short: None,
+        value_name: "TIME",
+        help: "Unmeasured warm-up before the measured phase: `2s`; `0` for none.",
+        default: Some("2s"),
+        switch: None,
+        sweep: None,
+        excludes: None,
+        field: "warmup_s",
+        parse: |s| json(duration(s, "")),
+        show: |w| seconds(w.warmup_s),
+    },
+    Param {
+        key: "rate",
+        flag: "rate",
+        short: None,
+        value_name: "OPS/S",
+        help: "Target rate in operations per second (open loop: latency counts from each request's intended start). Unset or 0: closed loop.",
+        default: None,
+        switch: None,
+        sweep: None,
+        excludes: None,
+        field: "rate",
+        parse: |s| {
+            let v: f64 = s
+                .trim()
+                .trim_end_matches("/s")
+                .parse()
+                .map_err(|_| format!("`{s}` is not a rate in ops/s"))?;
+            if !(v >= 0.0 && v.is_finite()) {
+                return Err(format!("`{s}` is not a rate in ops/s"));
+            }
+            json(Ok((v > 0.0).then_some(v)))
+        },
+        show: |w| {
+            w.rate
+                .map(|r| format!("{r}/s"))
+                .unwrap_or_else(|| "closed-loop".into())
+        },
+    },
+    Param {
+        key: "timeout",
+        flag: "timeout",
+        short: None,
+        value_name: "TIME",
+        help: "A request without a reply after this long fails as a timeout.",
+        default: Some("5s"),
+        switch: None,
+        sweep: None,
+        excludes: None,
+        field: "timeout_s",
+        parse: |s| json(duration(s, "a timeout of 0 fails every request; use e.g. 5s")),
+        show: |w| seconds(w.timeout_s),
+    },
+    Param {
+        key: "value_size",
+        flag: "value-size",
+        short: None,
+        value_name: "BYTES",
+        help: "Value size in bytes, header included (min 24): `100`, a range `100-1000`, or a list `100,1000,10000`. Suffixes k, m.",
+        default: Some("100"),
+        switch: None,
+        sweep: Some(SweepFlag {
+            flag: "sweep-value-size",
+            help: "Sweep over value sizes, e.g. `1k,10k,100k`.",
+        }),
+        excludes: None,
+        field: "value_size",
+        parse: |s| json(value_sizes(s)),
+        show: |w| w.value_size.to_string(),
+    },
+    Param {
+        key: "value_content",
+        flag: "value-content",
+        short: None,
+        value_name: "KIND",
+        help: "Value content: random (incompressible) or compressible.",
+        default: Some("random"),
+        switch: None,
+        sweep: None,
+        excludes: None,
+        field: "value_content",
+        parse: |s| json(s.parse::<ValueContent>()),
+        show: |w| word(&w.value_content),
+    },
+    Param {
+        key: "mix",
+        flag: "mix",
+        short: None,
+        value_name: "G:S:U:D",
+        help: "Operation mix as weights get:set:update:delete, e.g. `90:10` or `95:0:5`.",
+        default: Some("90:10"),
+        switch: None,
+        sweep: Some(SweepFlag {
+            flag: "sweep-mix",
+            help: "Sweep over mixes, e.g. `100:0,95:5,50:50`.",
+        }),
+        excludes: None,
+        field: "mix",
+        parse: |s| json(Mix::parse(s)),
+        show: |w| w.mix.to_string(),
+    },
+    Param {
+        key: "records",
+        flag: "records",
+        short: None,
+        value_name: "COUNT",
+        help: "Records loaded before measuring (keys bk:000000000000 …). Suffixes k, m.",
+        default: Some("100000"),
+        switch: None,
+        sweep: Some(SweepFlag {
+            flag: "sweep-records",
+            help: "Sweep over record counts, e.g. `100k,1m`.",
+        }),
+        excludes: None,
+        field: "records",
+        parse: |s| {
+            json(parse_count(s).and_then(|v| match v {
+                0 => Err("0 records leaves nothing to read; use at least 1".into()),
+                v if v >= 1_000_000_000_000 => {
+                    Err("at most 999999999999 records (keys have 12 digits)".into())
+                }
+                v => Ok(v),
+            }))
+        },
+        show: |w| w.records.to_string(),
+    },
+    Param {
+        key: "key_distribution",
+        flag: "key-distribution",
+        short: None,
+        value_name: "DIST",
+        help: "Key distribution of the measure phase: uniform, zipfian or sequential.",
+        default: Some("uniform"),
+        switch: None,
+        sweep: None,
+        excludes: None,
+        field: "key_distribution",
+        parse: |s| json(s.parse::<KeyDistribution>()),
+        show: |w| word(&w.key_distribution),
+    },
+    Param {
+        key: "load",
+        flag: "no-load",
+        short: None,
+        value_name: "",
+        help: "Skip the load phase (measure against whatever the target holds).",
+        default: Some("true"),
+        switch: Some("false"),
+        sweep: None,
+        excludes: None,
+        field: "load",
+        parse: |s| json(switch(s)),
+        show: |w| w.load.to_string(),
+    },
+    Param {
+        key: "grow",
+        flag: "grow",
+        short: None,
+        value_name: "",
+        help: "Growth experiment: --sweep-records gives checkpoints (e.g. 1m,2m,5m); each target stays up and loads only the records added since the previous checkpoint, then measures.",
+        default: Some("false"),
+        switch: Some("true"),
+        sweep: None,
+        excludes: None,
+        field: "grow",
+        parse: |s| json(switch(s)),
+        show: |w| w.grow.to_string(),
+    },
+    Param {
+        key: "memory_cap",
+        flag: "memory-cap",
+        short: None,
+        value_name: "BYTES",
+        help: "Cap the target's memory (RSS and page cache together), e.g. `256mb`: a managed server, or bakeoff itself for an in-process engine, runs in a cgroup with this limit (cgroup v1 memory.limit_in_bytes or v2 memory.max; needs root). For data sets larger than memory.",
+        default: None,
+        switch: None,
+        sweep: Some(SweepFlag {
+            flag: "sweep-memory-cap",
+            help: "Sweep over memory caps, e.g. `256mb,none` (see --memory-cap).",
+        }),
+        excludes: None,
+        field: "memory_cap",
+        parse: |s| json(memory_cap(s)),
+        show: |w| {
+            w.memory_cap
+                .map(|b| fmt_bytes(b as f64))
+                .unwrap_or_else(|| "none".into())
+        },
+    },
+    Param {
+        key: "io",
+        flag: "io",
+        short: None,
+        value_name: "BACKEND",
+        help: "How bakeoff's network loop moves bytes: auto (io_uring where the kernel allows it, else epoll), epoll or io_uring.",
+        default: Some("auto"),
+        switch: None,
+        sweep: None,
+        excludes: None,
+        field: "io",
+        parse: |s| json(s.parse::<IoBackend>()),
+        show: |w| word(&w.io),
+    },
+    Param {
+        key: "record",
+        flag: "record",
+        short: None,
+        value_name: "KIND",
+        help: "Records stored: kv (a value per key) or profile (the table of 000-search: name, sex, province, city, payload).",
+        default: Some("kv"),
+        switch: None,
+        sweep: None,
+        excludes: None,
+        field: "record",
+        parse: |s| json(s.parse::<RecordKind>()),
+        show: |w| word(&w.record),
+    },
+    Param {
+        key: "search",
+        flag: "search",
+        short: None,
+        value_name: "SEARCH",
+        help: "Which search `search` operations make on profile records: name (substring, no index helps), sex, location (province + city) or all.",
+        default: Some("name"),
+        switch: None,
+        sweep: Some(SweepFlag {
+            flag: "sweep-search",
+            help: "Sweep over searches, e.g. `name,sex,location,all`.",
+        }),
+        excludes: None,
+        field: "search",
+        parse: |s| json(s.parse::<SearchKind>()),
+        show: |w| w.search.to_string(),
+    },
+    Param {
+        key: "indexes",
+        flag: "no-indexes",
+        short: None,
+        value_name: "",
+        help: "Profile table without its indexes on sex and (province, city).",
+        default: Some("true"),
+        switch: Some("false"),
+        sweep: Some(SweepFlag {
+            flag: "sweep-indexes",
+            help: "Sweep over indexes, e.g. `on,off`.",
+        }),
+        excludes: None,
+        field: "indexes",
+        parse: |s| json(switch(s)),
+        show: |w| on_off(w.indexes),
+    },
+    Param {
+        key: "batch",
+        flag: "batch",
+        short: None,
+        value_name: "N",
+        help: "Records per insert while loading (multi-row INSERT on the SQL servers, insertMany on MongoDB).",
+        default: Some("1"),
+        switch: None,
+        sweep: None,
+        excludes: None,
+        field: "batch",
+        parse: |s| {
+            json(parse_count(s).and_then(|n| match n {
+                0 => Err("a batch of 0 records inserts nothing; use 1 or more".into()),
+                n if n > 100_000 => Err(format!(
+                    "a batch of {n} records is too large; use at most 100000"
+                )),
+                n => Ok(n as u32),
+            }))
+        },
+        show: |w| w.batch.to_string(),
+    },
+    Param {
+        key: "request",
+        flag: "request",
+        short: None,
+        value_name: "MODE",
+        help: "What one request is: op (one operation on a kept connection), connect (a new connection per operation: connect, operate, close — many short-lived connections) or phases (MariaDB: connect, select db, set charset, UPDATE 10 rows, SELECT 10 rows, INSERT 1 row, close, each step timed). With connect and phases, the load before the run is done by at most 8 clients on kept connections, so that a crowd meant to overload the server is not refused while loading.",
+        default: Some("op"),
+        switch: None,
+        sweep: None,
+        excludes: None,
+        field: "request",
+        parse: |s| json(s.parse::<RequestMode>()),
+        show: |w| w.request.name().to_string(),
+    },
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every parameter sets a field of its own, its default parses, and
+    /// `show` of the parsed default reads back as the same value: the
+    /// declaration is consistent with the workload it fills.
+    #[test]
+    fn each_declaration_round_trips_through_its_field() {
+        let base = defaults();
+        let mut fields = std::collections::BTreeSet::new();
+        for p in PARAMS {
+            assert!(fields.insert(p.field), "{} shares field {}", p.key, p.field);
+            assert!(param(p.key).is_some());
+            if let Some(d) = p.default {
+                let shown = (p.show)(&base);
+                let again = (p.parse)(&shown).unwrap_or_else(|e| panic!("{}: {e}", p.key));
+                assert_eq!(again, (p.parse)(d).unwrap(), "{}", p.key);
+            }
+        }
+        // Every field of the workload but the derived one is a parameter.
+        let Value::Object(all) = serde_json::to_value(&base).unwrap() else {
+            panic!()
+        };
+        for k in all.keys() {
+            assert!(k == "load_from" || fields.contains(k.as_str()), "{k}");
+        }
+    }
+
+    #[test]
+    fn put_sets_only_its_field() {
+        let mut w = defaults();
+        param("pipeline").unwrap().put(&mut w, &Value::from(16));
+        assert_eq!((w.pipeline, w.clients), (16, 50));
+        let cap = (param("memory_cap").unwrap().parse)("256mb").unwrap();
+        param("memory_cap").unwrap().put(&mut w, &cap);
+        assert_eq!(w.memory_cap, Some(256 << 20));
+    }
+}

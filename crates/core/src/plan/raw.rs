@@ -1,0 +1,88 @@
+//! The first stage: a preset file and the flags as given, not yet checked.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+use crate::error::PlanError;
+
+/// A number or a string in a preset (`repeats = 3` or `repeats = "3"`).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(untagged)]
+pub enum Scalar {
+    /// An integer.
+    Int(i64),
+    /// A float.
+    Float(f64),
+    /// A string with an optional unit.
+    Str(String),
+}
+
+impl std::fmt::Display for Scalar {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Scalar::Int(i) => write!(f, "{i}"),
+            Scalar::Float(x) => write!(f, "{x}"),
+            Scalar::Str(s) => write!(f, "{s}"),
+        }
+    }
+}
+
+/// A preset file as written.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawPreset {
+    /// Experiment name (defaults to the file name).
+    pub name: Option<String>,
+    /// What the experiment asks.
+    pub description: Option<String>,
+    /// Targets: names (`redis`) or URLs (`redis://127.0.0.1:6379`).
+    pub targets: Option<Vec<String>>,
+    /// Times each point is run.
+    pub repeats: Option<Scalar>,
+    /// Seed of every generator.
+    pub seed: Option<Scalar>,
+    /// The `[workload]` table: parameter key → value (see
+    /// [`super::params::PARAMS`]); keys are checked when the plan is built.
+    #[serde(default)]
+    pub workload: BTreeMap<String, toml::Value>,
+    /// The `[sweep]` table: parameter key → list of values.
+    #[serde(default)]
+    pub sweep: BTreeMap<String, toml::Value>,
+    /// Settings of managed servers, per target name.
+    #[serde(default)]
+    pub servers: BTreeMap<String, toml::Table>,
+}
+
+impl RawPreset {
+    /// Reads and parses a preset file; unknown top-level keys are errors
+    /// here, unknown parameters when the plan is built.
+    pub fn load(path: &str) -> Result<Self, PlanError> {
+        let text = std::fs::read_to_string(path).map_err(|source| PlanError::Read {
+            path: path.to_string(),
+            source,
+        })?;
+        toml::from_str(&text).map_err(|e| PlanError::Syntax {
+            path: path.to_string(),
+            message: e.to_string().trim().replace('\n', "\n  "),
+        })
+    }
+}
+
+/// Flags given on the command line; each overrides the preset key of the
+/// same name.
+#[derive(Clone, Debug, Default)]
+pub struct Overrides {
+    /// `--target`, repeatable or comma-separated.
+    pub targets: Vec<String>,
+    /// `--repeats`.
+    pub repeats: Option<String>,
+    /// `--seed`.
+    pub seed: Option<String>,
+    /// Workload flags as raw text, by parameter key (`pipeline` → `16`).
+    pub workload: BTreeMap<String, String>,
+    /// `--sweep-*` flags, by parameter key (`clients` → `1`, `10`).
+    pub sweep: BTreeMap<String, Vec<String>>,
+    /// `--set target.key=value` server settings.
+    pub server_settings: Vec<(String, String, String)>,
+}

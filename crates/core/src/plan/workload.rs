@@ -1,0 +1,227 @@
+//! The validated workload of one run, and the value types only it uses.
+
+use serde::{Deserialize, Serialize};
+
+use crate::value::ValueContent;
+use crate::workload::{KeyDistribution, OpKind, ValueSizes, OP_KINDS};
+
+/// How the network loop moves bytes.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum IoBackend {
+    /// io_uring where the kernel allows it, else epoll (the result says which).
+    #[default]
+    Auto,
+    /// epoll.
+    Epoll,
+    /// io_uring (falls back to epoll, and says so, where unavailable).
+    IoUring,
+}
+
+impl std::str::FromStr for IoBackend {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.trim().to_ascii_lowercase().replace('-', "_").as_str() {
+            "auto" => Ok(Self::Auto),
+            "epoll" => Ok(Self::Epoll),
+            "io_uring" | "iouring" | "uring" => Ok(Self::IoUring),
+            other => Err(format!(
+                "unknown I/O backend `{other}`; use auto, epoll or io_uring"
+            )),
+        }
+    }
+}
+
+/// Operation weights `get:set:update:delete`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Mix {
+    /// Weights indexed like [`OpKind`].
+    pub weights: [u32; OP_KINDS],
+}
+
+impl Mix {
+    /// Parses `90:10`, `95:5:0:0`, `0:0:0:0:1`, or `get=90,set=10`.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let mut weights = [0u32; OP_KINDS];
+        let t = text.trim();
+        if t.contains('=') {
+            for part in t.split(',') {
+                let (k, v) = part
+                    .split_once('=')
+                    .ok_or_else(|| format!("`{part}` is not name=weight"))?;
+                let i = OpKind::ALL
+                    .iter()
+                    .position(|o| o.name() == k.trim())
+                    .ok_or_else(|| {
+                        format!(
+                            "unknown operation `{}`; use get, set, update or delete",
+                            k.trim()
+                        )
+                    })?;
+                weights[i] = v
+                    .trim()
+                    .parse()
+                    .map_err(|_| format!("weight `{v}` is not a whole number"))?;
+            }
+        } else {
+            let parts: Vec<&str> = t.split(':').collect();
+            if parts.len() > OP_KINDS {
+                return Err(format!(
+                    "`{text}` has {} weights; the order is get:set:update:delete",
+                    parts.len()
+                ));
+            }
+            for (i, p) in parts.iter().enumerate() {
+                weights[i] = p
+                    .trim()
+                    .parse()
+                    .map_err(|_| format!("weight `{p}` in `{text}` is not a whole number (order get:set:update:delete)"))?;
+            }
+        }
+        if weights.iter().map(|&w| w as u64).sum::<u64>() == 0 {
+            return Err(format!(
+                "mix `{text}` sums to 0; give at least one operation a weight, e.g. 90:10"
+            ));
+        }
+        Ok(Self { weights })
+    }
+
+    /// Operation kinds with a non-zero weight.
+    pub fn kinds(&self) -> impl Iterator<Item = OpKind> + '_ {
+        OpKind::ALL
+            .into_iter()
+            .filter(|k| self.weights[*k as usize] > 0)
+    }
+}
+
+impl std::fmt::Display for Mix {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let w = self.weights;
+        write!(f, "{}:{}:{}:{}", w[0], w[1], w[2], w[3])?;
+        if w[4] > 0 {
+            write!(f, ":{}", w[4])?;
+        }
+        Ok(())
+    }
+}
+
+/// The validated workload of one run.
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Workload {
+    /// Records in the key space (ids `0..records`).
+    pub records: u64,
+    /// Key distribution in the measure phase.
+    pub key_distribution: KeyDistribution,
+    /// Value sizes, bytes (header included).
+    pub value_size: ValueSizes,
+    /// Payload content.
+    pub value_content: ValueContent,
+    /// Operation mix.
+    pub mix: Mix,
+    /// Connections in all.
+    pub clients: u32,
+    /// Worker threads the connections are spread over.
+    pub threads: u32,
+    /// Requests in flight per connection.
+    pub pipeline: u32,
+    /// Measure phase length in seconds, when timed.
+    pub duration_s: Option<f64>,
+    /// Operations to measure (all clients together), when counted.
+    pub ops: Option<u64>,
+    /// Warm-up length in seconds (not measured).
+    pub warmup_s: f64,
+    /// Target rate in ops/s (open loop); `None` = closed loop.
+    pub rate: Option<f64>,
+    /// Request timeout in seconds.
+    pub timeout_s: f64,
+    /// Whether the load phase fills every record first.
+    pub load: bool,
+    /// How the network loop moves bytes.
+    #[serde(default)]
+    pub io: IoBackend,
+    /// Memory cap on the target (its RSS and page cache together), bytes:
+    /// a managed server, or the bakeoff process for an in-process engine.
+    #[serde(default)]
+    pub memory_cap: Option<u64>,
+    /// What records are stored.
+    #[serde(default)]
+    pub record: crate::profile::RecordKind,
+    /// Which search `search` operations make.
+    #[serde(default)]
+    pub search: crate::profile::SearchKind,
+    /// Whether the profile table has its secondary indexes.
+    #[serde(default = "yes")]
+    pub indexes: bool,
+    /// Records per insert in the load phase; 1 = one statement per record.
+    #[serde(default = "one")]
+    pub batch: u32,
+    /// Growth experiment: the record-count sweep is a series of checkpoints
+    /// on one target that stays up between them.
+    #[serde(default)]
+    pub grow: bool,
+    /// Records already stored before this point's load (growth: the
+    /// previous checkpoint); the load adds ids `load_from..records`.
+    #[serde(default)]
+    pub load_from: u64,
+    /// What one measured request is.
+    #[serde(default)]
+    pub request: RequestMode,
+}
+
+/// What one measured request is.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum RequestMode {
+    /// One operation on a connection kept for the whole run.
+    #[default]
+    Op,
+    /// A new connection per operation: connect, operate, close, all timed
+    /// (000-mysql-conns).
+    Connect,
+    /// The named steps of 000-mysql-phases, each timed: connect, select
+    /// database, set charset, UPDATE of 10 rows, SELECT of 10 rows, INSERT
+    /// of one row, close.
+    Phases,
+}
+
+impl RequestMode {
+    /// Its name in presets and flags.
+    pub fn name(self) -> &'static str {
+        match self {
+            RequestMode::Op => "op",
+            RequestMode::Connect => "connect",
+            RequestMode::Phases => "phases",
+        }
+    }
+}
+
+impl std::str::FromStr for RequestMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.trim() {
+            "op" => Ok(Self::Op),
+            "connect" => Ok(Self::Connect),
+            "phases" => Ok(Self::Phases),
+            o => Err(format!("unknown request `{o}`; use op, connect or phases")),
+        }
+    }
+}
+
+fn one() -> u32 {
+    1
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl Workload {
+    /// Requests in flight when every client is busy.
+    pub fn in_flight(&self) -> u64 {
+        self.clients as u64 * self.pipeline as u64
+    }
+}
