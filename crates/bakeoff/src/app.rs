@@ -10,9 +10,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use bakeoff_core::environment;
-use bakeoff_core::error::RunError;
+use bakeoff_core::error::{PlanError, RunError};
 use bakeoff_core::plan::{Overrides, Plan, RawPreset};
-use bakeoff_core::result::ExperimentResult;
+use bakeoff_core::result::{ExperimentResult, ResultFileError};
 use bakeoff_core::runner::{run_experiment, ExperimentOptions, Observer};
 use bakeoff_drivers::registry::{entries, Registry};
 use bakeoff_report::csv::CsvExporter;
@@ -41,6 +41,33 @@ pub enum AppError {
     /// Something failed while running (exit 1).
     #[error("{0}")]
     Failed(String),
+}
+
+/// A plan that cannot be built is bad input.
+impl From<PlanError> for AppError {
+    fn from(e: PlanError) -> Self {
+        AppError::Usage(e.to_string())
+    }
+}
+
+/// A result file that cannot be read is bad input.
+impl From<ResultFileError> for AppError {
+    fn from(e: ResultFileError) -> Self {
+        AppError::Usage(e.to_string())
+    }
+}
+
+/// A target that cannot be used is bad input (nothing was measured); any
+/// other failure of a run is a failure.
+impl From<RunError> for AppError {
+    fn from(e: RunError) -> Self {
+        match e {
+            e @ RunError::Setup { .. } => AppError::Usage(e.to_string()),
+            e => AppError::Failed(format!(
+                "{e}; the runs finished before it are in the file if it could be written"
+            )),
+        }
+    }
 }
 
 impl AppError {
@@ -126,13 +153,10 @@ pub fn overrides(args: &RunArgs) -> Result<Overrides, AppError> {
 /// Builds the validated plan from a preset and flags.
 pub fn plan(args: &RunArgs) -> Result<Plan, AppError> {
     let preset = match &args.preset {
-        Some(p) => Some((
-            p.as_str(),
-            RawPreset::load(p).map_err(|e| AppError::Usage(e.to_string()))?,
-        )),
+        Some(p) => Some((p.as_str(), RawPreset::load(p)?)),
         None => None,
     };
-    Plan::build(preset, &overrides(args)?, &Registry).map_err(|e| AppError::Usage(e.to_string()))
+    Ok(Plan::build(preset, &overrides(args)?, &Registry)?)
 }
 
 fn default_out(plan: &Plan) -> PathBuf {
@@ -354,21 +378,14 @@ pub fn run_experiment_from_args(
         skip_unavailable,
     };
     let env = environment::detect(plan.seed, command_line());
-    match run_experiment(&plan, &Registry, env, &opts, observer) {
-        Ok(r) => {
-            if r.runs.is_empty() && r.status == "complete" {
-                return Err(AppError::Usage(format!(
-                    "no target could be used: {}",
-                    r.warnings.join("; ")
-                )));
-            }
-            Ok((r, out))
-        }
-        Err(e @ RunError::Setup { .. }) => Err(AppError::Usage(e.to_string())),
-        Err(e) => Err(AppError::Failed(format!(
-            "{e}; the runs finished before it are in the file if it could be written"
-        ))),
+    let r = run_experiment(&plan, &Registry, env, &opts, observer)?;
+    if r.runs.is_empty() && r.status == "complete" {
+        return Err(AppError::Usage(format!(
+            "no target could be used: {}",
+            r.warnings.join("; ")
+        )));
     }
+    Ok((r, out))
 }
 
 /// `bakeoff list`.
@@ -410,8 +427,7 @@ fn report(args: &ReportArgs) -> Result<i32, AppError> {
         .files
         .iter()
         .map(|f| ExperimentResult::read(Path::new(f)))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(AppError::Usage)?;
+        .collect::<Result<Vec<_>, _>>()?;
     if let Some(path) = &args.html {
         write_report(&HtmlExporter, &results, Path::new(path))
             .map_err(|e| AppError::Failed(format!("cannot write the HTML report {path}: {e}")))?;
@@ -437,8 +453,8 @@ fn report(args: &ReportArgs) -> Result<i32, AppError> {
 }
 
 fn compare(args: &CompareArgs) -> Result<i32, AppError> {
-    let a = ExperimentResult::read(Path::new(&args.a)).map_err(AppError::Usage)?;
-    let b = ExperimentResult::read(Path::new(&args.b)).map_err(AppError::Usage)?;
+    let a = ExperimentResult::read(Path::new(&args.a))?;
+    let b = ExperimentResult::read(Path::new(&args.b))?;
     let c = bakeoff_report::compare::compare(&a, &b);
     let mut stdout = std::io::stdout();
     c.write(&a, &b, args.markdown, &mut stdout)
@@ -450,4 +466,40 @@ fn compare(args: &CompareArgs) -> Result<i32, AppError> {
         )));
     }
     Ok(EXIT_OK)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bakeoff_core::error::TargetError;
+
+    /// The exit code follows the error's type: an unusable target or a bad
+    /// plan is bad input (2), a result that cannot be written is a failed
+    /// run (1).
+    #[test]
+    fn exit_codes_follow_error_types() {
+        let setup = RunError::Setup {
+            target: "redis".into(),
+            source: TargetError::NotInstalled {
+                what: "`redis-server` is not on PATH".into(),
+                package: "redis-server".into(),
+            },
+        };
+        let e = AppError::from(setup);
+        assert_eq!(e.exit_code(), EXIT_USAGE);
+        assert!(
+            e.to_string().contains("apt-get install redis-server"),
+            "{e}"
+        );
+        let write = RunError::Write {
+            path: "/x.json".into(),
+            source: std::io::Error::other("disk full"),
+        };
+        assert_eq!(AppError::from(write).exit_code(), EXIT_RUN_ERRORS);
+        let plan = PlanError::Invalid {
+            origin: "flag --clients".into(),
+            message: "0 clients cannot run".into(),
+        };
+        assert_eq!(AppError::from(plan).exit_code(), EXIT_USAGE);
+    }
 }

@@ -38,7 +38,11 @@ impl TargetCatalog for MockCatalog {
     fn target_for_scheme(&self, _: &str) -> Option<String> {
         None
     }
-    fn check_settings(&self, _: &str, _: &toml::Table) -> Result<(), String> {
+    fn check_settings(
+        &self,
+        _: &str,
+        _: &toml::Table,
+    ) -> Result<(), bakeoff_core::error::TargetError> {
         Ok(())
     }
     fn default_targets(&self) -> Vec<String> {
@@ -211,7 +215,7 @@ fn other_schema_versions_are_refused_clearly() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("old.json");
     std::fs::write(&path, r#"{"schema_version": 0, "runs": []}"#).unwrap();
-    let e = ExperimentResult::read(&path).unwrap_err();
+    let e = ExperimentResult::read(&path).unwrap_err().to_string();
     assert!(
         e.contains("schema version 0") && e.contains("reads version 1"),
         "{e}"
@@ -219,6 +223,7 @@ fn other_schema_versions_are_refused_clearly() {
     std::fs::write(&path, r#"{"hello": 1}"#).unwrap();
     assert!(ExperimentResult::read(&path)
         .unwrap_err()
+        .to_string()
         .contains("not a bakeoff result file"));
 }
 

@@ -12,6 +12,7 @@ use std::cell::RefCell;
 use std::future::Future;
 
 use crate::driver::{Job, JobKind, WorkerOutput};
+use crate::error::TargetError;
 use crate::harness::{key_of, Harness, Outcome, Request, KEY_LEN, RECONNECT_EVERY_NS};
 use crate::plan::RequestMode;
 use crate::recorder::{monotonic_ns, ErrorKind};
@@ -20,7 +21,11 @@ use crate::session::{outcome, perform, Answer, ConnectError, OpBuffers, Session,
 /// Runs worker `worker`'s share of `job`, opening one session per client
 /// with `connect` (again after a session is lost, and for every request
 /// when the workload asks for a connection per request).
-pub fn run_worker<S, F, Fut>(connect: F, job: &Job, worker: usize) -> Result<WorkerOutput, String>
+pub fn run_worker<S, F, Fut>(
+    connect: F,
+    job: &Job,
+    worker: usize,
+) -> Result<WorkerOutput, TargetError>
 where
     S: Session + 'static,
     F: Fn() -> Fut,
@@ -29,7 +34,7 @@ where
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| format!("cannot start an async runtime: {e}"))?;
+        .map_err(|e| TargetError::Client(format!("cannot start an async runtime: {e}")))?;
     let local = tokio::task::LocalSet::new();
     let harness = RefCell::new(Harness::new(job, worker));
     let t0_ns = monotonic_ns().saturating_sub(job.t0.elapsed().as_nanos() as u64);
@@ -62,10 +67,11 @@ where
             }
         }
         if sessions.iter().all(|s| s.is_none()) && clients > 0 {
-            return Err(format!(
-                "cannot connect: {}",
-                first_err.map(|e| e.message).unwrap_or_default()
-            ));
+            let e = first_err.expect("a client failed to connect");
+            return Err(TargetError::from(ConnectError::new(
+                e.kind,
+                format!("cannot connect: {}", e.message),
+            )));
         }
         if mode != RequestMode::Op {
             for s in sessions.iter_mut() {

@@ -20,6 +20,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::mpsc::Sender;
 use std::time::Instant;
 
+use crate::error::TargetError;
 use crate::plan::Workload;
 use crate::recorder::Interval;
 use crate::value::ValuePool;
@@ -194,7 +195,7 @@ pub trait Driver: Send + Sync {
     /// returns what it measured. Errors are reserved for failures that make
     /// the whole job meaningless (no connection could ever be opened);
     /// failed operations are counted, not returned.
-    fn run_worker(&self, job: &Job, worker: usize) -> Result<WorkerOutput, String>;
+    fn run_worker(&self, job: &Job, worker: usize) -> Result<WorkerOutput, TargetError>;
 
     /// What is sent for each operation kind, for the report.
     fn describe(&self, kind: OpKind) -> String;

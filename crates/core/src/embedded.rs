@@ -22,14 +22,15 @@ use crate::recorder::{monotonic_ns, WorkerOutput};
 use crate::session::{outcome, perform, OpBuffers, Session, SessionError, SessionResult};
 
 /// One worker's handle on an engine. Implementations do no timing and no
-/// recording; an `Err` is a failed operation, counted as a server error.
+/// recording; an `Err` is a failed operation, counted by its kind (an
+/// engine's own errors are [`SessionError::Server`]).
 pub trait EngineSession {
     /// Reads record `key` into `out` (cleared first); `Ok(false)` if absent.
-    fn get(&mut self, key: &[u8], out: &mut Vec<u8>) -> Result<bool, String>;
+    fn get(&mut self, key: &[u8], out: &mut Vec<u8>) -> SessionResult<bool>;
     /// Writes record `key`.
-    fn put(&mut self, key: &[u8], value: &[u8]) -> Result<(), String>;
+    fn put(&mut self, key: &[u8], value: &[u8]) -> SessionResult<()>;
     /// Removes record `key`; `Ok(false)` if it was absent.
-    fn delete(&mut self, key: &[u8]) -> Result<bool, String>;
+    fn delete(&mut self, key: &[u8]) -> SessionResult<bool>;
     /// Stores profile row `id` (key `key`) with `payload` as its payload.
     fn put_profile(
         &mut self,
@@ -37,12 +38,14 @@ pub trait EngineSession {
         _key: &[u8],
         _profile: &Profile,
         _payload: &[u8],
-    ) -> Result<(), String> {
-        Err("this engine has no profile table".into())
+    ) -> SessionResult<()> {
+        Err(SessionError::Server(
+            "this engine has no profile table".into(),
+        ))
     }
     /// Runs a search on the profile table; returns the rows it found.
-    fn search(&mut self, _query: &Query) -> Result<u64, String> {
-        Err("this engine cannot search".into())
+    fn search(&mut self, _query: &Query) -> SessionResult<u64> {
+        Err(SessionError::Server("this engine cannot search".into()))
     }
 }
 
@@ -51,13 +54,13 @@ pub struct InProcess<'s, S>(pub &'s mut S);
 
 impl<S: EngineSession> Session for InProcess<'_, S> {
     async fn get(&mut self, key: &[u8], out: &mut Vec<u8>) -> SessionResult<bool> {
-        self.0.get(key, out).map_err(SessionError::Server)
+        self.0.get(key, out)
     }
     async fn put(&mut self, key: &[u8], value: &[u8]) -> SessionResult<()> {
-        self.0.put(key, value).map_err(SessionError::Server)
+        self.0.put(key, value)
     }
     async fn delete(&mut self, key: &[u8]) -> SessionResult<bool> {
-        self.0.delete(key).map_err(SessionError::Server)
+        self.0.delete(key)
     }
     async fn put_profile(
         &mut self,
@@ -66,12 +69,10 @@ impl<S: EngineSession> Session for InProcess<'_, S> {
         profile: &Profile,
         payload: &[u8],
     ) -> SessionResult<()> {
-        self.0
-            .put_profile(id, key, profile, payload)
-            .map_err(SessionError::Server)
+        self.0.put_profile(id, key, profile, payload)
     }
     async fn search(&mut self, query: &Query) -> SessionResult<u64> {
-        self.0.search(query).map_err(SessionError::Server)
+        self.0.search(query)
     }
 }
 

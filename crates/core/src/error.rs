@@ -36,12 +36,12 @@ pub enum PlanError {
 pub enum RunError {
     /// The target cannot be used as asked: missing binary, unreachable
     /// server, wrong password, port in use. Nothing was measured.
-    #[error("target {target}: {message}")]
+    #[error("target {target}: {source}")]
     Setup {
         /// Target name.
         target: String,
         /// What is wrong and how to fix it.
-        message: String,
+        source: TargetError,
     },
     /// The result file could not be written.
     #[error("cannot write result file {path}: {source}")]
@@ -51,4 +51,37 @@ pub enum RunError {
         /// Underlying error.
         source: std::io::Error,
     },
+}
+
+/// Why a target cannot be used or a job could not run: returned by the
+/// drivers' availability checks, settings checks, probes, opens and worker
+/// loops. Nothing is measured after one; the runner reports it as a
+/// [`RunError::Setup`] naming the target, and the binary exits with 2.
+#[derive(Debug, thiserror::Error)]
+pub enum TargetError {
+    /// A program or library the target needs is not installed.
+    #[error("{what}; install it with `apt-get install {package}` (Debian package {package})")]
+    NotInstalled {
+        /// What is missing: "`redis-server` is not on PATH".
+        what: String,
+        /// The Debian package that provides it.
+        package: String,
+    },
+    /// A server setting is malformed, or settings contradict each other.
+    #[error("{0}")]
+    Settings(String),
+    /// No connection could be opened; its kind says how it is counted.
+    #[error(transparent)]
+    Connect(#[from] crate::session::ConnectError),
+    /// The server could not be started, or refused a setup step (creating
+    /// the table, reading its counters).
+    #[error("{0}")]
+    Server(String),
+    /// An in-process engine could not be opened or set up.
+    #[error("{0}")]
+    Engine(String),
+    /// bakeoff's own side failed: a worker thread panicked, a loop could
+    /// not be set up.
+    #[error("{0}")]
+    Client(String),
 }

@@ -11,6 +11,7 @@
 use std::collections::VecDeque;
 
 use crate::driver::{Driver, Job, WorkerOutput};
+use crate::error::TargetError;
 use crate::harness::{CpuClock, Harness, Outcome, Request};
 use crate::plan::{Plan, TargetSpec};
 use crate::recorder::ErrorKind;
@@ -81,7 +82,7 @@ impl Driver for MockDriver {
     /// `pipeline` requests out per client and hands each completion to the
     /// harness, but time is simulated — it jumps to the next reply (or the
     /// next scheduled request in open loop) instead of waiting.
-    fn run_worker(&self, job: &Job, worker: usize) -> Result<WorkerOutput, String> {
+    fn run_worker(&self, job: &Job, worker: usize) -> Result<WorkerOutput, TargetError> {
         let mut h = Harness::with_cpu_clock(job, worker, CpuClock::None);
         let pipeline = job.workload.pipeline.max(1) as usize;
         let mut conns: Vec<SimConn> = job
@@ -202,7 +203,7 @@ pub struct MockOpener {
 }
 
 impl TargetOpener for MockOpener {
-    fn probe(&self, _: &TargetSpec, _: &Plan) -> Result<(), String> {
+    fn probe(&self, _: &TargetSpec, _: &Plan) -> Result<(), TargetError> {
         Ok(())
     }
     fn open(
@@ -210,7 +211,7 @@ impl TargetOpener for MockOpener {
         _: &TargetSpec,
         _: &Plan,
         _: &crate::plan::Workload,
-    ) -> Result<Box<dyn Target>, String> {
+    ) -> Result<Box<dyn Target>, TargetError> {
         Ok(Box::new(MockTarget {
             driver: self.driver.clone(),
         }))

@@ -27,9 +27,11 @@ use std::os::fd::AsRawFd;
 use io_uring::{opcode, types, IoUring};
 
 use crate::driver::{Codec, Connector, Decoded, Driver, Job, Reply, WorkerOutput};
+use crate::error::TargetError;
 use crate::harness::{format_key, Harness, Outcome, Request, KEY_LEN, RECONNECT_EVERY_NS};
 use crate::plan::IoBackend;
 use crate::recorder::{monotonic_ns, ErrorKind};
+use crate::session::{io_error_kind, ConnectError};
 use crate::workload::OpKind;
 
 /// How often in-flight requests are checked against the timeout.
@@ -191,7 +193,7 @@ pub fn run_worker<C: Codec>(
     connector: &dyn Connector,
     job: &Job,
     worker: usize,
-) -> Result<WorkerOutput, String> {
+) -> Result<WorkerOutput, TargetError> {
     let mut lp = Loop::new(codec, connector, job, worker)?;
     lp.run();
     Ok(lp.finish())
@@ -218,7 +220,7 @@ impl<'a, C: Codec> Loop<'a, C> {
         connector: &'a dyn Connector,
         job: &'a Job<'a>,
         worker: usize,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, TargetError> {
         let w = job.workload;
         let harness = Harness::new(job, worker);
         let pipeline = w.pipeline.max(1) as usize;
@@ -246,10 +248,10 @@ impl<'a, C: Codec> Loop<'a, C> {
         let (backend, backend_name) = Backend::new(w.io, conns.len());
         if let Backend::Epoll { epfd, .. } = &backend {
             if *epfd < 0 {
-                return Err(format!(
+                return Err(TargetError::Client(format!(
                     "epoll_create1 failed: {}",
                     std::io::Error::last_os_error()
-                ));
+                )));
             }
         }
         let mut lp = Loop {
@@ -273,10 +275,10 @@ impl<'a, C: Codec> Loop<'a, C> {
             }
         }
         if !lp.conns.is_empty() && lp.conns.iter().all(|c| c.stream.is_none()) {
-            return Err(format!(
-                "cannot connect: {}",
-                first_err.map(|e| e.to_string()).unwrap_or_default()
-            ));
+            let e = first_err.expect("a client failed to connect");
+            return Err(
+                ConnectError::new(io_error_kind(&e), format!("cannot connect: {e}")).into(),
+            );
         }
         Ok(lp)
     }
@@ -776,7 +778,7 @@ pub struct CodecDriver<C: Codec> {
 }
 
 impl<C: Codec> Driver for CodecDriver<C> {
-    fn run_worker(&self, job: &Job, worker: usize) -> Result<WorkerOutput, String> {
+    fn run_worker(&self, job: &Job, worker: usize) -> Result<WorkerOutput, TargetError> {
         run_worker(&self.codec, &*self.connector, job, worker)
     }
 

@@ -452,24 +452,75 @@ impl ExperimentResult {
     }
 
     /// Reads a result file, refusing other schema versions with a clear message.
-    pub fn read(path: &Path) -> Result<Self, String> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-        let v: serde_json::Value = serde_json::from_str(&text)
-            .map_err(|e| format!("{} is not JSON: {e}", path.display()))?;
+    pub fn read(path: &Path) -> Result<Self, ResultFileError> {
+        let shown = || path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|source| ResultFileError::Read {
+            path: shown(),
+            source,
+        })?;
+        let v: serde_json::Value =
+            serde_json::from_str(&text).map_err(|e| ResultFileError::NotJson {
+                path: shown(),
+                message: e.to_string(),
+            })?;
         match v.get("schema_version").and_then(|s| s.as_u64()) {
             Some(n) if n == SCHEMA_VERSION as u64 => {}
-            Some(n) => {
-                return Err(format!(
-                    "{} has result schema version {n}; this bakeoff reads version {SCHEMA_VERSION}. Use the bakeoff version that wrote it",
-                    path.display()
-                ))
+            Some(found) => {
+                return Err(ResultFileError::Version {
+                    path: shown(),
+                    found,
+                })
             }
-            None => return Err(format!("{} is not a bakeoff result file (no schema_version)", path.display())),
+            None => return Err(ResultFileError::NotResult { path: shown() }),
         }
-        serde_json::from_value(v)
-            .map_err(|e| format!("{} does not match the result schema: {e}", path.display()))
+        serde_json::from_value(v).map_err(|e| ResultFileError::Schema {
+            path: shown(),
+            message: e.to_string(),
+        })
     }
+}
+
+/// A result file could not be read back.
+#[derive(Debug, thiserror::Error)]
+pub enum ResultFileError {
+    /// The file could not be read.
+    #[error("cannot read {path}: {source}")]
+    Read {
+        /// The file.
+        path: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// It is not JSON.
+    #[error("{path} is not JSON: {message}")]
+    NotJson {
+        /// The file.
+        path: String,
+        /// The parser's message.
+        message: String,
+    },
+    /// It has no schema version: not a result file.
+    #[error("{path} is not a bakeoff result file (no schema_version)")]
+    NotResult {
+        /// The file.
+        path: String,
+    },
+    /// Another version of bakeoff wrote it.
+    #[error("{path} has result schema version {found}; this bakeoff reads version {SCHEMA_VERSION}. Use the bakeoff version that wrote it")]
+    Version {
+        /// The file.
+        path: String,
+        /// Its version.
+        found: u64,
+    },
+    /// It is JSON of the right version but does not match the schema.
+    #[error("{path} does not match the result schema: {message}")]
+    Schema {
+        /// The file.
+        path: String,
+        /// The mismatch.
+        message: String,
+    },
 }
 
 /// The JSON Schema of [`ExperimentResult`].

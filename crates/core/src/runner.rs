@@ -14,7 +14,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use crate::driver::{Driver, Job, JobKind};
-use crate::error::RunError;
+use crate::error::{RunError, TargetError};
 use crate::plan::{Plan, RequestMode, TargetSpec, Workload};
 use crate::recorder::{Interval, PhaseStats};
 use crate::result::{
@@ -109,14 +109,14 @@ pub trait TargetOpener {
     /// Checks, without starting anything lasting, that `spec` can be used
     /// (binary on PATH, endpoint answers, password accepted). The message
     /// says what is wrong and how to fix it.
-    fn probe(&self, spec: &TargetSpec, plan: &Plan) -> Result<(), String>;
+    fn probe(&self, spec: &TargetSpec, plan: &Plan) -> Result<(), TargetError>;
     /// Opens `spec` for one run of `workload` (a point of `plan`).
     fn open(
         &self,
         spec: &TargetSpec,
         plan: &Plan,
         workload: &Workload,
-    ) -> Result<Box<dyn Target>, String>;
+    ) -> Result<Box<dyn Target>, TargetError>;
 }
 
 /// Told about progress; the CLI draws it, tests ignore it.
@@ -205,7 +205,7 @@ pub fn run_job(
     ctx: &JobContext,
     resources: &mut dyn FnMut() -> Option<ProcSnapshot>,
     observer: &mut dyn Observer,
-) -> Result<JobOutcome, String> {
+) -> Result<JobOutcome, TargetError> {
     let (tx, rx) = mpsc::channel::<Interval>();
     let job = Job {
         kind,
@@ -280,9 +280,9 @@ pub fn run_job(
             .into_iter()
             .map(|h| {
                 h.join()
-                    .map_err(|_| "a worker thread panicked".to_string())?
+                    .map_err(|_| TargetError::Client("a worker thread panicked".into()))?
             })
-            .collect::<Result<Vec<_>, String>>()
+            .collect::<Result<Vec<_>, TargetError>>()
     })?;
     // Intervals sent after the last check, and partial seconds.
     while let Ok(iv) = rx.try_recv() {
@@ -456,7 +456,8 @@ pub fn run_experiment(
     for spec in &plan.targets {
         match opener.probe(spec, plan) {
             Ok(()) => usable.push(spec.clone()),
-            Err(message) if opts.skip_unavailable => {
+            Err(e) if opts.skip_unavailable => {
+                let message = e.to_string();
                 let note = format!("skipped {}: {message}", spec.label());
                 observer.note(&note);
                 result.warnings.push(note);
@@ -467,10 +468,10 @@ pub fn run_experiment(
                     ..TargetRecord::default()
                 });
             }
-            Err(message) => {
+            Err(source) => {
                 return Err(RunError::Setup {
                     target: spec.label(),
-                    message,
+                    source,
                 })
             }
         }
@@ -633,8 +634,8 @@ fn run_one(
     if kept.is_none() {
         match opener.open(spec, plan, &point.workload) {
             Ok(t) => *kept = Some(t),
-            Err(m) => {
-                run.message = Some(m);
+            Err(e) => {
+                run.message = Some(e.to_string());
                 return run;
             }
         }

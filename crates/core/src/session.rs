@@ -61,12 +61,6 @@ impl ConnectError {
     }
 }
 
-impl From<ConnectError> for String {
-    fn from(e: ConnectError) -> String {
-        e.message
-    }
-}
-
 /// How a socket error is counted.
 pub fn io_error_kind(e: &std::io::Error) -> ErrorKind {
     use std::io::ErrorKind as Io;

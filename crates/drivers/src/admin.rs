@@ -7,17 +7,18 @@ use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
 use bakeoff_core::driver::{Codec, Decoded, Reply};
+use bakeoff_core::error::TargetError;
 use bakeoff_core::workload::OpKind;
 
 use crate::codec::resp::RespCodec;
 
 /// Resolves `host:port` to one address, with a message naming both.
-pub fn resolve(host: &str, port: u16) -> Result<SocketAddr, String> {
+pub fn resolve(host: &str, port: u16) -> Result<SocketAddr, TargetError> {
     (host, port)
         .to_socket_addrs()
-        .map_err(|e| format!("cannot resolve {host}:{port}: {e}"))?
+        .map_err(|e| TargetError::Server(format!("cannot resolve {host}:{port}: {e}")))?
         .next()
-        .ok_or_else(|| format!("{host}:{port} resolves to no address"))
+        .ok_or_else(|| TargetError::Server(format!("{host}:{port} resolves to no address")))
 }
 
 /// Connects with a timeout and TCP_NODELAY; explains refusals.

@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 
 use bakeoff_core::driver::Driver;
+use bakeoff_core::error::TargetError;
 use bakeoff_core::plan::TargetSpec;
 use bakeoff_core::profile::Profile;
 use bakeoff_core::result::{CounterCheck, TargetRecord};
@@ -97,11 +98,13 @@ impl<D: AsyncDriver> Target for AsyncTarget<D> {
 }
 
 /// Runs `f` on a fresh single-threaded runtime (admin queries, probing).
-pub fn block<T>(f: impl std::future::Future<Output = Result<T, String>>) -> Result<T, String> {
+pub fn block<T>(
+    f: impl std::future::Future<Output = Result<T, TargetError>>,
+) -> Result<T, TargetError> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| format!("cannot start an async runtime: {e}"))?
+        .map_err(|e| TargetError::Client(format!("cannot start an async runtime: {e}")))?
         .block_on(f)
 }
 

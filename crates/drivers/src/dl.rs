@@ -2,7 +2,10 @@
 //! bakeoff builds without their development packages and a machine without
 //! one of them runs every other target and says which package is missing.
 
+use bakeoff_core::error::TargetError;
 use libloading::Library;
+
+use crate::embedded::EngineError;
 
 /// A loaded C library and the file name it was found under.
 pub struct Lib {
@@ -15,7 +18,7 @@ pub struct Lib {
 /// Loads the first of `names` that exists. `env` names an environment
 /// variable that, when set, replaces the list (for tests and unusual
 /// installs). The error names the Debian package that provides it.
-pub fn open(names: &[&str], env: &str, package: &str) -> Result<Lib, String> {
+pub fn open(names: &[&str], env: &str, package: &str) -> Result<Lib, TargetError> {
     let override_name = std::env::var(env).ok();
     let candidates: Vec<String> = match &override_name {
         Some(n) => vec![n.clone()],
@@ -31,20 +34,42 @@ pub fn open(names: &[&str], env: &str, package: &str) -> Result<Lib, String> {
             });
         }
     }
-    Err(format!(
-        "library {} not found; install it with `apt-get install {package}` (Debian package {package})",
-        candidates.join(" or ")
-    ))
+    Err(TargetError::NotInstalled {
+        what: format!("library {} not found", candidates.join(" or ")),
+        package: package.into(),
+    })
 }
 
 /// Looks up symbol `name` as a value of type `T` (a function pointer).
 ///
 /// # Safety
 /// `T` must be the exact C signature of the symbol.
-pub unsafe fn sym<T: Copy>(lib: &Lib, name: &str) -> Result<T, String> {
+pub unsafe fn sym<T: Copy>(lib: &Lib, name: &str) -> Result<T, EngineError> {
     let s: libloading::Symbol<T> = lib
         .lib
         .get(name.as_bytes())
-        .map_err(|e| format!("{} has no symbol {name}: {e}", lib.name))?;
+        .map_err(|e| EngineError(format!("{} has no symbol {name}: {e}", lib.name)))?;
     Ok(*s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A missing library is told apart by its type, and names the package.
+    #[test]
+    fn a_missing_library_is_not_installed_and_names_its_package() {
+        let e = open(
+            &["libbakeoff-nosuch.so.0"],
+            "BAKEOFF_TEST_NOSUCH_LIB",
+            "libnosuch0",
+        )
+        .err()
+        .expect("no such library");
+        match &e {
+            TargetError::NotInstalled { package, .. } => assert_eq!(package, "libnosuch0"),
+            other => panic!("not NotInstalled: {other:?}"),
+        }
+        assert!(e.to_string().contains("apt-get install libnosuch0"), "{e}");
+    }
 }

@@ -23,6 +23,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use bakeoff_core::driver::{Codec, Connector};
+use bakeoff_core::error::TargetError;
 use bakeoff_core::net::CodecDriver;
 use bakeoff_core::plan::{Endpoint, Plan, TargetSpec, Workload};
 use bakeoff_core::result::{CounterCheck, TargetRecord};
@@ -50,7 +51,7 @@ struct HsSettings {
 }
 
 impl HsSettings {
-    fn parse(table: Option<&toml::Table>) -> Result<Self, String> {
+    fn parse(table: Option<&toml::Table>) -> Result<Self, TargetError> {
         let s = Settings::new(table, mariadb::HANDLERSOCKET_SETTINGS)?;
         Ok(Self {
             server: MariaSettings::read(&s)?,
@@ -60,7 +61,7 @@ impl HsSettings {
 }
 
 /// Checks `[servers.handlersocket]`.
-pub fn check(t: Option<&toml::Table>) -> Result<(), String> {
+pub fn check(t: Option<&toml::Table>) -> Result<(), TargetError> {
     HsSettings::parse(t).map(|_| ())
 }
 
@@ -72,11 +73,11 @@ fn plugin_path() -> Option<std::path::PathBuf> {
 }
 
 /// Whether MariaDB with the HandlerSocket plugin can be started here.
-pub fn available() -> Result<(), String> {
+pub fn available() -> Result<(), TargetError> {
     mariadb::available()?;
     match plugin_path() {
         Some(_) => Ok(()),
-        None => Err("MariaDB's HandlerSocket plugin (handlersocket.so) is not installed; install it with `apt-get install mariadb-server`".into()),
+        None => Err(TargetError::Server("MariaDB's HandlerSocket plugin (handlersocket.so) is not installed; install it with `apt-get install mariadb-server`".into())),
     }
 }
 
@@ -151,13 +152,13 @@ impl Connector for HsConnector {
 
 /// Checks the target can be used: a fixed port free, or the endpoint
 /// answering and accepting the secret.
-pub fn probe(spec: &TargetSpec, plan: &Plan) -> Result<(), String> {
+pub fn probe(spec: &TargetSpec, plan: &Plan) -> Result<(), TargetError> {
     let settings = HsSettings::parse(plan.servers.get(&spec.name))?;
     match &spec.endpoint {
         Endpoint::Managed => match settings.server.port {
-            Some(p) if !bakeoff_servers::port_is_free(p) => Err(format!(
+            Some(p) if !bakeoff_servers::port_is_free(p) => Err(TargetError::Server(format!(
                 "port {p} (servers.handlersocket.port) on 127.0.0.1 is already in use; free it, or remove the setting"
-            )),
+            ))),
             _ => Ok(()),
         },
         Endpoint::External { host, port, .. } => {
@@ -165,7 +166,7 @@ pub fn probe(spec: &TargetSpec, plan: &Plan) -> Result<(), String> {
                 addr: resolve(host, *port)?,
                 secret: spec.password.as_ref().map(|p| p.as_bytes().to_vec()),
             };
-            connector.connect().map(|_| ()).map_err(|e| e.to_string())
+            connector.connect().map(|_| ()).map_err(|e| TargetError::Server(e.to_string()))
         }
     }
 }
@@ -192,7 +193,7 @@ fn start_with(
     settings: &HsSettings,
     secret: &str,
     memory_cap: Option<u64>,
-) -> Result<(ManagedServer, mariadb::Dsn, SocketAddr), String> {
+) -> Result<(ManagedServer, mariadb::Dsn, SocketAddr), TargetError> {
     let plugin = plugin_path().ok_or_else(|| available().unwrap_err())?;
     // The plugin's two ports, picked with the server's own (again if that
     // pick is retried).
@@ -228,9 +229,9 @@ fn start_with(
     let (server, dsn) = mariadb::start_managed(&settings.server, &extra, &ready, memory_cap)?;
     let write_port = ports.get().1;
     if bakeoff_servers::listens_on(server.pid, write_port) == Some(false) {
-        return Err(format!(
+        return Err(TargetError::Server(format!(
             "HandlerSocket's port {write_port} was taken by another process while mariadbd started; run again"
-        ));
+        )));
     }
     Ok((server, dsn, SocketAddr::from(([127, 0, 0, 1], write_port))))
 }
@@ -241,7 +242,7 @@ fn start_with(
 pub fn start(
     table: Option<&toml::Table>,
     secret: &str,
-) -> Result<(ManagedServer, SocketAddr), String> {
+) -> Result<(ManagedServer, SocketAddr), TargetError> {
     let settings = HsSettings::parse(table)?;
     let (server, dsn, addr) = start_with(&settings, secret, None)?;
     crate::async_target::block(async move {
@@ -269,7 +270,7 @@ pub fn open(
     spec: &TargetSpec,
     plan: &Plan,
     workload: &Workload,
-) -> Result<Box<dyn Target>, String> {
+) -> Result<Box<dyn Target>, TargetError> {
     let settings = HsSettings::parse(plan.servers.get(&spec.name))?;
     let mut recorded = BTreeMap::new();
     let (server, sql, addr, secret, endpoint, version) = match &spec.endpoint {

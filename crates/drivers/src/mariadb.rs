@@ -14,6 +14,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use bakeoff_core::driver::{Driver, Job, JobKind, WorkerOutput};
+use bakeoff_core::error::TargetError;
 use bakeoff_core::harness::KEY_LEN;
 use bakeoff_core::plan::{Endpoint, Plan, RequestMode, TargetSpec, Workload};
 use bakeoff_core::profile::{Profile, Query, RecordKind};
@@ -21,7 +22,7 @@ use bakeoff_core::recorder::ErrorKind;
 use bakeoff_core::runner::{CounterRule, Counters, Target};
 use bakeoff_core::session::{io_error_kind, ConnectError, Session, SessionError, SessionResult};
 use bakeoff_core::workload::OpKind;
-use bakeoff_servers::{ManagedServer, ServerCommand};
+use bakeoff_servers::{ManagedServer, ServerCommand, ServerError};
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Opts, OptsBuilder, Statement};
 
@@ -78,12 +79,12 @@ pub(crate) struct MariaSettings {
 }
 
 impl MariaSettings {
-    fn parse(table: Option<&toml::Table>) -> Result<Self, String> {
+    fn parse(table: Option<&toml::Table>) -> Result<Self, TargetError> {
         Self::read(&Settings::new(table, SETTINGS)?)
     }
 
     /// Reads the server's keys from `s`, leaving others to the caller.
-    pub(crate) fn read(s: &Settings) -> Result<Self, String> {
+    pub(crate) fn read(s: &Settings) -> Result<Self, TargetError> {
         Ok(MariaSettings {
             buffer_pool: s.bytes("innodb_buffer_pool_size")?,
             flush_log_at_trx_commit: s.choice("innodb_flush_log_at_trx_commit")?,
@@ -416,7 +417,7 @@ pub struct MariaDriver {
 }
 
 impl Driver for MariaDriver {
-    fn run_worker(&self, job: &Job, worker: usize) -> Result<WorkerOutput, String> {
+    fn run_worker(&self, job: &Job, worker: usize) -> Result<WorkerOutput, TargetError> {
         let (dsn, profile) = (self.dsn.clone(), self.profile);
         let phased = job.kind == JobKind::Measure && job.workload.request == RequestMode::Phases;
         bakeoff_core::async_loop::run_worker(
@@ -450,42 +451,42 @@ fn dsn_of(spec: &TargetSpec) -> Option<Dsn> {
 }
 
 /// Checks `[servers.mariadb]`.
-pub fn check(t: Option<&toml::Table>) -> Result<(), String> {
+pub fn check(t: Option<&toml::Table>) -> Result<(), TargetError> {
     MariaSettings::parse(t).map(|_| ())
 }
 
 /// Whether MariaDB can be started here.
-pub fn available() -> Result<(), String> {
+pub fn available() -> Result<(), TargetError> {
     for program in ["mariadbd", "mariadb-install-db"] {
         if bakeoff_servers::find_program(program, &["/usr/sbin"]).is_none() {
-            return Err(format!(
+            return Err(TargetError::Server(format!(
                 "`{program}` is not installed; install it with `apt-get install mariadb-server`"
-            ));
+            )));
         }
     }
     Ok(())
 }
 
 /// Checks a fixed port is free, or an external endpoint answers.
-pub fn probe(spec: &TargetSpec, plan: &Plan) -> Result<(), String> {
+pub fn probe(spec: &TargetSpec, plan: &Plan) -> Result<(), TargetError> {
     let settings = MariaSettings::parse(plan.servers.get(&spec.name))?;
     match dsn_of(spec) {
         None => match settings.port {
-            Some(p) if !bakeoff_servers::port_is_free(p) => Err(format!(
+            Some(p) if !bakeoff_servers::port_is_free(p) => Err(TargetError::Server(format!(
                 "port {p} (servers.mariadb.port) on 127.0.0.1 is already in use; free it, or remove the setting"
-            )),
+            ))),
             _ => Ok(()),
         },
         Some(dsn) => block(async {
             let mut c = connect(&dsn, None).await?;
-            c.query_drop("SELECT 1").await.map_err(|e| e.to_string())
+            c.query_drop("SELECT 1").await.map_err(|e| TargetError::Server(e.to_string()))
         }),
     }
 }
 
 /// Creates database `bakeoff` and its table `kv`, if absent.
-pub(crate) async fn create_kv(c: &mut Conn) -> Result<(), String> {
-    let e = |r: Result<(), mysql_async::Error>| r.map_err(|e| e.to_string());
+pub(crate) async fn create_kv(c: &mut Conn) -> Result<(), TargetError> {
+    let e = |r: Result<(), mysql_async::Error>| r.map_err(|e| TargetError::Server(e.to_string()));
     e(c.query_drop("CREATE DATABASE IF NOT EXISTS bakeoff").await)?;
     e(c.query_drop("CREATE TABLE IF NOT EXISTS bakeoff.kv (k VARCHAR(32) PRIMARY KEY, v LONGBLOB NOT NULL) ENGINE=InnoDB").await)
 }
@@ -495,9 +496,9 @@ pub(crate) async fn create_kv(c: &mut Conn) -> Result<(), String> {
 pub(crate) async fn prepare_table(
     dsn: &Dsn,
     workload: &Workload,
-) -> Result<(String, BTreeMap<String, String>), String> {
+) -> Result<(String, BTreeMap<String, String>), TargetError> {
     let mut c = connect(dsn, None).await?;
-    let e = |r: Result<(), mysql_async::Error>| r.map_err(|e| e.to_string());
+    let e = |r: Result<(), mysql_async::Error>| r.map_err(|e| TargetError::Server(e.to_string()));
     create_kv(&mut c).await?;
     if workload.request == RequestMode::Phases {
         // The one-row INSERT of each phased request goes here, not into kv.
@@ -524,7 +525,7 @@ pub(crate) async fn prepare_table(
             if let Err(err) = c.query_drop(sql).await {
                 let text = err.to_string();
                 if !(text.contains("Duplicate key name") || text.contains("check that")) {
-                    return Err(format!("{sql}: {text}"));
+                    return Err(TargetError::Server(format!("{sql}: {text}")));
                 }
             }
         }
@@ -534,7 +535,7 @@ pub(crate) async fn prepare_table(
     let version: Option<String> = c
         .query_first("SELECT VERSION()")
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| TargetError::Server(e.to_string()))?;
     let mut settings = BTreeMap::new();
     for name in [
         "innodb_buffer_pool_size",
@@ -566,13 +567,16 @@ pub(crate) fn start_managed(
     extra: &dyn Fn(&Path) -> Vec<String>,
     extra_ready: &dyn Fn(SocketAddr) -> bool,
     memory_cap: Option<u64>,
-) -> Result<(ManagedServer, Dsn), String> {
-    let init = |_: &Path, dir: &Path| -> Result<(), String> {
+) -> Result<(ManagedServer, Dsn), TargetError> {
+    let init = |_: &Path, dir: &Path| -> Result<(), ServerError> {
         let install = bakeoff_servers::find_program("mariadb-install-db", &["/usr/sbin"])
-            .ok_or("`mariadb-install-db` is not installed; install it with `apt-get install mariadb-server`")?;
+            .ok_or_else(|| ServerError::NotInstalled {
+                program: "mariadb-install-db".into(),
+                package: "mariadb-server".into(),
+            })?;
         let tmp = dir.join("tmp");
         std::fs::create_dir_all(&tmp)
-            .map_err(|e| format!("cannot create {}: {e}", tmp.display()))?;
+            .map_err(|e| ServerError::Init(format!("cannot create {}: {e}", tmp.display())))?;
         let out = std::process::Command::new(install)
             .args([
                 "--no-defaults",
@@ -584,12 +588,12 @@ pub(crate) fn start_managed(
             ])
             .current_dir(dir)
             .output()
-            .map_err(|e| format!("cannot run mariadb-install-db: {e}"))?;
+            .map_err(|e| ServerError::Init(format!("cannot run mariadb-install-db: {e}")))?;
         if !out.status.success() {
-            return Err(format!(
+            return Err(ServerError::Init(format!(
                 "mariadb-install-db failed: {}",
                 String::from_utf8_lossy(&out.stderr).trim()
-            ));
+            )));
         }
         Ok(())
     };
@@ -617,7 +621,7 @@ pub(crate) fn start_managed(
         run_as: None,
         init: Some(&init),
     };
-    let mut server = ManagedServer::start(&cmd).map_err(|e| e.to_string())?;
+    let mut server = ManagedServer::start(&cmd).map_err(|e| TargetError::Server(e.to_string()))?;
     if let Some(limit) = memory_cap {
         server.cap_memory(limit)?;
     }
@@ -640,7 +644,7 @@ pub(crate) fn status_counters(dsn: &Dsn, names: &[&str]) -> Option<Counters> {
                 "SHOW GLOBAL STATUS WHERE Variable_name IN ({list})"
             ))
             .await
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| TargetError::Server(e.to_string()))?;
         Ok(rows
             .into_iter()
             .filter_map(|(k, v)| Some((k, v.parse().ok()?)))
@@ -655,7 +659,10 @@ pub(crate) fn count_rows(dsn: &Dsn, table: &str) -> Option<u64> {
     let sql = format!("SELECT COUNT(*) FROM bakeoff.{table}");
     block(async move {
         let mut c = connect(&dsn, None).await?;
-        let n: Option<u64> = c.query_first(sql).await.map_err(|e| e.to_string())?;
+        let n: Option<u64> = c
+            .query_first(sql)
+            .await
+            .map_err(|e| TargetError::Server(e.to_string()))?;
         Ok(n.unwrap_or(0))
     })
     .ok()
@@ -666,7 +673,7 @@ pub fn open(
     spec: &TargetSpec,
     plan: &Plan,
     workload: &Workload,
-) -> Result<Box<dyn Target>, String> {
+) -> Result<Box<dyn Target>, TargetError> {
     let settings = MariaSettings::parse(plan.servers.get(&spec.name))?;
     let (server, dsn, endpoint) = match dsn_of(spec) {
         Some(dsn) => {

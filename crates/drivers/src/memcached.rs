@@ -9,6 +9,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
 use bakeoff_core::driver::{Codec, Connector, Driver};
+use bakeoff_core::error::TargetError;
 use bakeoff_core::plan::{Endpoint, Plan, TargetSpec, Workload};
 use bakeoff_core::result::{CounterCheck, TargetRecord};
 use bakeoff_core::runner::{compare_counters, CounterRule, Counters, ProcSnapshot, Target};
@@ -59,11 +60,11 @@ pub struct MemcachedSettings {
 
 impl MemcachedSettings {
     /// Reads `[servers.memcached]` (or `[servers.memcached-binary]`).
-    pub fn parse(table: Option<&toml::Table>) -> Result<Self, String> {
+    pub fn parse(table: Option<&toml::Table>) -> Result<Self, TargetError> {
         let s = Settings::new(table, SETTINGS)?;
         let memory = s.bytes("memory")?.unwrap_or_default();
         if memory < 1 << 20 {
-            return Err("`memory` must be at least 1mb".into());
+            return Err(TargetError::Server("`memory` must be at least 1mb".into()));
         }
         Ok(MemcachedSettings {
             memory_mb: memory >> 20,
@@ -127,16 +128,16 @@ pub struct MemcachedTarget {
 }
 
 /// Checks that the target can be used.
-pub fn probe(spec: &TargetSpec, plan: &Plan) -> Result<(), String> {
+pub fn probe(spec: &TargetSpec, plan: &Plan) -> Result<(), TargetError> {
     match &spec.endpoint {
         Endpoint::Managed => {
             let settings = MemcachedSettings::parse(plan.servers.get(&spec.name))?;
             if bakeoff_servers::find_on_path("memcached").is_none() {
-                return Err("`memcached` is not on PATH; install it with `apt-get install memcached` (Debian package memcached)".into());
+                return Err(TargetError::Server("`memcached` is not on PATH; install it with `apt-get install memcached` (Debian package memcached)".into()));
             }
             if let Some(p) = settings.port {
                 if !bakeoff_servers::port_is_free(p) {
-                    return Err(format!("port {p} (servers.{}.port) on 127.0.0.1 is already in use; free it, or remove the setting so bakeoff picks a free port", spec.name));
+                    return Err(TargetError::Server(format!("port {p} (servers.{}.port) on 127.0.0.1 is already in use; free it, or remove the setting so bakeoff picks a free port", spec.name)));
                 }
             }
             Ok(())
@@ -149,12 +150,15 @@ pub fn probe(spec: &TargetSpec, plan: &Plan) -> Result<(), String> {
 }
 
 /// Reads `stats` as name → value.
-fn stats(addr: SocketAddr) -> Result<BTreeMap<String, String>, String> {
-    let mut s = connect(addr, "memcached").map_err(|e| e.to_string())?;
+fn stats(addr: SocketAddr) -> Result<BTreeMap<String, String>, TargetError> {
+    let mut s = connect(addr, "memcached").map_err(|e| TargetError::Server(e.to_string()))?;
     s.set_read_timeout(Some(Duration::from_secs(5)))
-        .map_err(|e| e.to_string())?;
-    let lines = memcache_lines(&mut s, "stats\r\n", &["END"])
-        .map_err(|e| format!("{addr} did not answer `stats` ({e}); is it a memcached server?"))?;
+        .map_err(|e| TargetError::Server(e.to_string()))?;
+    let lines = memcache_lines(&mut s, "stats\r\n", &["END"]).map_err(|e| {
+        TargetError::Server(format!(
+            "{addr} did not answer `stats` ({e}); is it a memcached server?"
+        ))
+    })?;
     let map: BTreeMap<String, String> = lines
         .iter()
         .filter_map(|l| l.strip_prefix("STAT "))
@@ -162,9 +166,9 @@ fn stats(addr: SocketAddr) -> Result<BTreeMap<String, String>, String> {
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
     if map.is_empty() {
-        return Err(format!(
+        return Err(TargetError::Server(format!(
             "{addr} answered `stats` with {lines:?}; is it a memcached server?"
-        ));
+        )));
     }
     Ok(map)
 }
@@ -174,7 +178,7 @@ pub fn open(
     spec: &TargetSpec,
     plan: &Plan,
     workload: &Workload,
-) -> Result<Box<dyn Target>, String> {
+) -> Result<Box<dyn Target>, TargetError> {
     let settings = MemcachedSettings::parse(plan.servers.get(&spec.name))?;
     let (server, addr, mode, endpoint) = match &spec.endpoint {
         Endpoint::Managed => {
@@ -189,7 +193,8 @@ pub fn open(
                 run_as: None,
                 init: None,
             };
-            let mut server = ManagedServer::start(&cmd).map_err(|e| e.to_string())?;
+            let mut server =
+                ManagedServer::start(&cmd).map_err(|e| TargetError::Server(e.to_string()))?;
             if let Some(limit) = workload.memory_cap {
                 server.cap_memory(limit)?;
             }

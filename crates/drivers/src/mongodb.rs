@@ -16,6 +16,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use bakeoff_core::driver::{Driver, Job, WorkerOutput};
+use bakeoff_core::error::TargetError;
 use bakeoff_core::harness::KEY_LEN;
 use bakeoff_core::plan::{Endpoint, Plan, TargetSpec, Workload};
 use bakeoff_core::profile::{Profile, Query, RecordKind, SearchKind};
@@ -23,7 +24,7 @@ use bakeoff_core::recorder::ErrorKind;
 use bakeoff_core::runner::{CounterRule, Counters, Target};
 use bakeoff_core::session::{io_error_kind, ConnectError, Session, SessionError, SessionResult};
 use bakeoff_core::workload::OpKind;
-use bakeoff_servers::{ManagedServer, ServerCommand};
+use bakeoff_servers::{ManagedServer, ServerCommand, ServerError};
 use mongodb::bson::{doc, spec::BinarySubtype, Binary, Bson, Document};
 use mongodb::options::{ClientOptions, Credential, ServerAddress};
 use mongodb::{Client, Collection};
@@ -77,7 +78,7 @@ struct MongoSettings {
 }
 
 impl MongoSettings {
-    fn parse(table: Option<&toml::Table>) -> Result<Self, String> {
+    fn parse(table: Option<&toml::Table>) -> Result<Self, TargetError> {
         let s = Settings::new(table, SETTINGS)?;
         let server = match s.choice("server")?.as_deref() {
             Some("mongod") => Some(Server::Mongod),
@@ -93,17 +94,19 @@ impl MongoSettings {
 
     /// The server a managed run starts: the one asked for, else mongod if
     /// installed, else FerretDB.
-    fn server(&self) -> Result<Server, String> {
+    fn server(&self) -> Result<Server, TargetError> {
         let found = |s: Server| bakeoff_servers::find_program(s.program(), BIN_DIRS).is_some();
         match self.server {
             Some(s) if found(s) => Ok(s),
-            Some(Server::Mongod) => Err(format!("`mongod` is not installed ({NO_SERVER})")),
-            Some(Server::FerretDb) => Err(
+            Some(Server::Mongod) => Err(TargetError::Server(format!(
+                "`mongod` is not installed ({NO_SERVER})"
+            ))),
+            Some(Server::FerretDb) => Err(TargetError::Server(
                 "`ferretdb` is not installed; install it with `scripts/install-ferretdb.sh`".into(),
-            ),
+            )),
             None if found(Server::Mongod) => Ok(Server::Mongod),
             None if found(Server::FerretDb) => Ok(Server::FerretDb),
-            None => Err(NO_SERVER.into()),
+            None => Err(TargetError::Server(NO_SERVER.into())),
         }
     }
 
@@ -155,7 +158,7 @@ impl Dsn {
         format!("mongodb at {}:{}", self.host, self.port)
     }
 
-    async fn client(&self, pool: u32) -> Result<Client, String> {
+    async fn client(&self, pool: u32) -> Result<Client, ConnectError> {
         let mut o = ClientOptions::default();
         o.hosts = vec![ServerAddress::Tcp {
             host: self.host.clone(),
@@ -174,15 +177,13 @@ impl Dsn {
                     .build(),
             );
         }
-        Client::with_options(o).map_err(|e| format!("{}: {e}", self.describe()))
+        Client::with_options(o)
+            .map_err(|e| ConnectError::new(connect_kind(&e), format!("{}: {e}", self.describe())))
     }
 
     /// A client that has answered a ping.
     async fn connect(&self, pool: u32) -> Result<Client, ConnectError> {
-        let c = self
-            .client(pool)
-            .await
-            .map_err(|m| ConnectError::new(ErrorKind::ServerError, m))?;
+        let c = self.client(pool).await?;
         c.database("admin")
             .run_command(doc! {"ping": 1})
             .await
@@ -408,19 +409,20 @@ pub struct MongoDriver {
 
 /// FerretDB's requests per command from its Prometheus metrics, under the
 /// names of mongod's opcounters (`find` counts as `query`).
-pub fn ferretdb_counters(addr: std::net::SocketAddr) -> Result<Counters, String> {
+pub fn ferretdb_counters(addr: std::net::SocketAddr) -> Result<Counters, TargetError> {
     use std::io::{Read, Write};
     let mut s = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(2))
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| TargetError::Server(e.to_string()))?;
     s.set_read_timeout(Some(Duration::from_secs(5)))
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| TargetError::Server(e.to_string()))?;
     write!(
         s,
         "GET /debug/metrics HTTP/1.0\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
     )
-    .map_err(|e| e.to_string())?;
+    .map_err(|e| TargetError::Server(e.to_string()))?;
     let mut body = String::new();
-    s.read_to_string(&mut body).map_err(|e| e.to_string())?;
+    s.read_to_string(&mut body)
+        .map_err(|e| TargetError::Server(e.to_string()))?;
     let mut out = Counters::new();
     for line in body.lines() {
         let Some(rest) = line.strip_prefix("ferretdb_client_requests_total{command=\"") else {
@@ -439,7 +441,7 @@ pub fn ferretdb_counters(addr: std::net::SocketAddr) -> Result<Counters, String>
 }
 
 impl Driver for MongoDriver {
-    fn run_worker(&self, job: &Job, worker: usize) -> Result<WorkerOutput, String> {
+    fn run_worker(&self, job: &Job, worker: usize) -> Result<WorkerOutput, TargetError> {
         let dsn = self.dsn.clone();
         bakeoff_core::async_loop::run_worker(
             || {
@@ -477,7 +479,7 @@ impl AsyncDriver for MongoDriver {
                 .collection::<Document>(name)
                 .count_documents(doc! {})
                 .await
-                .map_err(|e| e.to_string())
+                .map_err(|e| TargetError::Server(e.to_string()))
         })
         .ok()
     }
@@ -493,10 +495,10 @@ impl AsyncDriver for MongoDriver {
                 .database("admin")
                 .run_command(doc! {"serverStatus": 1})
                 .await
-                .map_err(|e| e.to_string())?;
+                .map_err(|e| TargetError::Server(e.to_string()))?;
             let ops = status
                 .get_document("opcounters")
-                .map_err(|e| e.to_string())?;
+                .map_err(|e| TargetError::Server(e.to_string()))?;
             Ok(ops
                 .iter()
                 .filter_map(|(k, v)| {
@@ -547,26 +549,26 @@ fn dsn_of(spec: &TargetSpec) -> Option<Dsn> {
 }
 
 /// Checks `[servers.mongodb]`.
-pub fn check(t: Option<&toml::Table>) -> Result<(), String> {
+pub fn check(t: Option<&toml::Table>) -> Result<(), TargetError> {
     MongoSettings::parse(t).map(|_| ())
 }
 
 /// Whether a MongoDB-compatible server can be started here.
-pub fn available() -> Result<(), String> {
+pub fn available() -> Result<(), TargetError> {
     MongoSettings::parse(None)?.server().map(|_| ())
 }
 
 /// Checks the managed server exists and a fixed port is free, or an
 /// external endpoint answers.
-pub fn probe(spec: &TargetSpec, plan: &Plan) -> Result<(), String> {
+pub fn probe(spec: &TargetSpec, plan: &Plan) -> Result<(), TargetError> {
     let settings = MongoSettings::parse(plan.servers.get(&spec.name))?;
     match dsn_of(spec) {
         None => {
             settings.server()?;
             match settings.port {
-                Some(p) if !bakeoff_servers::port_is_free(p) => Err(format!(
+                Some(p) if !bakeoff_servers::port_is_free(p) => Err(TargetError::Server(format!(
                     "port {p} (servers.mongodb.port) on 127.0.0.1 is already in use; free it, or remove the setting"
-                )),
+                ))),
                 _ => Ok(()),
             }
         }
@@ -579,10 +581,10 @@ pub fn probe(spec: &TargetSpec, plan: &Plan) -> Result<(), String> {
 async fn prepare(
     dsn: &Dsn,
     workload: &Workload,
-) -> Result<(String, BTreeMap<String, String>), String> {
+) -> Result<(String, BTreeMap<String, String>), TargetError> {
     let c = dsn.connect(1).await?;
     let db = c.database(DB);
-    let e = |r: mongodb::error::Error| r.to_string();
+    let e = |r: mongodb::error::Error| TargetError::Server(r.to_string());
     let profile = workload.record == RecordKind::Profile;
     let coll: Collection<Document> = db.collection(if profile { "profile" } else { "kv" });
     if workload.load {
@@ -647,14 +649,15 @@ fn local(port: u16) -> Dsn {
 /// Starts mongod, or FerretDB where there is none, with the settings of
 /// `[servers.mongodb]` (`table`) on a free loopback port, without
 /// authentication (the tests use it as an external server too).
-pub fn start(table: Option<&toml::Table>) -> Result<Started, String> {
+pub fn start(table: Option<&toml::Table>) -> Result<Started, TargetError> {
     let settings = MongoSettings::parse(table)?;
     let which = settings.server()?;
     let metrics_port = bakeoff_servers::free_port()
-        .map_err(|e| format!("no free port for FerretDB's metrics: {e}"))?;
-    let init = |_: &Path, dir: &Path| -> Result<(), String> {
-        std::fs::create_dir_all(dir.join("data"))
-            .map_err(|e| format!("cannot create {}: {e}", dir.join("data").display()))
+        .map_err(|e| TargetError::Server(format!("no free port for FerretDB's metrics: {e}")))?;
+    let init = |_: &Path, dir: &Path| -> Result<(), ServerError> {
+        std::fs::create_dir_all(dir.join("data")).map_err(|e| {
+            ServerError::Init(format!("cannot create {}: {e}", dir.join("data").display()))
+        })
     };
     let cmd = ServerCommand {
         program: which.program(),
@@ -669,7 +672,7 @@ pub fn start(table: Option<&toml::Table>) -> Result<Started, String> {
         run_as: None,
         init: Some(&init),
     };
-    let server = ManagedServer::start(&cmd).map_err(|e| e.to_string())?;
+    let server = ManagedServer::start(&cmd).map_err(|e| TargetError::Server(e.to_string()))?;
     let metrics = (which == Server::FerretDb)
         .then(|| std::net::SocketAddr::from(([127, 0, 0, 1], metrics_port)));
     Ok(Started { server, metrics })
@@ -680,7 +683,7 @@ pub fn open(
     spec: &TargetSpec,
     plan: &Plan,
     workload: &Workload,
-) -> Result<Box<dyn Target>, String> {
+) -> Result<Box<dyn Target>, TargetError> {
     let (server, dsn, endpoint, metrics) = match dsn_of(spec) {
         Some(dsn) => {
             let url = match &spec.endpoint {

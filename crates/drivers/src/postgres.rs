@@ -13,6 +13,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use bakeoff_core::driver::{Driver, Job, WorkerOutput};
+use bakeoff_core::error::TargetError;
 use bakeoff_core::harness::KEY_LEN;
 use bakeoff_core::plan::{Endpoint, Plan, TargetSpec, Workload};
 use bakeoff_core::profile::{Profile, Query, RecordKind};
@@ -20,7 +21,7 @@ use bakeoff_core::recorder::ErrorKind;
 use bakeoff_core::runner::{CounterRule, Counters, Target};
 use bakeoff_core::session::{io_error_kind, ConnectError, Session, SessionError, SessionResult};
 use bakeoff_core::workload::OpKind;
-use bakeoff_servers::{ManagedServer, ServerCommand};
+use bakeoff_servers::{ManagedServer, ServerCommand, ServerError};
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, Config, NoTls, Statement};
 
@@ -67,7 +68,7 @@ struct PgSettings {
 }
 
 impl PgSettings {
-    fn parse(table: Option<&toml::Table>) -> Result<Self, String> {
+    fn parse(table: Option<&toml::Table>) -> Result<Self, TargetError> {
         let s = Settings::new(table, SETTINGS)?;
         Ok(PgSettings {
             shared_buffers: s.bytes("shared_buffers")?,
@@ -155,12 +156,12 @@ impl Dsn {
 }
 
 /// Connects and drives the connection on the current runtime.
-async fn connect(dsn: &Dsn) -> Result<Client, String> {
+async fn connect(dsn: &Dsn) -> Result<Client, ConnectError> {
     let (client, conn) = dsn
         .config()
         .connect(NoTls)
         .await
-        .map_err(|e| explain(dsn, e))?;
+        .map_err(|e| ConnectError::new(connect_kind(&e), explain(dsn, e)))?;
     tokio::spawn(async move {
         let _ = conn.await;
     });
@@ -410,7 +411,7 @@ pub struct PgDriver {
 }
 
 impl Driver for PgDriver {
-    fn run_worker(&self, job: &Job, worker: usize) -> Result<WorkerOutput, String> {
+    fn run_worker(&self, job: &Job, worker: usize) -> Result<WorkerOutput, TargetError> {
         let (dsn, profile) = (self.dsn.clone(), self.profile);
         bakeoff_core::async_loop::run_worker(
             || {
@@ -449,35 +450,39 @@ fn dsn_of(spec: &TargetSpec) -> Option<Dsn> {
 }
 
 /// Checks `[servers.postgres]`.
-pub fn check(t: Option<&toml::Table>) -> Result<(), String> {
+pub fn check(t: Option<&toml::Table>) -> Result<(), TargetError> {
     PgSettings::parse(t).map(|_| ())
 }
 
 /// Whether PostgreSQL can be started here.
-pub fn available() -> Result<(), String> {
+pub fn available() -> Result<(), TargetError> {
     for program in ["postgres", "initdb"] {
         if bakeoff_servers::find_program(program, BIN_DIRS).is_none() {
-            return Err(format!(
+            return Err(TargetError::Server(format!(
                 "`{program}` is not installed; install it with `apt-get install postgresql`"
-            ));
+            )));
         }
     }
-    bakeoff_servers::user_ids("postgres").map(|_| ())
+    bakeoff_servers::user_ids("postgres")?;
+    Ok(())
 }
 
 /// Checks an external endpoint answers and accepts the credentials.
-pub fn probe(spec: &TargetSpec, plan: &Plan) -> Result<(), String> {
+pub fn probe(spec: &TargetSpec, plan: &Plan) -> Result<(), TargetError> {
     let settings = PgSettings::parse(plan.servers.get(&spec.name))?;
     match dsn_of(spec) {
         None => match settings.port {
-            Some(p) if !bakeoff_servers::port_is_free(p) => Err(format!(
+            Some(p) if !bakeoff_servers::port_is_free(p) => Err(TargetError::Server(format!(
                 "port {p} (servers.postgres.port) on 127.0.0.1 is already in use; free it, or remove the setting"
-            )),
+            ))),
             _ => Ok(()),
         },
         Some(dsn) => block(async {
             let c = connect(&dsn).await?;
-            c.simple_query("SELECT 1").await.map(|_| ()).map_err(|e| explain(&dsn, e))
+            c.simple_query("SELECT 1")
+                .await
+                .map(|_| ())
+                .map_err(|e| TargetError::Server(explain(&dsn, e)))
         }),
     }
 }
@@ -487,11 +492,12 @@ pub fn probe(spec: &TargetSpec, plan: &Plan) -> Result<(), String> {
 async fn prepare_table(
     dsn: &Dsn,
     workload: &Workload,
-) -> Result<(String, BTreeMap<String, String>), String> {
+) -> Result<(String, BTreeMap<String, String>), TargetError> {
     let c = connect(dsn).await?;
     let q = |sql: &'static str| c.simple_query(sql);
     let e = |r: Result<Vec<tokio_postgres::SimpleQueryMessage>, tokio_postgres::Error>| {
-        r.map(|_| ()).map_err(|e| e.to_string())
+        r.map(|_| ())
+            .map_err(|e| TargetError::Server(e.to_string()))
     };
     e(q("CREATE TABLE IF NOT EXISTS kv (k TEXT PRIMARY KEY, v BYTEA NOT NULL)").await)?;
     if workload.record == RecordKind::Profile {
@@ -515,7 +521,7 @@ async fn prepare_table(
     let version: String = c
         .query_one("SHOW server_version", &[])
         .await
-        .map_err(|e| e.to_string())?
+        .map_err(|e| TargetError::Server(e.to_string()))?
         .get(0);
     let mut settings = BTreeMap::new();
     for name in [
@@ -537,9 +543,12 @@ async fn prepare_table(
 /// (`table`) on a free loopback port, superuser `bakeoff`. Without a
 /// `password` every connection is trusted; with one, TCP connections must
 /// give it (the tests use this for an external, password-protected server).
-pub fn start(table: Option<&toml::Table>, password: Option<&str>) -> Result<ManagedServer, String> {
+pub fn start(
+    table: Option<&toml::Table>,
+    password: Option<&str>,
+) -> Result<ManagedServer, TargetError> {
     let settings = PgSettings::parse(table)?;
-    let init = |binary: &Path, dir: &Path| -> Result<(), String> {
+    let init = |binary: &Path, dir: &Path| -> Result<(), ServerError> {
         let initdb = binary.with_file_name("initdb");
         let ids = bakeoff_servers::user_ids("postgres")?;
         let mut cmd = bakeoff_servers::command_as(&initdb, Some(ids));
@@ -558,10 +567,12 @@ pub fn start(table: Option<&toml::Table>, password: Option<&str>) -> Result<Mana
             }
             Some(pw) => {
                 let file = dir.join("pwfile");
-                std::fs::write(&file, pw)
-                    .map_err(|e| format!("cannot write {}: {e}", file.display()))?;
-                std::os::unix::fs::chown(&file, Some(ids.0), Some(ids.1))
-                    .map_err(|e| format!("cannot hand {} to postgres: {e}", file.display()))?;
+                std::fs::write(&file, pw).map_err(|e| {
+                    ServerError::Init(format!("cannot write {}: {e}", file.display()))
+                })?;
+                std::os::unix::fs::chown(&file, Some(ids.0), Some(ids.1)).map_err(|e| {
+                    ServerError::Init(format!("cannot hand {} to postgres: {e}", file.display()))
+                })?;
                 cmd.args(["--auth-local=trust", "--auth-host=scram-sha-256"])
                     .arg(format!("--pwfile={}", file.display()));
             }
@@ -569,13 +580,13 @@ pub fn start(table: Option<&toml::Table>, password: Option<&str>) -> Result<Mana
         let out = cmd
             .current_dir(dir)
             .output()
-            .map_err(|e| format!("cannot run {}: {e}", initdb.display()))?;
+            .map_err(|e| ServerError::Init(format!("cannot run {}: {e}", initdb.display())))?;
         let _ = std::fs::remove_file(dir.join("pwfile"));
         if !out.status.success() {
-            return Err(format!(
+            return Err(ServerError::Init(format!(
                 "initdb failed: {}",
                 String::from_utf8_lossy(&out.stderr).trim()
-            ));
+            )));
         }
         Ok(())
     };
@@ -589,14 +600,14 @@ pub fn start(table: Option<&toml::Table>, password: Option<&str>) -> Result<Mana
                 password: password.map(str::to_string),
                 ..Dsn::managed(addr.port())
             };
-            block(async { connect(&dsn).await.map(|_| ()) }).is_ok()
+            block(async { Ok(connect(&dsn).await.map(|_| ())?) }).is_ok()
         },
         ready_timeout: Duration::from_secs(30),
         extra_dirs: BIN_DIRS,
         run_as: Some("postgres"),
         init: Some(&init),
     };
-    ManagedServer::start(&cmd).map_err(|e| e.to_string())
+    ManagedServer::start(&cmd).map_err(|e| TargetError::Server(e.to_string()))
 }
 
 /// Opens the target: starts postgres, or connects to the URL.
@@ -604,7 +615,7 @@ pub fn open(
     spec: &TargetSpec,
     plan: &Plan,
     workload: &Workload,
-) -> Result<Box<dyn Target>, String> {
+) -> Result<Box<dyn Target>, TargetError> {
     let (server, dsn, endpoint) = match dsn_of(spec) {
         Some(dsn) => {
             let url = match &spec.endpoint {
@@ -645,7 +656,7 @@ impl AsyncDriver for PgDriver {
             let n: i64 = c
                 .query_one(&format!("SELECT count(*) FROM {table}"), &[])
                 .await
-                .map_err(|e| e.to_string())?
+                .map_err(|e| TargetError::Server(e.to_string()))?
                 .get(0);
             Ok(n as u64)
         })
@@ -671,7 +682,7 @@ impl AsyncDriver for PgDriver {
                         &[&sql],
                     )
                     .await
-                    .map_err(|e| e.to_string())?
+                    .map_err(|e| TargetError::Server(e.to_string()))?
                     .get(0);
                 *out.entry(name.to_string()).or_default() += calls.unwrap_or(0) as u64;
             }
@@ -683,7 +694,7 @@ impl AsyncDriver for PgDriver {
                     &[&"INSERT INTO kv (k, v) VALUES ($1, $2), %"],
                 )
                 .await
-                .map_err(|e| e.to_string())?
+                .map_err(|e| TargetError::Server(e.to_string()))?
                 .get(0);
             *out.entry("put".to_string()).or_default() += batches.unwrap_or(0) as u64;
             Ok(out)

@@ -10,6 +10,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use bakeoff_core::driver::{Connector, Driver};
+use bakeoff_core::error::TargetError;
 use bakeoff_core::plan::{Endpoint, Plan, TargetSpec, Workload};
 use bakeoff_core::result::{CounterCheck, TargetRecord};
 use bakeoff_core::runner::{compare_counters, CounterRule, Counters, ProcSnapshot, Target};
@@ -68,7 +69,7 @@ pub struct RedisSettings {
 
 impl RedisSettings {
     /// Reads `[servers.redis]`.
-    pub fn parse(table: Option<&toml::Table>) -> Result<Self, String> {
+    pub fn parse(table: Option<&toml::Table>) -> Result<Self, TargetError> {
         let s = Settings::new(table, SETTINGS)?;
         Ok(RedisSettings {
             maxmemory: s.bytes("maxmemory")?,
@@ -167,16 +168,16 @@ pub struct RedisTarget {
 }
 
 /// Checks that the target can be used, without starting anything lasting.
-pub fn probe(spec: &TargetSpec, plan: &Plan) -> Result<(), String> {
+pub fn probe(spec: &TargetSpec, plan: &Plan) -> Result<(), TargetError> {
     match &spec.endpoint {
         Endpoint::Managed => {
             let settings = RedisSettings::parse(plan.servers.get(&spec.name))?;
             if bakeoff_servers::find_on_path("redis-server").is_none() {
-                return Err("`redis-server` is not on PATH; install it with `apt-get install redis-server` (Debian package redis-server)".into());
+                return Err(TargetError::Server("`redis-server` is not on PATH; install it with `apt-get install redis-server` (Debian package redis-server)".into()));
             }
             if let Some(p) = settings.port {
                 if !bakeoff_servers::port_is_free(p) {
-                    return Err(format!("port {p} (servers.redis.port) on 127.0.0.1 is already in use; free it, or remove the setting so bakeoff picks a free port"));
+                    return Err(TargetError::Server(format!("port {p} (servers.redis.port) on 127.0.0.1 is already in use; free it, or remove the setting so bakeoff picks a free port")));
                 }
             }
             Ok(())
@@ -188,14 +189,16 @@ pub fn probe(spec: &TargetSpec, plan: &Plan) -> Result<(), String> {
                 user: spec.user.clone(),
                 password: spec.password.clone(),
             };
-            let mut s = c.connect().map_err(|e| e.to_string())?;
+            let mut s = c
+                .connect()
+                .map_err(|e| TargetError::Server(e.to_string()))?;
             s.set_read_timeout(Some(Duration::from_secs(5)))
-                .map_err(|e| e.to_string())?;
+                .map_err(|e| TargetError::Server(e.to_string()))?;
             match resp_call(&mut s, &[b"PING"]) {
                 Ok(RespReply::Simple(p)) if p == "PONG" => Ok(()),
-                Ok(RespReply::Error(e)) => Err(format!("redis at {addr} answered PING with an error: {e}; if it needs a password, give it in the URL: redis://:PASSWORD@{host}:{port}")),
-                Ok(other) => Err(format!("{addr} answered PING with {other:?}; is it a Redis server?")),
-                Err(e) => Err(format!("{addr} did not answer PING: {e}; is it a Redis server?")),
+                Ok(RespReply::Error(e)) => Err(TargetError::Server(format!("redis at {addr} answered PING with an error: {e}; if it needs a password, give it in the URL: redis://:PASSWORD@{host}:{port}"))),
+                Ok(other) => Err(TargetError::Server(format!("{addr} answered PING with {other:?}; is it a Redis server?"))),
+                Err(e) => Err(TargetError::Server(format!("{addr} did not answer PING: {e}; is it a Redis server?"))),
             }
         }
     }
@@ -206,7 +209,7 @@ pub fn open(
     spec: &TargetSpec,
     plan: &Plan,
     workload: &Workload,
-) -> Result<Box<dyn Target>, String> {
+) -> Result<Box<dyn Target>, TargetError> {
     let settings = RedisSettings::parse(plan.servers.get(&spec.name))?;
     let (server, addr, mode, endpoint) = match &spec.endpoint {
         Endpoint::Managed => {
@@ -226,7 +229,8 @@ pub fn open(
                 run_as: None,
                 init: None,
             };
-            let mut server = ManagedServer::start(&cmd).map_err(|e| e.to_string())?;
+            let mut server =
+                ManagedServer::start(&cmd).map_err(|e| TargetError::Server(e.to_string()))?;
             if let Some(limit) = workload.memory_cap {
                 server.cap_memory(limit)?;
             }
@@ -264,7 +268,7 @@ pub fn open(
         .collect();
     let info = target
         .info("default")
-        .map_err(|e| format!("cannot read INFO from redis at {addr}: {e}"))?;
+        .map_err(|e| TargetError::Server(format!("cannot read INFO from redis at {addr}: {e}")))?;
     let get = |k: &str| {
         info.iter()
             .find(|(key, _)| key == k)

@@ -1,6 +1,7 @@
 //! The one place that lists targets: names, capabilities, settings checks,
 //! and how each is opened. Adding a target is a module plus a line here.
 
+use bakeoff_core::error::TargetError;
 use bakeoff_core::plan::{
     Capabilities, Endpoint, Plan, RequestMode, TargetCatalog, TargetSpec, Workload,
 };
@@ -8,10 +9,10 @@ use bakeoff_core::runner::{Target, TargetOpener};
 use bakeoff_core::workload::OpKind;
 
 /// A target's own readiness check (port free, endpoint answering).
-pub type ProbeFn = fn(&TargetSpec, &Plan) -> Result<(), String>;
+pub type ProbeFn = fn(&TargetSpec, &Plan) -> Result<(), TargetError>;
 
 /// Opens a target for one run.
-pub type OpenFn = fn(&TargetSpec, &Plan, &Workload) -> Result<Box<dyn Target>, String>;
+pub type OpenFn = fn(&TargetSpec, &Plan, &Workload) -> Result<Box<dyn Target>, TargetError>;
 
 /// One row of the registry.
 pub struct Entry {
@@ -27,7 +28,7 @@ pub struct Entry {
     pub package: &'static str,
     /// Whether this machine has what the target needs (server binary on
     /// PATH, or the engine's library); the error says what to install.
-    pub available: fn() -> Result<(), String>,
+    pub available: fn() -> Result<(), TargetError>,
     /// Operation kinds.
     pub ops: &'static [OpKind],
     /// Pipelining on one connection.
@@ -43,7 +44,7 @@ pub struct Entry {
     /// Its settings (`[servers.NAME]`, `--set NAME.KEY=VALUE`), declared once.
     pub settings: &'static [crate::settings::Setting],
     /// Validates `[servers.NAME]` (types, and checks across settings).
-    pub check: fn(Option<&toml::Table>) -> Result<(), String>,
+    pub check: fn(Option<&toml::Table>) -> Result<(), TargetError>,
     /// Checks it can be used.
     /// Checks beyond settings and availability (a free port, an external
     /// endpoint that answers); `None` for in-process engines.
@@ -52,12 +53,13 @@ pub struct Entry {
     pub open: OpenFn,
 }
 
-fn server_available(program: &str, package: &str) -> Result<(), String> {
+fn server_available(program: &str, package: &str) -> Result<(), TargetError> {
     match bakeoff_servers::find_on_path(program) {
         Some(_) => Ok(()),
-        None => Err(format!(
-            "`{program}` is not on PATH; install it with `apt-get install {package}`"
-        )),
+        None => Err(TargetError::NotInstalled {
+            what: format!("`{program}` is not on PATH"),
+            package: package.into(),
+        }),
     }
 }
 
@@ -352,10 +354,10 @@ impl TargetCatalog for Registry {
             .map(|e| e.name.to_string())
     }
 
-    fn check_settings(&self, name: &str, settings: &toml::Table) -> Result<(), String> {
+    fn check_settings(&self, name: &str, settings: &toml::Table) -> Result<(), TargetError> {
         match self.find(name) {
             Some(e) => (e.check)(Some(settings)),
-            None => Err(format!("unknown target `{name}`")),
+            None => Err(TargetError::Settings(format!("unknown target `{name}`"))),
         }
     }
 
@@ -390,10 +392,10 @@ pub fn settings_text() -> String {
 }
 
 impl TargetOpener for Registry {
-    fn probe(&self, spec: &TargetSpec, plan: &Plan) -> Result<(), String> {
+    fn probe(&self, spec: &TargetSpec, plan: &Plan) -> Result<(), TargetError> {
         let e = self
             .find(&spec.name)
-            .ok_or_else(|| format!("unknown target `{}`", spec.name))?;
+            .ok_or_else(|| TargetError::Settings(format!("unknown target `{}`", spec.name)))?;
         // Every target: its settings, and (when bakeoff is to start or open
         // it) what it needs installed; then its own checks, if any.
         (e.check)(plan.servers.get(&spec.name))?;
@@ -411,10 +413,10 @@ impl TargetOpener for Registry {
         spec: &TargetSpec,
         plan: &Plan,
         workload: &Workload,
-    ) -> Result<Box<dyn Target>, String> {
+    ) -> Result<Box<dyn Target>, TargetError> {
         let e = self
             .find(&spec.name)
-            .ok_or_else(|| format!("unknown target `{}`", spec.name))?;
+            .ok_or_else(|| TargetError::Settings(format!("unknown target `{}`", spec.name)))?;
         (e.open)(spec, plan, workload)
     }
 }
@@ -444,7 +446,10 @@ mod tests {
     fn a_misspelt_setting_names_the_right_one() {
         let mut t = toml::Table::new();
         t.insert("maxmemroy".into(), toml::Value::String("1gb".into()));
-        let e = Registry.check_settings("redis", &t).unwrap_err();
+        let e = Registry
+            .check_settings("redis", &t)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("did you mean `maxmemory`?"), "{e}");
         let text = settings_text();
         assert!(

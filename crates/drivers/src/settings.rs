@@ -89,6 +89,7 @@ pub const DIR: Setting = Setting {
         "directory for the engine's files, kept after the run (default: a temporary one, removed)",
 };
 
+use bakeoff_core::error::TargetError;
 pub use bakeoff_core::suggest::did_you_mean;
 
 /// A settings table being read against its declaration. Every key of the
@@ -106,7 +107,7 @@ impl<'a> Settings<'a> {
     pub fn new(
         table: Option<&'a toml::Table>,
         declared: &'static [Setting],
-    ) -> Result<Self, String> {
+    ) -> Result<Self, TargetError> {
         if let Some(t) = table {
             for k in t.keys() {
                 if !declared.iter().any(|s| s.name == k) {
@@ -114,10 +115,10 @@ impl<'a> Settings<'a> {
                         .map(|n| format!("did you mean `{n}`? "))
                         .unwrap_or_default();
                     let known: Vec<&str> = declared.iter().map(|s| s.name).collect();
-                    return Err(format!(
+                    return Err(TargetError::Settings(format!(
                         "unknown setting `{k}`; {hint}known settings: {} (see `bakeoff list`)",
                         known.join(", ")
-                    ));
+                    )));
                 }
             }
         }
@@ -126,26 +127,26 @@ impl<'a> Settings<'a> {
 
     /// The text of `key`: as set, else its declared default; `None` when
     /// neither. The key must be declared with `kind`'s type.
-    fn raw(&self, key: &str, kind: fn(Kind) -> bool) -> Result<Option<String>, String> {
+    fn raw(&self, key: &str, kind: fn(Kind) -> bool) -> Result<Option<String>, TargetError> {
         let Some(decl) = self.declared.iter().find(|s| s.name == key) else {
-            return Err(format!(
+            return Err(TargetError::Settings(format!(
                 "setting `{key}` is read but not declared (a bug in bakeoff)"
-            ));
+            )));
         };
         if !kind(decl.kind) {
-            return Err(format!(
+            return Err(TargetError::Settings(format!(
                 "setting `{key}` is read as another type than declared (a bug in bakeoff)"
-            ));
+            )));
         }
         match self.table.and_then(|t| t.get(key)) {
             None => Ok(decl.default.map(str::to_string)),
             Some(toml::Value::String(s)) => Ok(Some(s.clone())),
             Some(toml::Value::Integer(i)) => Ok(Some(i.to_string())),
             Some(toml::Value::Boolean(b)) => Ok(Some(b.to_string())),
-            Some(v) => Err(format!(
+            Some(v) => Err(TargetError::Settings(format!(
                 "`{key}` must be a string or a number, not {}",
                 v.type_str()
-            )),
+            ))),
         }
     }
 
@@ -154,57 +155,65 @@ impl<'a> Settings<'a> {
     }
 
     /// A byte size.
-    pub fn bytes(&self, key: &str) -> Result<Option<u64>, String> {
+    pub fn bytes(&self, key: &str) -> Result<Option<u64>, TargetError> {
         self.raw(key, |k| k == Kind::Bytes)?
-            .map(|t| bakeoff_core::units::parse_bytes(&t).map_err(|m| format!("`{key}`: {m}")))
+            .map(|t| {
+                bakeoff_core::units::parse_bytes(&t)
+                    .map_err(|m| TargetError::Settings(format!("`{key}`: {m}")))
+            })
             .transpose()
     }
 
     /// A whole number above 0.
-    pub fn count(&self, key: &str) -> Result<Option<u64>, String> {
+    pub fn count(&self, key: &str) -> Result<Option<u64>, TargetError> {
         match self.raw(key, |k| k == Kind::Count)? {
             None => Ok(None),
             Some(t) => match t.parse::<u64>() {
-                Ok(0) | Err(_) => Err(format!("`{key}` must be a whole number above 0, not `{t}`")),
+                Ok(0) | Err(_) => Err(TargetError::Settings(format!(
+                    "`{key}` must be a whole number above 0, not `{t}`"
+                ))),
                 Ok(n) => Ok(Some(n)),
             },
         }
     }
 
     /// A whole number.
-    pub fn integer(&self, key: &str) -> Result<Option<i64>, String> {
+    pub fn integer(&self, key: &str) -> Result<Option<i64>, TargetError> {
         match self.raw(key, |k| k == Kind::Integer)? {
             None => Ok(None),
-            Some(t) => t
-                .parse::<i64>()
-                .map(Some)
-                .map_err(|_| format!("`{key}` must be a whole number, not `{t}`")),
+            Some(t) => t.parse::<i64>().map(Some).map_err(|_| {
+                TargetError::Settings(format!("`{key}` must be a whole number, not `{t}`"))
+            }),
         }
     }
 
     /// A TCP port.
-    pub fn port(&self, key: &str) -> Result<Option<u16>, String> {
+    pub fn port(&self, key: &str) -> Result<Option<u16>, TargetError> {
         match self.raw(key, |k| k == Kind::Port)? {
             None => Ok(None),
             Some(t) => match t.parse::<u16>() {
-                Ok(0) | Err(_) => Err(format!("`{key}` = {t} is not a port number")),
+                Ok(0) | Err(_) => Err(TargetError::Settings(format!(
+                    "`{key}` = {t} is not a port number"
+                ))),
                 Ok(p) => Ok(Some(p)),
             },
         }
     }
 
     /// `true` or `false`.
-    pub fn flag(&self, key: &str) -> Result<Option<bool>, String> {
+    pub fn flag(&self, key: &str) -> Result<Option<bool>, TargetError> {
         match self.raw(key, |k| k == Kind::Flag)?.as_deref() {
             None => Ok(None),
             Some("true") => Ok(Some(true)),
             Some("false") => Ok(Some(false)),
-            Some(other) => Err(format!("`{key}` must be true or false, not `{other}`")),
+            Some(other) => Err(TargetError::Settings(format!(
+                "`{key}` must be true or false, not `{other}`"
+            ))),
         }
     }
 
     /// One of the declared words.
-    pub fn choice(&self, key: &str) -> Result<Option<String>, String> {
+    pub fn choice(&self, key: &str) -> Result<Option<String>, TargetError> {
         let v = self.raw(key, |k| matches!(k, Kind::Choice(_)))?;
         let Some(Setting {
             kind: Kind::Choice(allowed),
@@ -218,17 +227,17 @@ impl<'a> Settings<'a> {
                 let hint = did_you_mean(&v, allowed.iter().copied())
                     .map(|n| format!("; did you mean `{n}`?"))
                     .unwrap_or_default();
-                Err(format!(
+                Err(TargetError::Settings(format!(
                     "`{key}` = \"{v}\" is not one of: {}{hint}",
                     allowed.join(", ")
-                ))
+                )))
             }
             v => Ok(v),
         }
     }
 
     /// Comma-separated declared words (empty when unset).
-    pub fn words(&self, key: &str) -> Result<Vec<String>, String> {
+    pub fn words(&self, key: &str) -> Result<Vec<String>, TargetError> {
         let v = self.raw(key, |k| matches!(k, Kind::Words(_)))?;
         let allowed = match self.declared(key) {
             Some(Setting {
@@ -244,16 +253,16 @@ impl<'a> Settings<'a> {
             .filter(|w| !w.is_empty())
             .collect();
         if let Some(w) = words.iter().find(|w| !allowed.contains(&w.as_str())) {
-            return Err(format!(
+            return Err(TargetError::Settings(format!(
                 "`{key}`: unknown option `{w}`; use {}",
                 allowed.join(", ")
-            ));
+            )));
         }
         Ok(words)
     }
 
     /// A path.
-    pub fn path(&self, key: &str) -> Result<Option<String>, String> {
+    pub fn path(&self, key: &str) -> Result<Option<String>, TargetError> {
         self.raw(key, |k| k == Kind::Path)
     }
 }
@@ -285,11 +294,11 @@ mod tests {
     #[test]
     fn a_misspelt_key_is_answered_with_the_closest_one() {
         let t = table("maxmemroy = \"1gb\"");
-        let e = Settings::new(Some(&t), DECL).err().unwrap();
+        let e = Settings::new(Some(&t), DECL).err().unwrap().to_string();
         assert!(e.contains("unknown setting `maxmemroy`"), "{e}");
         assert!(e.contains("did you mean `maxmemory`?"), "{e}");
         let t = table("zzz = 1");
-        let e = Settings::new(Some(&t), DECL).err().unwrap();
+        let e = Settings::new(Some(&t), DECL).err().unwrap().to_string();
         assert!(!e.contains("did you mean"), "{e}");
     }
 
@@ -302,7 +311,7 @@ mod tests {
         let t = table("maxmemory = \"1kb\"\npersistence = \"aof-alway\"");
         let s = Settings::new(Some(&t), DECL).unwrap();
         assert_eq!(s.bytes("maxmemory").unwrap(), Some(1024));
-        let e = s.choice("persistence").unwrap_err();
+        let e = s.choice("persistence").unwrap_err().to_string();
         assert!(e.contains("did you mean `aof-always`?"), "{e}");
         // Reading an undeclared key, or as the wrong type, is a bug.
         assert!(s.bytes("persistence").is_err());

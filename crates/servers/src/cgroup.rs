@@ -7,6 +7,8 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::ServerError;
+
 /// A cgroup with a memory limit, removed on drop.
 pub struct MemoryCap {
     dir: PathBuf,
@@ -26,9 +28,9 @@ pub struct CapUsage {
     pub cache: u64,
 }
 
-fn own_memory_cgroup() -> Result<(PathBuf, bool), String> {
+fn own_memory_cgroup() -> Result<(PathBuf, bool), ServerError> {
     let cg = std::fs::read_to_string("/proc/self/cgroup")
-        .map_err(|e| format!("cannot read /proc/self/cgroup: {e}"))?;
+        .map_err(|e| ServerError::MemoryCap(format!("cannot read /proc/self/cgroup: {e}")))?;
     let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
     // cgroup v1 with a memory controller.
     if let Some(rel) = cg.lines().find_map(|l| {
@@ -47,7 +49,12 @@ fn own_memory_cgroup() -> Result<(PathBuf, bool), String> {
                         .is_some_and(|o| o.split(',').any(|x| x == "memory"))
             })
             .and_then(|l| l.split(' ').nth(4))
-            .ok_or("the memory cgroup controller is listed in /proc/self/cgroup but not mounted")?;
+            .ok_or_else(|| {
+                ServerError::MemoryCap(
+                    "the memory cgroup controller is listed in /proc/self/cgroup but not mounted"
+                        .into(),
+                )
+            })?;
         return Ok((Path::new(mount).join(rel.trim_start_matches('/')), false));
     }
     // cgroup v2: one hierarchy; the memory controller must be available.
@@ -56,27 +63,27 @@ fn own_memory_cgroup() -> Result<(PathBuf, bool), String> {
             .lines()
             .find(|l| l.contains(" - cgroup2 "))
             .and_then(|l| l.split(' ').nth(4))
-            .ok_or("no cgroup2 file system is mounted")?;
+            .ok_or_else(|| ServerError::MemoryCap("no cgroup2 file system is mounted".into()))?;
         let dir = Path::new(mount).join(rel.trim_start_matches('/'));
         let ctrls = std::fs::read_to_string(dir.join("cgroup.controllers")).unwrap_or_default();
         if !ctrls.split_whitespace().any(|c| c == "memory") {
-            return Err(format!(
+            return Err(ServerError::MemoryCap(format!(
                 "cgroup v2 is mounted but its memory controller is not enabled for {}",
                 dir.display()
-            ));
+            )));
         }
         return Ok((dir, true));
     }
-    Err("this system has neither a cgroup v1 memory controller nor cgroup v2".into())
+    Err(ServerError::MemoryCap(
+        "this system has neither a cgroup v1 memory controller nor cgroup v2".into(),
+    ))
 }
 
 impl MemoryCap {
     /// Creates a capped group named after `label`.
-    pub fn create(limit: u64, label: &str) -> Result<Self, String> {
-        let why = |m: String| {
-            format!("cannot cap memory: {m} (memory caps need root and a cgroup memory controller)")
-        };
-        let (parent, v2) = own_memory_cgroup().map_err(why)?;
+    pub fn create(limit: u64, label: &str) -> Result<Self, ServerError> {
+        let why = ServerError::MemoryCap;
+        let (parent, v2) = own_memory_cgroup()?;
         let dir = parent.join(format!("bakeoff-{}-{label}", std::process::id()));
         std::fs::create_dir_all(&dir)
             .map_err(|e| why(format!("cannot create {}: {e}", dir.display())))?;
@@ -102,9 +109,13 @@ impl MemoryCap {
     }
 
     /// Moves process `pid` (all its threads) into the group.
-    pub fn add(&mut self, pid: u32) -> Result<(), String> {
-        std::fs::write(self.dir.join("cgroup.procs"), pid.to_string())
-            .map_err(|e| format!("cannot move process {pid} into {}: {e}", self.dir.display()))?;
+    pub fn add(&mut self, pid: u32) -> Result<(), ServerError> {
+        std::fs::write(self.dir.join("cgroup.procs"), pid.to_string()).map_err(|e| {
+            ServerError::MemoryCap(format!(
+                "cannot move process {pid} into {}: {e}",
+                self.dir.display()
+            ))
+        })?;
         self.members.push(pid);
         Ok(())
     }

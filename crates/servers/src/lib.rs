@@ -70,6 +70,27 @@ pub enum ServerError {
         /// Underlying error.
         source: std::io::Error,
     },
+    /// Initialising the data directory failed (initdb, mariadb-install-db).
+    #[error("{0}")]
+    Init(String),
+    /// The memory cap could not be set up.
+    #[error("cannot cap memory: {0} (memory caps need root and a cgroup memory controller)")]
+    MemoryCap(String),
+    /// A system user the server runs as is missing.
+    #[error("there is no user `{0}` on this machine")]
+    NoUser(String),
+}
+
+impl From<ServerError> for bakeoff_core::error::TargetError {
+    fn from(e: ServerError) -> Self {
+        match e {
+            ServerError::NotInstalled { program, package } => Self::NotInstalled {
+                what: format!("`{program}` is not on PATH"),
+                package,
+            },
+            other => Self::Server(other.to_string()),
+        }
+    }
 }
 
 /// Finds `program` on PATH.
@@ -99,7 +120,7 @@ pub fn port_is_free(port: u16) -> bool {
 
 /// Prepares a server's data directory: gets the binary's path and the
 /// directory; the error says what failed.
-pub type InitFn<'a> = dyn Fn(&Path, &Path) -> Result<(), String> + 'a;
+pub type InitFn<'a> = dyn Fn(&Path, &Path) -> Result<(), ServerError> + 'a;
 
 /// What to start.
 pub struct ServerCommand<'a> {
@@ -157,12 +178,12 @@ pub fn find_program(program: &str, extra: &[&str]) -> Option<PathBuf> {
 }
 
 /// User and group ids of `user`.
-pub fn user_ids(user: &str) -> Result<(u32, u32), String> {
-    let c = std::ffi::CString::new(user).map_err(|_| format!("bad user name {user}"))?;
+pub fn user_ids(user: &str) -> Result<(u32, u32), ServerError> {
+    let c = std::ffi::CString::new(user).map_err(|_| ServerError::NoUser(user.into()))?;
     // SAFETY: getpwnam returns a pointer to static storage or null.
     let pw = unsafe { libc::getpwnam(c.as_ptr()) };
     if pw.is_null() {
-        return Err(format!("there is no user `{user}` on this machine"));
+        return Err(ServerError::NoUser(user.into()));
     }
     // SAFETY: pw is non-null and points to a valid passwd record.
     Ok(unsafe { ((*pw).pw_uid, (*pw).pw_gid) })
@@ -454,22 +475,14 @@ impl ManagedServer {
         );
         let user = match cmd.run_as {
             Some(u) => {
-                let ids = user_ids(u).map_err(|reason| ServerError::Failed {
-                    program: cmd.program.into(),
-                    reason,
-                    log: String::new(),
-                })?;
+                let ids = user_ids(u)?;
                 chown_tree(dir.path(), ids.0, ids.1).map_err(io)?;
                 Some(ids)
             }
             None => None,
         };
         if let Some(init) = cmd.init {
-            init(&binary, dir.path()).map_err(|reason| ServerError::Failed {
-                program: cmd.program.into(),
-                reason,
-                log: String::new(),
-            })?;
+            init(&binary, dir.path())?;
         }
         let mut attempt = 1;
         loop {
@@ -543,11 +556,7 @@ impl ManagedServer {
         })?;
         self.pid = self.process.0.id();
         if let Some(cap) = self.cap.as_mut() {
-            cap.add(self.pid).map_err(|reason| ServerError::Failed {
-                program: self.program.clone(),
-                reason,
-                log: String::new(),
-            })?;
+            cap.add(self.pid)?;
         }
         wait_ready(
             &mut self.process,
@@ -561,7 +570,7 @@ impl ManagedServer {
 
     /// Puts the server under a memory cap (RSS + page cache) of `limit`
     /// bytes until it stops.
-    pub fn cap_memory(&mut self, limit: u64) -> Result<(), String> {
+    pub fn cap_memory(&mut self, limit: u64) -> Result<(), ServerError> {
         let mut cap = cgroup::MemoryCap::create(limit, "server")?;
         cap.add(self.pid)?;
         self.cap = Some(cap);
@@ -933,8 +942,18 @@ mod tests {
             &|_, _| vec![],
             Duration::from_secs(1),
         );
-        let e = ManagedServer::start(&cmd).err().unwrap().to_string();
-        assert!(e.contains("apt-get install no-such-package"), "{e}");
+        let e = ManagedServer::start(&cmd).err().unwrap();
+        assert!(
+            e.to_string().contains("apt-get install no-such-package"),
+            "{e}"
+        );
+        // The kind survives the step into the drivers' error type.
+        match bakeoff_core::error::TargetError::from(e) {
+            bakeoff_core::error::TargetError::NotInstalled { package, .. } => {
+                assert_eq!(package, "no-such-package")
+            }
+            other => panic!("not NotInstalled: {other:?}"),
+        }
     }
 
     #[test]

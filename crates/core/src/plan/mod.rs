@@ -466,9 +466,9 @@ impl Plan {
             }
             catalog
                 .check_settings(name, table)
-                .map_err(|m| PlanError::Invalid {
+                .map_err(|e| PlanError::Invalid {
                     origin: format!("preset key servers.{name}"),
-                    message: m,
+                    message: e.to_string(),
                 })?;
         }
 
@@ -506,6 +506,7 @@ impl Plan {
 #[allow(clippy::field_reassign_with_default)] // tests set one flag each
 mod tests {
     use super::*;
+    use crate::error::TargetError;
     use crate::workload::ValueSizes;
 
     struct Cat;
@@ -526,9 +527,9 @@ mod tests {
         fn target_for_scheme(&self, s: &str) -> Option<String> {
             (s == "redis").then(|| "redis".into())
         }
-        fn check_settings(&self, _: &str, t: &toml::Table) -> Result<(), String> {
+        fn check_settings(&self, _: &str, t: &toml::Table) -> Result<(), TargetError> {
             match t.keys().find(|k| *k != "maxmemory") {
-                Some(k) => Err(format!("unknown setting `{k}`")),
+                Some(k) => Err(TargetError::Settings(format!("unknown setting `{k}`"))),
                 None => Ok(()),
             }
         }

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::{RequestMode, Workload};
+use crate::error::TargetError;
 use crate::workload::OpKind;
 
 /// What a target can do, as the plan needs to know it.
@@ -35,7 +36,7 @@ pub trait TargetCatalog {
     /// Target name for URL scheme `scheme`.
     fn target_for_scheme(&self, scheme: &str) -> Option<String>;
     /// Checks a managed server's settings table (`[servers.NAME]`).
-    fn check_settings(&self, name: &str, settings: &toml::Table) -> Result<(), String>;
+    fn check_settings(&self, name: &str, settings: &toml::Table) -> Result<(), TargetError>;
     /// Targets of the default comparison.
     fn default_targets(&self) -> Vec<String>;
 }

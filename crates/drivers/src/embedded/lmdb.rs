@@ -7,11 +7,13 @@ use std::ptr;
 use std::sync::Arc;
 
 use bakeoff_core::embedded::EngineSession;
+use bakeoff_core::error::TargetError;
 use bakeoff_core::plan::{Plan, TargetSpec, Workload};
 use bakeoff_core::runner::Target;
+use bakeoff_core::session::SessionError;
 use bakeoff_core::workload::OpKind;
 
-use super::{DataDir, EmbeddedTarget, Engine};
+use super::{DataDir, EmbeddedTarget, Engine, EngineError};
 use crate::dl::{self, Lib};
 use crate::settings::{Kind, Setting, Settings, DIR};
 
@@ -66,7 +68,7 @@ struct Api {
 }
 
 impl Api {
-    fn load() -> Result<Self, String> {
+    fn load() -> Result<Self, TargetError> {
         let lib = dl::open(LIB_NAMES, LIB_ENV, PACKAGE)?;
         // SAFETY: signatures from lmdb.h (0.9).
         unsafe {
@@ -103,13 +105,13 @@ impl Api {
         }
     }
 
-    fn error(&self, rc: c_int) -> String {
+    fn error(&self, rc: c_int) -> EngineError {
         // SAFETY: mdb_strerror returns a static string.
-        unsafe {
+        EngineError(unsafe {
             CStr::from_ptr((self.strerror)(rc))
                 .to_string_lossy()
                 .into_owned()
-        }
+        })
     }
 }
 
@@ -139,7 +141,7 @@ pub struct LmdbSession {
 }
 
 impl LmdbSession {
-    fn txn(&self, flags: c_uint) -> Result<Txn, String> {
+    fn txn(&self, flags: c_uint) -> Result<Txn, EngineError> {
         let e = &self.env;
         let mut txn: Txn = ptr::null_mut();
         // SAFETY: beginning a top-level transaction on our environment.
@@ -160,7 +162,7 @@ fn val(b: &[u8]) -> Val {
 }
 
 impl EngineSession for LmdbSession {
-    fn get(&mut self, key: &[u8], out: &mut Vec<u8>) -> Result<bool, String> {
+    fn get(&mut self, key: &[u8], out: &mut Vec<u8>) -> Result<bool, SessionError> {
         out.clear();
         let txn = self.txn(MDB_RDONLY)?;
         let e = &self.env;
@@ -179,14 +181,14 @@ impl EngineSession for LmdbSession {
                     Ok(true)
                 }
                 MDB_NOTFOUND => Ok(false),
-                _ => Err(e.api.error(rc)),
+                _ => Err(e.api.error(rc).into()),
             };
             (e.api.txn_abort)(txn);
             r
         }
     }
 
-    fn put(&mut self, key: &[u8], value: &[u8]) -> Result<(), String> {
+    fn put(&mut self, key: &[u8], value: &[u8]) -> Result<(), SessionError> {
         let txn = self.txn(0)?;
         let e = &self.env;
         let (mut k, mut v) = (val(key), val(value));
@@ -195,16 +197,16 @@ impl EngineSession for LmdbSession {
             let rc = (e.api.put)(txn, e.dbi, &mut k, &mut v, 0);
             if rc != 0 {
                 (e.api.txn_abort)(txn);
-                return Err(e.api.error(rc));
+                return Err(e.api.error(rc).into());
             }
             match (e.api.txn_commit)(txn) {
                 0 => Ok(()),
-                rc => Err(e.api.error(rc)),
+                rc => Err(e.api.error(rc).into()),
             }
         }
     }
 
-    fn delete(&mut self, key: &[u8]) -> Result<bool, String> {
+    fn delete(&mut self, key: &[u8]) -> Result<bool, SessionError> {
         let txn = self.txn(0)?;
         let e = &self.env;
         let mut k = val(key);
@@ -217,11 +219,11 @@ impl EngineSession for LmdbSession {
             }
             if rc != 0 {
                 (e.api.txn_abort)(txn);
-                return Err(e.api.error(rc));
+                return Err(e.api.error(rc).into());
             }
             match (e.api.txn_commit)(txn) {
                 0 => Ok(true),
-                rc => Err(e.api.error(rc)),
+                rc => Err(e.api.error(rc).into()),
             }
         }
     }
@@ -235,7 +237,7 @@ pub struct LmdbEngine {
 impl Engine for LmdbEngine {
     type Session = LmdbSession;
 
-    fn session(&self) -> Result<LmdbSession, String> {
+    fn session(&self) -> Result<LmdbSession, EngineError> {
         Ok(LmdbSession {
             env: self.env.clone(),
         })
@@ -287,7 +289,7 @@ pub const SETTINGS: &[Setting] = &[
 ];
 
 impl LmdbSettings {
-    fn parse(table: Option<&toml::Table>) -> Result<Self, String> {
+    fn parse(table: Option<&toml::Table>) -> Result<Self, TargetError> {
         let s = Settings::new(table, SETTINGS)?;
         Ok(LmdbSettings {
             dir: s.path("dir")?,
@@ -298,12 +300,12 @@ impl LmdbSettings {
 }
 
 /// Checks `[servers.lmdb]`.
-pub fn check(t: Option<&toml::Table>) -> Result<(), String> {
+pub fn check(t: Option<&toml::Table>) -> Result<(), TargetError> {
     LmdbSettings::parse(t).map(|_| ())
 }
 
 /// Whether the library loads here.
-pub fn available() -> Result<(), String> {
+pub fn available() -> Result<(), TargetError> {
     Api::load().map(|_| ())
 }
 
@@ -312,7 +314,7 @@ pub fn open(
     spec: &TargetSpec,
     plan: &Plan,
     workload: &Workload,
-) -> Result<Box<dyn Target>, String> {
+) -> Result<Box<dyn Target>, TargetError> {
     let settings = LmdbSettings::parse(plan.servers.get(&spec.name))?;
     let api = Api::load()?;
     let dir = DataDir::new(settings.dir.clone(), &spec.name)?;
@@ -321,7 +323,7 @@ pub fn open(
         let _ = std::fs::remove_file(dir.path().join("lock.mdb"));
     }
     let path = CString::new(dir.path().display().to_string())
-        .map_err(|_| "directory path contains a NUL byte".to_string())?;
+        .map_err(|_| EngineError("directory path contains a NUL byte".to_string()))?;
     let mut flags = MDB_NOTLS;
     match settings.sync.as_str() {
         "nosync" => flags |= MDB_NOSYNC,
@@ -334,31 +336,31 @@ pub fn open(
     let dbi = unsafe {
         let rc = (api.env_create)(&mut env);
         if rc != 0 {
-            return Err(api.error(rc));
+            return Err(api.error(rc).into());
         }
         (api.env_set_mapsize)(env, settings.map_size as usize);
         (api.env_set_maxreaders)(env, 4096);
         let rc = (api.env_open)(env, path.as_ptr(), flags, 0o644);
         if rc != 0 {
             (api.env_close)(env);
-            return Err(format!(
+            return Err(TargetError::Engine(format!(
                 "cannot open LMDB environment in {}: {}",
                 dir.path().display(),
                 api.error(rc)
-            ));
+            )));
         }
         let mut txn: Txn = ptr::null_mut();
         let rc = (api.txn_begin)(env, ptr::null_mut(), 0, &mut txn);
         if rc != 0 {
             (api.env_close)(env);
-            return Err(api.error(rc));
+            return Err(api.error(rc).into());
         }
         let mut dbi: Dbi = 0;
         let rc = (api.dbi_open)(txn, ptr::null(), 0, &mut dbi);
         if rc != 0 {
             (api.txn_abort)(txn);
             (api.env_close)(env);
-            return Err(api.error(rc));
+            return Err(api.error(rc).into());
         }
         (api.txn_commit)(txn);
         dbi

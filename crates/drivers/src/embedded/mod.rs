@@ -18,16 +18,38 @@ use std::sync::Arc;
 
 use bakeoff_core::driver::{Driver, Job, WorkerOutput};
 use bakeoff_core::embedded::EngineSession;
+use bakeoff_core::error::TargetError;
 use bakeoff_core::result::{CounterCheck, TargetRecord};
 use bakeoff_core::runner::{Counters, ProcSnapshot, Target};
+use bakeoff_core::session::SessionError;
 use bakeoff_core::workload::{OpKind, OP_KINDS};
+
+/// An engine's own failure: opening its files, preparing a statement, an
+/// operation it refused. Counted as a server error when an operation
+/// fails ([`SessionError::Server`]); a setup failure of the target
+/// ([`TargetError::Engine`]) otherwise.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct EngineError(pub String);
+
+impl From<EngineError> for SessionError {
+    fn from(e: EngineError) -> Self {
+        SessionError::Server(e.0)
+    }
+}
+
+impl From<EngineError> for TargetError {
+    fn from(e: EngineError) -> Self {
+        TargetError::Engine(e.0)
+    }
+}
 
 /// An opened engine, shared by the worker threads.
 pub trait Engine: Send + Sync + 'static {
     /// A worker's handle.
     type Session: EngineSession;
     /// Opens a handle for one worker thread.
-    fn session(&self) -> Result<Self::Session, String>;
+    fn session(&self) -> Result<Self::Session, EngineError>;
     /// Records stored, if the engine can tell exactly.
     fn count(&self) -> Option<u64>;
     /// What one operation does, for the report.
@@ -40,7 +62,7 @@ pub struct EmbeddedDriver<E: Engine> {
 }
 
 impl<E: Engine> Driver for EmbeddedDriver<E> {
-    fn run_worker(&self, job: &Job, worker: usize) -> Result<WorkerOutput, String> {
+    fn run_worker(&self, job: &Job, worker: usize) -> Result<WorkerOutput, TargetError> {
         let mut session = self.engine.session()?;
         Ok(bakeoff_core::embedded::run_worker(
             &mut session,
@@ -64,18 +86,21 @@ pub enum DataDir {
 
 impl DataDir {
     /// The directory named by `dir` in the settings, or a fresh temporary one.
-    pub fn new(named: Option<String>, target: &str) -> Result<Self, String> {
+    pub fn new(named: Option<String>, target: &str) -> Result<Self, TargetError> {
         match named {
             Some(d) => {
-                std::fs::create_dir_all(&d)
-                    .map_err(|e| format!("cannot create directory {d}: {e}"))?;
+                std::fs::create_dir_all(&d).map_err(|e| {
+                    TargetError::Engine(format!("cannot create directory {d}: {e}"))
+                })?;
                 Ok(DataDir::Named(PathBuf::from(d)))
             }
             None => tempfile::Builder::new()
                 .prefix(&format!("bakeoff-{target}-"))
                 .tempdir()
                 .map(DataDir::Temp)
-                .map_err(|e| format!("cannot create a temporary directory: {e}")),
+                .map_err(|e| {
+                    TargetError::Engine(format!("cannot create a temporary directory: {e}"))
+                }),
         }
     }
 
@@ -109,7 +134,7 @@ impl<E: Engine> EmbeddedTarget<E> {
         version: String,
         mut settings: BTreeMap<String, String>,
         memory_cap: Option<u64>,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, TargetError> {
         settings.insert("dir".into(), dir.path().display().to_string());
         let cap = match memory_cap {
             Some(limit) => {

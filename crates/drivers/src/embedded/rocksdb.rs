@@ -7,11 +7,13 @@ use std::ptr;
 use std::sync::Arc;
 
 use bakeoff_core::embedded::EngineSession;
+use bakeoff_core::error::TargetError;
 use bakeoff_core::plan::{Plan, TargetSpec, Workload};
 use bakeoff_core::runner::Target;
+use bakeoff_core::session::SessionError;
 use bakeoff_core::workload::OpKind;
 
-use super::{DataDir, EmbeddedTarget, Engine};
+use super::{DataDir, EmbeddedTarget, Engine, EngineError};
 use crate::dl::{self, Lib};
 use crate::settings::{Kind, Setting, Settings, DIR};
 
@@ -56,7 +58,7 @@ struct Api {
 }
 
 impl Api {
-    fn load() -> Result<Self, String> {
+    fn load() -> Result<Self, TargetError> {
         let lib = dl::open(LIB_NAMES, LIB_ENV, PACKAGE)?;
         // SAFETY: signatures from rocksdb/c.h (7.x).
         unsafe {
@@ -102,7 +104,7 @@ impl Api {
     }
 
     /// Turns a RocksDB error pointer into a message (and frees it).
-    fn take_error(&self, err: *mut c_char) -> Result<(), String> {
+    fn take_error(&self, err: *mut c_char) -> Result<(), EngineError> {
         if err.is_null() {
             return Ok(());
         }
@@ -110,7 +112,7 @@ impl Api {
         let m = unsafe { CStr::from_ptr(err).to_string_lossy().into_owned() };
         // SAFETY: freed once, with RocksDB's own free.
         unsafe { (self.free)(err.cast()) };
-        Err(m)
+        Err(EngineError(m))
     }
 }
 
@@ -141,7 +143,7 @@ pub struct RocksSession {
 }
 
 impl EngineSession for RocksSession {
-    fn get(&mut self, key: &[u8], out: &mut Vec<u8>) -> Result<bool, String> {
+    fn get(&mut self, key: &[u8], out: &mut Vec<u8>) -> Result<bool, SessionError> {
         let d = &self.db;
         out.clear();
         let mut len = 0usize;
@@ -166,7 +168,7 @@ impl EngineSession for RocksSession {
         Ok(true)
     }
 
-    fn put(&mut self, key: &[u8], value: &[u8]) -> Result<(), String> {
+    fn put(&mut self, key: &[u8], value: &[u8]) -> Result<(), SessionError> {
         let d = &self.db;
         let mut err = ptr::null_mut();
         // SAFETY: key and value are valid for the lengths passed.
@@ -181,16 +183,17 @@ impl EngineSession for RocksSession {
                 &mut err,
             )
         };
-        d.api.take_error(err)
+        Ok(d.api.take_error(err)?)
     }
 
-    fn delete(&mut self, key: &[u8]) -> Result<bool, String> {
+    fn delete(&mut self, key: &[u8]) -> Result<bool, SessionError> {
         let d = &self.db;
         let mut err = ptr::null_mut();
         // SAFETY: key is valid for the length passed.
         unsafe { (d.api.delete)(d.db, d.write, key.as_ptr().cast(), key.len(), &mut err) };
         // RocksDB writes a tombstone without looking: it cannot tell a miss.
-        d.api.take_error(err).map(|()| true)
+        d.api.take_error(err)?;
+        Ok(true)
     }
 }
 
@@ -202,7 +205,7 @@ pub struct RocksEngine {
 impl Engine for RocksEngine {
     type Session = RocksSession;
 
-    fn session(&self) -> Result<RocksSession, String> {
+    fn session(&self) -> Result<RocksSession, EngineError> {
         Ok(RocksSession {
             db: self.db.clone(),
         })
@@ -274,7 +277,7 @@ pub const SETTINGS: &[Setting] = &[
 ];
 
 impl RocksSettings {
-    fn parse(table: Option<&toml::Table>) -> Result<Self, String> {
+    fn parse(table: Option<&toml::Table>) -> Result<Self, TargetError> {
         let s = Settings::new(table, SETTINGS)?;
         Ok(RocksSettings {
             dir: s.path("dir")?,
@@ -297,12 +300,12 @@ impl RocksSettings {
 }
 
 /// Checks `[servers.rocksdb]`.
-pub fn check(t: Option<&toml::Table>) -> Result<(), String> {
+pub fn check(t: Option<&toml::Table>) -> Result<(), TargetError> {
     RocksSettings::parse(t).map(|_| ())
 }
 
 /// Whether the library loads here.
-pub fn available() -> Result<(), String> {
+pub fn available() -> Result<(), TargetError> {
     Api::load().map(|_| ())
 }
 
@@ -311,12 +314,12 @@ pub fn open(
     spec: &TargetSpec,
     plan: &Plan,
     workload: &Workload,
-) -> Result<Box<dyn Target>, String> {
+) -> Result<Box<dyn Target>, TargetError> {
     let settings = RocksSettings::parse(plan.servers.get(&spec.name))?;
     let api = Api::load()?;
     let dir = DataDir::new(settings.dir.clone(), &spec.name)?;
     let path = CString::new(dir.path().join("db").display().to_string())
-        .map_err(|_| "path contains a NUL byte".to_string())?;
+        .map_err(|_| EngineError("path contains a NUL byte".to_string()))?;
     // SAFETY: building options and opening the database per rocksdb/c.h;
     // the option objects live as long as the process (a few per run).
     let db = unsafe {
@@ -333,13 +336,14 @@ pub fn open(
         if workload.load {
             let mut err = ptr::null_mut();
             (api.destroy_db)(opts, path.as_ptr(), &mut err);
-            api.take_error(err)
-                .map_err(|e| format!("cannot empty {}: {e}", path.to_string_lossy()))?;
+            api.take_error(err).map_err(|e| {
+                EngineError(format!("cannot empty {}: {e}", path.to_string_lossy()))
+            })?;
         }
         let mut err = ptr::null_mut();
         let db = (api.open)(opts, path.as_ptr(), &mut err);
         api.take_error(err)
-            .map_err(|e| format!("cannot open {}: {e}", path.to_string_lossy()))?;
+            .map_err(|e| EngineError(format!("cannot open {}: {e}", path.to_string_lossy())))?;
         let write = (api.writeoptions_create)();
         (api.writeoptions_set_sync)(write, settings.sync as c_uchar);
         let read = (api.readoptions_create)();

@@ -9,12 +9,14 @@ use std::ptr;
 use std::sync::Arc;
 
 use bakeoff_core::embedded::EngineSession;
+use bakeoff_core::error::TargetError;
 use bakeoff_core::plan::{Plan, TargetSpec, Workload};
 use bakeoff_core::profile::{Profile, Query, RecordKind, SearchKind};
 use bakeoff_core::runner::Target;
+use bakeoff_core::session::SessionError;
 use bakeoff_core::workload::OpKind;
 
-use super::{DataDir, EmbeddedTarget, Engine};
+use super::{DataDir, EmbeddedTarget, Engine, EngineError};
 use crate::dl::{self, Lib};
 use crate::settings::{Kind, Setting, Settings, DIR};
 
@@ -62,7 +64,7 @@ struct Api {
 }
 
 impl Api {
-    fn load() -> Result<Self, String> {
+    fn load() -> Result<Self, TargetError> {
         let lib = dl::open(LIB_NAMES, LIB_ENV, PACKAGE)?;
         // SAFETY: signatures from sqlite3.h (3.x stable C API).
         unsafe {
@@ -115,7 +117,12 @@ const PROFILE_SQL: [&str; 5] = [
 ];
 
 impl Conn {
-    fn open(api: &Arc<Api>, path: &CString, pragmas: &str, profile: bool) -> Result<Self, String> {
+    fn open(
+        api: &Arc<Api>,
+        path: &CString,
+        pragmas: &str,
+        profile: bool,
+    ) -> Result<Self, EngineError> {
         let mut db: Db = ptr::null_mut();
         // SAFETY: sqlite3 C API calls on a connection we own.
         unsafe {
@@ -134,11 +141,11 @@ impl Conn {
                 profile: [ptr::null_mut(); 5],
             };
             if rc != OK {
-                return Err(format!(
+                return Err(EngineError(format!(
                     "cannot open {}: {}",
                     path.to_string_lossy(),
                     c.error()
-                ));
+                )));
             }
             (api.busy_timeout)(db, 30_000);
             c.exec(pragmas)?;
@@ -156,17 +163,18 @@ impl Conn {
         }
     }
 
-    fn error(&self) -> String {
+    fn error(&self) -> EngineError {
         // SAFETY: sqlite3_errmsg returns a string owned by the connection.
-        unsafe {
+        EngineError(unsafe {
             CStr::from_ptr((self.api.errmsg)(self.db))
                 .to_string_lossy()
                 .into_owned()
-        }
+        })
     }
 
-    fn exec(&self, sql: &str) -> Result<(), String> {
-        let c = CString::new(sql).map_err(|_| "SQL contains a NUL byte".to_string())?;
+    fn exec(&self, sql: &str) -> Result<(), EngineError> {
+        let c =
+            CString::new(sql).map_err(|_| EngineError("SQL contains a NUL byte".to_string()))?;
         let mut err: *mut c_char = ptr::null_mut();
         // SAFETY: exec without callback; the error string is freed below.
         let rc =
@@ -177,24 +185,25 @@ impl Conn {
         // SAFETY: err is either null or a string sqlite allocated.
         let msg = unsafe {
             if err.is_null() {
-                self.error()
+                self.error().0
             } else {
                 let m = CStr::from_ptr(err).to_string_lossy().into_owned();
                 (self.api.free)(err.cast());
                 m
             }
         };
-        Err(format!("{sql}: {msg}"))
+        Err(EngineError(format!("{sql}: {msg}")))
     }
 
-    fn prepare(&self, sql: &str) -> Result<Stmt, String> {
-        let c = CString::new(sql).map_err(|_| "SQL contains a NUL byte".to_string())?;
+    fn prepare(&self, sql: &str) -> Result<Stmt, EngineError> {
+        let c =
+            CString::new(sql).map_err(|_| EngineError("SQL contains a NUL byte".to_string()))?;
         let mut st: Stmt = ptr::null_mut();
         // SAFETY: preparing on our connection.
         let rc =
             unsafe { (self.api.prepare_v2)(self.db, c.as_ptr(), -1, &mut st, ptr::null_mut()) };
         if rc != OK {
-            return Err(format!("{sql}: {}", self.error()));
+            return Err(EngineError(format!("{sql}: {}", self.error())));
         }
         Ok(st)
     }
@@ -249,7 +258,7 @@ impl EngineSession for SqliteSession {
         _key: &[u8],
         p: &Profile,
         payload: &[u8],
-    ) -> Result<(), String> {
+    ) -> Result<(), SessionError> {
         let c = &self.conn;
         let st = c.profile[0];
         let (prov, city) = (p.province_text(), p.city_text());
@@ -262,13 +271,17 @@ impl EngineSession for SqliteSession {
             (c.api.bind_text)(st, 5, city.as_ptr().cast(), 2, 0);
             (c.api.bind_blob)(st, 6, payload.as_ptr().cast(), payload.len() as c_int, 0);
             let rc = (c.api.step)(st);
-            let r = if rc == DONE { Ok(()) } else { Err(c.error()) };
+            let r = if rc == DONE {
+                Ok(())
+            } else {
+                Err(c.error().into())
+            };
             c.finish(st);
             r
         }
     }
 
-    fn search(&mut self, q: &Query) -> Result<u64, String> {
+    fn search(&mut self, q: &Query) -> Result<u64, SessionError> {
         let c = &self.conn;
         let like = [b'%', q.name_part[0], q.name_part[1], q.name_part[2], b'%'];
         let st = match q.kind {
@@ -305,7 +318,7 @@ impl EngineSession for SqliteSession {
                 match (c.api.step)(st) {
                     ROW => rows += 1,
                     DONE => break Ok(rows),
-                    _ => break Err(c.error()),
+                    _ => break Err(c.error().into()),
                 }
             };
             c.finish(st);
@@ -313,7 +326,7 @@ impl EngineSession for SqliteSession {
         }
     }
 
-    fn get(&mut self, key: &[u8], out: &mut Vec<u8>) -> Result<bool, String> {
+    fn get(&mut self, key: &[u8], out: &mut Vec<u8>) -> Result<bool, SessionError> {
         let c = &self.conn;
         out.clear();
         // SAFETY: statement use per the sqlite3 API; the column pointer is
@@ -330,25 +343,29 @@ impl EngineSession for SqliteSession {
                     Ok(true)
                 }
                 DONE => Ok(false),
-                _ => Err(c.error()),
+                _ => Err(c.error().into()),
             };
             c.finish(c.get);
             found
         }
     }
 
-    fn put(&mut self, key: &[u8], value: &[u8]) -> Result<(), String> {
+    fn put(&mut self, key: &[u8], value: &[u8]) -> Result<(), SessionError> {
         let c = &self.conn;
         // SAFETY: as above.
         unsafe {
             let rc = c.run(c.put, key, Some(value));
-            let r = if rc == DONE { Ok(()) } else { Err(c.error()) };
+            let r = if rc == DONE {
+                Ok(())
+            } else {
+                Err(c.error().into())
+            };
             c.finish(c.put);
             r
         }
     }
 
-    fn delete(&mut self, key: &[u8]) -> Result<bool, String> {
+    fn delete(&mut self, key: &[u8]) -> Result<bool, SessionError> {
         let c = &self.conn;
         // SAFETY: as above.
         unsafe {
@@ -356,7 +373,7 @@ impl EngineSession for SqliteSession {
             let r = if rc == DONE {
                 Ok((c.api.changes)(c.db) > 0)
             } else {
-                Err(c.error())
+                Err(c.error().into())
             };
             c.finish(c.del);
             r
@@ -396,7 +413,7 @@ pub const SETTINGS: &[Setting] = &[
 ];
 
 impl SqliteSettings {
-    fn parse(table: Option<&toml::Table>) -> Result<Self, String> {
+    fn parse(table: Option<&toml::Table>) -> Result<Self, TargetError> {
         let s = Settings::new(table, SETTINGS)?;
         Ok(SqliteSettings {
             dir: s.path("dir")?,
@@ -429,7 +446,7 @@ pub struct SqliteEngine {
 impl Engine for SqliteEngine {
     type Session = SqliteSession;
 
-    fn session(&self) -> Result<SqliteSession, String> {
+    fn session(&self) -> Result<SqliteSession, EngineError> {
         Ok(SqliteSession {
             conn: Conn::open(&self.api, &self.path, &self.pragmas, self.profile)?,
         })
@@ -464,12 +481,12 @@ impl Engine for SqliteEngine {
 }
 
 /// Checks `[servers.sqlite]`.
-pub fn check(t: Option<&toml::Table>) -> Result<(), String> {
+pub fn check(t: Option<&toml::Table>) -> Result<(), TargetError> {
     SqliteSettings::parse(t).map(|_| ())
 }
 
 /// Whether the library loads here.
-pub fn available() -> Result<(), String> {
+pub fn available() -> Result<(), TargetError> {
     Api::load().map(|_| ())
 }
 
@@ -478,13 +495,13 @@ pub fn open(
     spec: &TargetSpec,
     plan: &Plan,
     workload: &Workload,
-) -> Result<Box<dyn Target>, String> {
+) -> Result<Box<dyn Target>, TargetError> {
     let settings = SqliteSettings::parse(plan.servers.get(&spec.name))?;
     let api = Arc::new(Api::load()?);
     let dir = DataDir::new(settings.dir.clone(), &spec.name)?;
     let file: PathBuf = dir.path().join("bakeoff.sqlite");
     let path = CString::new(file.display().to_string())
-        .map_err(|_| "directory path contains a NUL byte".to_string())?;
+        .map_err(|_| EngineError("directory path contains a NUL byte".to_string()))?;
     let pragmas = settings.pragmas();
     let profile = workload.record == RecordKind::Profile;
     {

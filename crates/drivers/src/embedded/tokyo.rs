@@ -9,12 +9,14 @@ use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::sync::Arc;
 
 use bakeoff_core::embedded::EngineSession;
+use bakeoff_core::error::TargetError;
 use bakeoff_core::plan::{Plan, TargetSpec, Workload};
 use bakeoff_core::profile::{Profile, Query, RecordKind, SearchKind};
 use bakeoff_core::runner::Target;
+use bakeoff_core::session::SessionError;
 use bakeoff_core::workload::OpKind;
 
-use super::{DataDir, EmbeddedTarget, Engine};
+use super::{DataDir, EmbeddedTarget, Engine, EngineError};
 use crate::dl::{self, Lib};
 use crate::settings::{Kind as SettingKind, Setting, Settings, DIR};
 
@@ -105,7 +107,7 @@ const IT_VOID: c_int = 9999;
 const ENOREC: c_int = 22;
 
 impl Api {
-    fn load() -> Result<Self, String> {
+    fn load() -> Result<Self, TargetError> {
         let lib = dl::open(LIB_NAMES, LIB_ENV, PACKAGE)?;
         // SAFETY: the signatures below are those of tchdb.h, tcbdb.h and
         // tcutil.h of Tokyo Cabinet 1.4; `tcversion` is a `const char *`.
@@ -254,7 +256,7 @@ pub const TABLE_SETTINGS: &[Setting] = &[
 ];
 
 impl TokyoSettings {
-    fn parse(kind: Kind, table: Option<&toml::Table>) -> Result<Self, String> {
+    fn parse(kind: Kind, table: Option<&toml::Table>) -> Result<Self, TargetError> {
         let declared = match kind {
             Kind::Hash => HASH_SETTINGS,
             Kind::BTree => BTREE_SETTINGS,
@@ -262,7 +264,7 @@ impl TokyoSettings {
         };
         let s = Settings::new(table, declared)?;
         // A key the kind does not take keeps the value that means "unused".
-        let int = |k: &str, unused: i64| -> Result<i64, String> {
+        let int = |k: &str, unused: i64| -> Result<i64, TargetError> {
             if declared.iter().any(|d| d.name == k) {
                 Ok(s.integer(k)?.unwrap_or(unused))
             } else {
@@ -369,9 +371,9 @@ impl Drop for TokyoDb {
 }
 
 impl TokyoDb {
-    fn error(&self) -> String {
+    fn error(&self) -> EngineError {
         // SAFETY: reading the last error code of our handle.
-        self.api.message(self.last_code())
+        EngineError(self.api.message(self.last_code()))
     }
 
     fn last_code(&self) -> c_int {
@@ -398,10 +400,12 @@ impl EngineSession for TokyoSession {
         key: &[u8],
         p: &Profile,
         payload: &[u8],
-    ) -> Result<(), String> {
+    ) -> Result<(), SessionError> {
         let d = &self.db;
         if d.kind != Kind::Table {
-            return Err("only tokyo-table stores profile rows".into());
+            return Err(SessionError::Server(
+                "only tokyo-table stores profile rows".into(),
+            ));
         }
         let (prov, city) = (p.province_text(), p.city_text());
         let cols: [(&[u8], &[u8]); 5] = [
@@ -430,14 +434,14 @@ impl EngineSession for TokyoSession {
         if ok {
             Ok(())
         } else {
-            Err(d.error())
+            Err(d.error().into())
         }
     }
 
-    fn search(&mut self, q: &Query) -> Result<u64, String> {
+    fn search(&mut self, q: &Query) -> Result<u64, SessionError> {
         let d = &self.db;
         if d.kind != Kind::Table {
-            return Err("only tokyo-table can search".into());
+            return Err(SessionError::Server("only tokyo-table can search".into()));
         }
         let z = |b: &[u8]| -> [u8; 4] {
             let mut out = [0u8; 4];
@@ -477,7 +481,7 @@ impl EngineSession for TokyoSession {
         }
     }
 
-    fn get(&mut self, key: &[u8], out: &mut Vec<u8>) -> Result<bool, String> {
+    fn get(&mut self, key: &[u8], out: &mut Vec<u8>) -> Result<bool, SessionError> {
         let d = &self.db;
         out.clear();
         // SAFETY: key and out are valid for the lengths passed; tchdbget3
@@ -495,7 +499,7 @@ impl EngineSession for TokyoSession {
                         return if d.last_code() == ENOREC {
                             Ok(false)
                         } else {
-                            Err(d.error())
+                            Err(d.error().into())
                         };
                     }
                     out.extend_from_slice(std::slice::from_raw_parts(p as *const u8, n as usize));
@@ -508,7 +512,7 @@ impl EngineSession for TokyoSession {
                         return if d.last_code() == ENOREC {
                             Ok(false)
                         } else {
-                            Err(d.error())
+                            Err(d.error().into())
                         };
                     }
                     out.extend_from_slice(std::slice::from_raw_parts(p as *const u8, n as usize));
@@ -520,7 +524,7 @@ impl EngineSession for TokyoSession {
                         return if d.last_code() == ENOREC {
                             Ok(false)
                         } else {
-                            Err(d.error())
+                            Err(d.error().into())
                         };
                     }
                     let mut n: c_int = 0;
@@ -538,7 +542,7 @@ impl EngineSession for TokyoSession {
         Ok(true)
     }
 
-    fn put(&mut self, key: &[u8], value: &[u8]) -> Result<(), String> {
+    fn put(&mut self, key: &[u8], value: &[u8]) -> Result<(), SessionError> {
         let d = &self.db;
         if d.kind == Kind::Table {
             // SAFETY: a row map of our own with one column, freed after use.
@@ -555,7 +559,7 @@ impl EngineSession for TokyoSession {
                 (d.api.map_del)(row);
                 ok
             };
-            return if ok { Ok(()) } else { Err(d.error()) };
+            return if ok { Ok(()) } else { Err(d.error().into()) };
         }
         let f = match d.kind {
             Kind::Hash => d.api.hdb_put,
@@ -574,11 +578,11 @@ impl EngineSession for TokyoSession {
         if ok {
             Ok(())
         } else {
-            Err(d.error())
+            Err(d.error().into())
         }
     }
 
-    fn delete(&mut self, key: &[u8]) -> Result<bool, String> {
+    fn delete(&mut self, key: &[u8]) -> Result<bool, SessionError> {
         let d = &self.db;
         let f = match d.kind {
             Kind::Hash => d.api.hdb_out,
@@ -591,7 +595,7 @@ impl EngineSession for TokyoSession {
         } else if d.last_code() == ENOREC {
             Ok(false)
         } else {
-            Err(d.error())
+            Err(d.error().into())
         }
     }
 }
@@ -604,7 +608,7 @@ pub struct TokyoEngine {
 impl Engine for TokyoEngine {
     type Session = TokyoSession;
 
-    fn session(&self) -> Result<TokyoSession, String> {
+    fn session(&self) -> Result<TokyoSession, EngineError> {
         Ok(TokyoSession {
             db: self.db.clone(),
         })
@@ -658,22 +662,22 @@ fn kind_of(spec: &TargetSpec) -> Kind {
 }
 
 /// Checks `[servers.tokyo-hash]` / `[servers.tokyo-btree]`.
-pub fn check_hash(t: Option<&toml::Table>) -> Result<(), String> {
+pub fn check_hash(t: Option<&toml::Table>) -> Result<(), TargetError> {
     TokyoSettings::parse(Kind::Hash, t).map(|_| ())
 }
 
 /// Checks `[servers.tokyo-table]`.
-pub fn check_table(t: Option<&toml::Table>) -> Result<(), String> {
+pub fn check_table(t: Option<&toml::Table>) -> Result<(), TargetError> {
     TokyoSettings::parse(Kind::Table, t).map(|_| ())
 }
 
 /// Checks `[servers.tokyo-btree]`.
-pub fn check_btree(t: Option<&toml::Table>) -> Result<(), String> {
+pub fn check_btree(t: Option<&toml::Table>) -> Result<(), TargetError> {
     TokyoSettings::parse(Kind::BTree, t).map(|_| ())
 }
 
 /// Whether the library can be loaded here.
-pub fn available() -> Result<(), String> {
+pub fn available() -> Result<(), TargetError> {
     Api::load().map(|_| ())
 }
 
@@ -682,7 +686,7 @@ pub fn open(
     spec: &TargetSpec,
     plan: &Plan,
     workload: &Workload,
-) -> Result<Box<dyn Target>, String> {
+) -> Result<Box<dyn Target>, TargetError> {
     let kind = kind_of(spec);
     let settings = TokyoSettings::parse(kind, plan.servers.get(&spec.name))?;
     let api = Arc::new(Api::load()?);
@@ -693,7 +697,7 @@ pub fn open(
         Kind::Table => "bakeoff.tct",
     });
     let path = CString::new(file.display().to_string())
-        .map_err(|_| "directory path contains a NUL byte".to_string())?;
+        .map_err(|_| EngineError("directory path contains a NUL byte".to_string()))?;
     // A run that loads starts from an empty database; one that does not
     // (`--no-load`) measures what the directory already holds.
     let mut mode = OWRITER | OCREAT;
@@ -767,11 +771,11 @@ pub fn open(
         }
     };
     if !opened {
-        return Err(format!(
+        return Err(TargetError::Engine(format!(
             "cannot open {}: {}",
             file.display(),
             handle.error()
-        ));
+        )));
     }
     let mut record = settings.record(kind);
     if kind == Kind::Table && workload.record == RecordKind::Profile {
