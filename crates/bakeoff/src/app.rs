@@ -15,6 +15,7 @@ use bakeoff_core::plan::{Overrides, Plan, RawPreset};
 use bakeoff_core::result::{ExperimentResult, ResultFileError};
 use bakeoff_core::runner::{run_experiment, ExperimentOptions, Observer};
 use bakeoff_drivers::registry::{entries, Registry};
+use bakeoff_drivers::settings::declared_values;
 use bakeoff_report::csv::CsvExporter;
 use bakeoff_report::html::HtmlExporter;
 use bakeoff_report::markdown::MarkdownExporter;
@@ -321,18 +322,13 @@ fn server_settings_line(plan: &bakeoff_core::plan::Plan, target: &str) -> String
     let Some(entry) = entries().into_iter().find(|e| e.name == target) else {
         return String::new();
     };
-    let table = plan.servers.get(target);
     let mut set = Vec::new();
     let mut left = Vec::new();
-    for d in entry.settings {
-        let given = table.and_then(|t| t.get(d.name)).map(|v| match v {
-            toml::Value::String(s) => s.clone(),
-            other => other.to_string(),
-        });
-        match (given, d.default) {
-            (Some(v), _) => set.push(format!("{}={v} (set)", d.name)),
-            (None, Some(v)) => set.push(format!("{}={v}", d.name)),
-            (None, None) => left.push(d.name),
+    for d in declared_values(entry.settings, plan.servers.get(target)) {
+        match (d.value, d.set) {
+            (Some(v), true) => set.push(format!("{}={v} (set)", d.name)),
+            (Some(v), false) => set.push(format!("{}={v}", d.name)),
+            (None, _) => left.push(d.name),
         }
     }
     let mut line = if set.is_empty() {

@@ -136,6 +136,14 @@ fn tokyo_settings_are_applied_and_recorded() {
     let s = &r["targets"][0]["settings"];
     assert_eq!(s["bnum"], "131071");
     assert_eq!(s["opts"], "large");
+    // The record of declared settings: as set, else the default; those
+    // left to the engine (xmsiz) absent.
+    let declared = &r["targets"][0]["declared"];
+    assert_eq!(declared["bnum"], "131071", "{declared}");
+    assert_eq!(declared["apow"], "-1", "{declared}");
+    assert_eq!(declared["sync"], "false", "{declared}");
+    assert_eq!(declared["dir"], data.display().to_string(), "{declared}");
+    assert!(declared.get("xmsiz").is_none(), "{declared}");
     // The database on disk says the same (tchmgr inform prints its tuning).
     let inform = std::process::Command::new("tchmgr")
         .args(["inform", data.join("bakeoff.tch").to_str().unwrap()])

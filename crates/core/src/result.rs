@@ -76,8 +76,14 @@ pub struct TargetRecord {
     pub endpoint: Option<String>,
     /// Server or library version as the target reports it.
     pub version: Option<String>,
-    /// Settings it was started or opened with.
+    /// Settings it was started or opened with, as the target reports them.
     pub settings: BTreeMap<String, String>,
+    /// Every declared setting of a managed server or engine as this run
+    /// used it: set in the preset or by `--set`, else its declared default.
+    /// Settings without a default (left to the target) are absent; so is
+    /// the whole map for an external target.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub declared: BTreeMap<String, String>,
     /// What bakeoff sends for each operation, e.g. `SET <key> <value>`.
     pub requests: BTreeMap<String, String>,
     /// Set when the target could not be used; says why and how to fix it.
@@ -102,6 +108,7 @@ impl TargetRecord {
             endpoint,
             version: Some(version),
             settings,
+            declared: BTreeMap::new(),
             requests: crate::workload::OpKind::ALL
                 .iter()
                 .map(|k| (k.name().to_string(), describe(*k)))

@@ -110,6 +110,12 @@ pub trait TargetOpener {
     /// (binary on PATH, endpoint answers, password accepted). The message
     /// says what is wrong and how to fix it.
     fn probe(&self, spec: &TargetSpec, plan: &Plan) -> Result<(), TargetError>;
+    /// Every declared setting of `spec` as a run of `plan` uses it (set,
+    /// else its default), for the result file; empty for an external
+    /// target, whose settings are its own.
+    fn declared_settings(&self, _spec: &TargetSpec, _plan: &Plan) -> BTreeMap<String, String> {
+        BTreeMap::new()
+    }
     /// Opens `spec` for one run of `workload` (a point of `plan`).
     fn open(
         &self,
@@ -643,7 +649,9 @@ fn run_one(
     let Some(target) = kept.as_deref() else {
         return run;
     };
-    recorded.insert(spec.label(), target.record());
+    let mut record = target.record();
+    record.declared = opener.declared_settings(spec, plan);
+    recorded.insert(spec.label(), record);
     let ctx = JobContext {
         workload: w,
         seed: plan.seed,

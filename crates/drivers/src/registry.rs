@@ -1,6 +1,8 @@
 //! The one place that lists targets: names, capabilities, settings checks,
 //! and how each is opened. Adding a target is a module plus a line here.
 
+use std::collections::BTreeMap;
+
 use bakeoff_core::error::TargetError;
 use bakeoff_core::plan::{
     Capabilities, Endpoint, Plan, RequestMode, TargetCatalog, TargetSpec, Workload,
@@ -392,6 +394,18 @@ pub fn settings_text() -> String {
 }
 
 impl TargetOpener for Registry {
+    fn declared_settings(&self, spec: &TargetSpec, plan: &Plan) -> BTreeMap<String, String> {
+        match (self.find(&spec.name), &spec.endpoint) {
+            (Some(e), Endpoint::Managed) => {
+                crate::settings::declared_values(e.settings, plan.servers.get(&spec.name))
+                    .into_iter()
+                    .filter_map(|d| Some((d.name.to_string(), d.value?)))
+                    .collect()
+            }
+            _ => BTreeMap::new(),
+        }
+    }
+
     fn probe(&self, spec: &TargetSpec, plan: &Plan) -> Result<(), TargetError> {
         let e = self
             .find(&spec.name)

@@ -92,6 +92,39 @@ pub const DIR: Setting = Setting {
 use bakeoff_core::error::TargetError;
 pub use bakeoff_core::suggest::did_you_mean;
 
+/// A declared setting as a run uses it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeclaredValue {
+    /// Its name.
+    pub name: &'static str,
+    /// Its value: as set, else its default; `None` when left to the target.
+    pub value: Option<String>,
+    /// Whether the preset or `--set` gave it.
+    pub set: bool,
+}
+
+/// Every setting of `declared` as a run with `table` uses it, in the
+/// declaration's order: what the dry run shows and the result file records.
+pub fn declared_values(
+    declared: &'static [Setting],
+    table: Option<&toml::Table>,
+) -> Vec<DeclaredValue> {
+    declared
+        .iter()
+        .map(|d| {
+            let given = table.and_then(|t| t.get(d.name)).map(|v| match v {
+                toml::Value::String(s) => s.clone(),
+                other => other.to_string(),
+            });
+            DeclaredValue {
+                name: d.name,
+                set: given.is_some(),
+                value: given.or_else(|| d.default.map(str::to_string)),
+            }
+        })
+        .collect()
+}
+
 /// A settings table being read against its declaration. Every key of the
 /// table must be declared (a misspelt key is an error, with a suggestion),
 /// every value must be of its declared type, and a key left unset takes

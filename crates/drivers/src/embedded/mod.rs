@@ -159,6 +159,7 @@ impl<E: Engine> EmbeddedTarget<E> {
                 endpoint: None,
                 version: Some(version),
                 settings,
+                declared: BTreeMap::new(),
                 requests,
                 skipped: None,
             },
