@@ -350,6 +350,92 @@ fn experiment_number(
     parse(&text).map_err(|m| origin.err(m))
 }
 
+/// The targets: `--target` flags, else the preset's, else the catalog's
+/// default comparison; each must be able to run every point.
+fn targets(
+    raw: &RawPreset,
+    flags: &Overrides,
+    catalog: &dyn TargetCatalog,
+    points: &[Point],
+) -> Result<Vec<TargetSpec>, PlanError> {
+    let (texts, origin) = if !flags.targets.is_empty() {
+        (
+            flags
+                .targets
+                .iter()
+                .flat_map(|t| t.split(','))
+                .map(|s| s.trim().to_string())
+                .collect::<Vec<_>>(),
+            Origin::other("--target", "targets", true),
+        )
+    } else if let Some(t) = &raw.targets {
+        (t.clone(), Origin::other("--target", "targets", false))
+    } else {
+        (
+            catalog.default_targets(),
+            Origin::other("--target", "targets", false),
+        )
+    };
+    if texts.is_empty() {
+        return Err(origin.err("no targets; name at least one, e.g. --target redis"));
+    }
+    let mut targets = Vec::new();
+    for text in texts.iter().filter(|t| !t.is_empty()) {
+        let spec = target::parse_target(text, catalog).map_err(|m| origin.err(m))?;
+        let caps = catalog
+            .capabilities(&spec.name)
+            .expect("parse_target checked the name");
+        for p in points {
+            target::check_capabilities(&spec.name, &caps, &p.workload)
+                .map_err(|m| origin.err(m))?;
+        }
+        targets.push(spec);
+    }
+    Ok(targets)
+}
+
+/// Managed servers' settings: the preset's tables, then each `--set` over
+/// them, every one checked against its target's declaration (an error
+/// names the table or the flag at fault).
+fn servers(
+    raw: &RawPreset,
+    flags: &Overrides,
+    catalog: &dyn TargetCatalog,
+) -> Result<BTreeMap<String, toml::Table>, PlanError> {
+    let check = |name: &str, table: &toml::Table, origin: String| {
+        if catalog.capabilities(name).is_none() {
+            return Err(PlanError::Invalid {
+                origin,
+                message: format!(
+                    "unknown target `{name}`; known targets: {}",
+                    catalog.names().join(", ")
+                ),
+            });
+        }
+        catalog
+            .check_settings(name, table)
+            .map_err(|e| PlanError::Invalid {
+                origin,
+                message: e.to_string(),
+            })
+    };
+    for (name, table) in &raw.servers {
+        check(name, table, format!("preset key servers.{name}"))?;
+    }
+    let mut servers = raw.servers.clone();
+    for (target, key, value) in &flags.server_settings {
+        let parsed: toml::Value = format!("v = {value}")
+            .parse::<toml::Table>()
+            .ok()
+            .and_then(|mut t| t.remove("v"))
+            .unwrap_or_else(|| toml::Value::String(value.clone()));
+        let table = servers.entry(target.clone()).or_default();
+        table.insert(key.clone(), parsed);
+        check(target, table, format!("flag --set {target}.{key}"))?;
+    }
+    Ok(servers)
+}
+
 impl Plan {
     /// Merges a preset (if any) with flags and validates the result. An
     /// error in a preset names the file as well as the key.
@@ -406,71 +492,8 @@ impl Plan {
                 .map_err(|_| format!("`{s}` is not a whole number"))
         })?;
 
-        // Targets.
-        let (target_texts, t_origin) = if !flags.targets.is_empty() {
-            (
-                flags
-                    .targets
-                    .iter()
-                    .flat_map(|t| t.split(','))
-                    .map(|s| s.trim().to_string())
-                    .collect::<Vec<_>>(),
-                Origin::other("--target", "targets", true),
-            )
-        } else if let Some(t) = &raw.targets {
-            (t.clone(), Origin::other("--target", "targets", false))
-        } else {
-            (
-                catalog.default_targets(),
-                Origin::other("--target", "targets", false),
-            )
-        };
-        if target_texts.is_empty() {
-            return Err(t_origin.err("no targets; name at least one, e.g. --target redis"));
-        }
-        let mut targets = Vec::new();
-        for text in target_texts.iter().filter(|t| !t.is_empty()) {
-            let spec = target::parse_target(text, catalog).map_err(|m| t_origin.err(m))?;
-            let caps = catalog
-                .capabilities(&spec.name)
-                .expect("parse_target checked the name");
-            for p in &points {
-                target::check_capabilities(&spec.name, &caps, &p.workload)
-                    .map_err(|m| t_origin.err(m))?;
-            }
-            targets.push(spec);
-        }
-
-        // Server settings: preset tables, then --set overrides.
-        let mut servers = raw.servers.clone();
-        for (target, key, value) in &flags.server_settings {
-            let parsed: toml::Value = format!("v = {value}")
-                .parse::<toml::Table>()
-                .ok()
-                .and_then(|mut t| t.remove("v"))
-                .unwrap_or_else(|| toml::Value::String(value.clone()));
-            servers
-                .entry(target.clone())
-                .or_default()
-                .insert(key.clone(), parsed);
-        }
-        for (name, table) in &servers {
-            if catalog.capabilities(name).is_none() {
-                return Err(PlanError::Invalid {
-                    origin: format!("preset key servers.{name}"),
-                    message: format!(
-                        "unknown target `{name}`; known targets: {}",
-                        catalog.names().join(", ")
-                    ),
-                });
-            }
-            catalog
-                .check_settings(name, table)
-                .map_err(|e| PlanError::Invalid {
-                    origin: format!("preset key servers.{name}"),
-                    message: e.to_string(),
-                })?;
-        }
+        let targets = targets(&raw, flags, catalog, &points)?;
+        let servers = servers(&raw, flags, catalog)?;
 
         let name = raw.name.clone().unwrap_or_else(|| {
             path.as_deref()
@@ -581,6 +604,11 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("servers.redis") && e.contains("bogus"), "{e}");
+        // A misspelt --set is blamed on the flag, not on the preset.
+        let mut f = Overrides::default();
+        f.server_settings = vec![("redis".into(), "bogus".into(), "1".into())];
+        let e = build("", f).unwrap_err().to_string();
+        assert!(e.starts_with("flag --set redis.bogus:"), "{e}");
     }
 
     #[test]
