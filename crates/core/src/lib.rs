@@ -23,6 +23,8 @@
 //! - [`harness`]: one per worker: request streams, phases, value checks,
 //!   the meter, Little's law; the loops below only move bytes or calls.
 //! - [`driver`]: the contract between runner and drivers.
+//! - [`durability`]: what happened to every write around a fault (lost,
+//!   recovered, holes, loss window).
 //! - [`session`]: the call contract of client libraries and engines, and
 //!   the one dispatch of an operation to a call.
 //! - [`net`]: the io_uring/epoll loop for byte-protocol codecs.
@@ -36,6 +38,7 @@
 pub mod async_loop;
 pub mod client;
 pub mod driver;
+pub mod durability;
 pub mod embedded;
 pub mod environment;
 pub mod error;
