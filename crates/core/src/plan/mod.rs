@@ -431,7 +431,12 @@ fn servers(
             .unwrap_or_else(|| toml::Value::String(value.clone()));
         let table = servers.entry(target.clone()).or_default();
         table.insert(key.clone(), parsed);
-        check(target, table, format!("flag --set {target}.{key}"))?;
+        // The flag at fault, and the table it lands in.
+        check(
+            target,
+            table,
+            format!("flag --set {target}.{key} (servers.{target})"),
+        )?;
     }
     Ok(servers)
 }
@@ -608,7 +613,7 @@ mod tests {
         let mut f = Overrides::default();
         f.server_settings = vec![("redis".into(), "bogus".into(), "1".into())];
         let e = build("", f).unwrap_err().to_string();
-        assert!(e.starts_with("flag --set redis.bogus:"), "{e}");
+        assert!(e.starts_with("flag --set redis.bogus (servers.redis):"), "{e}");
     }
 
     #[test]
