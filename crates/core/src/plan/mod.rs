@@ -613,7 +613,10 @@ mod tests {
         let mut f = Overrides::default();
         f.server_settings = vec![("redis".into(), "bogus".into(), "1".into())];
         let e = build("", f).unwrap_err().to_string();
-        assert!(e.starts_with("flag --set redis.bogus (servers.redis):"), "{e}");
+        assert!(
+            e.starts_with("flag --set redis.bogus (servers.redis):"),
+            "{e}"
+        );
     }
 
     #[test]
