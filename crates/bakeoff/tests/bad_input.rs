@@ -260,6 +260,50 @@ fn growth_and_batches_are_checked_before_anything_starts() {
     }
 }
 
+/// `--fault` that cannot be carried out is refused before anything
+/// starts, naming the flag.
+#[test]
+fn faults_that_cannot_happen_are_refused() {
+    let cases: [(&[&str], &str); 6] = [
+        (
+            &["-t", "redis", "--fault", "kill@20s"],
+            "past the end of the run",
+        ),
+        (
+            &["-t", "redis", "--fault", "explode@1s"],
+            "unknown fault `explode`",
+        ),
+        (&["-t", "redis", "--fault", "kill"], "has no time"),
+        (
+            &["-t", "redis", "--fault", "kill@1s", "-n", "100"],
+            "needs a timed run",
+        ),
+        (
+            &["-t", "redis://127.0.0.1:1", "--fault", "kill@1s"],
+            "needs a server bakeoff started",
+        ),
+        (
+            &["-t", "sqlite", "--fault", "restart@1s"],
+            "cannot be killed and restarted",
+        ),
+    ];
+    for (args, expected) in cases {
+        let mut all = vec!["run", "--duration", "5s", "--warmup", "0"];
+        all.extend_from_slice(args);
+        if args.contains(&"-n") {
+            all.retain(|a| *a != "--duration" && *a != "5s");
+        }
+        let o = bakeoff(&all);
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("--fault"),
+            "{args:?} does not name the flag: {stderr}"
+        );
+    }
+}
+
 #[test]
 fn request_modes_a_target_cannot_make_are_refused() {
     let o = bakeoff(&["run", "-t", "postgres", "--request", "phases"]);

@@ -145,3 +145,107 @@ fn ctrl_c_keeps_finished_runs_and_stops_managed_servers() {
         "redis still listening on {port}"
     );
 }
+
+/// Runs redis (started by bakeoff) for 5 s with `fault` at 2 s and the
+/// given persistence, GET-heavy over 2000 loaded records; returns the exit
+/// code and the run.
+fn faulted_redis_run(fault: &str, persistence: &str) -> (Option<i32>, serde_json::Value) {
+    let dir = tmp();
+    let out = dir.path().join("fault.json");
+    let set = format!("redis.persistence={persistence}");
+    let o = bakeoff(&[
+        "run",
+        "-t",
+        "redis",
+        "--set",
+        &set,
+        "--records",
+        "2000",
+        "--mix",
+        "90:10",
+        "--duration",
+        "5s",
+        "--warmup",
+        "0",
+        "--clients",
+        "4",
+        "--fault",
+        fault,
+        "--quiet",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    let r = read_json(&out);
+    (o.status.code(), r["runs"][0].clone())
+}
+
+/// Misses in the whole seconds after the fault.
+fn misses_after(run: &serde_json::Value) -> u64 {
+    let at = run["fault"]["at_s"].as_f64().unwrap();
+    run["timeline"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["phase"] == "measure" && p["t_s"].as_f64().unwrap() >= at.ceil())
+        .map(|p| p["misses"].as_u64().unwrap())
+        .sum()
+}
+
+/// A clean restart mid-run: recorded with its moment, the time until the
+/// server held its port again and the recovery; the run is still "ok"
+/// (the errors around it are the measurement), and an AOF written on the
+/// way down keeps every record.
+#[test]
+fn a_restart_mid_run_is_measured_and_aof_keeps_the_records() {
+    if !require("redis-server", "redis-server") {
+        return;
+    }
+    let (code, run) = faulted_redis_run("restart@2s", "aof-everysec");
+    assert_eq!(code, Some(0), "{run}");
+    assert_eq!(run["status"], "ok", "{}", run["message"]);
+    let f = &run["fault"];
+    assert_eq!(f["kind"], "restart");
+    // 2 s into the measure job, which follows 1 s of load on the timeline.
+    let load_s = run["timeline"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["phase"] == "load")
+        .count() as f64;
+    let at = f["at_s"].as_f64().unwrap() - load_s;
+    assert!((2.0..2.5).contains(&at), "injected at {at}");
+    let back = f["back_after_s"].as_f64().unwrap();
+    assert!(back > 0.0 && back < 10.0, "back after {back}");
+    assert!(f["error"].is_null());
+    assert!(f["recovered_after_s"].as_f64().is_some(), "{f}");
+    assert_eq!(misses_after(&run), 0, "records lost across a clean restart");
+    // The server's counters restart from zero: not compared.
+    assert!(run["checks"]["counters"].as_array().unwrap().is_empty());
+}
+
+/// A crash (SIGKILL to the group) with no persistence empties the store;
+/// with the AOF fsynced on every write, every record is back.
+#[test]
+fn a_kill_loses_everything_without_persistence_and_nothing_with_aof_always() {
+    if !require("redis-server", "redis-server") {
+        return;
+    }
+    let (code, run) = faulted_redis_run("kill@2s", "none");
+    assert_eq!(code, Some(0), "{run}");
+    assert_eq!(run["fault"]["kind"], "kill");
+    assert!(
+        misses_after(&run) > 100,
+        "a killed redis without persistence comes back empty: {}",
+        run["timeline"]
+    );
+    let (code, run) = faulted_redis_run("kill@2s", "aof-always");
+    assert_eq!(code, Some(0), "{run}");
+    assert_eq!(
+        misses_after(&run),
+        0,
+        "aof-always lost records: {}",
+        run["timeline"]
+    );
+}

@@ -30,6 +30,7 @@ impl TargetCatalog for MockCatalog {
             url_scheme: None,
             batch_load: false,
             requests: Vec::new(),
+            faults: false,
         })
     }
     fn names(&self) -> Vec<String> {

@@ -432,6 +432,51 @@ pub struct RunResult {
     pub client: ClientUsage,
     /// Self-checks.
     pub checks: Checks,
+    /// The fault injected into the measured run, if the workload asked
+    /// for one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fault: Option<FaultRecord>,
+}
+
+/// What a fault did to a run.
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct FaultRecord {
+    /// `kill` or `restart`.
+    pub kind: crate::plan::FaultKind,
+    /// When it was injected, seconds on the run's timeline (from the start
+    /// of the load if one ran, else of the warm-up).
+    pub at_s: f64,
+    /// From the fault until the restarted server's own process held its
+    /// port again, seconds; `None` if it did not come back.
+    pub back_after_s: Option<f64>,
+    /// From the fault until the first whole second whose throughput was
+    /// back to 90 % of the mean before the fault, seconds (1 s
+    /// resolution); `None` if it never was within the run.
+    pub recovered_after_s: Option<f64>,
+    /// Why the server could not be brought back, if it could not.
+    pub error: Option<String>,
+}
+
+impl FaultRecord {
+    /// The first whole second at or after `at_s` with throughput back to
+    /// 90 % of the mean of the whole seconds before it: its start minus
+    /// `at_s`.
+    pub fn recovery(timeline: &[TimelinePoint], at_s: f64) -> Option<f64> {
+        let before: Vec<u64> = timeline
+            .iter()
+            .filter(|p| (p.t_s as f64) + 1.0 <= at_s)
+            .map(|p| p.ops_per_s)
+            .collect();
+        if before.is_empty() {
+            return None;
+        }
+        let mean = before.iter().sum::<u64>() as f64 / before.len() as f64;
+        timeline
+            .iter()
+            .filter(|p| p.t_s as f64 >= at_s.floor() + 1.0)
+            .find(|p| p.ops_per_s as f64 >= 0.9 * mean)
+            .map(|p| (p.t_s as f64 - at_s).max(0.0))
+    }
 }
 
 impl ExperimentResult {

@@ -15,11 +15,11 @@ use std::time::{Duration, Instant};
 
 use crate::driver::{Driver, Job, JobKind};
 use crate::error::{RunError, TargetError};
-use crate::plan::{Plan, RequestMode, TargetSpec, Workload};
+use crate::plan::{FaultKind, Plan, RequestMode, TargetSpec, Workload};
 use crate::recorder::{Interval, PhaseStats};
 use crate::result::{
-    Checks, ClientUsage, CounterCheck, Environment, ExperimentResult, PhaseResult, ResourceSample,
-    RunResult, TargetRecord, TimelinePoint, SCHEMA_VERSION,
+    Checks, ClientUsage, CounterCheck, Environment, ExperimentResult, FaultRecord, PhaseResult,
+    ResourceSample, RunResult, TargetRecord, TimelinePoint, SCHEMA_VERSION,
 };
 use crate::value::ValuePool;
 use crate::workload::{KeyDistribution, OpKind, ZipfianConstants, OP_KINDS};
@@ -102,6 +102,16 @@ pub trait Target {
     fn record_count(&self) -> Option<u64>;
     /// Resource counters of the server process, if bakeoff started it.
     fn resources(&self) -> Option<ProcSnapshot>;
+    /// Kills (`kill`) or stops (`restart`) the server and starts it again
+    /// on its data; returns how long until its own process held the port
+    /// again. Only servers bakeoff started can; the plan refuses `--fault`
+    /// for the others, so this default is not reached through it.
+    fn fault(&self, kind: FaultKind) -> Result<Duration, TargetError> {
+        Err(TargetError::Client(format!(
+            "this target cannot be {}ed by bakeoff",
+            kind.name()
+        )))
+    }
 }
 
 /// Opens targets; implemented by the driver registry.
@@ -169,6 +179,9 @@ pub struct JobOutcome {
     /// Length of the measured window: from the end of the warm-up to the
     /// end of a timed phase or the last completion, whichever is first, ns.
     pub window_ns: u64,
+    /// When the scheduled fault was injected (seconds since the job's
+    /// start) and how it ended, if it was.
+    pub fault: Option<(f64, Result<Duration, TargetError>)>,
 }
 
 /// Everything a job needs from its run.
@@ -183,6 +196,20 @@ pub struct JobContext<'a> {
     pub zipf: Option<ZipfianConstants>,
     /// Ctrl-C flag.
     pub stop: &'a AtomicBool,
+    /// A fault to inject while the job runs.
+    pub fault: Option<ScheduledFault<'a>>,
+}
+
+/// A fault due while a job runs: at `at_s` seconds since the job's start
+/// the collecting thread calls `inject`, while the workers go on (and meet
+/// the fault as errors).
+#[derive(Clone, Copy)]
+pub struct ScheduledFault<'a> {
+    /// When, seconds since the start of the job.
+    pub at_s: f64,
+    /// Kills or stops the server and starts it again; returns how long
+    /// until its own process held the port again.
+    pub inject: &'a dyn Fn() -> Result<Duration, TargetError>,
 }
 
 /// Most clients a connection-per-request experiment loads with: fewer
@@ -237,6 +264,7 @@ pub fn run_job(
     let mut pending: BTreeMap<u32, (Interval, usize)> = BTreeMap::new();
     let mut last_snap = resources();
     let mut last_snap_t = 0.0f64;
+    let mut fault = None;
     let outputs = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
             .map(|w| {
@@ -245,11 +273,16 @@ pub fn run_job(
             })
             .collect();
         let mut next_sample = Duration::from_secs(1);
+        let mut due_fault = ctx.fault;
         loop {
             let all_done = handles.iter().all(|h| h.is_finished());
             let wait = next_sample
                 .saturating_sub(job.t0.elapsed())
-                .min(Duration::from_millis(50));
+                .min(Duration::from_millis(if due_fault.is_some() {
+                    5
+                } else {
+                    50
+                }));
             match rx.recv_timeout(wait) {
                 Ok(iv) => {
                     let entry = pending
@@ -277,6 +310,9 @@ pub fn run_job(
                     last_snap_t = t;
                 }
                 next_sample += Duration::from_secs(1);
+            }
+            if let Some(f) = due_fault.take_if(|f| elapsed.as_secs_f64() >= f.at_s && !all_done) {
+                fault = Some((elapsed.as_secs_f64(), (f.inject)()));
             }
             if all_done {
                 break;
@@ -359,6 +395,7 @@ pub fn run_job(
         last_phase_s,
         busy_in_window_ns: outputs.iter().map(|o| o.busy_in_window_ns).sum(),
         window_ns: last.min(job.measure_end_ns()).saturating_sub(warmup_end),
+        fault,
     })
 }
 
@@ -635,6 +672,7 @@ fn run_one(
         resources: Vec::new(),
         client: ClientUsage::default(),
         checks: Checks::default(),
+        fault: None,
     };
     // A growth series reuses the target its first checkpoint opened.
     if kept.is_none() {
@@ -652,12 +690,18 @@ fn run_one(
     let mut record = target.record();
     record.declared = opener.declared_settings(spec, plan);
     recorded.insert(spec.label(), record);
+    let inject = |kind: FaultKind| move || target.fault(kind);
+    let injectors = w.fault.map(|f| (f, inject(f.kind)));
     let ctx = JobContext {
         workload: w,
         seed: plan.seed,
         pool,
         zipf,
         stop: &opts.stop,
+        fault: injectors.as_ref().map(|(f, inject)| ScheduledFault {
+            at_s: f.moment_s(plan.seed, index, repeat),
+            inject,
+        }),
     };
     let before = target.counters();
     let mut sent = [0u64; OP_KINDS];
@@ -667,6 +711,7 @@ fn run_one(
         let load_workload = load_workload(w);
         let load_ctx = JobContext {
             workload: &load_workload,
+            fault: None,
             ..ctx
         };
         let outcome = run_job(
@@ -721,6 +766,18 @@ fn run_one(
                 }
                 run.measure = PhaseResult::from_stats(&o.phases[1], o.last_phase_s);
                 little = (o.busy_in_window_ns, o.window_ns);
+                if let (Some(f), Some((at_s, outcome))) = (w.fault, o.fault) {
+                    let back = outcome.as_ref().ok().map(|d| d.as_secs_f64());
+                    run.fault = Some(FaultRecord {
+                        kind: f.kind,
+                        // On the run's timeline, which counts the load's seconds.
+                        at_s: at_s + load_s,
+                        back_after_s: back,
+                        recovered_after_s: back
+                            .and_then(|_| FaultRecord::recovery(&o.timeline, at_s)),
+                        error: outcome.err().map(|e| e.to_string()),
+                    });
+                }
                 run.timeline.extend(o.timeline.into_iter().map(|mut p| {
                     p.t_s += load_s as u32;
                     p
@@ -749,8 +806,21 @@ fn run_one(
             }
         }
     }
-    if let (Some(b), Some(a)) = (before.as_ref(), target.counters()) {
+    // A restarted server counts from zero: its counters cannot be set
+    // against what was sent.
+    if let (Some(b), Some(a), None) = (before.as_ref(), target.counters(), &run.fault) {
         run.checks.counters = target.counter_checks(b, &a, &sent);
+    }
+    if let Some(f) = &run.fault {
+        if let Some(e) = &f.error {
+            run.status = "failed".into();
+            run.message = Some(format!(
+                "after --fault {} (t = {:.1} s on the timeline) the server did not come back: {e}; what was measured before is in the file",
+                f.kind.name(),
+                f.at_s
+            ));
+            return run;
+        }
     }
     let m = &run.measure;
     if w.rate.is_none() && m.error_total() == 0 && m.completed > 0 && little.1 > 0 {
@@ -768,7 +838,15 @@ fn run_one(
     }
     let load_errors = run.load.as_ref().map(|l| l.error_total()).unwrap_or(0);
     let errors = load_errors + run.measure.error_total();
-    if errors > 0 {
+    if let (Some(f), true) = (&run.fault, errors > 0) {
+        // The errors are what the fault did: the run measured it.
+        run.status = "ok".into();
+        run.message = Some(format!(
+            "--fault {} (t = {:.1} s on the timeline): {errors} operations or connection attempts failed around it; see errors by kind and the timeline",
+            f.kind.name(),
+            f.at_s
+        ));
+    } else if errors > 0 {
         run.status = "errors".into();
         let split = if load_errors > 0 {
             format!(

@@ -5,14 +5,19 @@
 
 use std::collections::BTreeMap;
 
+use std::time::Duration;
+
 use bakeoff_core::driver::Driver;
 use bakeoff_core::error::TargetError;
+use bakeoff_core::plan::FaultKind;
 use bakeoff_core::plan::TargetSpec;
 use bakeoff_core::profile::Profile;
 use bakeoff_core::result::{CounterCheck, TargetRecord};
 use bakeoff_core::runner::{compare_counters, CounterRule, Counters, ProcSnapshot, Target};
 use bakeoff_core::workload::OP_KINDS;
 use bakeoff_servers::ManagedServer;
+
+use crate::running::RunningServer;
 
 /// A driver that can also count the records and read the server's own
 /// operation counters.
@@ -30,7 +35,7 @@ pub struct AsyncTarget<D: AsyncDriver> {
     // Field order is drop order: the driver goes before the server stops.
     driver: D,
     record: TargetRecord,
-    server: Option<ManagedServer>,
+    server: Option<RunningServer>,
 }
 
 impl<D: AsyncDriver> AsyncTarget<D> {
@@ -61,7 +66,7 @@ impl<D: AsyncDriver> AsyncTarget<D> {
         Self {
             driver,
             record,
-            server,
+            server: server.map(RunningServer::new),
         }
     }
 }
@@ -94,6 +99,10 @@ impl<D: AsyncDriver> Target for AsyncTarget<D> {
 
     fn resources(&self) -> Option<ProcSnapshot> {
         self.server.as_ref().map(|s| s.snapshot())
+    }
+
+    fn fault(&self, kind: FaultKind) -> Result<Duration, TargetError> {
+        crate::running::fault(self.server.as_ref(), kind)
     }
 }
 

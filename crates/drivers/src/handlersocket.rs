@@ -25,11 +25,14 @@ use std::time::Duration;
 use bakeoff_core::driver::{Codec, Connector};
 use bakeoff_core::error::TargetError;
 use bakeoff_core::net::CodecDriver;
+use bakeoff_core::plan::FaultKind;
 use bakeoff_core::plan::{Endpoint, Plan, TargetSpec, Workload};
 use bakeoff_core::result::{CounterCheck, TargetRecord};
 use bakeoff_core::runner::{compare_counters, CounterRule, Counters, ProcSnapshot, Target};
 use bakeoff_core::workload::{OpKind, OP_KINDS};
 use bakeoff_servers::ManagedServer;
+
+use crate::running::RunningServer;
 
 use crate::admin::{connect, resolve};
 use crate::codec::handlersocket::{
@@ -262,7 +265,7 @@ pub struct HsTarget {
     /// Index reads bakeoff's own `SELECT COUNT(*)` made (InnoDB counts
     /// with a few), taken out of `Handler_read_key`.
     own_reads: Cell<u64>,
-    server: Option<ManagedServer>,
+    server: Option<RunningServer>,
 }
 
 /// Opens the target: starts mariadbd with the plugin, or uses the URL.
@@ -330,7 +333,7 @@ pub fn open(
         record,
         sql,
         own_reads: Cell::new(0),
-        server,
+        server: server.map(RunningServer::new),
     }))
 }
 
@@ -394,5 +397,9 @@ impl Target for HsTarget {
 
     fn resources(&self) -> Option<ProcSnapshot> {
         self.server.as_ref().map(|s| s.snapshot())
+    }
+
+    fn fault(&self, kind: FaultKind) -> Result<Duration, TargetError> {
+        crate::running::fault(self.server.as_ref(), kind)
     }
 }

@@ -38,6 +38,7 @@ pub mod postgres;
 #[cfg(feature = "redis")]
 pub mod redis;
 pub mod registry;
+pub mod running;
 pub mod settings;
 #[cfg(any(feature = "postgres", feature = "mariadb"))]
 pub mod sql;

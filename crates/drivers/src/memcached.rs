@@ -10,11 +10,14 @@ use std::time::Duration;
 
 use bakeoff_core::driver::{Codec, Connector, Driver};
 use bakeoff_core::error::TargetError;
+use bakeoff_core::plan::FaultKind;
 use bakeoff_core::plan::{Endpoint, Plan, TargetSpec, Workload};
 use bakeoff_core::result::{CounterCheck, TargetRecord};
 use bakeoff_core::runner::{compare_counters, CounterRule, Counters, ProcSnapshot, Target};
 use bakeoff_core::workload::{OpKind, OP_KINDS};
 use bakeoff_servers::{ManagedServer, ServerCommand};
+
+use crate::running::RunningServer;
 
 use crate::admin::{connect, memcache_lines, resolve};
 use crate::codec::memcache_binary::MemcacheBinaryCodec;
@@ -121,7 +124,7 @@ enum Proto {
 
 /// A memcached target ready for one run.
 pub struct MemcachedTarget {
-    server: Option<ManagedServer>,
+    server: Option<RunningServer>,
     addr: SocketAddr,
     proto: Proto,
     record: TargetRecord,
@@ -252,7 +255,7 @@ pub fn open(
     }
     record.settings = s;
     let mut target = MemcachedTarget {
-        server,
+        server: server.map(RunningServer::new),
         addr,
         proto,
         record,
@@ -322,5 +325,9 @@ impl Target for MemcachedTarget {
 
     fn resources(&self) -> Option<ProcSnapshot> {
         self.server.as_ref().map(|s| s.snapshot())
+    }
+
+    fn fault(&self, kind: FaultKind) -> Result<Duration, TargetError> {
+        crate::running::fault(self.server.as_ref(), kind)
     }
 }

@@ -11,11 +11,14 @@ use std::time::Duration;
 
 use bakeoff_core::driver::{Connector, Driver};
 use bakeoff_core::error::TargetError;
+use bakeoff_core::plan::FaultKind;
 use bakeoff_core::plan::{Endpoint, Plan, TargetSpec, Workload};
 use bakeoff_core::result::{CounterCheck, TargetRecord};
 use bakeoff_core::runner::{compare_counters, CounterRule, Counters, ProcSnapshot, Target};
 use bakeoff_core::workload::{OpKind, OP_KINDS};
 use bakeoff_servers::{ManagedServer, ServerCommand};
+
+use crate::running::RunningServer;
 
 use crate::admin::{connect, parse_info, resolve, resp_call, RespReply};
 use crate::codec::resp::RespCodec;
@@ -159,7 +162,7 @@ impl Connector for RedisConnector {
 
 /// A redis target ready for one run.
 pub struct RedisTarget {
-    server: Option<ManagedServer>,
+    server: Option<RunningServer>,
     connector_addr: SocketAddr,
     user: Option<String>,
     password: Option<String>,
@@ -249,8 +252,11 @@ pub fn open(
             password: spec.password.clone(),
         }),
     };
+    let command_line = server
+        .as_ref()
+        .map(|s| format!("{} {}", s.binary.display(), s.args.join(" ")));
     let mut target = RedisTarget {
-        server,
+        server: server.map(RunningServer::new),
         connector_addr: addr,
         user: spec.user.clone(),
         password: spec.password.clone(),
@@ -289,12 +295,9 @@ pub fn open(
             s.insert(k.to_string(), v);
         }
     }
-    if let Some(server) = &target.server {
+    if let Some(command_line) = command_line {
         s.insert("persistence".into(), settings.persistence.clone());
-        s.insert(
-            "command_line".into(),
-            format!("{} {}", server.binary.display(), server.args.join(" ")),
-        );
+        s.insert("command_line".into(), command_line);
     }
     target.record.settings = s;
     Ok(Box::new(target))
@@ -384,5 +387,9 @@ impl Target for RedisTarget {
 
     fn resources(&self) -> Option<ProcSnapshot> {
         self.server.as_ref().map(|s| s.snapshot())
+    }
+
+    fn fault(&self, kind: FaultKind) -> Result<Duration, TargetError> {
+        crate::running::fault(self.server.as_ref(), kind)
     }
 }

@@ -340,6 +340,9 @@ impl TargetCatalog for Registry {
             pipelining: e.pipelining,
             batch_load: e.batch_load,
             requests: e.requests.to_vec(),
+            // Servers bakeoff starts can be killed and restarted; engines
+            // in bakeoff's own process cannot (yet).
+            faults: e.managed && !e.program.is_empty(),
             managed: e.managed,
             url_scheme: (!e.scheme.is_empty()).then(|| e.scheme.to_string()),
         })

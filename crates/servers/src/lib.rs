@@ -568,6 +568,18 @@ impl ManagedServer {
         )
     }
 
+    /// Injects `kind` and starts the server again on its data: `kill` is a
+    /// crash (SIGKILL to its whole group), `restart` a clean stop. Returns
+    /// the time from the fault until its own process held the port again.
+    pub fn fault(&mut self, kind: bakeoff_core::plan::FaultKind) -> Result<Duration, ServerError> {
+        let t = Instant::now();
+        if kind == bakeoff_core::plan::FaultKind::Kill {
+            self.kill();
+        }
+        self.restart(&|_| true)?;
+        Ok(t.elapsed())
+    }
+
     /// Puts the server under a memory cap (RSS + page cache) of `limit`
     /// bytes until it stops.
     pub fn cap_memory(&mut self, limit: u64) -> Result<(), ServerError> {

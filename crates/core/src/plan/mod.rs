@@ -8,10 +8,12 @@
 //! - [`workload`]: the validated workload of one run.
 //! - [`sweep`]: sweep axes and the points they make.
 //! - [`target`]: targets, their capabilities and URLs.
+//! - [`fault`]: a fault injected into a measured run.
 //!
 //! Every check that involves more than one field lives in [`Plan::build`],
 //! and every error names the flag or preset key it came from.
 
+pub mod fault;
 pub mod params;
 pub mod raw;
 pub mod sweep;
@@ -28,6 +30,7 @@ use crate::units::parse_count;
 use crate::workload::OpKind;
 use params::{param, Param, PARAMS};
 
+pub use fault::{Fault, FaultKind};
 pub use raw::{Overrides, RawPreset, Scalar};
 pub use sweep::{Point, SweepAxis};
 pub use target::{redact, Capabilities, Endpoint, TargetCatalog, TargetSpec};
@@ -239,6 +242,18 @@ fn workload(given: &Given) -> Result<Workload, PlanError> {
         w.duration_s = None;
     }
     w.threads = w.threads.min(w.clients);
+    if let Some(f) = &w.fault {
+        let origin = given.origin("fault");
+        let Some(d) = w.duration_s else {
+            return Err(origin.err("a fault needs a timed run; give --duration instead of --ops"));
+        };
+        if f.to_s >= w.warmup_s + d {
+            return Err(origin.err(format!(
+                "{f} is past the end of the run ({} s warm-up + {d} s measured); give an earlier moment or a longer --duration",
+                w.warmup_s
+            )));
+        }
+    }
     let mix_given = given.has("mix");
     let update_only = Mix {
         weights: [0, 0, 1, 0, 0],
@@ -388,6 +403,13 @@ fn targets(
         for p in points {
             target::check_capabilities(&spec.name, &caps, &p.workload)
                 .map_err(|m| origin.err(m))?;
+            if let (Some(f), Endpoint::External { .. }) = (&p.workload.fault, &spec.endpoint) {
+                return Err(origin.err(format!(
+                    "--fault {f} needs a server bakeoff started; {} runs elsewhere (name the target, e.g. -t {}, to have bakeoff start it)",
+                    spec.label(),
+                    spec.name
+                )));
+            }
         }
         targets.push(spec);
     }
@@ -547,6 +569,7 @@ mod tests {
                 url_scheme: Some("redis".into()),
                 batch_load: false,
                 requests: Vec::new(),
+                faults: true,
             })
         }
         fn names(&self) -> Vec<String> {

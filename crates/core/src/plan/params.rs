@@ -7,7 +7,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{IoBackend, Mix, RequestMode, Workload};
+use super::{Fault, IoBackend, Mix, RequestMode, Workload};
 use crate::profile::{RecordKind, SearchKind};
 use crate::units::{fmt_bytes, parse_bytes, parse_count, parse_duration};
 use crate::value::{ValueContent, HEADER_LEN};
@@ -546,6 +546,20 @@ pub static PARAMS: &[Param] = &[
         field: "request",
         parse: |s| json(s.parse::<RequestMode>()),
         show: |w| w.request.name().to_string(),
+    },
+    Param {
+        key: "fault",
+        flag: "fault",
+        short: None,
+        value_name: "KIND@TIME",
+        help: "Inject a fault into each measured run of a server bakeoff started: kill@T (SIGKILL to its whole process group, a crash) or restart@T (a clean stop), then a start on the same data; T counts from the start of the warm-up. A window kill@5s..15s draws the moment from the seed, another each repeat. The run records when, how long until the server held its port again, and when throughput was back to 90 %.",
+        default: None,
+        switch: None,
+        sweep: None,
+        excludes: None,
+        field: "fault",
+        parse: |s| json(Fault::parse(s)),
+        show: |w| w.fault.map(|f| f.to_string()).unwrap_or_else(|| "none".into()),
     },
 ];
 

@@ -24,6 +24,10 @@ pub struct Capabilities {
     pub batch_load: bool,
     /// Request modes besides `op`.
     pub requests: Vec<RequestMode>,
+    /// Whether bakeoff can kill and restart it (`--fault`), when it
+    /// started it.
+    #[serde(default)]
+    pub faults: bool,
 }
 
 /// The targets bakeoff knows, as the plan sees them (implemented by the
@@ -114,6 +118,13 @@ pub(super) fn check_capabilities(
                 " (a connection per request is for the SQL and document stores)"
             }
         ));
+    }
+    if let Some(f) = &w.fault {
+        if !caps.faults {
+            return Err(format!(
+                "--fault {f}: target {name} cannot be killed and restarted by bakeoff; faults are for the servers it starts"
+            ));
+        }
     }
     if w.batch > 1 && !caps.batch_load {
         return Err(format!(

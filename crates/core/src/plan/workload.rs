@@ -168,6 +168,9 @@ pub struct Workload {
     /// What one measured request is.
     #[serde(default)]
     pub request: RequestMode,
+    /// A fault injected into the measured run, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fault: Option<super::Fault>,
 }
 
 /// What one measured request is.

@@ -1,0 +1,50 @@
+//! A server bakeoff started, as a target holds it during a run: shared by
+//! the thread that samples its resources each second and the one that
+//! injects a fault into it.
+
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+use bakeoff_core::error::TargetError;
+use bakeoff_core::plan::FaultKind;
+use bakeoff_core::runner::ProcSnapshot;
+use bakeoff_servers::ManagedServer;
+
+/// A started server behind a lock.
+pub struct RunningServer(Mutex<ManagedServer>);
+
+impl RunningServer {
+    /// Takes over a started server.
+    pub fn new(server: ManagedServer) -> Self {
+        Self(Mutex::new(server))
+    }
+
+    /// The server, locked.
+    pub fn lock(&self) -> MutexGuard<'_, ManagedServer> {
+        // A panic while holding the lock leaves the server as it was.
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// CPU, RSS, disk I/O and directory size now.
+    pub fn snapshot(&self) -> ProcSnapshot {
+        self.lock().snapshot()
+    }
+
+    /// Kills or stops it and starts it again on its data; see
+    /// [`ManagedServer::fault`].
+    pub fn fault(&self, kind: FaultKind) -> Result<Duration, TargetError> {
+        Ok(self.lock().fault(kind)?)
+    }
+}
+
+/// [`bakeoff_core::runner::Target::fault`] of a target that may hold a
+/// started server: an external one cannot be faulted.
+pub fn fault(server: Option<&RunningServer>, kind: FaultKind) -> Result<Duration, TargetError> {
+    match server {
+        Some(s) => s.fault(kind),
+        None => Err(TargetError::Client(format!(
+            "--fault {}: bakeoff did not start this server",
+            kind.name()
+        ))),
+    }
+}
