@@ -5,7 +5,7 @@
 //! Sections, each present only when the runs have something for it:
 //! summary table; throughput and latency per target; one chart per sweep
 //! axis; the latency percentile spectrum; per-second throughput, latency,
-//! server CPU / memory / disk I/O with the warm-up shaded; request steps;
+//! server CPU / memory / disk I/O with the warm-up (and a fault) shaded; request steps;
 //! errors by kind; checks; targets (version, settings, requests sent);
 //! environment.
 
@@ -550,7 +550,7 @@ impl<'a> Page<'a> {
     /// Per-second charts for each point (first repeat), warm-up shaded.
     fn timelines(&mut self) {
         self.h2("timeline", "Second by second");
-        self.html.push_str(r#"<p class="note">Each point's first repeat; time 0 is the start of the measured phase; the shaded stretches before it are the load and the warm-up, excluded from every other number. Server resources are those of the managed server (its processes summed), or of bakeoff itself for an in-process engine.</p>"#);
+        self.html.push_str(r#"<p class="note">Each point's first repeat; time 0 is the start of the measured phase; the shaded stretches before it are the load and the warm-up, excluded from every other number; a fault (<code>--fault</code>) is shaded from its moment until the server held its port again. Server resources are those of the managed server (its processes summed), or of bakeoff itself for an in-process engine.</p>"#);
         let points = self.view.points();
         let many = points.len() > 4;
         for (pi, p) in points.iter().enumerate() {
@@ -989,7 +989,78 @@ fn phase_bands(runs: &[(usize, &RunResult)]) -> Vec<Band> {
             label: "warm-up".into(),
         });
     }
+    // A fault: from the moment it struck until the server held its port
+    // again (the whole rest of the chart if it never did).
+    for (_, r) in runs {
+        let Some(f) = &r.fault else { continue };
+        let from = f.at_s - measure_start(r);
+        let to = match f.back_after_s {
+            Some(back) => from + back.max(0.05),
+            None => r
+                .timeline
+                .last()
+                .map_or(from, |t| t.t_s as f64 + 1.0 - measure_start(r)),
+        };
+        let label = match f.back_after_s {
+            Some(back) => format!("{} (back in {})", f.kind.name(), fmt_seconds(back)),
+            None => format!("{} (not back)", f.kind.name()),
+        };
+        if !bands.iter().any(|b| b.from == from && b.label == label) {
+            bands.push(Band { from, to, label });
+        }
+    }
     bands
+}
+
+/// `0.07 s`, `1.2 s`, `12 s`.
+fn fmt_seconds(s: f64) -> String {
+    if s < 1.0 {
+        format!("{s:.2} s")
+    } else if s < 10.0 {
+        format!("{s:.1} s")
+    } else {
+        format!("{s:.0} s")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bakeoff_core::plan::FaultKind;
+    use bakeoff_core::result::{ExperimentResult, FaultRecord};
+
+    /// A faulted run's timeline charts mark the fault, from its moment to
+    /// the server's return, beside the load and warm-up bands.
+    #[test]
+    fn a_fault_is_a_band_on_the_timeline() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../bakeoff/tests/snapshots/mock.json");
+        let result = ExperimentResult::read(&path).expect("the mock snapshot reads");
+        let mut run = result.runs[0].clone();
+        let start = measure_start(&run);
+        assert!(phase_bands(&[(0, &run)])
+            .iter()
+            .all(|b| !b.label.starts_with("kill")));
+        run.fault = Some(FaultRecord {
+            kind: FaultKind::Kill,
+            at_s: start + 1.5,
+            back_after_s: Some(0.25),
+            recovered_after_s: Some(1.0),
+            error: None,
+        });
+        let bands = phase_bands(&[(0, &run)]);
+        let kill = bands
+            .iter()
+            .find(|b| b.label == "kill (back in 0.25 s)")
+            .unwrap_or_else(|| panic!("{bands:?}"));
+        assert_eq!((kill.from, kill.to), (1.5, 1.75));
+        run.fault.as_mut().unwrap().back_after_s = None;
+        let bands = phase_bands(&[(0, &run)]);
+        assert!(
+            bands.iter().any(|b| b.label == "kill (not back)"),
+            "{bands:?}"
+        );
+    }
 }
 
 /// The timeline without the sliver after the measured phase ends (the last
