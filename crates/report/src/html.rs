@@ -1023,46 +1023,6 @@ fn fmt_seconds(s: f64) -> String {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use bakeoff_core::plan::FaultKind;
-    use bakeoff_core::result::{ExperimentResult, FaultRecord};
-
-    /// A faulted run's timeline charts mark the fault, from its moment to
-    /// the server's return, beside the load and warm-up bands.
-    #[test]
-    fn a_fault_is_a_band_on_the_timeline() {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../bakeoff/tests/snapshots/mock.json");
-        let result = ExperimentResult::read(&path).expect("the mock snapshot reads");
-        let mut run = result.runs[0].clone();
-        let start = measure_start(&run);
-        assert!(phase_bands(&[(0, &run)])
-            .iter()
-            .all(|b| !b.label.starts_with("kill")));
-        run.fault = Some(FaultRecord {
-            kind: FaultKind::Kill,
-            at_s: start + 1.5,
-            back_after_s: Some(0.25),
-            recovered_after_s: Some(1.0),
-            error: None,
-        });
-        let bands = phase_bands(&[(0, &run)]);
-        let kill = bands
-            .iter()
-            .find(|b| b.label == "kill (back in 0.25 s)")
-            .unwrap_or_else(|| panic!("{bands:?}"));
-        assert_eq!((kill.from, kill.to), (1.5, 1.75));
-        run.fault.as_mut().unwrap().back_after_s = None;
-        let bands = phase_bands(&[(0, &run)]);
-        assert!(
-            bands.iter().any(|b| b.label == "kill (not back)"),
-            "{bands:?}"
-        );
-    }
-}
-
 /// The timeline without the sliver after the measured phase ends (the last
 /// interval the workers hand in holds only the replies still in flight).
 fn measured_seconds(r: &RunResult) -> impl Iterator<Item = &bakeoff_core::result::TimelinePoint> {
@@ -1104,5 +1064,45 @@ impl Exporter for HtmlExporter {
             esc(&title.join(" vs ")),
             page.html
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bakeoff_core::plan::FaultKind;
+    use bakeoff_core::result::{ExperimentResult, FaultRecord};
+
+    /// A faulted run's timeline charts mark the fault, from its moment to
+    /// the server's return, beside the load and warm-up bands.
+    #[test]
+    fn a_fault_is_a_band_on_the_timeline() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../bakeoff/tests/snapshots/mock.json");
+        let result = ExperimentResult::read(&path).expect("the mock snapshot reads");
+        let mut run = result.runs[0].clone();
+        let start = measure_start(&run);
+        assert!(phase_bands(&[(0, &run)])
+            .iter()
+            .all(|b| !b.label.starts_with("kill")));
+        run.fault = Some(FaultRecord {
+            kind: FaultKind::Kill,
+            at_s: start + 1.5,
+            back_after_s: Some(0.25),
+            recovered_after_s: Some(1.0),
+            error: None,
+        });
+        let bands = phase_bands(&[(0, &run)]);
+        let kill = bands
+            .iter()
+            .find(|b| b.label == "kill (back in 0.25 s)")
+            .unwrap_or_else(|| panic!("{bands:?}"));
+        assert_eq!((kill.from, kill.to), (1.5, 1.75));
+        run.fault.as_mut().unwrap().back_after_s = None;
+        let bands = phase_bands(&[(0, &run)]);
+        assert!(
+            bands.iter().any(|b| b.label == "kill (not back)"),
+            "{bands:?}"
+        );
     }
 }
