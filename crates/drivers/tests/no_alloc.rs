@@ -117,6 +117,7 @@ fn steady_state_allocations<C: Codec>(
         grow: false,
         load_from: 0,
         request: Default::default(),
+        fault: None,
     };
     let pool = ValuePool::new(400);
     let stop = AtomicBool::new(false);
