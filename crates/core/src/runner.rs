@@ -690,18 +690,21 @@ fn run_one(
     let mut record = target.record();
     record.declared = opener.declared_settings(spec, plan);
     recorded.insert(spec.label(), record);
-    let inject = |kind: FaultKind| move || target.fault(kind);
-    let injectors = w.fault.map(|f| (f, inject(f.kind)));
+    // The call that injects the workload's fault, if it asks for one.
+    let inject = w.fault.map(|f| move || target.fault(f.kind));
     let ctx = JobContext {
         workload: w,
         seed: plan.seed,
         pool,
         zipf,
         stop: &opts.stop,
-        fault: injectors.as_ref().map(|(f, inject)| ScheduledFault {
-            at_s: f.moment_s(plan.seed, index, repeat),
-            inject,
-        }),
+        fault: w
+            .fault
+            .zip(inject.as_ref())
+            .map(|(f, inject)| ScheduledFault {
+                at_s: f.moment_s(plan.seed, index, repeat),
+                inject,
+            }),
     };
     let before = target.counters();
     let mut sent = [0u64; OP_KINDS];
