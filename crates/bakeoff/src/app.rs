@@ -289,7 +289,7 @@ pub fn dry_run_text(plan: &bakeoff_core::plan::Plan) -> String {
     }
     for t in &plan.targets {
         let line = match t.endpoint {
-            bakeoff_core::plan::Endpoint::Managed => server_settings_line(plan, &t.name),
+            bakeoff_core::plan::Endpoint::Managed => server_settings_line(plan, t),
             bakeoff_core::plan::Endpoint::External { .. } => {
                 "settings: the running server's own".to_string()
             }
@@ -318,13 +318,16 @@ fn workload_line(w: &bakeoff_core::plan::Workload) -> String {
 
 /// A target's settings as a run will use them: each declared setting as
 /// set, else its default; those left to the server named apart.
-fn server_settings_line(plan: &bakeoff_core::plan::Plan, target: &str) -> String {
-    let Some(entry) = entries().into_iter().find(|e| e.name == target) else {
+fn server_settings_line(
+    plan: &bakeoff_core::plan::Plan,
+    target: &bakeoff_core::plan::TargetSpec,
+) -> String {
+    let Some(entry) = entries().into_iter().find(|e| e.name == target.name) else {
         return String::new();
     };
     let mut set = Vec::new();
     let mut left = Vec::new();
-    for d in declared_values(entry.settings, plan.servers.get(target)) {
+    for d in declared_values(entry.settings, plan.settings_of(target)) {
         match (d.value, d.set) {
             (Some(v), true) => set.push(format!("{}={v} (set)", d.name)),
             (Some(v), false) => set.push(format!("{}={v}", d.name)),

@@ -44,7 +44,7 @@ where
     // Requests that open their own connection: measured ones only; the
     // load keeps one connection per client.
     let mode = match job.kind {
-        JobKind::Load => RequestMode::Op,
+        JobKind::Load | JobKind::ReadBack => RequestMode::Op,
         JobKind::Measure => w.request,
     };
     let clients = harness.borrow().clients();

@@ -4,6 +4,7 @@
 //! workload means the same thing on every target.
 
 use crate::driver::{Job, JobKind};
+use crate::durability::WriteId;
 use crate::value::HEADER_LEN;
 use crate::workload::{KeyChooser, MixChooser, OpKind, Rng};
 
@@ -15,6 +16,15 @@ pub struct ClientState {
     next_load: u64,
     load_end: u64,
     quota: u64,
+    /// Durability check: this client writes fresh ids of its own, as
+    /// writer `writer`, its next sequence number `next_seq`.
+    unique: bool,
+    writer: u32,
+    next_seq: u64,
+    /// Read-back: the next index into the job's ids, and the step between
+    /// this client's indices.
+    next_read: usize,
+    read_stride: usize,
     /// Open loop: intended start of the next request, ns since `t0`.
     pub next_due: u64,
     /// Open loop: time between this client's requests, ns (0 = closed loop).
@@ -44,6 +54,11 @@ impl ClientState {
             next_load: range.start,
             load_end: range.end,
             quota: job.quota(client),
+            unique: w.durability,
+            writer: client,
+            next_seq: 0,
+            next_read: client as usize,
+            read_stride: w.clients.max(1) as usize,
             next_due: if period > 0 {
                 period * client as u64 / w.clients as u64
             } else {
@@ -61,6 +76,7 @@ impl ClientState {
             JobKind::Measure => {
                 intended < measure_end && !(self.quota == 0 && intended >= warmup_end)
             }
+            JobKind::ReadBack => self.next_read < job.read_back.len(),
         }
     }
 
@@ -69,6 +85,7 @@ impl ClientState {
         match job.kind {
             JobKind::Load => self.next_load < self.load_end,
             JobKind::Measure => self.quota > 0 || now < warmup_end,
+            JobKind::ReadBack => self.next_read < job.read_back.len(),
         }
     }
 
@@ -87,8 +104,21 @@ impl ClientState {
                 if phase == 1 && self.quota != u64::MAX {
                     self.quota -= 1;
                 }
+                if self.unique {
+                    let id = WriteId {
+                        writer: self.writer,
+                        seq: self.next_seq,
+                    };
+                    self.next_seq += 1;
+                    return (OpKind::Set, id.record());
+                }
                 let kind = mix.next(&mut self.rng);
                 (kind, self.keys.next(&mut self.rng))
+            }
+            JobKind::ReadBack => {
+                let k = job.read_back[self.next_read];
+                self.next_read += self.read_stride;
+                (OpKind::Get, k)
             }
         }
     }
@@ -101,6 +131,9 @@ impl ClientState {
         let len = w.value_size.next(&mut self.rng);
         let version = if job.kind == JobKind::Load {
             0
+        } else if self.unique {
+            // The durability check's values carry the run's mark.
+            job.nonce
         } else {
             self.version
         };
@@ -117,6 +150,7 @@ impl ClientState {
     pub fn give_up(&mut self) {
         self.quota = 0;
         self.next_load = self.load_end;
+        self.next_read = usize::MAX;
     }
 
     /// Open loop: requests that fell due while the target was unreachable

@@ -102,6 +102,9 @@ pub enum JobKind {
     Load,
     /// Warm-up, then the measured phase.
     Measure,
+    /// The durability check's read-back: every id in [`Job::read_back`]
+    /// read once, split between clients, no warm-up.
+    ReadBack,
 }
 
 /// Everything a worker needs to run its share of a job. Shared read-only by
@@ -123,13 +126,19 @@ pub struct Job<'a> {
     pub stop: &'a AtomicBool,
     /// Where workers send their per-second intervals.
     pub intervals: Sender<Interval>,
+    /// The mark of this run in the version field of the durability check's
+    /// values, so that a value another run left is told from one this run
+    /// wrote.
+    pub nonce: u32,
+    /// Record ids a read-back job reads (empty otherwise).
+    pub read_back: &'a [u64],
 }
 
 impl Job<'_> {
     /// Number of phases the job records (load: 1; measure: warm-up, measure).
     pub fn phase_count(&self) -> usize {
         match self.kind {
-            JobKind::Load => 1,
+            JobKind::Load | JobKind::ReadBack => 1,
             JobKind::Measure => 2,
         }
     }
@@ -163,7 +172,7 @@ impl Job<'_> {
     /// End of the warm-up, ns since `t0` (0 for a load job).
     pub fn warmup_end_ns(&self) -> u64 {
         match self.kind {
-            JobKind::Load => 0,
+            JobKind::Load | JobKind::ReadBack => 0,
             JobKind::Measure => (self.workload.warmup_s * 1e9) as u64,
         }
     }
@@ -173,7 +182,7 @@ impl Job<'_> {
     #[inline]
     pub fn phase_at(&self, intended: u64) -> u8 {
         match self.kind {
-            JobKind::Load => 0,
+            JobKind::Load | JobKind::ReadBack => 0,
             JobKind::Measure => u8::from(intended >= self.warmup_end_ns()),
         }
     }

@@ -24,6 +24,18 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
+/// Record ids of the durability check start here, far above any loaded
+/// record, so that its writes never touch what the load wrote.
+pub const RECORD_BASE: u64 = 900_000_000_000;
+
+/// Record ids each writer has: writer `w` writes `RECORD_BASE + w *
+/// SEQ_SPAN + seq`.
+pub const SEQ_SPAN: u64 = 100_000_000;
+
+/// Most writers a durability check can have: their ids must stay within
+/// the 12 digits of a key.
+pub const MAX_WRITERS: u32 = 999;
+
 /// One write: which writer, and its place in that writer's sequence.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct WriteId {
@@ -31,6 +43,25 @@ pub struct WriteId {
     pub writer: u32,
     /// The writer's sequence number, from 0, one per write.
     pub seq: u64,
+}
+
+impl WriteId {
+    /// The record id this write writes.
+    #[inline]
+    pub fn record(self) -> u64 {
+        RECORD_BASE + self.writer as u64 * SEQ_SPAN + self.seq
+    }
+
+    /// The write that writes record `id`, if `id` is one of the check's.
+    #[inline]
+    pub fn of_record(id: u64) -> Option<WriteId> {
+        let rel = id.checked_sub(RECORD_BASE)?;
+        let writer = rel / SEQ_SPAN;
+        (writer <= MAX_WRITERS as u64).then_some(WriteId {
+            writer: writer as u32,
+            seq: rel % SEQ_SPAN,
+        })
+    }
 }
 
 /// How a write ended, as the client saw it.
@@ -72,6 +103,25 @@ impl WriteLog {
         self.writes.keys().copied()
     }
 
+    /// Adds another log's writes (another worker's writers).
+    pub fn merge(&mut self, other: WriteLog) {
+        self.writes.extend(other.writes);
+    }
+
+    /// Whether `id` was invoked.
+    pub fn contains(&self, id: WriteId) -> bool {
+        self.writes.contains_key(&id)
+    }
+
+    /// The last sequence number each writer invoked.
+    pub fn last_seq(&self) -> BTreeMap<u32, u64> {
+        let mut last = BTreeMap::new();
+        for id in self.writes.keys() {
+            last.insert(id.writer, id.seq);
+        }
+        last
+    }
+
     /// Writes invoked.
     pub fn len(&self) -> usize {
         self.writes.len()
@@ -80,6 +130,31 @@ impl WriteLog {
     /// Whether nothing was invoked.
     pub fn is_empty(&self) -> bool {
         self.writes.is_empty()
+    }
+}
+
+/// What one worker saw of the check: the writes its clients made (a
+/// measure job), or what its read-back found (a read-back job).
+#[derive(Clone, Debug, Default)]
+pub struct WorkerDurability {
+    /// Writes invoked, and how each ended.
+    pub writes: WriteLog,
+    /// Ids read back with a definite answer, and what it was.
+    pub found: Vec<(WriteId, ReadBack)>,
+    /// Ids holding a value of the check that another run wrote.
+    pub foreign: Vec<WriteId>,
+    /// Record ids whose read failed (error, reset, timeout): to be read
+    /// again.
+    pub unanswered: Vec<u64>,
+}
+
+impl WorkerDurability {
+    /// Adds another worker's log.
+    pub fn merge(&mut self, other: WorkerDurability) {
+        self.writes.merge(other.writes);
+        self.found.extend(other.found);
+        self.foreign.extend(other.foreign);
+        self.unanswered.extend(other.unanswered);
     }
 }
 
@@ -102,6 +177,9 @@ pub struct Stored {
     pub found: BTreeMap<WriteId, ReadBack>,
     /// Ids the store holds that no writer attempted.
     pub unexpected: BTreeSet<WriteId>,
+    /// Attempted ids whose read-back never got a definite answer (every
+    /// try failed): counted apart, neither kept nor lost.
+    pub unread: BTreeSet<WriteId>,
 }
 
 /// The verdict on every write of one faulted run.
@@ -124,6 +202,10 @@ pub struct DurabilityCheck {
     pub unexpected: u64,
     /// Present but not verifying.
     pub corrupt: u64,
+    /// Attempted, but the read-back got no definite answer: neither kept
+    /// nor lost.
+    #[serde(default)]
+    pub unread: u64,
     /// Fault time minus the acknowledgement time of the earliest lost
     /// write, ns; `None` when nothing acknowledged was lost.
     pub loss_window_ns: Option<u64>,
@@ -137,6 +219,31 @@ impl DurabilityCheck {
     /// Whether no acknowledged write was lost or damaged.
     pub fn kept_every_acknowledged_write(&self) -> bool {
         self.lost == 0 && self.corrupt == 0
+    }
+
+    /// The measured class in words: `kept every acknowledged write`, or
+    /// `lost 11 (window 3.2 ms)`; corrupt values and holes are named.
+    pub fn verdict(&self) -> String {
+        if self.acknowledged == 0 {
+            return "nothing acknowledged".into();
+        }
+        let mut parts = Vec::new();
+        if self.lost == 0 {
+            parts.push("kept every acknowledged write".to_string());
+        } else {
+            let window = self
+                .loss_window_ns
+                .map(|w| format!(" (window {})", crate::units::fmt_ns(w as f64)))
+                .unwrap_or_default();
+            parts.push(format!("lost {}{window}", self.lost));
+        }
+        if self.holes > 0 {
+            parts.push(format!("{} holes", self.holes));
+        }
+        if self.corrupt > 0 {
+            parts.push(format!("{} corrupt", self.corrupt));
+        }
+        parts.join(", ")
     }
 }
 
@@ -153,6 +260,10 @@ pub fn classify(log: &WriteLog, stored: &Stored, fault_ns: u64) -> DurabilityChe
     // acknowledged write survived, so that a loss before it is a hole.
     let mut by_writer: BTreeMap<u32, Vec<(bool, bool)>> = BTreeMap::new();
     for (id, outcome) in &log.writes {
+        if stored.unread.contains(id) {
+            c.unread += 1;
+            continue;
+        }
         let read = stored.found.get(id).copied().unwrap_or(ReadBack::Absent);
         let acked = matches!(outcome, WriteOutcome::Acknowledged(_));
         if acked {
@@ -169,7 +280,11 @@ pub fn classify(log: &WriteLog, stored: &Stored, fault_ns: u64) -> DurabilityChe
             (_, ReadBack::Absent) => c.not_written += 1,
         }
         let lost = acked && read == ReadBack::Absent;
-        let survived = acked && read == ReadBack::Present;
+        // Only writes acknowledged before the fault make a hole: what the
+        // restarted store took afterwards is not part of the sequence the
+        // crash cut.
+        let survived = matches!(outcome, WriteOutcome::Acknowledged(at) if *at <= fault_ns)
+            && read == ReadBack::Present;
         by_writer
             .entry(id.writer)
             .or_default()
@@ -191,6 +306,61 @@ pub fn classify(log: &WriteLog, stored: &Stored, fault_ns: u64) -> DurabilityChe
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn record_ids_round_trip_and_stay_in_twelve_digits() {
+        let last = WriteId {
+            writer: MAX_WRITERS,
+            seq: SEQ_SPAN - 1,
+        };
+        assert!(last.record() <= 999_999_999_999);
+        for w in [id(0, 0), id(3, 17), last] {
+            assert_eq!(WriteId::of_record(w.record()), Some(w));
+        }
+        assert_eq!(WriteId::of_record(42), None, "a loaded record");
+    }
+
+    /// Everything before the fault lost, what came after it kept (a store
+    /// that keeps nothing across a crash): no hole, as the survivors were
+    /// written after the fault.
+    #[test]
+    fn writes_after_the_fault_make_no_hole() {
+        let l = log();
+        let mut s = everything_present(&l);
+        for seq in 0..3 {
+            s.found.insert(id(0, seq), ReadBack::Absent);
+        }
+        let c = classify(&l, &s, 3_500);
+        assert_eq!((c.lost, c.holes), (3, 0));
+        let c = classify(&l, &s, 10_000);
+        assert_eq!(c.holes, 3, "the same losses before the fault are holes");
+    }
+
+    #[test]
+    fn the_verdict_names_losses_and_holes() {
+        let l = log();
+        let s = everything_present(&l);
+        assert_eq!(
+            classify(&l, &s, 10_000).verdict(),
+            "kept every acknowledged write"
+        );
+        let mut s = everything_present(&l);
+        s.found.insert(id(0, 1), ReadBack::Absent);
+        assert_eq!(
+            classify(&l, &s, 10_000).verdict(),
+            "lost 1 (window 8.0 µs), 1 holes"
+        );
+    }
+
+    #[test]
+    fn unread_ids_are_neither_kept_nor_lost() {
+        let l = log();
+        let mut s = everything_present(&l);
+        s.found.remove(&id(0, 4));
+        s.unread.insert(id(0, 4));
+        let c = classify(&l, &s, 10_000);
+        assert_eq!((c.unread, c.lost, c.ok), (1, 0, 5));
+    }
 
     fn id(writer: u32, seq: u64) -> WriteId {
         WriteId { writer, seq }
@@ -216,6 +386,7 @@ mod tests {
         Stored {
             found: log.ids().map(|i| (i, ReadBack::Present)).collect(),
             unexpected: BTreeSet::new(),
+            unread: BTreeSet::new(),
         }
     }
 

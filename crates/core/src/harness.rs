@@ -21,6 +21,7 @@
 use crate::client::ClientState;
 use crate::driver::Job;
 use crate::driver::JobKind;
+use crate::durability::{ReadBack, WorkerDurability, WriteId, WriteOutcome};
 use crate::profile::Query;
 use crate::recorder::{thread_cpu_ns, Completion, ErrorKind, WorkerMeter, WorkerOutput};
 use crate::value::HEADER_LEN;
@@ -131,6 +132,8 @@ pub struct Harness<'j> {
     /// A measure job (warm-up, then measured phase), not a load.
     measures: bool,
     generating: bool,
+    /// The durability check's log: its writes, or its read-back.
+    durability: Option<WorkerDurability>,
 }
 
 impl<'j> Harness<'j> {
@@ -163,6 +166,9 @@ impl<'j> Harness<'j> {
             measure_end: job.measure_end_ns(),
             measures: job.kind == JobKind::Measure,
             generating: true,
+            durability: (job.kind == JobKind::ReadBack
+                || (job.kind == JobKind::Measure && w.durability))
+                .then(WorkerDurability::default),
         }
     }
 
@@ -306,6 +312,11 @@ impl<'j> Harness<'j> {
         let phase = u8::from(self.measures && intended >= self.warmup_end);
         let (kind, key) = self.clients[ci].next_op(self.job, &self.mix, phase);
         self.meter.stats[phase as usize].sent[kind as usize] += 1;
+        if let (Some(d), true) = (&mut self.durability, self.measures) {
+            if let Some(id) = WriteId::of_record(key) {
+                d.writes.invoke(id);
+            }
+        }
         Request {
             client: ci as u32,
             kind,
@@ -339,6 +350,9 @@ impl<'j> Harness<'j> {
     /// intended start (response time) and from its send (service time).
     #[inline(always)]
     pub fn complete(&mut self, req: &Request, outcome: Outcome, now: u64) {
+        if self.durability.is_some() {
+            self.log_durability(req, outcome, now);
+        }
         let how = match outcome {
             Outcome::Ok => Completion::Ok,
             Outcome::Rows(n) => {
@@ -361,6 +375,37 @@ impl<'j> Harness<'j> {
             how,
             now,
         );
+    }
+
+    /// Logs how a write of the durability check ended, or what reading one
+    /// back found. A definite rejection is a failed write; anything else
+    /// that is not an acknowledgement (reset, timeout, no reply) leaves it
+    /// indeterminate.
+    #[inline(never)]
+    fn log_durability(&mut self, req: &Request, outcome: Outcome, now: u64) {
+        let (Some(d), Some(id)) = (&mut self.durability, WriteId::of_record(req.key)) else {
+            return;
+        };
+        if self.measures {
+            let how = match outcome {
+                Outcome::Ok | Outcome::Rows(_) => WriteOutcome::Acknowledged(now),
+                Outcome::Miss | Outcome::Failed(ErrorKind::ServerError) => WriteOutcome::Failed,
+                _ => WriteOutcome::Indeterminate,
+            };
+            d.writes.settle(id, how);
+            return;
+        }
+        match outcome {
+            Outcome::Value(bytes) => match self.job.pool.verify(req.key, bytes) {
+                Ok(()) if crate::value::version_of(bytes) != Some(self.job.nonce) => {
+                    d.foreign.push(id)
+                }
+                Ok(()) => d.found.push((id, ReadBack::Present)),
+                Err(_) => d.found.push((id, ReadBack::Corrupt)),
+            },
+            Outcome::Miss => d.found.push((id, ReadBack::Absent)),
+            _ => d.unanswered.push(req.key),
+        }
     }
 
     /// Step `index` (`name`) of a phased request of `phase` took `ns`.
@@ -388,7 +433,9 @@ impl<'j> Harness<'j> {
     /// Hands over the last partial second and everything measured; `backend`
     /// names the I/O mechanism.
     pub fn finish(self, now: u64, backend: String) -> WorkerOutput {
-        self.meter.finish(now, backend, &self.job.intervals)
+        let mut out = self.meter.finish(now, backend, &self.job.intervals);
+        out.durability = self.durability;
+        out
     }
 }
 

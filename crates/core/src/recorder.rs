@@ -293,6 +293,8 @@ pub struct WorkerOutput {
     pub busy_in_window_ns: u64,
     /// I/O mechanism used, with the reason for a fallback.
     pub backend: String,
+    /// The durability check's writes or read-back, when the job has one.
+    pub durability: Option<crate::durability::WorkerDurability>,
 }
 
 /// The bookkeeping of one worker: phase stats, the current one-second
@@ -420,6 +422,7 @@ impl WorkerMeter {
             last_completion_ns: self.last_completion,
             busy_in_window_ns: self.busy_in_window,
             backend,
+            durability: None,
         }
     }
 }

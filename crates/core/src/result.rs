@@ -436,6 +436,9 @@ pub struct RunResult {
     /// for one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fault: Option<FaultRecord>,
+    /// The durability check's verdict, if the workload asked for one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub durability: Option<crate::durability::DurabilityCheck>,
 }
 
 /// What a fault did to a run.

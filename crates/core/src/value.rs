@@ -178,6 +178,12 @@ impl ValuePool {
     }
 }
 
+/// The record version in the header of `value` (a writer's counter, or the
+/// durability check's run mark); `None` if it is too short to have one.
+pub fn version_of(value: &[u8]) -> Option<u32> {
+    Some(u32::from_le_bytes(value.get(12..16)?.try_into().ok()?))
+}
+
 /// Checksum of the first 20 header bytes: three words, multiply-mixed.
 #[inline]
 fn header_sum(bytes: &[u8]) -> u32 {

@@ -156,7 +156,7 @@ impl Connector for HsConnector {
 /// Checks the target can be used: a fixed port free, or the endpoint
 /// answering and accepting the secret.
 pub fn probe(spec: &TargetSpec, plan: &Plan) -> Result<(), TargetError> {
-    let settings = HsSettings::parse(plan.servers.get(&spec.name))?;
+    let settings = HsSettings::parse(plan.settings_of(spec))?;
     match &spec.endpoint {
         Endpoint::Managed => match settings.server.port {
             Some(p) if !bakeoff_servers::port_is_free(p) => Err(TargetError::Server(format!(
@@ -274,7 +274,7 @@ pub fn open(
     plan: &Plan,
     workload: &Workload,
 ) -> Result<Box<dyn Target>, TargetError> {
-    let settings = HsSettings::parse(plan.servers.get(&spec.name))?;
+    let settings = HsSettings::parse(plan.settings_of(spec))?;
     let mut recorded = BTreeMap::new();
     let (server, sql, addr, secret, endpoint, version) = match &spec.endpoint {
         Endpoint::External {

@@ -469,7 +469,7 @@ pub fn available() -> Result<(), TargetError> {
 
 /// Checks a fixed port is free, or an external endpoint answers.
 pub fn probe(spec: &TargetSpec, plan: &Plan) -> Result<(), TargetError> {
-    let settings = MariaSettings::parse(plan.servers.get(&spec.name))?;
+    let settings = MariaSettings::parse(plan.settings_of(spec))?;
     match dsn_of(spec) {
         None => match settings.port {
             Some(p) if !bakeoff_servers::port_is_free(p) => Err(TargetError::Server(format!(
@@ -674,7 +674,7 @@ pub fn open(
     plan: &Plan,
     workload: &Workload,
 ) -> Result<Box<dyn Target>, TargetError> {
-    let settings = MariaSettings::parse(plan.servers.get(&spec.name))?;
+    let settings = MariaSettings::parse(plan.settings_of(spec))?;
     let (server, dsn, endpoint) = match dsn_of(spec) {
         Some(dsn) => {
             let url = match &spec.endpoint {

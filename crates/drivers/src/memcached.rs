@@ -134,7 +134,7 @@ pub struct MemcachedTarget {
 pub fn probe(spec: &TargetSpec, plan: &Plan) -> Result<(), TargetError> {
     match &spec.endpoint {
         Endpoint::Managed => {
-            let settings = MemcachedSettings::parse(plan.servers.get(&spec.name))?;
+            let settings = MemcachedSettings::parse(plan.settings_of(spec))?;
             if bakeoff_servers::find_on_path("memcached").is_none() {
                 return Err(TargetError::Server("`memcached` is not on PATH; install it with `apt-get install memcached` (Debian package memcached)".into()));
             }
@@ -182,7 +182,7 @@ pub fn open(
     plan: &Plan,
     workload: &Workload,
 ) -> Result<Box<dyn Target>, TargetError> {
-    let settings = MemcachedSettings::parse(plan.servers.get(&spec.name))?;
+    let settings = MemcachedSettings::parse(plan.settings_of(spec))?;
     let (server, addr, mode, endpoint) = match &spec.endpoint {
         Endpoint::Managed => {
             let cmd = ServerCommand {

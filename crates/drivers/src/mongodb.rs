@@ -561,7 +561,7 @@ pub fn available() -> Result<(), TargetError> {
 /// Checks the managed server exists and a fixed port is free, or an
 /// external endpoint answers.
 pub fn probe(spec: &TargetSpec, plan: &Plan) -> Result<(), TargetError> {
-    let settings = MongoSettings::parse(plan.servers.get(&spec.name))?;
+    let settings = MongoSettings::parse(plan.settings_of(spec))?;
     match dsn_of(spec) {
         None => {
             settings.server()?;
@@ -693,7 +693,7 @@ pub fn open(
             (None, dsn, url, None)
         }
         None => {
-            let mut started = start(plan.servers.get(&spec.name))?;
+            let mut started = start(plan.settings_of(spec))?;
             if let Some(limit) = workload.memory_cap {
                 started.server.cap_memory(limit)?;
             }

@@ -469,7 +469,7 @@ pub fn available() -> Result<(), TargetError> {
 
 /// Checks an external endpoint answers and accepts the credentials.
 pub fn probe(spec: &TargetSpec, plan: &Plan) -> Result<(), TargetError> {
-    let settings = PgSettings::parse(plan.servers.get(&spec.name))?;
+    let settings = PgSettings::parse(plan.settings_of(spec))?;
     match dsn_of(spec) {
         None => match settings.port {
             Some(p) if !bakeoff_servers::port_is_free(p) => Err(TargetError::Server(format!(
@@ -625,7 +625,7 @@ pub fn open(
             (None, dsn, url)
         }
         None => {
-            let mut server = start(plan.servers.get(&spec.name), None)?;
+            let mut server = start(plan.settings_of(spec), None)?;
             if let Some(limit) = workload.memory_cap {
                 server.cap_memory(limit)?;
             }

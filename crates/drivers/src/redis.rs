@@ -174,7 +174,7 @@ pub struct RedisTarget {
 pub fn probe(spec: &TargetSpec, plan: &Plan) -> Result<(), TargetError> {
     match &spec.endpoint {
         Endpoint::Managed => {
-            let settings = RedisSettings::parse(plan.servers.get(&spec.name))?;
+            let settings = RedisSettings::parse(plan.settings_of(spec))?;
             if bakeoff_servers::find_on_path("redis-server").is_none() {
                 return Err(TargetError::Server("`redis-server` is not on PATH; install it with `apt-get install redis-server` (Debian package redis-server)".into()));
             }
@@ -213,7 +213,7 @@ pub fn open(
     plan: &Plan,
     workload: &Workload,
 ) -> Result<Box<dyn Target>, TargetError> {
-    let settings = RedisSettings::parse(plan.servers.get(&spec.name))?;
+    let settings = RedisSettings::parse(plan.settings_of(spec))?;
     let (server, addr, mode, endpoint) = match &spec.endpoint {
         Endpoint::Managed => {
             let cmd = ServerCommand {

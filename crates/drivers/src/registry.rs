@@ -400,7 +400,7 @@ impl TargetOpener for Registry {
     fn declared_settings(&self, spec: &TargetSpec, plan: &Plan) -> BTreeMap<String, String> {
         match (self.find(&spec.name), &spec.endpoint) {
             (Some(e), Endpoint::Managed) => {
-                crate::settings::declared_values(e.settings, plan.servers.get(&spec.name))
+                crate::settings::declared_values(e.settings, plan.settings_of(spec))
                     .into_iter()
                     .filter_map(|d| Some((d.name.to_string(), d.value?)))
                     .collect()
@@ -415,7 +415,7 @@ impl TargetOpener for Registry {
             .ok_or_else(|| TargetError::Settings(format!("unknown target `{}`", spec.name)))?;
         // Every target: its settings, and (when bakeoff is to start or open
         // it) what it needs installed; then its own checks, if any.
-        (e.check)(plan.servers.get(&spec.name))?;
+        (e.check)(plan.settings_of(spec))?;
         if matches!(spec.endpoint, Endpoint::Managed) {
             (e.available)()?;
         }

@@ -118,6 +118,7 @@ fn steady_state_allocations<C: Codec>(
         load_from: 0,
         request: Default::default(),
         fault: None,
+        durability: false,
     };
     let pool = ValuePool::new(400);
     let stop = AtomicBool::new(false);
@@ -131,6 +132,8 @@ fn steady_state_allocations<C: Codec>(
         t0: Instant::now(),
         stop: &stop,
         intervals: tx,
+        nonce: 1,
+        read_back: &[],
     };
     let connector = Plain(addr);
     let (a, b) = std::thread::scope(|s| {

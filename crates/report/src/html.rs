@@ -253,7 +253,24 @@ impl<'a> Page<'a> {
             rows.push(crate::summary_row(&self.view.series[rr.series], rr.run));
         }
         self.table(&crate::SUMMARY_HEAD, &rows, 2);
+        self.durability();
         self.html.push_str(r#"<p class="note">Latencies are response times of the measured phase (warm-up excluded), all operation kinds together; throughput counts successful operations. Per operation kind: see the CSV or Markdown report.</p>"#);
+    }
+
+    /// The durability table, when some run checked durability.
+    fn durability(&mut self) {
+        let rows: Vec<Vec<String>> = self
+            .view
+            .runs
+            .iter()
+            .filter_map(|rr| crate::durability::durability_row(rr.run))
+            .collect();
+        if rows.is_empty() {
+            return;
+        }
+        self.h2("durability", "Durability");
+        self.html.push_str(r#"<p class="note">Every write of the durability check was logged by the client as acknowledged, failed or indeterminate, and read back after the run: <b>lost</b> writes were acknowledged yet are absent; <b>recovered</b> ones were not acknowledged yet are present; a <b>hole</b> is a lost write before a surviving later one of the same writer.</p>"#);
+        self.table(&crate::durability::DURABILITY_HEAD, &rows, 3);
     }
 
     /// Throughput bars and latency-percentile bars per series, one category

@@ -13,6 +13,7 @@
 //! - [`markdown::MarkdownExporter`], [`csv::CsvExporter`]: the numbers as text.
 //! - [`html::HtmlExporter`]: the self-contained HTML report with charts.
 //! - [`compare`]: two experiments side by side, with run-to-run noise.
+//! - [`durability`]: the durability table (lost and recovered writes).
 //! - [`view`]: how runs are grouped into series and points (shared).
 //! - [`svg`]: the chart primitives.
 
@@ -23,6 +24,7 @@ use bakeoff_core::units::{fmt_ns, fmt_per_s, fmt_rate};
 
 pub mod compare;
 pub mod csv;
+pub mod durability;
 pub mod html;
 pub mod markdown;
 pub mod svg;
@@ -199,6 +201,14 @@ impl Exporter for TextExporter {
             let mut rows = vec![SUMMARY_HEAD.iter().map(|s| s.to_string()).collect()];
             rows.extend(r.runs.iter().map(|run| summary_row(&run.target, run)));
             text_table(&rows, 2, out)?;
+            if let Some(rows) = durability::durability_rows(r) {
+                writeln!(
+                    out,
+                    "\ndurability (every write logged as acknowledged or not, read back after the run):"
+                )?;
+                text_table(&rows, 3, out)?;
+                writeln!(out)?;
+            }
             for n in run_notes(r) {
                 writeln!(out, "{n}")?;
             }

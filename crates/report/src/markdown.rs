@@ -114,6 +114,14 @@ impl Exporter for MarkdownExporter {
             }
         }
 
+        for r in results {
+            if let Some(rows) = crate::durability::durability_rows(r) {
+                writeln!(out, "## Durability\n")?;
+                writeln!(out, "Every write logged by the client as acknowledged or not, and read back after the run; the class is what was measured with each setting.\n")?;
+                md_table(&rows[0], &rows[1..], 3, out)?;
+            }
+        }
+
         writeln!(out, "## Per operation kind\n")?;
         let mut rows = Vec::new();
         for r in &view.runs {

@@ -56,7 +56,9 @@ pub struct Plan {
     pub repeats: u32,
     /// Seed of every generator.
     pub seed: u64,
-    /// Managed servers' settings, per target name.
+    /// Managed servers' settings, per target name, and per variant
+    /// (`redis[persistence=aof-always]`: its name's table with the
+    /// variant's settings over it).
     #[schemars(with = "BTreeMap<String, serde_json::Value>")]
     pub servers: BTreeMap<String, toml::Table>,
 }
@@ -254,6 +256,20 @@ fn workload(given: &Given) -> Result<Workload, PlanError> {
             )));
         }
     }
+    if w.durability {
+        let origin = given.origin("durability");
+        let most = crate::durability::MAX_WRITERS + 1;
+        if w.clients > most {
+            return Err(origin.err(format!(
+                "the durability check has one writer per client, at most {most}; lower --clients"
+            )));
+        }
+        if w.record != crate::profile::RecordKind::Kv || w.request != RequestMode::Op {
+            return Err(origin.err(
+                "the durability check writes key-value records, one operation per request; drop --record and --request",
+            ));
+        }
+    }
     let mix_given = given.has("mix");
     let update_only = Mix {
         weights: [0, 0, 1, 0, 0],
@@ -446,11 +462,7 @@ fn servers(
     }
     let mut servers = raw.servers.clone();
     for (target, key, value) in &flags.server_settings {
-        let parsed: toml::Value = format!("v = {value}")
-            .parse::<toml::Table>()
-            .ok()
-            .and_then(|mut t| t.remove("v"))
-            .unwrap_or_else(|| toml::Value::String(value.clone()));
+        let parsed = setting_value(value);
         let table = servers.entry(target.clone()).or_default();
         table.insert(key.clone(), parsed);
         // The flag at fault, and the table it lands in.
@@ -463,7 +475,46 @@ fn servers(
     Ok(servers)
 }
 
+/// A text value as a setting: what TOML makes of it (a number, a
+/// boolean), else the text itself.
+fn setting_value(value: &str) -> toml::Value {
+    format!("v = {value}")
+        .parse::<toml::Table>()
+        .ok()
+        .and_then(|mut t| t.remove("v"))
+        .unwrap_or_else(|| toml::Value::String(value.to_string()))
+}
+
+/// The settings table of each target variant: its name's table with the
+/// variant's settings over it, checked as a whole.
+fn variant_settings(
+    targets: &[TargetSpec],
+    servers: &mut BTreeMap<String, toml::Table>,
+    catalog: &dyn TargetCatalog,
+) -> Result<(), PlanError> {
+    for t in targets.iter().filter(|t| !t.variant.is_empty()) {
+        let mut table = servers.get(&t.name).cloned().unwrap_or_default();
+        for (k, v) in &t.variant {
+            table.insert(k.clone(), setting_value(v));
+        }
+        catalog
+            .check_settings(&t.name, &table)
+            .map_err(|e| PlanError::Invalid {
+                origin: format!("target {}", t.id()),
+                message: e.to_string(),
+            })?;
+        servers.insert(t.id(), table);
+    }
+    Ok(())
+}
+
 impl Plan {
+    /// The settings of managed target `spec` (its variant's, if it is
+    /// one), as given; `None` when none were.
+    pub fn settings_of(&self, spec: &TargetSpec) -> Option<&toml::Table> {
+        self.servers.get(&spec.id())
+    }
+
     /// Merges a preset (if any) with flags and validates the result. An
     /// error in a preset names the file as well as the key.
     pub fn build(
@@ -520,7 +571,8 @@ impl Plan {
         })?;
 
         let targets = targets(&raw, flags, catalog, &points)?;
-        let servers = servers(&raw, flags, catalog)?;
+        let mut servers = servers(&raw, flags, catalog)?;
+        variant_settings(&targets, &mut servers, catalog)?;
 
         let name = raw.name.clone().unwrap_or_else(|| {
             path.as_deref()

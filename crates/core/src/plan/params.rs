@@ -561,6 +561,20 @@ pub static PARAMS: &[Param] = &[
         parse: |s| json(Fault::parse(s)),
         show: |w| w.fault.map(|f| f.to_string()).unwrap_or_else(|| "none".into()),
     },
+    Param {
+        key: "durability",
+        flag: "durability",
+        short: None,
+        value_name: "",
+        help: "Durability check: every client is a writer of fresh ids of its own (writer, sequence), one write per acknowledgement (the mix and key distribution are not used); each write is logged as acknowledged, failed (a definite rejection) or indeterminate (reset, timeout). After the run, and after any --fault, every attempted id is read back and classified: lost (acknowledged, absent), recovered (not acknowledged, yet present), unexpected, corrupt; with the loss window and holes.",
+        default: Some("false"),
+        switch: Some("true"),
+        sweep: None,
+        excludes: None,
+        field: "durability",
+        parse: |s| json(switch(s)),
+        show: |w| on_off(w.durability),
+    },
 ];
 
 #[cfg(test)]

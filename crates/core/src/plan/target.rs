@@ -77,16 +77,57 @@ pub struct TargetSpec {
     /// User name for an external endpoint, if the URL gave one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub user: Option<String>,
+    /// Server settings of this variant of a managed target, over its
+    /// `[servers.NAME]` table: `redis[persistence=aof-always]` sets
+    /// `persistence`. The same server under several settings is several
+    /// targets of one experiment.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub variant: BTreeMap<String, String>,
 }
 
 impl TargetSpec {
-    /// `redis` or `redis (redis://127.0.0.1:6379)`.
+    /// What runs and reports call it: `redis`, or
+    /// `redis[persistence=aof-always]` for a variant.
+    pub fn id(&self) -> String {
+        if self.variant.is_empty() {
+            return self.name.clone();
+        }
+        let settings: Vec<String> = self
+            .variant
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        format!("{}[{}]", self.name, settings.join(","))
+    }
+
+    /// `redis`, `redis[persistence=aof-always]` or
+    /// `redis (redis://127.0.0.1:6379)`.
     pub fn label(&self) -> String {
         match &self.endpoint {
-            Endpoint::Managed => self.name.clone(),
+            Endpoint::Managed => self.id(),
             Endpoint::External { url, .. } => format!("{} ({url})", self.name),
         }
     }
+}
+
+/// Splits `redis[persistence=aof-always,port=7000]` into the name and its
+/// settings.
+fn split_variant(text: &str) -> Result<(&str, BTreeMap<String, String>), String> {
+    let Some((name, rest)) = text.split_once('[') else {
+        return Ok((text, BTreeMap::new()));
+    };
+    let usage = format!("write NAME[KEY=VALUE,...], e.g. {name}[port=7000]");
+    let inner = rest
+        .strip_suffix(']')
+        .ok_or_else(|| format!("`{text}` has no closing `]`; {usage}"))?;
+    let mut settings = BTreeMap::new();
+    for pair in inner.split(',') {
+        let (k, v) = pair
+            .split_once('=')
+            .ok_or_else(|| format!("`{pair}` in `{text}` is not KEY=VALUE; {usage}"))?;
+        settings.insert(k.trim().to_string(), v.trim().to_string());
+    }
+    Ok((name, settings))
 }
 
 /// Checks that target `name` can run workload `w` (one point of the plan).
@@ -137,22 +178,24 @@ pub(super) fn check_capabilities(
 /// Parses `redis`, `redis://[user][:password@]host:port[?k=v]`.
 pub(super) fn parse_target(text: &str, catalog: &dyn TargetCatalog) -> Result<TargetSpec, String> {
     let Some((scheme, rest)) = text.split_once("://") else {
-        let caps = catalog.capabilities(text).ok_or_else(|| {
+        let (name, variant) = split_variant(text)?;
+        let caps = catalog.capabilities(name).ok_or_else(|| {
             format!(
-                "unknown target `{text}`; known targets: {} (see `bakeoff list`)",
+                "unknown target `{name}`; known targets: {} (see `bakeoff list`)",
                 catalog.names().join(", ")
             )
         })?;
         if !caps.managed {
             return Err(format!(
-                "target {text} cannot be started by bakeoff; give its URL instead"
+                "target {name} cannot be started by bakeoff; give its URL instead"
             ));
         }
         return Ok(TargetSpec {
-            name: text.to_string(),
+            name: name.to_string(),
             endpoint: Endpoint::Managed,
             password: None,
             user: None,
+            variant,
         });
     };
     let name = catalog.target_for_scheme(scheme).ok_or_else(|| {
@@ -202,6 +245,7 @@ pub(super) fn parse_target(text: &str, catalog: &dyn TargetCatalog) -> Result<Ta
         },
         password,
         user,
+        variant: BTreeMap::new(),
     })
 }
 

@@ -171,6 +171,10 @@ pub struct Workload {
     /// A fault injected into the measured run, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fault: Option<super::Fault>,
+    /// The durability check: every client writes fresh ids of its own, and
+    /// every attempted id is read back after the run.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub durability: bool,
 }
 
 /// What one measured request is.
@@ -212,6 +216,10 @@ impl std::str::FromStr for RequestMode {
             o => Err(format!("unknown request `{o}`; use op, connect or phases")),
         }
     }
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 fn one() -> u32 {

@@ -315,7 +315,7 @@ pub fn open(
     plan: &Plan,
     workload: &Workload,
 ) -> Result<Box<dyn Target>, TargetError> {
-    let settings = LmdbSettings::parse(plan.servers.get(&spec.name))?;
+    let settings = LmdbSettings::parse(plan.settings_of(spec))?;
     let api = Api::load()?;
     let dir = DataDir::new(settings.dir.clone(), &spec.name)?;
     if workload.load {

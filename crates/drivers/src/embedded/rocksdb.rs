@@ -315,7 +315,7 @@ pub fn open(
     plan: &Plan,
     workload: &Workload,
 ) -> Result<Box<dyn Target>, TargetError> {
-    let settings = RocksSettings::parse(plan.servers.get(&spec.name))?;
+    let settings = RocksSettings::parse(plan.settings_of(spec))?;
     let api = Api::load()?;
     let dir = DataDir::new(settings.dir.clone(), &spec.name)?;
     let path = CString::new(dir.path().join("db").display().to_string())

@@ -496,7 +496,7 @@ pub fn open(
     plan: &Plan,
     workload: &Workload,
 ) -> Result<Box<dyn Target>, TargetError> {
-    let settings = SqliteSettings::parse(plan.servers.get(&spec.name))?;
+    let settings = SqliteSettings::parse(plan.settings_of(spec))?;
     let api = Arc::new(Api::load()?);
     let dir = DataDir::new(settings.dir.clone(), &spec.name)?;
     let file: PathBuf = dir.path().join("bakeoff.sqlite");

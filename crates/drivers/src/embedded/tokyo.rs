@@ -688,7 +688,7 @@ pub fn open(
     workload: &Workload,
 ) -> Result<Box<dyn Target>, TargetError> {
     let kind = kind_of(spec);
-    let settings = TokyoSettings::parse(kind, plan.servers.get(&spec.name))?;
+    let settings = TokyoSettings::parse(kind, plan.settings_of(spec))?;
     let api = Arc::new(Api::load()?);
     let dir = DataDir::new(settings.dir.clone(), &spec.name)?;
     let file = dir.path().join(match kind {

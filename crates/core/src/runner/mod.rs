@@ -14,6 +14,9 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use crate::driver::{Driver, Job, JobKind};
+use crate::durability::WorkerDurability;
+
+mod check;
 use crate::error::{RunError, TargetError};
 use crate::plan::{FaultKind, Plan, RequestMode, TargetSpec, Workload};
 use crate::recorder::{Interval, PhaseStats};
@@ -182,6 +185,8 @@ pub struct JobOutcome {
     /// When the scheduled fault was injected (seconds since the job's
     /// start) and how it ended, if it was.
     pub fault: Option<(f64, Result<Duration, TargetError>)>,
+    /// The durability check's writes or read-back, merged over workers.
+    pub durability: Option<WorkerDurability>,
 }
 
 /// Everything a job needs from its run.
@@ -198,6 +203,10 @@ pub struct JobContext<'a> {
     pub stop: &'a AtomicBool,
     /// A fault to inject while the job runs.
     pub fault: Option<ScheduledFault<'a>>,
+    /// The run's mark in the durability check's values.
+    pub nonce: u32,
+    /// Record ids a read-back job reads.
+    pub read_back: &'a [u64],
 }
 
 /// A fault due while a job runs: at `at_s` seconds since the job's start
@@ -249,6 +258,8 @@ pub fn run_job(
         t0: Instant::now(),
         stop: ctx.stop,
         intervals: tx,
+        nonce: ctx.nonce,
+        read_back: ctx.read_back,
     };
     let threads = ctx.workload.threads.max(1) as usize;
     let warmup_end_s = job.warmup_end_ns() as f64 / 1e9;
@@ -257,6 +268,7 @@ pub fn run_job(
             JobKind::Load => "load",
             JobKind::Measure if (t as f64) < warmup_end_s => "warmup",
             JobKind::Measure => "measure",
+            JobKind::ReadBack => "read-back",
         }
     };
     let mut timeline = Vec::new();
@@ -346,6 +358,14 @@ pub fn run_job(
             samples.push(resource_sample(&prev, &now, t - last_snap_t, t));
         }
     }
+    let mut durability: Option<WorkerDurability> = None;
+    for out in &outputs {
+        if let Some(d) = &out.durability {
+            durability
+                .get_or_insert_with(Default::default)
+                .merge(d.clone());
+        }
+    }
     let mut phases: Vec<PhaseStats> = Vec::new();
     for out in &outputs {
         for (i, p) in out.phases.iter().enumerate() {
@@ -396,6 +416,7 @@ pub fn run_job(
         busy_in_window_ns: outputs.iter().map(|o| o.busy_in_window_ns).sum(),
         window_ns: last.min(job.measure_end_ns()).saturating_sub(warmup_end),
         fault,
+        durability,
     })
 }
 
@@ -505,7 +526,7 @@ pub fn run_experiment(
                 observer.note(&note);
                 result.warnings.push(note);
                 result.targets.push(TargetRecord {
-                    name: spec.name.clone(),
+                    name: spec.id(),
                     mode: "managed".into(),
                     skipped: Some(message),
                     ..TargetRecord::default()
@@ -628,6 +649,18 @@ pub fn run_experiment(
     Ok(result)
 }
 
+/// The mark of run `index` in the durability check's values: differs
+/// between runs and between invocations, so that values a run left in a
+/// store are not taken for another's.
+fn run_nonce(seed: u64, index: u32) -> u32 {
+    let clock = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    let mixed = crate::workload::fnv1a64(seed ^ clock ^ ((index as u64) << 40));
+    (mixed as u32) | 1
+}
+
 fn merge_records(
     existing: &[TargetRecord],
     recorded: &BTreeMap<String, TargetRecord>,
@@ -659,7 +692,7 @@ fn run_one(
     let w = &point.workload;
     let mut run = RunResult {
         index,
-        target: spec.name.clone(),
+        target: spec.id(),
         point: point.labels.clone(),
         repeat,
         workload: w.clone(),
@@ -673,6 +706,7 @@ fn run_one(
         client: ClientUsage::default(),
         checks: Checks::default(),
         fault: None,
+        durability: None,
     };
     // A growth series reuses the target its first checkpoint opened.
     if kept.is_none() {
@@ -688,6 +722,7 @@ fn run_one(
         return run;
     };
     let mut record = target.record();
+    record.name = spec.id();
     record.declared = opener.declared_settings(spec, plan);
     recorded.insert(spec.label(), record);
     // The call that injects the workload's fault, if it asks for one.
@@ -705,6 +740,8 @@ fn run_one(
                 at_s: f.moment_s(plan.seed, index, repeat),
                 inject,
             }),
+        nonce: run_nonce(plan.seed, index),
+        read_back: &[],
     };
     let before = target.counters();
     let mut sent = [0u64; OP_KINDS];
@@ -748,6 +785,8 @@ fn run_one(
     }
     // Little's law's numerator and window, ns.
     let mut little = (0u64, 0u64);
+    // The durability check's writes, and when its fault (or the run) ended.
+    let mut writes = None;
     if !opts.stop.load(Ordering::Relaxed) {
         let t = &target;
         let outcome = run_job(
@@ -769,6 +808,12 @@ fn run_one(
                 }
                 run.measure = PhaseResult::from_stats(&o.phases[1], o.last_phase_s);
                 little = (o.busy_in_window_ns, o.window_ns);
+                let end_ns = o
+                    .fault
+                    .as_ref()
+                    .map(|(at_s, _)| (at_s * 1e9) as u64)
+                    .unwrap_or((w.warmup_s * 1e9) as u64 + (o.last_phase_s * 1e9) as u64);
+                writes = o.durability.map(|d| (d.writes, end_ns));
                 if let (Some(f), Some((at_s, outcome))) = (w.fault, o.fault) {
                     let back = outcome.as_ref().ok().map(|d| d.as_secs_f64());
                     run.fault = Some(FaultRecord {
@@ -823,6 +868,17 @@ fn run_one(
                 f.at_s
             ));
             return run;
+        }
+    }
+    if let Some((log, end_ns)) = writes {
+        match check::read_back(target, &ctx, &log, end_ns, observer) {
+            Ok(c) => run.durability = Some(c),
+            Err(e) => {
+                run.message = Some(format!(
+                    "the durability check could not read the writes back: {e}; what was measured before is in the file"
+                ));
+                return run;
+            }
         }
     }
     let m = &run.measure;
