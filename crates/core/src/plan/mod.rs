@@ -177,6 +177,35 @@ impl Given {
                 .values
                 .insert(p.key, (text_of(value, &origin)?, origin));
         }
+        for (key, value) in &raw.fault {
+            let Some((_, name)) = params::FAULT_KEYS.iter().find(|(k, _)| k == key) else {
+                let known = params::FAULT_KEYS.iter().map(|(k, _)| *k);
+                return Err(PlanError::Invalid {
+                    origin: format!("preset key fault.{key}"),
+                    message: format!(
+                        "unknown key; {}known keys: {}",
+                        crate::suggest::did_you_mean(key, known.clone())
+                            .map(|n| format!("did you mean `{n}`? "))
+                            .unwrap_or_default(),
+                        known.collect::<Vec<_>>().join(", ")
+                    ),
+                });
+            };
+            let p = param(name).expect("fault keys name parameters");
+            let origin = Origin {
+                key: format!("fault.{key}"),
+                ..Origin::param(p, false)
+            };
+            if given.values.contains_key(p.key) {
+                return Err(origin.err(format!(
+                    "also given as workload.{}; give it once, in [fault]",
+                    p.key
+                )));
+            }
+            given
+                .values
+                .insert(p.key, (text_of(value, &origin)?, origin));
+        }
         for (key, text) in &flags.workload {
             let p = declared(key, "workload", false)?;
             // A flag for one of two exclusive parameters replaces the
@@ -692,6 +721,68 @@ mod tests {
             e.starts_with("flag --set redis.bogus (servers.redis):"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn a_fault_section_sets_the_fault_and_the_check() {
+        let p = build(
+            "[workload]\nduration = \"5s\"\n[fault]\ninject = \"kill@1s..3s\"\ndurability = true\n",
+            Overrides::default(),
+        )
+        .unwrap();
+        assert!(p.workload.durability);
+        let f = p.workload.fault.unwrap();
+        assert_eq!((f.kind, f.from_s, f.to_s), (FaultKind::Kill, 1.0, 3.0));
+        // A flag overrides the preset's fault.
+        let mut flags = Overrides::default();
+        flags.workload.insert("fault".into(), "restart@2s".into());
+        let p = build("[fault]\ninject = \"kill@1s\"\n", flags).unwrap();
+        assert_eq!(p.workload.fault.unwrap().kind, FaultKind::Restart);
+        let e = build("[fault]\ninjct = \"kill@1s\"\n", Overrides::default())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("fault.injct") && e.contains("did you mean `inject`?"),
+            "{e}"
+        );
+        let e = build("[fault]\ninject = \"kill@99s\"\n", Overrides::default())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("fault.inject") && e.contains("past the end"),
+            "{e}"
+        );
+        let e = build(
+            "[workload]\nclients = 1001\n[fault]\ndurability = true\n",
+            Overrides::default(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("fault.durability") && e.contains("at most 1000"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn target_variants_carry_their_settings() {
+        let mut f = Overrides::default();
+        f.targets = vec!["redis[maxmemory=1mb]".into(), "redis".into()];
+        let p = build("[servers.redis]\nmaxmemory = \"2mb\"\n", f).unwrap();
+        let ids: Vec<String> = p.targets.iter().map(|t| t.id()).collect();
+        assert_eq!(ids, ["redis[maxmemory=1mb]", "redis"]);
+        let v = p.settings_of(&p.targets[0]).unwrap();
+        assert_eq!(v["maxmemory"].as_str(), Some("1mb"));
+        let plain = p.settings_of(&p.targets[1]).unwrap();
+        assert_eq!(plain["maxmemory"].as_str(), Some("2mb"));
+        let mut f = Overrides::default();
+        f.targets = vec!["redis[bogus=1]".into()];
+        let e = build("", f).unwrap_err().to_string();
+        assert!(e.contains("redis[bogus=1]") && e.contains("bogus"), "{e}");
+        let mut f = Overrides::default();
+        f.targets = vec!["redis[maxmemory]".into()];
+        let e = build("", f).unwrap_err().to_string();
+        assert!(e.contains("KEY=VALUE"), "{e}");
     }
 
     #[test]

@@ -83,6 +83,10 @@ pub fn param(key: &str) -> Option<&'static Param> {
     PARAMS.iter().find(|p| p.key == key)
 }
 
+/// The keys of a preset's `[fault]` table and the parameters they set:
+/// what is done to the server, and whether the writes are checked.
+pub const FAULT_KEYS: [(&str, &str); 2] = [("inject", "fault"), ("durability", "durability")];
+
 /// The workload every parameter's default gives.
 pub fn defaults() -> Workload {
     let mut fields = serde_json::Map::new();

@@ -46,6 +46,10 @@ pub struct RawPreset {
     /// [`super::params::PARAMS`]); keys are checked when the plan is built.
     #[serde(default)]
     pub workload: BTreeMap<String, toml::Value>,
+    /// The `[fault]` table: `inject` (as `--fault`) and `durability` (as
+    /// `--durability`); see [`super::params::FAULT_KEYS`].
+    #[serde(default)]
+    pub fault: BTreeMap<String, toml::Value>,
     /// The `[sweep]` table: parameter key → list of values.
     #[serde(default)]
     pub sweep: BTreeMap<String, toml::Value>,

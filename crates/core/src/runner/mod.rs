@@ -921,5 +921,19 @@ fn run_one(
     } else {
         run.status = "ok".into();
     }
+    if let Some(c) = &run.durability {
+        let line = format!(
+            "durability check: {} of {} acknowledged ({} recovered, {} unexpected, {} unread)",
+            c.verdict(),
+            c.acknowledged,
+            c.recovered,
+            c.unexpected,
+            c.unread
+        );
+        run.message = Some(match run.message.take() {
+            Some(m) => format!("{m}; {line}"),
+            None => line,
+        });
+    }
     run
 }

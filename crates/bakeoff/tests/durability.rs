@@ -1,0 +1,299 @@
+//! The durability check against real servers: the checker itself can
+//! fail (writes deleted behind its back are lost, a reply swallowed by a
+//! relay makes a recovered write), and under a crash the settings that
+//! promise durability keep every acknowledged write while those that do
+//! not are reported as losing them, as the engine's class.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::*;
+
+/// Record id of writer `w`'s write number `seq` (see
+/// `bakeoff_core::durability::WriteId::record`).
+fn key_of(writer: u64, seq: u64) -> String {
+    format!("bk:{:012}", 900_000_000_000 + writer * 100_000_000 + seq)
+}
+
+/// Runs a durability check with `args` added; returns the exit code, the
+/// standard error and the result file.
+fn check(args: &[&str]) -> (Option<i32>, String, serde_json::Value) {
+    let dir = tmp();
+    let out = dir.path().join("d.json");
+    let mut all = vec![
+        "run",
+        "--durability",
+        "--records",
+        "200",
+        "--warmup",
+        "0",
+        "--quiet",
+        "-o",
+        out.to_str().unwrap(),
+    ];
+    all.extend_from_slice(args);
+    let o = bakeoff(&all);
+    let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    let r = if out.exists() {
+        read_json(&out)
+    } else {
+        serde_json::Value::Null
+    };
+    (o.status.code(), stderr, r)
+}
+
+fn count(run: &serde_json::Value, what: &str) -> u64 {
+    run["durability"][what]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no durability.{what} in {run}"))
+}
+
+/// Acknowledged writes deleted behind bakeoff's back before the read-back
+/// are counted as lost, each one: the check does not trust the log.
+#[test]
+fn acknowledged_writes_deleted_behind_its_back_are_lost() {
+    if !require("redis-server", "redis-server") {
+        return;
+    }
+    let server = redis(None);
+    let addr = server.addr;
+    let deleter = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(1500));
+        let keys: Vec<String> = (0..20).map(|s| key_of(0, s)).collect();
+        call(
+            addr,
+            format!("DEL {}\r\n", keys.join(" ")).as_bytes(),
+            |b| b.ends_with(b"\r\n"),
+        )
+    });
+    let url = format!("redis://{addr}");
+    let (code, stderr, r) = check(&["-t", &url, "--clients", "2", "--duration", "3s"]);
+    let deleted = deleter.join().unwrap();
+    assert_eq!(deleted.trim(), ":20", "the 20 writes were there to delete");
+    assert_eq!(code, Some(0), "{stderr}");
+    let run = &r["runs"][0];
+    assert!(count(run, "acknowledged") > 1000, "{run}");
+    assert_eq!(count(run, "lost"), 20, "{}", run["durability"]);
+    // Later writes of the same writer survived: every loss is a hole.
+    assert_eq!(count(run, "holes"), 20);
+    assert_eq!(
+        count(run, "ok"),
+        count(run, "acknowledged") - 20,
+        "{}",
+        run["durability"]
+    );
+    assert!(
+        run["message"].as_str().unwrap_or("").contains("lost 20"),
+        "{}",
+        run["message"]
+    );
+}
+
+/// A relay between bakeoff and redis that, once, passes a write on and
+/// then drops the connection instead of the reply: the write was made,
+/// bakeoff was not told, and the read-back finds it (recovered).
+#[test]
+fn a_write_whose_reply_was_swallowed_is_recovered() {
+    if !require("redis-server", "redis-server") {
+        return;
+    }
+    let server = redis(None);
+    let relay = Relay::start(server.addr, Duration::from_millis(1000));
+    let url = format!("redis://{}", relay.addr);
+    let (code, stderr, r) = check(&["-t", &url, "--clients", "1", "--duration", "3s"]);
+    // The cut is an error of the run (a reset), reported as such.
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains("1 recovered"), "{stderr}");
+    let run = &r["runs"][0];
+    assert_eq!(run["measure"]["errors"]["reset"], 1, "{}", run["measure"]);
+    assert!(relay.swallowed.load(Ordering::SeqCst), "the relay cut");
+    assert_eq!(count(run, "lost"), 0, "{}", run["durability"]);
+    assert_eq!(count(run, "recovered"), 1, "{}", run["durability"]);
+    assert_eq!(count(run, "not_written"), 0, "{}", run["durability"]);
+}
+
+/// A TCP relay to `upstream`; the first reply it carries once `after` has
+/// passed is dropped and that connection closed on both sides.
+struct Relay {
+    addr: SocketAddr,
+    swallowed: Arc<AtomicBool>,
+}
+
+impl Relay {
+    fn start(upstream: SocketAddr, after: Duration) -> Relay {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let swallowed = Arc::new(AtomicBool::new(false));
+        let flag = swallowed.clone();
+        std::thread::spawn(move || {
+            let started = Instant::now();
+            for client in listener.incoming() {
+                let Ok(client) = client else { return };
+                let server = TcpStream::connect(upstream).unwrap();
+                let (c2, s2) = (client.try_clone().unwrap(), server.try_clone().unwrap());
+                std::thread::spawn(move || pump(c2, s2, None));
+                // Whichever connection carries a reply first once `after`
+                // has passed (the measuring client's: the load is over by
+                // then) is cut, once.
+                let cut = Some((started, after, flag.clone()));
+                std::thread::spawn(move || pump(server, client, cut));
+            }
+        });
+        Relay { addr, swallowed }
+    }
+}
+
+/// Copies `from` to `to`; with `cut`, the first chunk read once `after`
+/// has passed since `started` (by any pump sharing the flag) is dropped
+/// and both sockets are shut.
+fn pump(mut from: TcpStream, mut to: TcpStream, cut: Option<(Instant, Duration, Arc<AtomicBool>)>) {
+    let mut buf = [0u8; 65536];
+    loop {
+        let n = match from.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        if let Some((started, after, flag)) = &cut {
+            if started.elapsed() >= *after && !flag.swap(true, Ordering::SeqCst) {
+                let _ = to.shutdown(Shutdown::Both);
+                let _ = from.shutdown(Shutdown::Both);
+                return;
+            }
+        }
+        if to.write_all(&buf[..n]).is_err() {
+            break;
+        }
+    }
+    let _ = to.shutdown(Shutdown::Both);
+}
+
+/// Under a crash at several moments: redis with the AOF fsynced at every
+/// write keeps every acknowledged write; without persistence, and
+/// memcached, lose them, and that is the engine's class (status ok, exit
+/// 0), not a bakeoff error.
+#[test]
+fn a_crash_loses_nothing_with_aof_always_and_everything_without_persistence() {
+    if !require("redis-server", "redis-server") || !require("memcached", "memcached") {
+        return;
+    }
+    let (code, stderr, r) = check(&[
+        "-t",
+        "redis[persistence=aof-always]",
+        "-t",
+        "redis[persistence=none]",
+        "-t",
+        "memcached",
+        "--clients",
+        "2",
+        "--duration",
+        "3s",
+        "--fault",
+        "kill@1s..2s",
+        "--repeats",
+        "2",
+    ]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let runs = r["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 6);
+    let mut moments = Vec::new();
+    for run in runs {
+        let target = run["target"].as_str().unwrap();
+        assert_eq!(run["status"], "ok", "{target}: {}", run["message"]);
+        assert_eq!(run["fault"]["kind"], "kill", "{target}");
+        assert!(count(run, "acknowledged") > 100, "{target}: {run}");
+        moments.push(run["fault"]["at_s"].as_f64().unwrap());
+        if target == "redis[persistence=aof-always]" {
+            assert_eq!(count(run, "lost"), 0, "{target}: {}", run["durability"]);
+            assert_eq!(count(run, "corrupt"), 0);
+        } else {
+            assert!(count(run, "lost") > 100, "{target}: {}", run["durability"]);
+            assert!(run["durability"]["loss_window_ns"].as_u64().unwrap() > 500_000_000);
+        }
+    }
+    moments.dedup();
+    assert!(moments.len() > 1, "the fault moments differ: {moments:?}");
+}
+
+/// PostgreSQL with synchronous_commit=on and MariaDB with
+/// innodb_flush_log_at_trx_commit=1 keep every acknowledged write through
+/// a crash of the whole process group.
+#[test]
+fn sql_servers_that_commit_durably_lose_nothing_under_a_crash() {
+    if !require_in("postgres", &["/usr/lib/postgresql/*/bin"], "postgresql")
+        || !require_in("mariadbd", &["/usr/sbin"], "mariadb-server")
+    {
+        return;
+    }
+    let (code, stderr, r) = check(&[
+        "-t",
+        "postgres[synchronous_commit=on]",
+        "-t",
+        "mariadb[innodb_flush_log_at_trx_commit=1]",
+        "--clients",
+        "4",
+        "--duration",
+        "3s",
+        "--fault",
+        "kill@1s..2s",
+        "--repeats",
+        "2",
+    ]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let runs = r["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 4);
+    for run in runs {
+        let target = run["target"].as_str().unwrap();
+        assert_eq!(run["fault"]["kind"], "kill", "{target}");
+        assert!(
+            run["fault"]["error"].is_null(),
+            "{target}: {}",
+            run["fault"]
+        );
+        assert!(count(run, "acknowledged") > 100, "{target}: {run}");
+        assert_eq!(count(run, "lost"), 0, "{target}: {}", run["durability"]);
+        assert_eq!(count(run, "holes"), 0, "{target}");
+    }
+}
+
+/// Bad input to the check is refused before anything starts, naming what
+/// is wrong.
+#[test]
+fn bad_durability_input_is_refused_with_exit_2() {
+    for (args, expect) in [
+        (
+            vec!["run", "-t", "redis", "--durability", "--clients", "1001"],
+            "flag --durability",
+        ),
+        (
+            vec!["run", "-t", "redis[persistence=bogus]", "--dry-run"],
+            "redis[persistence=bogus]",
+        ),
+        (
+            vec!["run", "-t", "redis[persistence", "--dry-run"],
+            "no closing `]`",
+        ),
+        (
+            vec![
+                "run",
+                "-t",
+                "redis",
+                "--fault",
+                "kill@30s",
+                "--duration",
+                "5s",
+            ],
+            "past the end of the run",
+        ),
+    ] {
+        let o = bakeoff(&args);
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(expect), "{args:?}: {stderr}");
+    }
+}
