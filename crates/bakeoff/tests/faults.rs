@@ -249,3 +249,128 @@ fn a_kill_loses_everything_without_persistence_and_nothing_with_aof_always() {
         run["timeline"]
     );
 }
+
+/// The processes whose parent is `parent`, with their command lines.
+fn children_with_cmdline(parent: u32) -> Vec<(u32, Vec<String>)> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        // The parent is the second field after the command's closing paren.
+        let ppid = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+            .and_then(|p| p.parse::<u32>().ok());
+        if ppid == Some(parent) {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let args = cmdline
+                .split(|b| *b == 0)
+                .map(|a| String::from_utf8_lossy(a).into_owned())
+                .collect();
+            out.push((pid, args));
+        }
+    }
+    out
+}
+
+/// A server that cannot come back after its crash (its data directory
+/// broken on purpose while it ran): one clear error naming the fault, exit
+/// 1, and everything measured before it in the result file.
+#[test]
+fn a_server_that_cannot_restart_fails_the_run_and_keeps_what_was_measured() {
+    if !require("redis-server", "redis-server") {
+        return;
+    }
+    let dir = tmp();
+    let out = dir.path().join("broken.json");
+    let child = std::process::Command::new(bin())
+        .args([
+            "run",
+            "-t",
+            "redis[persistence=aof-always]",
+            "--records",
+            "1000",
+            "--mix",
+            "50:50",
+            "--duration",
+            "4s",
+            "--warmup",
+            "0",
+            "--clients",
+            "2",
+            "--fault",
+            "kill@2500ms",
+            "--quiet",
+            "-o",
+            out.to_str().unwrap(),
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Find the redis bakeoff started, and its data directory.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let data_dir = loop {
+        let found = children_with_cmdline(child.id())
+            .into_iter()
+            .find_map(|(_, args)| {
+                let i = args.iter().position(|a| a == "--dir")?;
+                args.get(i + 1).cloned()
+            });
+        if let Some(d) = found {
+            break std::path::PathBuf::from(d);
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no redis-server started"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    // Redis reads its AOF manifest only when it starts: garbage there stops
+    // the restart after the kill, not the running server.
+    std::thread::sleep(Duration::from_millis(1200));
+    let manifests: Vec<_> = std::fs::read_dir(data_dir.join("appendonlydir"))
+        .expect("redis keeps its AOF in appendonlydir")
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".manifest"))
+        .collect();
+    assert_eq!(manifests.len(), 1, "one AOF manifest");
+    std::fs::write(manifests[0].path(), b"this is not a manifest\n").unwrap();
+    let o = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(1), "{stderr}\n{stdout}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    let r = read_json(&out);
+    let run = &r["runs"][0];
+    assert_eq!(run["status"], "failed", "{run}");
+    let message = run["message"].as_str().unwrap();
+    assert!(
+        message.contains("--fault kill") && message.contains("did not come back"),
+        "{message}"
+    );
+    assert!(run["fault"]["error"].is_string(), "{}", run["fault"]);
+    // What ran before the kill is on disk.
+    assert!(run["load"]["completed"].as_u64().unwrap() >= 1000, "{run}");
+    assert!(
+        run["measure"]["completed"].as_u64().unwrap() > 100,
+        "{}",
+        run["measure"]
+    );
+    assert!(
+        run["timeline"].as_array().unwrap().len() >= 3,
+        "{}",
+        run["timeline"]
+    );
+    // No redis left running from this run.
+    assert!(
+        children_with_cmdline(std::process::id())
+            .iter()
+            .all(|(_, a)| !a.iter().any(|x| x.contains("redis-server"))),
+        "a redis-server outlived the run"
+    );
+}

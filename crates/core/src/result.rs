@@ -352,6 +352,14 @@ pub struct ResourceSample {
     pub read_bytes_per_s: f64,
     /// Bytes written to storage since the previous sample, per second.
     pub write_bytes_per_s: f64,
+    /// The server's write system calls since the previous sample, per
+    /// second.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub write_calls_per_s: Option<f64>,
+    /// fsync and fdatasync calls on the data directory since the previous
+    /// sample, per second (only on the power-cut layer, which counts them).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub fsyncs_per_s: Option<f64>,
     /// Size of the data directory, bytes.
     pub disk_bytes: u64,
     /// Memory (RSS + page cache) charged to the target's capped cgroup,
@@ -439,6 +447,73 @@ pub struct RunResult {
     /// The durability check's verdict, if the workload asked for one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub durability: Option<crate::durability::DurabilityCheck>,
+    /// What reached the server's disk per write of the measured phase (a
+    /// server bakeoff started, in a run that wrote).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disk: Option<DiskPerWrite>,
+}
+
+/// What reached a server's disk per write operation (set, update, delete)
+/// over the measure job, warm-up included (002-io-pattern's "disk writes
+/// per insert").
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct DiskPerWrite {
+    /// Write operations completed (warm-up and measured phase).
+    pub writes: u64,
+    /// Bytes the server's processes sent to storage per write
+    /// (`write_bytes` of /proc/PID/io).
+    pub bytes_per_write: f64,
+    /// The server's write system calls per write, to files and sockets
+    /// alike (`syscw`).
+    pub write_calls_per_write: f64,
+    /// fsync and fdatasync calls per write, counted exactly by the
+    /// power-cut layer when the data directory is on it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fsyncs_per_write: Option<f64>,
+    /// Write requests to the data directory's files per write (power-cut
+    /// layer only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file_writes_per_write: Option<f64>,
+    /// Bytes written to the data directory's files per write (power-cut
+    /// layer only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file_bytes_per_write: Option<f64>,
+}
+
+impl DiskPerWrite {
+    /// Per write between two snapshots of the server, over the writes of
+    /// `phases` (the warm-up and the measured phase between them); `None`
+    /// when nothing was written.
+    pub fn between(
+        before: &crate::runner::ProcSnapshot,
+        after: &crate::runner::ProcSnapshot,
+        phases: &[&PhaseResult],
+    ) -> Option<DiskPerWrite> {
+        let writes: u64 = phases
+            .iter()
+            .flat_map(|p| ["set", "update", "delete"].map(|k| p.ops.get(k)))
+            .flatten()
+            .map(|o| o.completed)
+            .sum();
+        if writes == 0 {
+            return None;
+        }
+        let per = |a: u64, b: u64| a.saturating_sub(b) as f64 / writes as f64;
+        let file = |f: fn(&crate::runner::FileIo) -> u64| {
+            after
+                .file_io
+                .zip(before.file_io)
+                .map(|(a, b)| per(f(&a), f(&b)))
+        };
+        Some(DiskPerWrite {
+            writes,
+            bytes_per_write: per(after.write_bytes, before.write_bytes),
+            write_calls_per_write: per(after.write_calls, before.write_calls),
+            fsyncs_per_write: file(|f| f.fsyncs),
+            file_writes_per_write: file(|f| f.writes),
+            file_bytes_per_write: file(|f| f.bytes),
+        })
+    }
 }
 
 /// What a fault did to a run.

@@ -5,15 +5,15 @@
 
 use std::collections::BTreeMap;
 
-use std::time::Duration;
-
 use bakeoff_core::driver::Driver;
 use bakeoff_core::error::TargetError;
 use bakeoff_core::plan::FaultKind;
 use bakeoff_core::plan::TargetSpec;
 use bakeoff_core::profile::Profile;
 use bakeoff_core::result::{CounterCheck, TargetRecord};
-use bakeoff_core::runner::{compare_counters, CounterRule, Counters, ProcSnapshot, Target};
+use bakeoff_core::runner::{
+    compare_counters, CounterRule, Counters, FaultStruck, ProcSnapshot, Target,
+};
 use bakeoff_core::workload::OP_KINDS;
 use bakeoff_servers::ManagedServer;
 
@@ -101,7 +101,7 @@ impl<D: AsyncDriver> Target for AsyncTarget<D> {
         self.server.as_ref().map(|s| s.snapshot())
     }
 
-    fn fault(&self, kind: FaultKind) -> Result<Duration, TargetError> {
+    fn fault(&self, kind: FaultKind) -> Result<FaultStruck, TargetError> {
         crate::running::fault(self.server.as_ref(), kind)
     }
 }

@@ -28,7 +28,9 @@ use bakeoff_core::net::CodecDriver;
 use bakeoff_core::plan::FaultKind;
 use bakeoff_core::plan::{Endpoint, Plan, TargetSpec, Workload};
 use bakeoff_core::result::{CounterCheck, TargetRecord};
-use bakeoff_core::runner::{compare_counters, CounterRule, Counters, ProcSnapshot, Target};
+use bakeoff_core::runner::{
+    compare_counters, CounterRule, Counters, FaultStruck, ProcSnapshot, Target,
+};
 use bakeoff_core::workload::{OpKind, OP_KINDS};
 use bakeoff_servers::ManagedServer;
 
@@ -196,6 +198,7 @@ fn start_with(
     settings: &HsSettings,
     secret: &str,
     memory_cap: Option<u64>,
+    lazy_disk: bool,
 ) -> Result<(ManagedServer, mariadb::Dsn, SocketAddr), TargetError> {
     let plugin = plugin_path().ok_or_else(|| available().unwrap_err())?;
     // The plugin's two ports, picked with the server's own (again if that
@@ -229,7 +232,8 @@ fn start_with(
         )
         .is_ok()
     };
-    let (server, dsn) = mariadb::start_managed(&settings.server, &extra, &ready, memory_cap)?;
+    let (server, dsn) =
+        mariadb::start_managed(&settings.server, &extra, &ready, memory_cap, lazy_disk)?;
     let write_port = ports.get().1;
     if bakeoff_servers::listens_on(server.pid, write_port) == Some(false) {
         return Err(TargetError::Server(format!(
@@ -247,7 +251,7 @@ pub fn start(
     secret: &str,
 ) -> Result<(ManagedServer, SocketAddr), TargetError> {
     let settings = HsSettings::parse(table)?;
-    let (server, dsn, addr) = start_with(&settings, secret, None)?;
+    let (server, dsn, addr) = start_with(&settings, secret, None, false)?;
     crate::async_target::block(async move {
         let mut c = mariadb::connect(&dsn, None).await?;
         mariadb::create_kv(&mut c).await
@@ -289,7 +293,12 @@ pub fn open(
         ),
         Endpoint::Managed => {
             let secret = fresh_secret();
-            let (server, dsn, addr) = start_with(&settings, &secret, workload.memory_cap)?;
+            let (server, dsn, addr) = start_with(
+                &settings,
+                &secret,
+                workload.memory_cap,
+                workload.cuts_power(),
+            )?;
             let command_line = format!("{} {}", server.binary.display(), server.args.join(" "))
                 .replace(&secret, "***");
             recorded.insert("command_line".to_string(), command_line);
@@ -399,7 +408,7 @@ impl Target for HsTarget {
         self.server.as_ref().map(|s| s.snapshot())
     }
 
-    fn fault(&self, kind: FaultKind) -> Result<Duration, TargetError> {
+    fn fault(&self, kind: FaultKind) -> Result<FaultStruck, TargetError> {
         crate::running::fault(self.server.as_ref(), kind)
     }
 }

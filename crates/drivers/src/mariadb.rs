@@ -567,6 +567,7 @@ pub(crate) fn start_managed(
     extra: &dyn Fn(&Path) -> Vec<String>,
     extra_ready: &dyn Fn(SocketAddr) -> bool,
     memory_cap: Option<u64>,
+    lazy_disk: bool,
 ) -> Result<(ManagedServer, Dsn), TargetError> {
     let init = |_: &Path, dir: &Path| -> Result<(), ServerError> {
         let install = bakeoff_servers::find_program("mariadb-install-db", &["/usr/sbin"])
@@ -620,6 +621,7 @@ pub(crate) fn start_managed(
         extra_dirs: &["/usr/sbin"],
         run_as: None,
         init: Some(&init),
+        lazy_disk,
     };
     let mut server = ManagedServer::start(&cmd).map_err(|e| TargetError::Server(e.to_string()))?;
     if let Some(limit) = memory_cap {
@@ -684,8 +686,13 @@ pub fn open(
             (None, dsn, url)
         }
         None => {
-            let (server, dsn) =
-                start_managed(&settings, &|_| Vec::new(), &|_| true, workload.memory_cap)?;
+            let (server, dsn) = start_managed(
+                &settings,
+                &|_| Vec::new(),
+                &|_| true,
+                workload.memory_cap,
+                workload.cuts_power(),
+            )?;
             (Some(server), dsn, None)
         }
     };

@@ -13,7 +13,9 @@ use bakeoff_core::error::TargetError;
 use bakeoff_core::plan::FaultKind;
 use bakeoff_core::plan::{Endpoint, Plan, TargetSpec, Workload};
 use bakeoff_core::result::{CounterCheck, TargetRecord};
-use bakeoff_core::runner::{compare_counters, CounterRule, Counters, ProcSnapshot, Target};
+use bakeoff_core::runner::{
+    compare_counters, CounterRule, Counters, FaultStruck, ProcSnapshot, Target,
+};
 use bakeoff_core::workload::{OpKind, OP_KINDS};
 use bakeoff_servers::{ManagedServer, ServerCommand};
 
@@ -195,6 +197,8 @@ pub fn open(
                 extra_dirs: &[],
                 run_as: None,
                 init: None,
+                // Nothing on disk: a power cut is a crash.
+                lazy_disk: false,
             };
             let mut server =
                 ManagedServer::start(&cmd).map_err(|e| TargetError::Server(e.to_string()))?;
@@ -327,7 +331,7 @@ impl Target for MemcachedTarget {
         self.server.as_ref().map(|s| s.snapshot())
     }
 
-    fn fault(&self, kind: FaultKind) -> Result<Duration, TargetError> {
+    fn fault(&self, kind: FaultKind) -> Result<FaultStruck, TargetError> {
         crate::running::fault(self.server.as_ref(), kind)
     }
 }

@@ -650,6 +650,12 @@ fn local(port: u16) -> Dsn {
 /// `[servers.mongodb]` (`table`) on a free loopback port, without
 /// authentication (the tests use it as an external server too).
 pub fn start(table: Option<&toml::Table>) -> Result<Started, TargetError> {
+    start_on(table, false)
+}
+
+/// [`start`], with the data directory on the power-cut layer when
+/// `lazy_disk` (see [`bakeoff_servers::ServerCommand::lazy_disk`]).
+pub fn start_on(table: Option<&toml::Table>, lazy_disk: bool) -> Result<Started, TargetError> {
     let settings = MongoSettings::parse(table)?;
     let which = settings.server()?;
     let metrics_port = bakeoff_servers::free_port()
@@ -671,6 +677,7 @@ pub fn start(table: Option<&toml::Table>) -> Result<Started, TargetError> {
         extra_dirs: BIN_DIRS,
         run_as: None,
         init: Some(&init),
+        lazy_disk,
     };
     let server = ManagedServer::start(&cmd).map_err(|e| TargetError::Server(e.to_string()))?;
     let metrics = (which == Server::FerretDb)
@@ -693,7 +700,7 @@ pub fn open(
             (None, dsn, url, None)
         }
         None => {
-            let mut started = start(plan.settings_of(spec))?;
+            let mut started = start_on(plan.settings_of(spec), workload.cuts_power())?;
             if let Some(limit) = workload.memory_cap {
                 started.server.cap_memory(limit)?;
             }

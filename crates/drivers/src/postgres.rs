@@ -547,6 +547,16 @@ pub fn start(
     table: Option<&toml::Table>,
     password: Option<&str>,
 ) -> Result<ManagedServer, TargetError> {
+    start_on(table, password, false)
+}
+
+/// [`start`], with the data directory on the power-cut layer when
+/// `lazy_disk` (see [`bakeoff_servers::ServerCommand::lazy_disk`]).
+pub fn start_on(
+    table: Option<&toml::Table>,
+    password: Option<&str>,
+    lazy_disk: bool,
+) -> Result<ManagedServer, TargetError> {
     let settings = PgSettings::parse(table)?;
     let init = |binary: &Path, dir: &Path| -> Result<(), ServerError> {
         let initdb = binary.with_file_name("initdb");
@@ -606,6 +616,7 @@ pub fn start(
         extra_dirs: BIN_DIRS,
         run_as: Some("postgres"),
         init: Some(&init),
+        lazy_disk,
     };
     ManagedServer::start(&cmd).map_err(|e| TargetError::Server(e.to_string()))
 }
@@ -625,7 +636,7 @@ pub fn open(
             (None, dsn, url)
         }
         None => {
-            let mut server = start(plan.settings_of(spec), None)?;
+            let mut server = start_on(plan.settings_of(spec), None, workload.cuts_power())?;
             if let Some(limit) = workload.memory_cap {
                 server.cap_memory(limit)?;
             }

@@ -14,7 +14,9 @@ use bakeoff_core::error::TargetError;
 use bakeoff_core::plan::FaultKind;
 use bakeoff_core::plan::{Endpoint, Plan, TargetSpec, Workload};
 use bakeoff_core::result::{CounterCheck, TargetRecord};
-use bakeoff_core::runner::{compare_counters, CounterRule, Counters, ProcSnapshot, Target};
+use bakeoff_core::runner::{
+    compare_counters, CounterRule, Counters, FaultStruck, ProcSnapshot, Target,
+};
 use bakeoff_core::workload::{OpKind, OP_KINDS};
 use bakeoff_servers::{ManagedServer, ServerCommand};
 
@@ -231,6 +233,7 @@ pub fn open(
                 extra_dirs: &[],
                 run_as: None,
                 init: None,
+                lazy_disk: workload.cuts_power(),
             };
             let mut server =
                 ManagedServer::start(&cmd).map_err(|e| TargetError::Server(e.to_string()))?;
@@ -389,7 +392,7 @@ impl Target for RedisTarget {
         self.server.as_ref().map(|s| s.snapshot())
     }
 
-    fn fault(&self, kind: FaultKind) -> Result<Duration, TargetError> {
+    fn fault(&self, kind: FaultKind) -> Result<FaultStruck, TargetError> {
         crate::running::fault(self.server.as_ref(), kind)
     }
 }

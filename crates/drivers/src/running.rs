@@ -3,11 +3,10 @@
 //! injects a fault into it.
 
 use std::sync::{Mutex, MutexGuard};
-use std::time::Duration;
 
 use bakeoff_core::error::TargetError;
 use bakeoff_core::plan::FaultKind;
-use bakeoff_core::runner::ProcSnapshot;
+use bakeoff_core::runner::{FaultStruck, ProcSnapshot};
 use bakeoff_servers::ManagedServer;
 
 /// A started server behind a lock.
@@ -32,14 +31,14 @@ impl RunningServer {
 
     /// Kills or stops it and starts it again on its data; see
     /// [`ManagedServer::fault`].
-    pub fn fault(&self, kind: FaultKind) -> Result<Duration, TargetError> {
+    pub fn fault(&self, kind: FaultKind) -> Result<FaultStruck, TargetError> {
         Ok(self.lock().fault(kind)?)
     }
 }
 
 /// [`bakeoff_core::runner::Target::fault`] of a target that may hold a
 /// started server: an external one cannot be faulted.
-pub fn fault(server: Option<&RunningServer>, kind: FaultKind) -> Result<Duration, TargetError> {
+pub fn fault(server: Option<&RunningServer>, kind: FaultKind) -> Result<FaultStruck, TargetError> {
     match server {
         Some(s) => s.fault(kind),
         None => Err(TargetError::Client(format!(

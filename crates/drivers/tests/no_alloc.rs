@@ -79,6 +79,7 @@ fn server(program: &str, args: fn(u16) -> Vec<String>) -> ManagedServer {
         extra_dirs: &[],
         run_as: None,
         init: None,
+        lazy_disk: false,
     })
     .unwrap()
 }

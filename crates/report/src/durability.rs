@@ -1,10 +1,11 @@
 //! The durability table: per run that checked durability, what its fault
 //! did to the writes (lost, recovered, the loss window, holes), how long
-//! the server took to come back, and the measured class. Shared by the
-//! text, Markdown and HTML reports.
+//! the server took to come back, and the measured class; and the disk
+//! table: what reached the server's disk per write. Shared by the text,
+//! Markdown and HTML reports.
 
 use bakeoff_core::result::{ExperimentResult, RunResult};
-use bakeoff_core::units::{fmt_ns, fmt_rate};
+use bakeoff_core::units::{fmt_bytes, fmt_ns, fmt_rate};
 
 /// Columns of the durability table.
 pub const DURABILITY_HEAD: [&str; 13] = [
@@ -64,4 +65,42 @@ pub fn durability_row(run: &RunResult) -> Option<Vec<String>> {
 /// throughput: `kept every acknowledged write` or `lost N (window …)`.
 pub fn class_of(run: &RunResult) -> Option<String> {
     run.durability.as_ref().map(|c| c.verdict())
+}
+
+/// Columns of the disk table.
+pub const DISK_HEAD: [&str; 8] = [
+    "target",
+    "point",
+    "throughput",
+    "writes",
+    "bytes to storage / write",
+    "write syscalls / write (files and sockets)",
+    "file writes / write",
+    "fsyncs / write",
+];
+
+/// The disk table's rows (head first), or `None` when no run measured its
+/// server's disk.
+pub fn disk_rows(r: &ExperimentResult) -> Option<Vec<Vec<String>>> {
+    let mut rows = vec![DISK_HEAD.iter().map(|s| s.to_string()).collect()];
+    rows.extend(r.runs.iter().filter_map(disk_row));
+    (rows.len() > 1).then_some(rows)
+}
+
+/// The disk row of `run`, if its server's disk was measured. Where the
+/// power-cut layer counted the data directory's file I/O, bytes and
+/// writes are its exact counts.
+pub fn disk_row(run: &RunResult) -> Option<Vec<String>> {
+    let d = run.disk.as_ref()?;
+    let opt = |v: Option<f64>| v.map(|f| format!("{f:.2}")).unwrap_or_else(|| "-".into());
+    Some(vec![
+        run.target.clone(),
+        crate::run_point_label(run),
+        fmt_rate(run.measure.throughput_per_s),
+        d.writes.to_string(),
+        fmt_bytes(d.file_bytes_per_write.unwrap_or(d.bytes_per_write)),
+        format!("{:.2}", d.write_calls_per_write),
+        opt(d.file_writes_per_write),
+        opt(d.fsyncs_per_write),
+    ])
 }

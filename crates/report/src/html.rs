@@ -254,6 +254,7 @@ impl<'a> Page<'a> {
         }
         self.table(&crate::SUMMARY_HEAD, &rows, 2);
         self.durability();
+        self.disk();
         self.html.push_str(r#"<p class="note">Latencies are response times of the measured phase (warm-up excluded), all operation kinds together; throughput counts successful operations. Per operation kind: see the CSV or Markdown report.</p>"#);
     }
 
@@ -271,6 +272,22 @@ impl<'a> Page<'a> {
         self.h2("durability", "Durability");
         self.html.push_str(r#"<p class="note">Every write of the durability check was logged by the client as acknowledged, failed or indeterminate, and read back after the run: <b>lost</b> writes were acknowledged yet are absent; <b>recovered</b> ones were not acknowledged yet are present; a <b>hole</b> is a lost write before a surviving later one of the same writer.</p>"#);
         self.table(&crate::durability::DURABILITY_HEAD, &rows, 3);
+    }
+
+    /// The disk-per-write table, when some run measured its server's disk.
+    fn disk(&mut self) {
+        let rows: Vec<Vec<String>> = self
+            .view
+            .runs
+            .iter()
+            .filter_map(|rr| crate::durability::disk_row(rr.run))
+            .collect();
+        if rows.is_empty() {
+            return;
+        }
+        self.h2("disk", "Disk per write");
+        self.html.push_str(r#"<p class="note">What the server's processes sent to storage per write (set, update, delete) over the warm-up and the measured phase, from /proc/PID/io; fsyncs are counted exactly where the data directory is on bakeoff's power-cut layer. Second by second: the disk charts below.</p>"#);
+        self.table(&crate::durability::DISK_HEAD, &rows, 2);
     }
 
     /// Throughput bars and latency-percentile bars per series, one category
@@ -658,6 +675,26 @@ impl<'a> Page<'a> {
                     Axis::linear("written to storage (bytes/s)", fmt_bps),
                 ),
             ];
+            if runs
+                .iter()
+                .any(|(_, r)| r.resources.iter().any(|s| s.write_calls_per_s.is_some()))
+            {
+                res.push((
+                    "Server write calls",
+                    |s| s.write_calls_per_s,
+                    Axis::linear("write system calls per second", fmt_count),
+                ));
+            }
+            if runs
+                .iter()
+                .any(|(_, r)| r.resources.iter().any(|s| s.fsyncs_per_s.is_some()))
+            {
+                res.push((
+                    "fsync calls (power-cut layer)",
+                    |s| s.fsyncs_per_s,
+                    Axis::linear("fsync + fdatasync per second", fmt_count),
+                ));
+            }
             if capped {
                 res.insert(
                     1,

@@ -209,6 +209,14 @@ impl Exporter for TextExporter {
                 text_table(&rows, 3, out)?;
                 writeln!(out)?;
             }
+            if let Some(rows) = durability::disk_rows(r) {
+                writeln!(
+                    out,
+                    "\ndisk per write (the server's processes, warm-up and measured phase):"
+                )?;
+                text_table(&rows, 2, out)?;
+                writeln!(out)?;
+            }
             for n in run_notes(r) {
                 writeln!(out, "{n}")?;
             }

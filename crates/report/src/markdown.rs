@@ -120,6 +120,11 @@ impl Exporter for MarkdownExporter {
                 writeln!(out, "Every write logged by the client as acknowledged or not, and read back after the run; the class is what was measured with each setting.\n")?;
                 md_table(&rows[0], &rows[1..], 3, out)?;
             }
+            if let Some(rows) = crate::durability::disk_rows(r) {
+                writeln!(out, "## Disk per write\n")?;
+                writeln!(out, "What the server's processes sent to storage per write (set, update, delete), warm-up and measured phase; fsyncs are counted exactly where the data directory is on bakeoff's power-cut layer.\n")?;
+                md_table(&rows[0], &rows[1..], 2, out)?;
+            }
         }
 
         writeln!(out, "## Per operation kind\n")?;

@@ -143,6 +143,10 @@ pub struct ServerCommand<'a> {
     /// Prepares the data directory (e.g. `initdb`); gets the binary's path
     /// and the directory.
     pub init: Option<&'a InitFn<'a>>,
+    /// Put the data directory on bakeoff's FUSE layer, which holds bytes
+    /// not yet fsynced in its own memory, so that a power cut
+    /// ([`ManagedServer::fault`] with `power-cut`) can throw them away.
+    pub lazy_disk: bool,
 }
 
 /// Finds `program` on PATH or in `extra` directories (globs like
@@ -297,7 +301,9 @@ fn wait_ready(
     loop {
         if let Ok(Some(status)) = process.0.try_wait() {
             let log = log_tail(dir);
-            if log.contains("in use") || log.contains("Address already") {
+            // Only the address: "shared memory block is still in use" is
+            // something else (and says so in the log).
+            if log.to_ascii_lowercase().contains("address already in use") {
                 return Err(ServerError::PortInUse { port });
             }
             return Err(ServerError::Failed {
@@ -381,7 +387,12 @@ pub struct ManagedServer {
     // Declared first: dropped (the process stopped) before the directory
     // goes and the memory cap is removed.
     process: ServerProcess,
+    // Unmounted after the process stopped, before the directories go.
+    disk: Option<bakeoff_lazyfs::LazyMount>,
     dir: tempfile::TempDir,
+    /// Where the FUSE layer keeps what reached its disk; held only to be
+    /// removed, after the unmount.
+    _backing: Option<tempfile::TempDir>,
     /// Program name (for messages), how long it may take to be ready, and
     /// the user it runs as: what a restart needs again.
     program: String,
@@ -403,17 +414,29 @@ pub struct ManagedServer {
 struct ServerProcess(Child);
 
 impl ServerProcess {
-    /// SIGKILL to the whole process group, then waits for the leader.
-    fn kill_group(&mut self) {
+    /// SIGKILL to the whole process group and to every descendant (some
+    /// leave the group: PostgreSQL's backends call setsid()), then waits
+    /// for the leader. Returns the moment the signals went.
+    fn kill_group(&mut self) -> Instant {
+        let leader = self.0.id();
+        // Collected before anything dies (an orphan's parent becomes init,
+        // and it could no longer be told from other processes), in one
+        // pass over /proc.
+        let tree = descendants_of(leader);
+        let at = Instant::now();
         // SAFETY: signalling the process group of our own child (its pgid
-        // is its pid: it was started with process_group(0)), or the child
-        // alone should it have left that group.
+        // is its pid: it was started with process_group(0)), the child
+        // alone should it have left that group, and processes it started.
         unsafe {
-            if libc::kill(-(self.0.id() as i32), libc::SIGKILL) != 0 {
-                libc::kill(self.0.id() as i32, libc::SIGKILL);
+            if libc::kill(-(leader as i32), libc::SIGKILL) != 0 {
+                libc::kill(leader as i32, libc::SIGKILL);
+            }
+            for pid in tree {
+                libc::kill(pid as i32, libc::SIGKILL);
             }
         }
         let _ = self.0.wait();
+        at
     }
 }
 
@@ -468,6 +491,21 @@ impl ManagedServer {
             .prefix(&format!("bakeoff-{}-", cmd.program))
             .tempdir()
             .map_err(io)?;
+        let (disk, backing) = if cmd.lazy_disk {
+            let backing = tempfile::Builder::new()
+                .prefix(&format!("bakeoff-{}-disk-", cmd.program))
+                .tempdir()
+                .map_err(io)?;
+            let mount = bakeoff_lazyfs::LazyMount::mount(backing.path(), dir.path()).map_err(
+                |e| ServerError::Init(format!(
+                    "cannot mount the power-cut layer (FUSE) on {}: {e}; it needs /dev/fuse and root",
+                    dir.path().display()
+                )),
+            )?;
+            (Some(mount), Some(backing))
+        } else {
+            (None, None)
+        };
         // Servers that drop privileges (memcached -u nobody) need to reach it.
         let _ = std::fs::set_permissions(
             dir.path(),
@@ -498,7 +536,9 @@ impl ManagedServer {
                     return Ok(ManagedServer {
                         pid: process.0.id(),
                         process,
+                        disk,
                         dir,
+                        _backing: backing,
                         program: cmd.program.into(),
                         ready_timeout: cmd.ready_timeout,
                         user,
@@ -571,13 +611,39 @@ impl ManagedServer {
     /// Injects `kind` and starts the server again on its data: `kill` is a
     /// crash (SIGKILL to its whole group), `restart` a clean stop. Returns
     /// the time from the fault until its own process held the port again.
-    pub fn fault(&mut self, kind: bakeoff_core::plan::FaultKind) -> Result<Duration, ServerError> {
-        let t = Instant::now();
-        if kind == bakeoff_core::plan::FaultKind::Kill {
-            self.kill();
-        }
+    pub fn fault(
+        &mut self,
+        kind: bakeoff_core::plan::FaultKind,
+    ) -> Result<bakeoff_core::runner::FaultStruck, ServerError> {
+        use bakeoff_core::plan::FaultKind;
+        let at = match kind {
+            FaultKind::Kill => self.process.kill_group(),
+            FaultKind::PowerCut => {
+                let at = self.process.kill_group();
+                if let Some(disk) = &self.disk {
+                    disk.power_cut();
+                }
+                at
+            }
+            FaultKind::Restart => Instant::now(),
+        };
         self.restart(&|_| true)?;
-        Ok(t.elapsed())
+        Ok(bakeoff_core::runner::FaultStruck {
+            at,
+            back_after: at.elapsed(),
+        })
+    }
+
+    /// Whether the data directory is on the FUSE layer a power cut needs.
+    pub fn has_lazy_disk(&self) -> bool {
+        self.disk.is_some()
+    }
+
+    /// fsync and fdatasync calls, write calls and bytes written that
+    /// reached the data directory, counted exactly by the FUSE layer; `None`
+    /// when the directory is not on it.
+    pub fn disk_stats(&self) -> Option<bakeoff_lazyfs::IoStats> {
+        self.disk.as_ref().map(|d| d.stats())
     }
 
     /// Puts the server under a memory cap (RSS + page cache) of `limit`
@@ -600,8 +666,14 @@ impl ManagedServer {
                 s.rss_bytes += c.rss_bytes;
                 s.read_bytes += c.read_bytes;
                 s.write_bytes += c.write_bytes;
+                s.write_calls += c.write_calls;
             }
         }
+        s.file_io = self.disk_stats().map(|d| bakeoff_core::runner::FileIo {
+            fsyncs: d.fsyncs,
+            writes: d.writes,
+            bytes: d.bytes_written,
+        });
         s.disk_bytes = dir_size(self.dir.path());
         if let Some(u) = self.cap.as_ref().and_then(|c| c.usage()) {
             s.cgroup_memory_bytes = Some(u.total);
@@ -669,6 +741,15 @@ impl Nodes {
             total.rss_bytes += s.rss_bytes;
             total.read_bytes += s.read_bytes;
             total.write_bytes += s.write_bytes;
+            total.write_calls += s.write_calls;
+            total.file_io = match (total.file_io, s.file_io) {
+                (Some(a), Some(b)) => Some(bakeoff_core::runner::FileIo {
+                    fsyncs: a.fsyncs + b.fsyncs,
+                    writes: a.writes + b.writes,
+                    bytes: a.bytes + b.bytes,
+                }),
+                (a, b) => a.or(b),
+            };
             total.disk_bytes += s.disk_bytes;
         }
         total
@@ -734,6 +815,8 @@ pub fn proc_snapshot(pid: u32) -> Option<ProcSnapshot> {
         rss_bytes: rss_pages * page,
         read_bytes: field("read_bytes:"),
         write_bytes: field("write_bytes:"),
+        write_calls: field("syscw:"),
+        file_io: None,
         disk_bytes: 0,
         cgroup_memory_bytes: None,
         cgroup_cache_bytes: None,
@@ -741,6 +824,39 @@ pub fn proc_snapshot(pid: u32) -> Option<ProcSnapshot> {
 }
 
 /// Process ids whose parent is `pid`.
+/// Every descendant of `pid` (children, their children, …), from one
+/// reading of /proc.
+pub fn descendants_of(pid: u32) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let mut children: std::collections::HashMap<u32, Vec<u32>> = Default::default();
+    for e in entries.flatten() {
+        let Some(p) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        let parent = std::fs::read_to_string(format!("/proc/{p}/stat"))
+            .ok()
+            .and_then(|s| {
+                s.rsplit_once(')')
+                    .and_then(|(_, r)| r.split_whitespace().nth(1))
+                    .and_then(|p| p.parse::<u32>().ok())
+            });
+        if let Some(parent) = parent {
+            children.entry(parent).or_default().push(p);
+        }
+    }
+    let mut out = Vec::new();
+    let mut next = vec![pid];
+    while let Some(p) = next.pop() {
+        if let Some(c) = children.get(&p) {
+            next.extend(c);
+            out.extend(c);
+        }
+    }
+    out
+}
+
 pub fn children_of(pid: u32) -> Vec<u32> {
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();
@@ -798,6 +914,7 @@ mod tests {
             extra_dirs: &[],
             run_as: None,
             init: None,
+            lazy_disk: false,
         }
     }
 
@@ -944,6 +1061,49 @@ mod tests {
         assert!(resp(replica, &["SET", "k", "x"]).starts_with("-READONLY"));
         nodes.node_mut(1).kill();
         assert!(!nodes.node_mut(1).is_running());
+    }
+
+    /// PostgreSQL's backends each call setsid(): a SIGKILL to the
+    /// postmaster's process group alone leaves them running, holding the
+    /// old shared memory, and the restart fails. A crash kills every
+    /// descendant, whatever its group.
+    #[test]
+    fn a_crash_kills_descendants_that_left_the_group() {
+        let args = |port: u16, dir: &Path| {
+            vec![
+                "-c".to_string(),
+                format!(
+                    "setsid sleep 300 & echo $! > {}/child.pid; exec python3 -m http.server --bind 127.0.0.1 {port}",
+                    dir.display()
+                ),
+            ]
+        };
+        let mut server =
+            ManagedServer::start(&command("sh", "dash", &args, Duration::from_secs(20))).unwrap();
+        let pid_file = server.dir().join("child.pid");
+        let child: u32 = std::fs::read_to_string(&pid_file)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        let alive = |pid: u32| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .map(|s| {
+                    !s.rsplit_once(')')
+                        .is_some_and(|(_, r)| r.trim_start().starts_with('Z'))
+                })
+                .unwrap_or(false)
+        };
+        assert!(alive(child), "the setsid child runs");
+        server.kill();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while alive(child) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(
+            !alive(child),
+            "pid {child} outlived the crash of its server"
+        );
     }
 
     #[test]

@@ -67,6 +67,7 @@ pub fn redis(password: Option<&str>) -> ManagedServer {
         extra_dirs: &[],
         run_as: None,
         init: None,
+        lazy_disk: false,
     })
     .expect("redis-server starts")
 }
@@ -96,6 +97,7 @@ pub fn memcached() -> ManagedServer {
         extra_dirs: &[],
         run_as: None,
         init: None,
+        lazy_disk: false,
     })
     .expect("memcached starts")
 }

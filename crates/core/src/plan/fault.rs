@@ -14,6 +14,12 @@ pub enum FaultKind {
     Kill,
     /// A clean stop (SIGTERM), then a start on the same data directory.
     Restart,
+    /// A power cut: SIGKILL to the group, and every byte written to the
+    /// data directory but not yet fsynced is thrown away (the directory is
+    /// on bakeoff's own FUSE layer, which keeps such bytes in its memory),
+    /// then a start on what is left.
+    #[serde(rename = "power-cut")]
+    PowerCut,
 }
 
 impl FaultKind {
@@ -22,6 +28,7 @@ impl FaultKind {
         match self {
             FaultKind::Kill => "kill",
             FaultKind::Restart => "restart",
+            FaultKind::PowerCut => "power-cut",
         }
     }
 }
@@ -49,7 +56,12 @@ impl Fault {
         let kind = match kind.trim() {
             "kill" => FaultKind::Kill,
             "restart" => FaultKind::Restart,
-            other => return Err(format!("unknown fault `{other}`; use kill or restart")),
+            "power-cut" => FaultKind::PowerCut,
+            other => {
+                return Err(format!(
+                    "unknown fault `{other}`; use kill, restart or power-cut"
+                ))
+            }
         };
         let seconds = |t: &str| {
             parse_duration(t)
@@ -116,6 +128,9 @@ mod tests {
         assert!(moments.windows(2).any(|p| p[0] != p[1]), "repeats differ");
         assert_eq!(w.moment_s(7, 0, 3), moments[3], "same seed, same moment");
         assert_eq!(Fault::parse(&w.to_string()).unwrap(), w);
+        let p = Fault::parse("power-cut@3s").unwrap();
+        assert_eq!(p.kind, FaultKind::PowerCut);
+        assert_eq!(Fault::parse(&p.to_string()).unwrap(), p);
         for bad in ["kill", "explode@1s", "kill@0s", "kill@4s..2s", "kill@soon"] {
             assert!(Fault::parse(bad).is_err(), "{bad}");
         }

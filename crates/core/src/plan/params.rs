@@ -556,7 +556,7 @@ pub static PARAMS: &[Param] = &[
         flag: "fault",
         short: None,
         value_name: "KIND@TIME",
-        help: "Inject a fault into each measured run of a server bakeoff started: kill@T (SIGKILL to its whole process group, a crash) or restart@T (a clean stop), then a start on the same data; T counts from the start of the warm-up. A window kill@5s..15s draws the moment from the seed, another each repeat. The run records when, how long until the server held its port again, and when throughput was back to 90 %.",
+        help: "Inject a fault into each measured run of a server bakeoff started: kill@T (SIGKILL to its whole process group, a crash), restart@T (a clean stop) or power-cut@T (a crash that also loses every byte not yet fsynced: the data directory sits on bakeoff's own FUSE layer, which holds such bytes in memory and drops them), then a start on the same data; T counts from the start of the warm-up. A window kill@5s..15s draws the moment from the seed, another each repeat. The run records when, how long until the server held its port again, and when throughput was back to 90 %.",
         default: None,
         switch: None,
         sweep: None,

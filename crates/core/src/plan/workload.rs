@@ -231,6 +231,13 @@ fn yes() -> bool {
 }
 
 impl Workload {
+    /// Whether the run cuts the power: a managed server's data directory
+    /// must then be on the FUSE layer that can drop unsynced bytes.
+    pub fn cuts_power(&self) -> bool {
+        self.fault
+            .is_some_and(|f| f.kind == super::FaultKind::PowerCut)
+    }
+
     /// Requests in flight when every client is busy.
     pub fn in_flight(&self) -> u64 {
         self.clients as u64 * self.pipeline as u64

@@ -21,8 +21,8 @@ use crate::error::{RunError, TargetError};
 use crate::plan::{FaultKind, Plan, RequestMode, TargetSpec, Workload};
 use crate::recorder::{Interval, PhaseStats};
 use crate::result::{
-    Checks, ClientUsage, CounterCheck, Environment, ExperimentResult, FaultRecord, PhaseResult,
-    ResourceSample, RunResult, TargetRecord, TimelinePoint, SCHEMA_VERSION,
+    Checks, ClientUsage, CounterCheck, DiskPerWrite, Environment, ExperimentResult, FaultRecord,
+    PhaseResult, ResourceSample, RunResult, TargetRecord, TimelinePoint, SCHEMA_VERSION,
 };
 use crate::value::ValuePool;
 use crate::workload::{KeyDistribution, OpKind, ZipfianConstants, OP_KINDS};
@@ -39,12 +39,38 @@ pub struct ProcSnapshot {
     pub read_bytes: u64,
     /// Bytes written to storage.
     pub write_bytes: u64,
+    /// Write system calls (`syscw` of /proc/PID/io).
+    pub write_calls: u64,
+    /// File I/O on the data directory, counted exactly by the power-cut
+    /// layer when the directory is on it.
+    pub file_io: Option<FileIo>,
     /// Size of the data directory, bytes.
     pub disk_bytes: u64,
     /// Memory charged to the target's capped cgroup, bytes (capped runs).
     pub cgroup_memory_bytes: Option<u64>,
     /// Page cache charged to that cgroup, bytes (capped runs).
     pub cgroup_cache_bytes: Option<u64>,
+}
+
+/// When a fault struck (the signal sent, or the stop begun) and how long
+/// the server then took until its own process held its port again.
+#[derive(Clone, Copy, Debug)]
+pub struct FaultStruck {
+    /// The moment it struck.
+    pub at: Instant,
+    /// From then until the restarted server held its port.
+    pub back_after: Duration,
+}
+
+/// File I/O on a data directory as the power-cut layer counts it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FileIo {
+    /// fsync and fdatasync calls on files.
+    pub fsyncs: u64,
+    /// Write requests to files.
+    pub writes: u64,
+    /// Bytes in those requests.
+    pub bytes: u64,
 }
 
 /// Operation counters a target keeps itself (e.g. Redis `INFO commandstats`).
@@ -109,7 +135,7 @@ pub trait Target {
     /// on its data; returns how long until its own process held the port
     /// again. Only servers bakeoff started can; the plan refuses `--fault`
     /// for the others, so this default is not reached through it.
-    fn fault(&self, kind: FaultKind) -> Result<Duration, TargetError> {
+    fn fault(&self, kind: FaultKind) -> Result<FaultStruck, TargetError> {
         Err(TargetError::Client(format!(
             "this target cannot be {}ed by bakeoff",
             kind.name()
@@ -218,7 +244,7 @@ pub struct ScheduledFault<'a> {
     pub at_s: f64,
     /// Kills or stops the server and starts it again; returns how long
     /// until its own process held the port again.
-    pub inject: &'a dyn Fn() -> Result<Duration, TargetError>,
+    pub inject: &'a dyn Fn() -> Result<FaultStruck, TargetError>,
 }
 
 /// Most clients a connection-per-request experiment loads with: fewer
@@ -324,7 +350,15 @@ pub fn run_job(
                 next_sample += Duration::from_secs(1);
             }
             if let Some(f) = due_fault.take_if(|f| elapsed.as_secs_f64() >= f.at_s && !all_done) {
-                fault = Some((elapsed.as_secs_f64(), (f.inject)()));
+                // The moment is when it struck (finding a process tree to
+                // kill takes a while), else when it was called.
+                fault = Some(match (f.inject)() {
+                    Ok(s) => (
+                        s.at.saturating_duration_since(job.t0).as_secs_f64(),
+                        Ok(s.back_after),
+                    ),
+                    Err(e) => (elapsed.as_secs_f64(), Err(e)),
+                });
             }
             if all_done {
                 break;
@@ -451,6 +485,11 @@ fn resource_sample(prev: &ProcSnapshot, now: &ProcSnapshot, dt: f64, t: f64) -> 
         rss_bytes: now.rss_bytes,
         read_bytes_per_s: now.read_bytes.saturating_sub(prev.read_bytes) as f64 / dt,
         write_bytes_per_s: now.write_bytes.saturating_sub(prev.write_bytes) as f64 / dt,
+        write_calls_per_s: Some(now.write_calls.saturating_sub(prev.write_calls) as f64 / dt),
+        fsyncs_per_s: now
+            .file_io
+            .zip(prev.file_io)
+            .map(|(n, p)| n.fsyncs.saturating_sub(p.fsyncs) as f64 / dt),
         disk_bytes: now.disk_bytes,
         cgroup_memory_bytes: now.cgroup_memory_bytes,
         cgroup_cache_bytes: now.cgroup_cache_bytes,
@@ -707,6 +746,7 @@ fn run_one(
         checks: Checks::default(),
         fault: None,
         durability: None,
+        disk: None,
     };
     // A growth series reuses the target its first checkpoint opened.
     if kept.is_none() {
@@ -783,6 +823,8 @@ fn run_one(
         }
         run.checks.records_after_load = target.record_count();
     }
+    // The server's disk use over the measure job, for disk writes per write.
+    let disk_before = target.resources();
     // Little's law's numerator and window, ns.
     let mut little = (0u64, 0u64);
     // The durability check's writes, and when its fault (or the run) ended.
@@ -853,6 +895,10 @@ fn run_one(
                 return run;
             }
         }
+    }
+    if let (Some(b), Some(a)) = (disk_before, target.resources()) {
+        let phases: Vec<&PhaseResult> = run.warmup.iter().chain([&run.measure]).collect();
+        run.disk = DiskPerWrite::between(&b, &a, &phases);
     }
     // A restarted server counts from zero: its counters cannot be set
     // against what was sent.
