@@ -429,6 +429,21 @@ impl<'a> Page<'a> {
                         Axis::linear("records written (rec/s)", fmt_rows),
                     ));
                 }
+                let faulted = groups
+                    .iter()
+                    .any(|g| g.runs.iter().any(|r| r.fault.is_some()));
+                if faulted {
+                    figs.push((
+                        "Time to serve again after the fault",
+                        (|r: &RunResult| r.fault.as_ref().and_then(|f| f.back_after_s)),
+                        Axis::linear("until its port answered", fmt_seconds),
+                    ));
+                    figs.push((
+                        "Time to 90 % throughput after the fault",
+                        (|r: &RunResult| r.fault.as_ref().and_then(|f| f.recovered_after_s)),
+                        Axis::linear("until throughput was back", fmt_seconds),
+                    ));
+                }
                 for (what, get, axis) in figs {
                     let chart_title = format!("{what} vs {name}{suffix}");
                     let series_groups: Vec<(usize, Vec<(usize, Spread)>)> =

@@ -12,12 +12,14 @@ pub enum FaultKind {
     /// SIGKILL to the server's whole process group (a crash: no flush, no
     /// clean-up), then a start on the same data directory.
     Kill,
-    /// A clean stop (SIGTERM), then a start on the same data directory.
+    /// A clean stop (SIGTERM), then a start on the same data directory,
+    /// with its files dropped from the kernel's page cache: the time to
+    /// serve again is the time to read the data back.
     Restart,
     /// A power cut: SIGKILL to the group, and every byte written to the
     /// data directory but not yet fsynced is thrown away (the directory is
     /// on bakeoff's own FUSE layer, which keeps such bytes in its memory),
-    /// then a start on what is left.
+    /// then a start on what is left, from a cold page cache.
     #[serde(rename = "power-cut")]
     PowerCut,
 }
