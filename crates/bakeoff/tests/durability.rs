@@ -290,6 +290,21 @@ fn bad_durability_input_is_refused_with_exit_2() {
             vec![
                 "run",
                 "-t",
+                "redis://127.0.0.1:1",
+                "--fault",
+                "power-cut@1s",
+                "--dry-run",
+            ],
+            "needs a server bakeoff started",
+        ),
+        (
+            vec!["run", "-t", "lmdb", "--fault", "power-cut@1s", "--dry-run"],
+            "--fault",
+        ),
+        (
+            vec![
+                "run",
+                "-t",
                 "redis",
                 "--fault",
                 "kill@30s",
