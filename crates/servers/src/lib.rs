@@ -864,22 +864,9 @@ pub fn evict_from_page_cache(dir: &Path) {
 /// Every descendant of `pid` (children, their children, …), from one
 /// reading of /proc.
 pub fn descendants_of(pid: u32) -> Vec<u32> {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
     let mut children: std::collections::HashMap<u32, Vec<u32>> = Default::default();
-    for e in entries.flatten() {
-        let Some(p) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
-            continue;
-        };
-        let parent = std::fs::read_to_string(format!("/proc/{p}/stat"))
-            .ok()
-            .and_then(|s| {
-                s.rsplit_once(')')
-                    .and_then(|(_, r)| r.split_whitespace().nth(1))
-                    .and_then(|p| p.parse::<u32>().ok())
-            });
-        if let Some(parent) = parent {
+    for p in all_pids() {
+        if let Some(parent) = parent_of(p) {
             children.entry(parent).or_default().push(p);
         }
     }
@@ -894,23 +881,31 @@ pub fn descendants_of(pid: u32) -> Vec<u32> {
     out
 }
 
-pub fn children_of(pid: u32) -> Vec<u32> {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .flatten()
-        .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()))
-        .filter(|child| {
-            std::fs::read_to_string(format!("/proc/{child}/stat"))
-                .ok()
-                .and_then(|s| {
-                    s.rsplit_once(')')
-                        .and_then(|(_, r)| r.split_whitespace().nth(1))
-                        .and_then(|p| p.parse::<u32>().ok())
-                })
-                == Some(pid)
+/// Every process id in /proc.
+fn all_pids() -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()))
+                .collect()
         })
+        .unwrap_or_default()
+}
+
+/// The parent of process `pid`, from /proc/PID/stat (the field after the
+/// state, which follows the parenthesised command name).
+fn parent_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, rest) = stat.rsplit_once(')')?;
+    rest.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// The direct children of process `pid`.
+pub fn children_of(pid: u32) -> Vec<u32> {
+    all_pids()
+        .into_iter()
+        .filter(|&child| parent_of(child) == Some(pid))
         .collect()
 }
 
