@@ -461,11 +461,12 @@ pub struct DiskPerWrite {
     /// Write operations completed (warm-up and measured phase).
     pub writes: u64,
     /// Bytes the server's processes sent to storage per write
-    /// (`write_bytes` of /proc/PID/io).
-    pub bytes_per_write: f64,
+    /// (`write_bytes` of /proc/PID/io); `None` when a fault restarted the
+    /// server, whose new process counts from zero.
+    pub bytes_per_write: Option<f64>,
     /// The server's write system calls per write, to files and sockets
-    /// alike (`syscw`).
-    pub write_calls_per_write: f64,
+    /// alike (`syscw`); `None` after a restart, as above.
+    pub write_calls_per_write: Option<f64>,
     /// fsync and fdatasync calls per write, counted exactly by the
     /// power-cut layer when the data directory is on it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -483,11 +484,14 @@ pub struct DiskPerWrite {
 impl DiskPerWrite {
     /// Per write between two snapshots of the server, over the writes of
     /// `phases` (the warm-up and the measured phase between them); `None`
-    /// when nothing was written.
+    /// when nothing was written. When the server was `restarted` in
+    /// between, only the power-cut layer's counts, which outlive its
+    /// processes, are given.
     pub fn between(
         before: &crate::runner::ProcSnapshot,
         after: &crate::runner::ProcSnapshot,
         phases: &[&PhaseResult],
+        restarted: bool,
     ) -> Option<DiskPerWrite> {
         let writes: u64 = phases
             .iter()
@@ -507,8 +511,8 @@ impl DiskPerWrite {
         };
         Some(DiskPerWrite {
             writes,
-            bytes_per_write: per(after.write_bytes, before.write_bytes),
-            write_calls_per_write: per(after.write_calls, before.write_calls),
+            bytes_per_write: (!restarted).then(|| per(after.write_bytes, before.write_bytes)),
+            write_calls_per_write: (!restarted).then(|| per(after.write_calls, before.write_calls)),
             fsyncs_per_write: file(|f| f.fsyncs),
             file_writes_per_write: file(|f| f.writes),
             file_bytes_per_write: file(|f| f.bytes),
@@ -661,6 +665,58 @@ pub fn json_schema() -> serde_json::Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Writes of the warm-up and the measured phase together; the
+    /// processes' counters only when no fault restarted them; the layer's
+    /// counts always.
+    #[test]
+    fn disk_per_write_divides_by_every_write_and_drops_counters_a_restart_reset() {
+        use crate::runner::{FileIo, ProcSnapshot};
+        let phase = |sets: u64, gets: u64| {
+            let mut p = PhaseResult::default();
+            for (kind, n) in [("set", sets), ("get", gets)] {
+                p.ops.insert(
+                    kind.into(),
+                    OpResult {
+                        completed: n,
+                        ..OpResult::default()
+                    },
+                );
+            }
+            p
+        };
+        let (warm, measured) = (phase(100, 900), phase(300, 2700));
+        let before = ProcSnapshot {
+            write_bytes: 1_000,
+            write_calls: 10,
+            file_io: Some(FileIo {
+                fsyncs: 5,
+                writes: 10,
+                bytes: 1_000,
+            }),
+            ..ProcSnapshot::default()
+        };
+        let after = ProcSnapshot {
+            write_bytes: 41_000,
+            write_calls: 410,
+            file_io: Some(FileIo {
+                fsyncs: 205,
+                writes: 410,
+                bytes: 81_000,
+            }),
+            ..ProcSnapshot::default()
+        };
+        let d = DiskPerWrite::between(&before, &after, &[&warm, &measured], false).unwrap();
+        assert_eq!(d.writes, 400);
+        assert_eq!(d.bytes_per_write, Some(100.0));
+        assert_eq!(d.write_calls_per_write, Some(1.0));
+        assert_eq!(d.fsyncs_per_write, Some(0.5));
+        assert_eq!(d.file_bytes_per_write, Some(200.0));
+        let d = DiskPerWrite::between(&before, &after, &[&warm, &measured], true).unwrap();
+        assert_eq!((d.bytes_per_write, d.write_calls_per_write), (None, None));
+        assert_eq!(d.fsyncs_per_write, Some(0.5));
+        assert!(DiskPerWrite::between(&before, &after, &[&phase(0, 10)], false).is_none());
+    }
 
     #[test]
     fn histograms_roundtrip() {

@@ -98,8 +98,11 @@ pub fn disk_row(run: &RunResult) -> Option<Vec<String>> {
         crate::run_point_label(run),
         fmt_rate(run.measure.throughput_per_s),
         d.writes.to_string(),
-        fmt_bytes(d.file_bytes_per_write.unwrap_or(d.bytes_per_write)),
-        format!("{:.2}", d.write_calls_per_write),
+        d.file_bytes_per_write
+            .or(d.bytes_per_write)
+            .map(fmt_bytes)
+            .unwrap_or_else(|| "-".into()),
+        opt(d.write_calls_per_write),
         opt(d.file_writes_per_write),
         opt(d.fsyncs_per_write),
     ])

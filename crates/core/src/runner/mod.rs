@@ -898,7 +898,7 @@ fn run_one(
     }
     if let (Some(b), Some(a)) = (disk_before, target.resources()) {
         let phases: Vec<&PhaseResult> = run.warmup.iter().chain([&run.measure]).collect();
-        run.disk = DiskPerWrite::between(&b, &a, &phases);
+        run.disk = DiskPerWrite::between(&b, &a, &phases, run.fault.is_some());
     }
     // A restarted server counts from zero: its counters cannot be set
     // against what was sent.
