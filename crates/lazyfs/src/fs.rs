@@ -229,6 +229,7 @@ impl Shared {
             dirty_pages: AtomicU64::new(0),
             cap_lock: Mutex::new(()),
             notifier: Mutex::new(None),
+            // SAFETY: geteuid takes nothing and cannot fail.
             as_root: unsafe { libc::geteuid() } == 0,
         })
     }
@@ -764,14 +765,12 @@ impl Filesystem for LazyFs {
         let perm = mode & 0o7777 & !umask;
         tri!(
             reply,
-            sys::cvt(unsafe {
-                libc::mknodat(
-                    p.fd.as_raw_fd(),
-                    c.as_ptr(),
-                    (mode & libc::S_IFMT) | perm,
-                    rdev as libc::dev_t,
-                )
-            })
+            sys::mknodat(
+                p.fd.as_raw_fd(),
+                &c,
+                (mode & libc::S_IFMT) | perm,
+                rdev as libc::dev_t,
+            )
             .map_err(errno)
         );
         let (n, _) = tri!(reply, s.lookup_child(&p, name).map_err(errno));
@@ -797,7 +796,7 @@ impl Filesystem for LazyFs {
         let mut perm = mode & 0o7777 & !umask;
         tri!(
             reply,
-            sys::cvt(unsafe { libc::mkdirat(p.fd.as_raw_fd(), c.as_ptr(), perm) }).map_err(errno)
+            sys::mkdirat(p.fd.as_raw_fd(), &c, perm).map_err(errno)
         );
         let (n, _) = tri!(reply, s.lookup_child(&p, name).map_err(errno));
         if let Ok(pst) = sys::fstat(p.fd.as_raw_fd()) {
@@ -815,10 +814,7 @@ impl Filesystem for LazyFs {
         let p = tri!(reply, s.node(parent));
         let c = tri!(reply, sys::cname(name).map_err(errno));
         let st = sys::statat(p.fd.as_raw_fd(), &c).ok();
-        tri!(
-            reply,
-            sys::cvt(unsafe { libc::unlinkat(p.fd.as_raw_fd(), c.as_ptr(), 0) }).map_err(errno)
-        );
+        tri!(reply, sys::unlinkat(p.fd.as_raw_fd(), &c, 0).map_err(errno));
         if let Some(n) = st.and_then(|st| s.node_by_key((st.st_dev, st.st_ino))) {
             s.drop_if_unreachable(&n);
         }
@@ -830,8 +826,7 @@ impl Filesystem for LazyFs {
         let c = tri!(reply, sys::cname(name).map_err(errno));
         tri!(
             reply,
-            sys::cvt(unsafe { libc::unlinkat(p.fd.as_raw_fd(), c.as_ptr(), libc::AT_REMOVEDIR) })
-                .map_err(errno)
+            sys::unlinkat(p.fd.as_raw_fd(), &c, libc::AT_REMOVEDIR).map_err(errno)
         );
         reply.ok();
     }
@@ -850,8 +845,7 @@ impl Filesystem for LazyFs {
         let t = tri!(reply, sys::cname(target.as_os_str()).map_err(errno));
         tri!(
             reply,
-            sys::cvt(unsafe { libc::symlinkat(t.as_ptr(), p.fd.as_raw_fd(), c.as_ptr()) })
-                .map_err(errno)
+            sys::symlinkat(&t, p.fd.as_raw_fd(), &c).map_err(errno)
         );
         let (n, _) = tri!(reply, s.lookup_child(&p, link_name).map_err(errno));
         let _ = s.own(req, &p, n.fd.as_raw_fd());
@@ -881,20 +875,11 @@ impl Filesystem for LazyFs {
         } else {
             sys::statat(np.fd.as_raw_fd(), &nc).ok()
         };
-        let r = if flags.is_empty() {
-            unsafe { libc::renameat(p.fd.as_raw_fd(), c.as_ptr(), np.fd.as_raw_fd(), nc.as_ptr()) }
-        } else {
-            unsafe {
-                libc::renameat2(
-                    p.fd.as_raw_fd(),
-                    c.as_ptr(),
-                    np.fd.as_raw_fd(),
-                    nc.as_ptr(),
-                    flags.bits(),
-                )
-            }
-        };
-        tri!(reply, sys::cvt(r).map_err(errno));
+        tri!(
+            reply,
+            sys::renameat(p.fd.as_raw_fd(), &c, np.fd.as_raw_fd(), &nc, flags.bits())
+                .map_err(errno)
+        );
         if let Some(n) = replaced.and_then(|st| s.node_by_key((st.st_dev, st.st_ino))) {
             s.drop_if_unreachable(&n);
         }
@@ -913,29 +898,25 @@ impl Filesystem for LazyFs {
         let n = tri!(reply, s.node(ino));
         let np = tri!(reply, s.node(newparent));
         let nc = tri!(reply, sys::cname(newname).map_err(errno));
-        let mut r = unsafe {
-            libc::linkat(
-                n.fd.as_raw_fd(),
-                c"".as_ptr(),
-                np.fd.as_raw_fd(),
-                nc.as_ptr(),
-                libc::AT_EMPTY_PATH,
-            )
-        };
-        if r == -1 && n.kind != FileType::Symlink {
+        let mut r = sys::linkat(
+            n.fd.as_raw_fd(),
+            c"",
+            np.fd.as_raw_fd(),
+            &nc,
+            libc::AT_EMPTY_PATH,
+        );
+        if r.is_err() && n.kind != FileType::Symlink {
             // AT_EMPTY_PATH needs CAP_DAC_READ_SEARCH; /proc works without.
             let pp = sys::proc_path(n.fd.as_raw_fd());
-            r = unsafe {
-                libc::linkat(
-                    libc::AT_FDCWD,
-                    pp.as_ptr(),
-                    np.fd.as_raw_fd(),
-                    nc.as_ptr(),
-                    libc::AT_SYMLINK_FOLLOW,
-                )
-            };
+            r = sys::linkat(
+                libc::AT_FDCWD,
+                &pp,
+                np.fd.as_raw_fd(),
+                &nc,
+                libc::AT_SYMLINK_FOLLOW,
+            );
         }
-        tri!(reply, sys::cvt(r).map_err(errno));
+        tri!(reply, r.map_err(errno));
         let attr = tri!(reply, s.entry(&np, newname));
         reply.entry(&TTL, &attr, Generation(0));
     }
@@ -1146,13 +1127,7 @@ impl Filesystem for LazyFs {
     fn statfs(&self, _req: &Request, ino: INodeNo, reply: ReplyStatfs) {
         let n = tri!(reply, self.shared.node(ino));
         let p = sys::proc_path(n.fd.as_raw_fd());
-        let mut sv = std::mem::MaybeUninit::<libc::statvfs>::uninit();
-        tri!(
-            reply,
-            sys::cvt(unsafe { libc::statvfs(p.as_ptr(), sv.as_mut_ptr()) }).map_err(errno)
-        );
-        // SAFETY: statvfs succeeded.
-        let sv = unsafe { sv.assume_init() };
+        let sv = tri!(reply, sys::statvfs(&p).map_err(errno));
         reply.statfs(
             sv.f_blocks,
             sv.f_bfree,

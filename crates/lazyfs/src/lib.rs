@@ -49,6 +49,7 @@
 //! written back to the backing files, as the kernel does on umount.
 
 #![warn(missing_docs)]
+#![warn(clippy::undocumented_unsafe_blocks)]
 
 mod cache;
 mod fs;
@@ -263,6 +264,8 @@ impl Drop for LazyMount {
                 // Busy (files still open): detach the mount from the tree now;
                 // the kernel finishes it when the last file is closed.
                 if let Ok(c) = CString::new(self.canonical.as_os_str().as_bytes()) {
+                    // SAFETY: `c` is a NUL-terminated path that outlives the
+                    // call; a failure leaves the mount as it was.
                     unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) };
                 }
                 detached = true;
