@@ -105,12 +105,7 @@ impl ClientState {
                     self.quota -= 1;
                 }
                 if self.unique {
-                    let id = WriteId {
-                        writer: self.writer,
-                        seq: self.next_seq,
-                    };
-                    self.next_seq += 1;
-                    return (OpKind::Set, id.record());
+                    return self.next_unique();
                 }
                 let kind = mix.next(&mut self.rng);
                 (kind, self.keys.next(&mut self.rng))
@@ -121,6 +116,29 @@ impl ClientState {
                 (OpKind::Get, k)
             }
         }
+    }
+
+    /// The durability check's next write: a fresh id of this writer. Out
+    /// of line, so that the request path of every other run stays small
+    /// enough to be inlined.
+    #[inline(never)]
+    fn next_unique(&mut self) -> (OpKind, u64) {
+        let id = WriteId {
+            writer: self.writer,
+            seq: self.next_seq,
+        };
+        self.next_seq += 1;
+        (OpKind::Set, id.record())
+    }
+
+    /// Every write this client made as a durability writer, in order
+    /// (none for any other client).
+    pub fn unique_writes(&self) -> impl Iterator<Item = WriteId> + '_ {
+        let n = if self.unique { self.next_seq } else { 0 };
+        (0..n).map(|seq| WriteId {
+            writer: self.writer,
+            seq,
+        })
     }
 
     /// The value for a write of record `key`: its header and the payload
