@@ -312,17 +312,19 @@ fn a_server_that_cannot_restart_fails_the_run_and_keeps_what_was_measured() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    // Find the redis bakeoff started, and its data directory.
+    // Find the redis bakeoff started, and its data directory: redis
+    // rewrites its command line, but works in the directory of --dir.
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
     let data_dir = loop {
         let found = children_with_cmdline(child.id())
             .into_iter()
-            .find_map(|(_, args)| {
-                let i = args.iter().position(|a| a == "--dir")?;
-                args.get(i + 1).cloned()
+            .find_map(|(pid, args)| {
+                args.first()?.contains("redis-server").then_some(())?;
+                let cwd = std::fs::read_link(format!("/proc/{pid}/cwd")).ok()?;
+                cwd.join("appendonlydir").exists().then_some(cwd)
             });
         if let Some(d) = found {
-            break std::path::PathBuf::from(d);
+            break d;
         }
         assert!(
             std::time::Instant::now() < deadline,
