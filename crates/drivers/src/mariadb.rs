@@ -622,6 +622,7 @@ pub(crate) fn start_managed(
         run_as: None,
         init: Some(&init),
         lazy_disk,
+        stop_signal: libc::SIGTERM,
     };
     let mut server = ManagedServer::start(&cmd).map_err(|e| TargetError::Server(e.to_string()))?;
     if let Some(limit) = memory_cap {

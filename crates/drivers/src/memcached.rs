@@ -199,6 +199,7 @@ pub fn open(
                 init: None,
                 // Nothing on disk: a power cut is a crash.
                 lazy_disk: false,
+                stop_signal: libc::SIGTERM,
             };
             let mut server =
                 ManagedServer::start(&cmd).map_err(|e| TargetError::Server(e.to_string()))?;

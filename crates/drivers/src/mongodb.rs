@@ -678,6 +678,7 @@ pub fn start_on(table: Option<&toml::Table>, lazy_disk: bool) -> Result<Started,
         run_as: None,
         init: Some(&init),
         lazy_disk,
+        stop_signal: libc::SIGTERM,
     };
     let server = ManagedServer::start(&cmd).map_err(|e| TargetError::Server(e.to_string()))?;
     let metrics = (which == Server::FerretDb)

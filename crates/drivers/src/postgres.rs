@@ -617,6 +617,9 @@ pub fn start_on(
         run_as: Some("postgres"),
         init: Some(&init),
         lazy_disk,
+        // SIGTERM is PostgreSQL's smart shutdown, which waits for every
+        // client to leave; SIGINT is its fast one.
+        stop_signal: libc::SIGINT,
     };
     ManagedServer::start(&cmd).map_err(|e| TargetError::Server(e.to_string()))
 }

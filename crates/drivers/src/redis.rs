@@ -234,6 +234,7 @@ pub fn open(
                 run_as: None,
                 init: None,
                 lazy_disk: workload.cuts_power(),
+                stop_signal: libc::SIGTERM,
             };
             let mut server =
                 ManagedServer::start(&cmd).map_err(|e| TargetError::Server(e.to_string()))?;

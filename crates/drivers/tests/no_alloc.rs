@@ -80,6 +80,7 @@ fn server(program: &str, args: fn(u16) -> Vec<String>) -> ManagedServer {
         run_as: None,
         init: None,
         lazy_disk: false,
+        stop_signal: libc::SIGTERM,
     })
     .unwrap()
 }

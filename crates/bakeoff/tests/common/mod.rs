@@ -68,6 +68,7 @@ pub fn redis(password: Option<&str>) -> ManagedServer {
         run_as: None,
         init: None,
         lazy_disk: false,
+        stop_signal: libc::SIGTERM,
     })
     .expect("redis-server starts")
 }
@@ -98,6 +99,7 @@ pub fn memcached() -> ManagedServer {
         run_as: None,
         init: None,
         lazy_disk: false,
+        stop_signal: libc::SIGTERM,
     })
     .expect("memcached starts")
 }
