@@ -226,6 +226,15 @@ fn a_crash_loses_nothing_with_aof_always_and_everything_without_persistence() {
     }
     moments.dedup();
     assert!(moments.len() > 1, "the fault moments differ: {moments:?}");
+    // The setting as the server reports it, next to the class measured.
+    let always = r["targets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "redis[persistence=aof-always]")
+        .expect("the variant's record");
+    assert_eq!(always["settings"]["appendfsync"], "always", "{always}");
+    assert_eq!(always["settings"]["appendonly"], "yes", "{always}");
 }
 
 /// PostgreSQL with synchronous_commit=on and MariaDB with

@@ -299,12 +299,29 @@ pub fn open(
             s.insert(k.to_string(), v);
         }
     }
+    // What decides durability, as the server reports it (CONFIG may be
+    // renamed away on an external server: then it is left out).
+    for k in ["appendonly", "appendfsync", "save"] {
+        if let Some(v) = target.config(k) {
+            s.insert(k.to_string(), v);
+        }
+    }
     if let Some(command_line) = command_line {
         s.insert("persistence".into(), settings.persistence.clone());
         s.insert("command_line".into(), command_line);
     }
     target.record.settings = s;
     Ok(Box::new(target))
+}
+
+/// The value in a `CONFIG GET` reply for one parameter, given as the raw
+/// array after its `*`: `2\r\n$11\r\nappendfsync\r\n$6\r\nalways`.
+fn config_value(raw: &str) -> Option<String> {
+    let lines: Vec<&str> = raw.split("\r\n").collect();
+    match lines.as_slice() {
+        ["2", _, _, _, value] => Some(value.to_string()),
+        _ => None,
+    }
 }
 
 impl RedisTarget {
@@ -317,6 +334,16 @@ impl RedisTarget {
         .connect()?;
         s.set_read_timeout(Some(Duration::from_secs(10)))?;
         Ok(s)
+    }
+
+    /// The value of configuration parameter `name` (`CONFIG GET`), if the
+    /// server answers it.
+    fn config(&self, name: &str) -> Option<String> {
+        let mut s = self.admin().ok()?;
+        match resp_call(&mut s, &[b"CONFIG", b"GET", name.as_bytes()]).ok()? {
+            RespReply::Simple(raw) => config_value(&raw),
+            _ => None,
+        }
     }
 
     fn info(&self, section: &str) -> std::io::Result<Vec<(String, String)>> {
@@ -395,5 +422,23 @@ impl Target for RedisTarget {
 
     fn fault(&self, kind: FaultKind) -> Result<FaultStruck, TargetError> {
         crate::running::fault(self.server.as_ref(), kind)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_get_replies_give_their_value() {
+        assert_eq!(
+            config_value("2\r\n$11\r\nappendfsync\r\n$6\r\nalways").as_deref(),
+            Some("always")
+        );
+        assert_eq!(
+            config_value("2\r\n$4\r\nsave\r\n$0\r\n").as_deref(),
+            Some("")
+        );
+        assert_eq!(config_value("0"), None, "an unknown parameter");
     }
 }
