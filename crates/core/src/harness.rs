@@ -312,7 +312,6 @@ impl<'j> Harness<'j> {
         let phase = u8::from(self.measures && intended >= self.warmup_end);
         let (kind, key) = self.clients[ci].next_op(self.job, &self.mix, phase);
         self.meter.stats[phase as usize].sent[kind as usize] += 1;
-
         Request {
             client: ci as u32,
             kind,

@@ -61,12 +61,6 @@ pub fn durability_row(run: &RunResult) -> Option<Vec<String>> {
     ])
 }
 
-/// The measured class of `run`'s setting, to stand next to its
-/// throughput: `kept every acknowledged write` or `lost N (window …)`.
-pub fn class_of(run: &RunResult) -> Option<String> {
-    run.durability.as_ref().map(|c| c.verdict())
-}
-
 /// Columns of the disk table.
 pub const DISK_HEAD: [&str; 8] = [
     "target",

@@ -656,11 +656,6 @@ impl ManagedServer {
         })
     }
 
-    /// Whether the data directory is on the FUSE layer a power cut needs.
-    pub fn has_lazy_disk(&self) -> bool {
-        self.disk.is_some()
-    }
-
     /// fsync and fdatasync calls, write calls and bytes written that
     /// reached the data directory, counted exactly by the FUSE layer; `None`
     /// when the directory is not on it.

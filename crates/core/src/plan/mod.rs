@@ -122,29 +122,39 @@ impl Origin {
 /// The parameter named `key` in table `section` of a preset, or an error
 /// that names the closest one.
 fn declared(key: &str, section: &str, sweepable: bool) -> Result<&'static Param, PlanError> {
-    let known = || {
-        PARAMS
-            .iter()
-            .filter(move |p| !sweepable || p.sweep.is_some())
-            .map(|p| p.key)
-    };
+    let known = PARAMS
+        .iter()
+        .filter(move |p| !sweepable || p.sweep.is_some())
+        .map(|p| p.key);
     match param(key) {
         Some(p) if !sweepable || p.sweep.is_some() => Ok(p),
-        found => Err(PlanError::Invalid {
-            origin: format!("preset key {section}.{key}"),
-            message: format!(
-                "{}{}known keys: {}",
-                if found.is_some() {
-                    "this parameter is not a sweep axis; "
-                } else {
-                    "unknown key; "
-                },
-                crate::suggest::did_you_mean(key, known())
-                    .map(|n| format!("did you mean `{n}`? "))
-                    .unwrap_or_default(),
-                known().collect::<Vec<_>>().join(", ")
-            ),
-        }),
+        Some(_) => Err(unknown_key(
+            section,
+            key,
+            "this parameter is not a sweep axis",
+            known,
+        )),
+        None => Err(unknown_key(section, key, "unknown key", known)),
+    }
+}
+
+/// Preset key `section.key` is not one of `known`: says so (`why`), with
+/// the closest known key and the list.
+fn unknown_key<'k>(
+    section: &str,
+    key: &str,
+    why: &str,
+    known: impl Iterator<Item = &'k str> + Clone,
+) -> PlanError {
+    PlanError::Invalid {
+        origin: format!("preset key {section}.{key}"),
+        message: format!(
+            "{why}; {}known keys: {}",
+            crate::suggest::did_you_mean(key, known.clone())
+                .map(|n| format!("did you mean `{n}`? "))
+                .unwrap_or_default(),
+            known.collect::<Vec<_>>().join(", ")
+        ),
     }
 }
 
@@ -180,16 +190,7 @@ impl Given {
         for (key, value) in &raw.fault {
             let Some((_, name)) = params::FAULT_KEYS.iter().find(|(k, _)| k == key) else {
                 let known = params::FAULT_KEYS.iter().map(|(k, _)| *k);
-                return Err(PlanError::Invalid {
-                    origin: format!("preset key fault.{key}"),
-                    message: format!(
-                        "unknown key; {}known keys: {}",
-                        crate::suggest::did_you_mean(key, known.clone())
-                            .map(|n| format!("did you mean `{n}`? "))
-                            .unwrap_or_default(),
-                        known.collect::<Vec<_>>().join(", ")
-                    ),
-                });
+                return Err(unknown_key("fault", key, "unknown key", known));
             };
             let p = param(name).expect("fault keys name parameters");
             let origin = Origin {

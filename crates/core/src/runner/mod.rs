@@ -15,8 +15,6 @@ use std::time::{Duration, Instant};
 
 use crate::driver::{Driver, Job, JobKind};
 use crate::durability::WorkerDurability;
-
-mod check;
 use crate::error::{RunError, TargetError};
 use crate::plan::{FaultKind, Plan, RequestMode, TargetSpec, Workload};
 use crate::recorder::{Interval, PhaseStats};
@@ -26,6 +24,8 @@ use crate::result::{
 };
 use crate::value::ValuePool;
 use crate::workload::{KeyDistribution, OpKind, ZipfianConstants, OP_KINDS};
+
+mod check;
 
 /// Cumulative resource counters of a process (or process tree), read from
 /// /proc by whoever owns it.
@@ -131,13 +131,14 @@ pub trait Target {
     fn record_count(&self) -> Option<u64>;
     /// Resource counters of the server process, if bakeoff started it.
     fn resources(&self) -> Option<ProcSnapshot>;
-    /// Kills (`kill`) or stops (`restart`) the server and starts it again
-    /// on its data; returns how long until its own process held the port
-    /// again. Only servers bakeoff started can; the plan refuses `--fault`
-    /// for the others, so this default is not reached through it.
+    /// Kills (`kill`, `power-cut`) or stops (`restart`) the server and
+    /// starts it again on its data; returns when the fault struck and how
+    /// long until its own process held the port again. Only servers
+    /// bakeoff started can; the plan refuses `--fault` for the others, so
+    /// this default is not reached through it.
     fn fault(&self, kind: FaultKind) -> Result<FaultStruck, TargetError> {
         Err(TargetError::Client(format!(
-            "this target cannot be {}ed by bakeoff",
+            "--fault {}: bakeoff cannot fault this target",
             kind.name()
         )))
     }
@@ -303,7 +304,7 @@ pub fn run_job(
     let mut last_snap = resources();
     let mut last_snap_t = 0.0f64;
     let mut fault = None;
-    let outputs = std::thread::scope(|s| {
+    let mut outputs = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
             .map(|w| {
                 let job = &job;
@@ -393,11 +394,9 @@ pub fn run_job(
         }
     }
     let mut durability: Option<WorkerDurability> = None;
-    for out in &outputs {
-        if let Some(d) = &out.durability {
-            durability
-                .get_or_insert_with(Default::default)
-                .merge(d.clone());
+    for out in &mut outputs {
+        if let Some(d) = out.durability.take() {
+            durability.get_or_insert_with(Default::default).merge(d);
         }
     }
     let mut phases: Vec<PhaseStats> = Vec::new();
