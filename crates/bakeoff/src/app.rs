@@ -97,6 +97,7 @@ pub fn main(cli: Cli) -> i32 {
         }
         Command::Report(args) => report(&args),
         Command::Compare(args) => compare(&args),
+        Command::EngineHost(args) => engine_host(&args),
         Command::Schema => {
             println!(
                 "{}",
@@ -113,6 +114,17 @@ pub fn main(cli: Cli) -> i32 {
             e.exit_code()
         }
     }
+}
+
+/// The hidden `engine-host` command: an embedded engine served to the
+/// bakeoff process that started it.
+fn engine_host(args: &crate::cli::EngineHostArgs) -> Result<i32, AppError> {
+    let mut table: toml::Table = toml::from_str(&args.settings)
+        .map_err(|e| AppError::Usage(format!("engine-host --settings: {e}")))?;
+    table.insert("dir".into(), toml::Value::String(args.dir.clone()));
+    bakeoff_drivers::embedded::host::serve_named(&args.name, &table, args.port)
+        .map_err(|e| AppError::Failed(e.to_string()))?;
+    Ok(EXIT_OK)
 }
 
 fn install_ctrlc(stop: Arc<AtomicBool>) {

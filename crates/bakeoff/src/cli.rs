@@ -80,6 +80,27 @@ pub enum Command {
     Compare(CompareArgs),
     /// Print the JSON Schema of result files.
     Schema,
+    /// Serve an embedded engine over RESP on a loopback port until SIGTERM.
+    /// bakeoff starts this itself for runs with a fault, so that it can kill
+    /// and restart the engine; not meant to be run by hand.
+    #[command(name = "engine-host", hide = true)]
+    EngineHost(EngineHostArgs),
+}
+
+/// Arguments of the hidden `engine-host` command.
+#[derive(Debug, Args)]
+pub struct EngineHostArgs {
+    /// Engine target name (lmdb, rocksdb, sqlite, tokyo-hash, ...).
+    pub name: String,
+    /// Port on 127.0.0.1 to listen on.
+    #[arg(long)]
+    pub port: u16,
+    /// Directory of the engine's files.
+    #[arg(long)]
+    pub dir: String,
+    /// The target's settings table, as TOML.
+    #[arg(long, default_value = "")]
+    pub settings: String,
 }
 
 /// Flags of `bakeoff run`.

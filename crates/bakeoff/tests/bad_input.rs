@@ -283,8 +283,15 @@ fn faults_that_cannot_happen_are_refused() {
             "needs a server bakeoff started",
         ),
         (
-            &["-t", "sqlite", "--fault", "restart@1s"],
-            "cannot be killed and restarted",
+            &[
+                "-t",
+                "sqlite",
+                "--fault",
+                "restart@1s",
+                "--record",
+                "profile",
+            ],
+            "key-value records only",
         ),
     ];
     for (args, expected) in cases {

@@ -325,6 +325,33 @@ fn config_value(raw: &str) -> Option<String> {
 }
 
 impl RedisTarget {
+    /// A target that speaks RESP to `server`, a process bakeoff started
+    /// that is not redis-server (an embedded engine's host): sampled,
+    /// counted and faulted as redis-server is. Its record is set after.
+    pub(crate) fn serving(server: ManagedServer) -> Self {
+        let addr = server.addr;
+        RedisTarget {
+            server: Some(RunningServer::new(server)),
+            connector_addr: addr,
+            user: None,
+            password: None,
+            driver: CodecDriver {
+                codec: RespCodec,
+                connector: Box::new(RedisConnector {
+                    addr,
+                    user: None,
+                    password: None,
+                }),
+            },
+            record: TargetRecord::default(),
+        }
+    }
+
+    /// Replaces what the result records of the target.
+    pub(crate) fn set_record(&mut self, record: TargetRecord) {
+        self.record = record;
+    }
+
     fn admin(&self) -> std::io::Result<TcpStream> {
         let s = RedisConnector {
             addr: self.connector_addr,
@@ -346,7 +373,8 @@ impl RedisTarget {
         }
     }
 
-    fn info(&self, section: &str) -> std::io::Result<Vec<(String, String)>> {
+    /// `INFO section` as key-value pairs.
+    pub(crate) fn info(&self, section: &str) -> std::io::Result<Vec<(String, String)>> {
         let mut s = self.admin()?;
         match resp_call(&mut s, &[b"INFO", section.as_bytes()])? {
             RespReply::Bulk(b) => Ok(parse_info(&String::from_utf8_lossy(&b))),

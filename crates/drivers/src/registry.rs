@@ -340,9 +340,10 @@ impl TargetCatalog for Registry {
             pipelining: e.pipelining,
             batch_load: e.batch_load,
             requests: e.requests.to_vec(),
-            // Servers bakeoff starts can be killed and restarted; engines
-            // in bakeoff's own process cannot (yet).
-            faults: e.managed && !e.program.is_empty(),
+            // Servers bakeoff starts can be killed and restarted, and so
+            // can its engines, which a run with a fault opens in a child
+            // process (`embedded::host`).
+            faults: e.managed,
             managed: e.managed,
             url_scheme: (!e.scheme.is_empty()).then(|| e.scheme.to_string()),
         })
@@ -418,6 +419,9 @@ impl TargetOpener for Registry {
         (e.check)(plan.settings_of(spec))?;
         if matches!(spec.endpoint, Endpoint::Managed) {
             (e.available)()?;
+        }
+        if e.program.is_empty() {
+            crate::embedded::host::probe(spec, plan)?;
         }
         match e.probe {
             Some(p) => p(spec, plan),

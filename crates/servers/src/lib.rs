@@ -493,13 +493,19 @@ impl ManagedServer {
                 return Err(ServerError::PortInUse { port: p });
             }
         }
+        // A program given by its path (bakeoff's own engine host) names
+        // its directories by its file name.
+        let short = Path::new(cmd.program)
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| cmd.program.to_string());
         let dir = tempfile::Builder::new()
-            .prefix(&format!("bakeoff-{}-", cmd.program))
+            .prefix(&format!("bakeoff-{short}-"))
             .tempdir()
             .map_err(io)?;
         let (disk, backing) = if cmd.lazy_disk {
             let backing = tempfile::Builder::new()
-                .prefix(&format!("bakeoff-{}-disk-", cmd.program))
+                .prefix(&format!("bakeoff-{short}-disk-"))
                 .tempdir()
                 .map_err(io)?;
             let mount = bakeoff_lazyfs::LazyMount::mount(backing.path(), dir.path()).map_err(

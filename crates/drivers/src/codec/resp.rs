@@ -76,6 +76,67 @@ impl Codec for RespCodec {
     }
 }
 
+/// Most arguments of a request the engine host looks at (`SET key value`).
+pub const MAX_ARGS: usize = 3;
+
+/// A request as a RESP server reads it: an array of bulk strings.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Request {
+    /// More bytes are needed.
+    Incomplete,
+    /// Not an array of bulk strings: the connection cannot go on.
+    Invalid,
+    /// `len` bytes make one request of `argc` arguments; the first
+    /// [`MAX_ARGS`] are `args` (start and end offsets in the buffer).
+    Complete {
+        /// Bytes the request took.
+        len: usize,
+        /// How many arguments it had.
+        argc: usize,
+        /// Where the first arguments are.
+        args: [(usize, usize); MAX_ARGS],
+    },
+}
+
+/// Reads one request (`*N` then N bulk strings) from the start of `buf`:
+/// the other side of [`RespCodec::encode`], for bakeoff's engine host.
+pub fn decode_request(buf: &[u8]) -> Request {
+    let Some(eol) = find_crlf(buf) else {
+        return match buf.first() {
+            None | Some(b'*') => Request::Incomplete,
+            Some(_) => Request::Invalid,
+        };
+    };
+    if buf[0] != b'*' {
+        return Request::Invalid;
+    }
+    let Some(argc) = parse_decimal(&buf[1..eol]).filter(|&n| (1..=1024).contains(&n)) else {
+        return Request::Invalid;
+    };
+    let mut args = [(0, 0); MAX_ARGS];
+    let mut pos = eol + 2;
+    for i in 0..argc {
+        if pos < buf.len() && buf[pos] != b'$' {
+            return Request::Invalid;
+        }
+        match skip_value(buf, pos) {
+            Step::Done(next, Kind::Bulk(start, end)) => {
+                if let Some(slot) = args.get_mut(i) {
+                    *slot = (start, end);
+                }
+                pos = next;
+            }
+            Step::Incomplete => return Request::Incomplete,
+            _ => return Request::Invalid,
+        }
+    }
+    Request::Complete {
+        len: pos,
+        argc,
+        args,
+    }
+}
+
 enum Kind {
     Simple,
     Error,
@@ -167,6 +228,43 @@ fn skip_value(buf: &[u8], at: usize) -> Step {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn requests_are_read_back_as_encoded() {
+        let mut out = Vec::new();
+        RespCodec.encode(OpKind::Set, b"k1", b"HE", b"LLO", &mut out);
+        let Request::Complete { len, argc, args } = decode_request(&out) else {
+            panic!("a whole SET is complete");
+        };
+        assert_eq!((len, argc), (out.len(), 3));
+        let arg = |i: usize| &out[args[i].0..args[i].1];
+        assert_eq!(
+            (arg(0), arg(1), arg(2)),
+            (&b"SET"[..], &b"k1"[..], &b"HELLO"[..])
+        );
+        for cut in 0..out.len() {
+            assert_eq!(
+                decode_request(&out[..cut]),
+                Request::Incomplete,
+                "{cut} bytes"
+            );
+        }
+        assert_eq!(
+            decode_request(b"PING\r\n"),
+            Request::Invalid,
+            "inline commands"
+        );
+        assert_eq!(
+            decode_request(b"*1\r\n:1\r\n"),
+            Request::Invalid,
+            "an integer argument"
+        );
+        assert_eq!(decode_request(b"*0\r\n"), Request::Invalid, "no arguments");
+        let many = b"*5\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n$1\r\nd\r\n$1\r\ne\r\n";
+        assert!(
+            matches!(decode_request(many), Request::Complete { argc: 5, len, .. } if len == many.len())
+        );
+    }
 
     fn dec(b: &[u8], k: OpKind) -> Decoded {
         RespCodec.decode(b, k)

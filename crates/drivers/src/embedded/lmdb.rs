@@ -13,7 +13,7 @@ use bakeoff_core::runner::Target;
 use bakeoff_core::session::SessionError;
 use bakeoff_core::workload::OpKind;
 
-use super::{DataDir, EmbeddedTarget, Engine, EngineError};
+use super::{open_with, DataDir, Engine, EngineError, OpenHow, Opened};
 use crate::dl::{self, Lib};
 use crate::settings::{Kind, Setting, Settings, DIR};
 
@@ -309,16 +309,25 @@ pub fn available() -> Result<(), TargetError> {
     Api::load().map(|_| ())
 }
 
-/// Opens the environment (emptied first for a run that loads).
+/// Opens the target: the engine in bakeoff's process, or in a child.
 pub fn open(
     spec: &TargetSpec,
     plan: &Plan,
     workload: &Workload,
 ) -> Result<Box<dyn Target>, TargetError> {
-    let settings = LmdbSettings::parse(plan.settings_of(spec))?;
+    open_with(spec, plan, workload, opened)
+}
+
+/// Opens the environment (emptied first for a run that loads).
+pub fn opened(
+    name: &str,
+    table: Option<&toml::Table>,
+    how: &OpenHow,
+) -> Result<Opened<LmdbEngine>, TargetError> {
+    let settings = LmdbSettings::parse(table)?;
     let api = Api::load()?;
-    let dir = DataDir::new(settings.dir.clone(), &spec.name)?;
-    if workload.load {
+    let dir = DataDir::new(settings.dir.clone(), name)?;
+    if how.load {
         let _ = std::fs::remove_file(dir.path().join("data.mdb"));
         let _ = std::fs::remove_file(dir.path().join("lock.mdb"));
     }
@@ -372,12 +381,10 @@ pub fn open(
     let engine = LmdbEngine {
         env: Arc::new(LmdbEnv { api, env, dbi }),
     };
-    Ok(Box::new(EmbeddedTarget::new(
-        &spec.name,
+    Ok(Opened {
         engine,
         dir,
         version,
-        record,
-        workload.memory_cap,
-    )?))
+        settings: record,
+    })
 }

@@ -7,6 +7,7 @@
 //! preset names with `dir`), and samples the bakeoff process's own CPU, RSS
 //! and disk I/O plus the directory's size each second.
 
+pub mod host;
 pub mod lmdb;
 pub mod rocksdb;
 pub mod sqlite;
@@ -19,6 +20,8 @@ use std::sync::Arc;
 use bakeoff_core::driver::{Driver, Job, WorkerOutput};
 use bakeoff_core::embedded::EngineSession;
 use bakeoff_core::error::TargetError;
+use bakeoff_core::plan::{Plan, TargetSpec, Workload};
+use bakeoff_core::profile::RecordKind;
 use bakeoff_core::result::{CounterCheck, TargetRecord};
 use bakeoff_core::runner::{Counters, ProcSnapshot, Target};
 use bakeoff_core::session::SessionError;
@@ -111,6 +114,68 @@ impl DataDir {
             DataDir::Named(p) => p,
         }
     }
+}
+
+/// What opening an engine needs to know of the run.
+#[derive(Clone, Debug)]
+pub struct OpenHow {
+    /// The run loads: start from an empty database.
+    pub load: bool,
+    /// Records are key-value pairs or profile rows.
+    pub record: RecordKind,
+    /// Secondary indexes on the profile table.
+    pub indexes: bool,
+}
+
+impl OpenHow {
+    /// What `workload` asks of the engine.
+    pub fn of(workload: &Workload) -> Self {
+        OpenHow {
+            load: workload.load,
+            record: workload.record,
+            indexes: workload.indexes,
+        }
+    }
+}
+
+/// An engine opened on its directory, with what the result records of it.
+pub struct Opened<E: Engine> {
+    /// The engine.
+    pub engine: E,
+    /// Where its files are.
+    pub dir: DataDir,
+    /// Library and version.
+    pub version: String,
+    /// Its settings as opened.
+    pub settings: BTreeMap<String, String>,
+}
+
+/// An engine module's opening function: target name, its settings table,
+/// what the run asks.
+pub type OpenedFn<E> = fn(&str, Option<&toml::Table>, &OpenHow) -> Result<Opened<E>, TargetError>;
+
+/// Opens engine target `spec` for a run of `workload`: in bakeoff's own
+/// process, or, for a run with a fault, in a child process of its own
+/// ([`host`]), which bakeoff can kill, cut the power of and start again
+/// without dying itself.
+pub fn open_with<E: Engine>(
+    spec: &TargetSpec,
+    plan: &Plan,
+    workload: &Workload,
+    opened: OpenedFn<E>,
+) -> Result<Box<dyn Target>, TargetError> {
+    if workload.fault.is_some() {
+        return host::open(spec, plan, workload);
+    }
+    let o = opened(&spec.name, plan.settings_of(spec), &OpenHow::of(workload))?;
+    Ok(Box::new(EmbeddedTarget::new(
+        &spec.name,
+        o.engine,
+        o.dir,
+        o.version,
+        o.settings,
+        workload.memory_cap,
+    )?))
 }
 
 /// An embedded engine ready for one run.

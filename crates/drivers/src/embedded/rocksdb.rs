@@ -13,7 +13,7 @@ use bakeoff_core::runner::Target;
 use bakeoff_core::session::SessionError;
 use bakeoff_core::workload::OpKind;
 
-use super::{DataDir, EmbeddedTarget, Engine, EngineError};
+use super::{open_with, DataDir, Engine, EngineError, OpenHow, Opened};
 use crate::dl::{self, Lib};
 use crate::settings::{Kind, Setting, Settings, DIR};
 
@@ -309,15 +309,24 @@ pub fn available() -> Result<(), TargetError> {
     Api::load().map(|_| ())
 }
 
-/// Opens the database (destroyed first for a run that loads).
+/// Opens the target: the engine in bakeoff's process, or in a child.
 pub fn open(
     spec: &TargetSpec,
     plan: &Plan,
     workload: &Workload,
 ) -> Result<Box<dyn Target>, TargetError> {
-    let settings = RocksSettings::parse(plan.settings_of(spec))?;
+    open_with(spec, plan, workload, opened)
+}
+
+/// Opens the database (destroyed first for a run that loads).
+pub fn opened(
+    name: &str,
+    table: Option<&toml::Table>,
+    how: &OpenHow,
+) -> Result<Opened<RocksEngine>, TargetError> {
+    let settings = RocksSettings::parse(table)?;
     let api = Api::load()?;
-    let dir = DataDir::new(settings.dir.clone(), &spec.name)?;
+    let dir = DataDir::new(settings.dir.clone(), name)?;
     let path = CString::new(dir.path().join("db").display().to_string())
         .map_err(|_| EngineError("path contains a NUL byte".to_string()))?;
     // SAFETY: building options and opening the database per rocksdb/c.h;
@@ -333,7 +342,7 @@ pub fn open(
             (api.cache_create_lru)(settings.block_cache as usize),
         );
         (api.options_set_block_based_table_factory)(opts, table);
-        if workload.load {
+        if how.load {
             let mut err = ptr::null_mut();
             (api.destroy_db)(opts, path.as_ptr(), &mut err);
             api.take_error(err).map_err(|e| {
@@ -364,12 +373,10 @@ pub fn open(
     record.insert("write_buffer".into(), settings.write_buffer.to_string());
     record.insert("compression".into(), settings.compression.clone());
     record.insert("sync".into(), settings.sync.to_string());
-    Ok(Box::new(EmbeddedTarget::new(
-        &spec.name,
-        RocksEngine { db: Arc::new(db) },
+    Ok(Opened {
+        engine: RocksEngine { db: Arc::new(db) },
         dir,
         version,
-        record,
-        workload.memory_cap,
-    )?))
+        settings: record,
+    })
 }

@@ -16,7 +16,7 @@ use bakeoff_core::runner::Target;
 use bakeoff_core::session::SessionError;
 use bakeoff_core::workload::OpKind;
 
-use super::{DataDir, EmbeddedTarget, Engine, EngineError};
+use super::{open_with, DataDir, Engine, EngineError, OpenHow, Opened};
 use crate::dl::{self, Lib};
 use crate::settings::{Kind, Setting, Settings, DIR};
 
@@ -490,23 +490,32 @@ pub fn available() -> Result<(), TargetError> {
     Api::load().map(|_| ())
 }
 
-/// Opens (and, for a run that loads, empties) the database.
+/// Opens the target: the engine in bakeoff's process, or in a child.
 pub fn open(
     spec: &TargetSpec,
     plan: &Plan,
     workload: &Workload,
 ) -> Result<Box<dyn Target>, TargetError> {
-    let settings = SqliteSettings::parse(plan.settings_of(spec))?;
+    open_with(spec, plan, workload, opened)
+}
+
+/// Opens (and, for a run that loads, empties) the database.
+pub fn opened(
+    name: &str,
+    table: Option<&toml::Table>,
+    how: &OpenHow,
+) -> Result<Opened<SqliteEngine>, TargetError> {
+    let settings = SqliteSettings::parse(table)?;
     let api = Arc::new(Api::load()?);
-    let dir = DataDir::new(settings.dir.clone(), &spec.name)?;
+    let dir = DataDir::new(settings.dir.clone(), name)?;
     let file: PathBuf = dir.path().join("bakeoff.sqlite");
     let path = CString::new(file.display().to_string())
         .map_err(|_| EngineError("directory path contains a NUL byte".to_string()))?;
     let pragmas = settings.pragmas();
-    let profile = workload.record == RecordKind::Profile;
+    let profile = how.record == RecordKind::Profile;
     {
         let c = Conn::open(&api, &path, &pragmas, profile)?;
-        if workload.load {
+        if how.load {
             c.exec(if profile {
                 "DELETE FROM profile"
             } else {
@@ -514,7 +523,7 @@ pub fn open(
             })?;
         }
         if profile {
-            if workload.indexes {
+            if how.indexes {
                 c.exec("CREATE INDEX IF NOT EXISTS profile_sex ON profile (sex)")?;
                 c.exec("CREATE INDEX IF NOT EXISTS profile_loc ON profile (province, city)")?;
             } else {
@@ -537,7 +546,7 @@ pub fn open(
     if profile {
         record.insert(
             "indexes".into(),
-            if workload.indexes {
+            if how.indexes {
                 "sex, (province, city)"
             } else {
                 "none"
@@ -551,12 +560,10 @@ pub fn open(
         pragmas,
         profile,
     };
-    Ok(Box::new(EmbeddedTarget::new(
-        &spec.name,
+    Ok(Opened {
         engine,
         dir,
         version,
-        record,
-        workload.memory_cap,
-    )?))
+        settings: record,
+    })
 }
