@@ -150,15 +150,18 @@ fn ctrl_c_keeps_finished_runs_and_stops_managed_servers() {
 /// given persistence, GET-heavy over 2000 loaded records; returns the exit
 /// code and the run.
 fn faulted_redis_run(fault: &str, persistence: &str) -> (Option<i32>, serde_json::Value) {
+    faulted_run(&format!("redis[persistence={persistence}]"), fault)
+}
+
+/// Runs `target` for 5 s with `fault` at 2 s, GET-heavy over 2000 loaded
+/// records; returns the exit code and the run.
+fn faulted_run(target: &str, fault: &str) -> (Option<i32>, serde_json::Value) {
     let dir = tmp();
     let out = dir.path().join("fault.json");
-    let set = format!("redis.persistence={persistence}");
     let o = bakeoff(&[
         "run",
         "-t",
-        "redis",
-        "--set",
-        &set,
+        target,
         "--records",
         "2000",
         "--mix",
@@ -223,6 +226,36 @@ fn a_restart_mid_run_is_measured_and_aof_keeps_the_records() {
     assert_eq!(misses_after(&run), 0, "records lost across a clean restart");
     // The server's counters restart from zero: not compared.
     assert!(run["checks"]["counters"].as_array().unwrap().is_empty());
+}
+
+/// An embedded engine under a fault runs in a child process: a clean
+/// restart closes it (Tokyo Cabinet's B+tree writes the leaves it caches,
+/// RocksDB its memtable to the log) and opens it again on its files, with
+/// every loaded record there, the gap measured, and the host's own counts
+/// of the first process not compared with the second's.
+#[test]
+fn an_embedded_engine_restarts_in_its_child_process_and_keeps_its_records() {
+    if !require("tchmgr", "tokyocabinet-bin") {
+        return;
+    }
+    for target in ["tokyo-btree", "rocksdb"] {
+        let (code, run) = faulted_run(target, "restart@2s");
+        assert_eq!(code, Some(0), "{target}: {run}");
+        assert_eq!(run["status"], "ok", "{target}: {}", run["message"]);
+        let f = &run["fault"];
+        assert_eq!(f["kind"], "restart", "{target}");
+        assert!(f["error"].is_null(), "{target}: {f}");
+        let back = f["back_after_s"].as_f64().unwrap();
+        assert!(back > 0.0 && back < 10.0, "{target}: back after {back}");
+        assert!(f["recovered_after_s"].as_f64().is_some(), "{target}: {f}");
+        assert_eq!(
+            misses_after(&run),
+            0,
+            "{target}: records lost across a clean restart: {}",
+            run["timeline"]
+        );
+        assert!(run["checks"]["counters"].as_array().unwrap().is_empty());
+    }
 }
 
 /// A crash (SIGKILL to the group) with no persistence empties the store;
