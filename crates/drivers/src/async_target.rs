@@ -104,6 +104,10 @@ impl<D: AsyncDriver> Target for AsyncTarget<D> {
     fn fault(&self, kind: FaultKind) -> Result<FaultStruck, TargetError> {
         crate::running::fault(self.server.as_ref(), kind)
     }
+
+    fn gone(&self) -> Option<String> {
+        self.server.as_ref()?.lock().gone()
+    }
 }
 
 /// Runs `f` on a fresh single-threaded runtime (admin queries, probing).

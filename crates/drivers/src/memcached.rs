@@ -335,4 +335,8 @@ impl Target for MemcachedTarget {
     fn fault(&self, kind: FaultKind) -> Result<FaultStruck, TargetError> {
         crate::running::fault(self.server.as_ref(), kind)
     }
+
+    fn gone(&self) -> Option<String> {
+        self.server.as_ref()?.lock().gone()
+    }
 }

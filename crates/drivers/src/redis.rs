@@ -451,6 +451,10 @@ impl Target for RedisTarget {
     fn fault(&self, kind: FaultKind) -> Result<FaultStruck, TargetError> {
         crate::running::fault(self.server.as_ref(), kind)
     }
+
+    fn gone(&self) -> Option<String> {
+        self.server.as_ref()?.lock().gone()
+    }
 }
 
 #[cfg(test)]

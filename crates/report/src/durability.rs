@@ -4,7 +4,10 @@
 //! table: what reached the server's disk per write. Shared by the text,
 //! Markdown and HTML reports.
 
-use bakeoff_core::result::{ExperimentResult, RunResult};
+use std::collections::BTreeMap;
+
+use bakeoff_core::durability::DurabilityCheck;
+use bakeoff_core::result::{ExperimentResult, RunResult, TargetRecord};
 use bakeoff_core::units::{fmt_bytes, fmt_ns, fmt_rate};
 
 /// Columns of the durability table.
@@ -25,12 +28,214 @@ pub const DURABILITY_HEAD: [&str; 13] = [
 ];
 
 /// The table's rows (head first), or `None` when no run checked
-/// durability.
+/// durability: a row per run, then, for every target and point run more
+/// than once, a row of the spread over those runs.
 pub fn durability_rows(r: &ExperimentResult) -> Option<Vec<Vec<String>>> {
     let mut rows = vec![DURABILITY_HEAD.iter().map(|s| s.to_string()).collect()];
     rows.extend(r.runs.iter().filter_map(durability_row));
+    rows.extend(spread_rows(r.runs.iter()));
     (rows.len() > 1).then_some(rows)
 }
+
+/// Rows of the spread over repeats: per target and point with more than
+/// one checked run, each count as min / median / max, the class over them
+/// all.
+pub fn spread_rows<'a>(runs: impl Iterator<Item = &'a RunResult>) -> Vec<Vec<String>> {
+    let mut groups: BTreeMap<(String, String), Vec<&RunResult>> = BTreeMap::new();
+    for run in runs.filter(|r| r.durability.is_some()) {
+        let point: Vec<String> = run.point.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        groups
+            .entry((run.target.clone(), point.join(" ")))
+            .or_default()
+            .push(run);
+    }
+    groups
+        .into_iter()
+        .filter(|(_, runs)| runs.len() > 1)
+        .map(|((target, point), runs)| {
+            let checks: Vec<&DurabilityCheck> =
+                runs.iter().filter_map(|r| r.durability.as_ref()).collect();
+            let spread = |f: &dyn Fn(&DurabilityCheck) -> u64| {
+                let mut v: Vec<u64> = checks.iter().map(|c| f(c)).collect();
+                v.sort_unstable();
+                format!("{} / {} / {}", v[0], v[v.len() / 2], v[v.len() - 1])
+            };
+            let mut throughput: Vec<f64> =
+                runs.iter().map(|r| r.measure.throughput_per_s).collect();
+            throughput.sort_by(f64::total_cmp);
+            let median_secs = |f: &dyn Fn(&RunResult) -> Option<f64>| {
+                let mut v: Vec<f64> = runs.iter().filter_map(|r| f(r)).collect();
+                v.sort_by(f64::total_cmp);
+                v.get(v.len() / 2)
+                    .map(|s| format!("median {}", fmt_ns(s * 1e9)))
+                    .unwrap_or_else(|| "-".into())
+            };
+            let kinds: Vec<&str> = runs
+                .iter()
+                .filter_map(|r| r.fault.as_ref().map(|f| f.kind.name()))
+                .collect();
+            vec![
+                target,
+                format!(
+                    "{} (min / median / max of {})",
+                    if point.is_empty() { "-" } else { &point },
+                    runs.len()
+                ),
+                format!("median {}", fmt_rate(throughput[throughput.len() / 2])),
+                match kinds.first() {
+                    Some(k) => format!("{k} × {}", kinds.len()),
+                    None => "none".into(),
+                },
+                spread(&|c| c.acknowledged),
+                spread(&|c| c.lost),
+                spread(&|c| c.recovered),
+                spread(&|c| c.unexpected),
+                spread(&|c| c.corrupt),
+                spread(&|c| c.holes),
+                median_secs(&|r| r.fault.as_ref().and_then(|f| f.back_after_s)),
+                median_secs(&|r| r.fault.as_ref().and_then(|f| f.recovered_after_s)),
+                Class::over(&checks).text(),
+            ]
+        })
+        .collect()
+}
+
+/// What several checked runs of one setting under one kind of fault
+/// showed: how many, the fewest and most writes lost, the widest window.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Class {
+    runs: usize,
+    lost_min: u64,
+    lost_max: u64,
+    window_max_ns: Option<u64>,
+    corrupt: u64,
+}
+
+impl Class {
+    /// The class over `checks`.
+    pub fn over(checks: &[&DurabilityCheck]) -> Self {
+        Class {
+            runs: checks.len(),
+            lost_min: checks.iter().map(|c| c.lost).min().unwrap_or(0),
+            lost_max: checks.iter().map(|c| c.lost).max().unwrap_or(0),
+            window_max_ns: checks.iter().filter_map(|c| c.loss_window_ns).max(),
+            corrupt: checks.iter().map(|c| c.corrupt).sum(),
+        }
+    }
+
+    /// "kept every acknowledged write (3 runs)", "lost 12–40 (window ≤ 1.00 s, 3 runs)".
+    pub fn text(&self) -> String {
+        let runs = if self.runs == 1 {
+            "1 run".to_string()
+        } else {
+            format!("{} runs", self.runs)
+        };
+        let corrupt = if self.corrupt > 0 {
+            format!(", {} corrupt", self.corrupt)
+        } else {
+            String::new()
+        };
+        if self.lost_max == 0 {
+            return format!("kept every acknowledged write ({runs}{corrupt})");
+        }
+        let lost = if self.lost_min == self.lost_max {
+            self.lost_max.to_string()
+        } else {
+            format!("{}–{}", self.lost_min, self.lost_max)
+        };
+        let window = self
+            .window_max_ns
+            .map(|w| format!("window ≤ {}, ", fmt_ns(w as f64)))
+            .unwrap_or_default();
+        format!("lost {lost} ({window}{runs}{corrupt})")
+    }
+}
+
+/// Settings that decide what a crash or a power cut costs, by the names
+/// targets record them under (as set, or as read back from the server).
+const DURABILITY_SETTINGS: &[&str] = &[
+    "persistence",
+    "appendonly",
+    "appendfsync",
+    "save",
+    "innodb_flush_log_at_trx_commit",
+    "sync_binlog",
+    "innodb_doublewrite",
+    "synchronous_commit",
+    "fsync",
+    "sync",
+    "synchronous",
+    "journal_mode",
+];
+
+/// A setting: the target without its variant, and its durability settings.
+fn setting_of(record: &TargetRecord) -> String {
+    let base = record.name.split('[').next().unwrap_or(&record.name);
+    let mut key = base.to_string();
+    for k in DURABILITY_SETTINGS {
+        if let Some(v) = record.settings.get(*k) {
+            key.push_str(&format!(" {k}={v}"));
+        }
+    }
+    key
+}
+
+/// The durability classes measured in a set of results, per setting and
+/// kind of fault, so that any run with the same setting (in any of the
+/// results) can show what its setting is measured to keep.
+#[derive(Debug, Default)]
+pub struct Classes(BTreeMap<String, BTreeMap<&'static str, Vec<DurabilityCheck>>>);
+
+impl Classes {
+    /// Collects every checked run with a fault in `results`.
+    pub fn from_results<'a>(results: impl Iterator<Item = &'a ExperimentResult>) -> Self {
+        let mut classes = Classes::default();
+        for r in results {
+            for run in &r.runs {
+                let (Some(c), Some(f), Some(t)) = (
+                    &run.durability,
+                    &run.fault,
+                    r.targets.iter().find(|t| t.name == run.target),
+                ) else {
+                    continue;
+                };
+                classes
+                    .0
+                    .entry(setting_of(t))
+                    .or_default()
+                    .entry(f.kind.name())
+                    .or_default()
+                    .push(c.clone());
+            }
+        }
+        classes
+    }
+
+    /// Whether no class is known.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The measured class of `run`'s setting in `r`, if one is known:
+    /// "kill: kept every acknowledged write (3 runs); power-cut: lost 40 (...)".
+    pub fn of(&self, r: &ExperimentResult, run: &RunResult) -> Option<String> {
+        let t = r.targets.iter().find(|t| t.name == run.target)?;
+        let by_fault = self.0.get(&setting_of(t))?;
+        Some(
+            by_fault
+                .iter()
+                .map(|(kind, checks)| {
+                    let checks: Vec<&DurabilityCheck> = checks.iter().collect();
+                    format!("{kind}: {}", Class::over(&checks).text())
+                })
+                .collect::<Vec<_>>()
+                .join("; "),
+        )
+    }
+}
+
+/// The head of the column the summary table gains when a class is known.
+pub const CLASS_HEAD: &str = "durability (measured)";
 
 /// The row of `run`, if it checked durability.
 pub fn durability_row(run: &RunResult) -> Option<Vec<String>> {
@@ -100,4 +305,80 @@ pub fn disk_row(run: &RunResult) -> Option<Vec<String>> {
         opt(d.file_writes_per_write),
         opt(d.fsyncs_per_write),
     ])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bakeoff_core::plan::FaultKind;
+    use bakeoff_core::result::FaultRecord;
+
+    fn mock() -> ExperimentResult {
+        serde_json::from_str(include_str!("../../bakeoff/tests/snapshots/mock.json"))
+            .expect("the mock snapshot is a result")
+    }
+
+    fn checked(run: &mut RunResult, lost: u64, window_ms: u64) {
+        run.fault = Some(FaultRecord {
+            kind: FaultKind::PowerCut,
+            at_s: 2.0,
+            back_after_s: Some(0.05),
+            recovered_after_s: Some(1.0),
+            error: None,
+        });
+        run.durability = Some(DurabilityCheck {
+            acknowledged: 1000 + lost,
+            lost,
+            loss_window_ns: (lost > 0).then_some(window_ms * 1_000_000),
+            ..DurabilityCheck::default()
+        });
+    }
+
+    /// A class measured in one result shows next to the throughput of a run
+    /// with the same setting in another, and not next to another setting.
+    #[test]
+    fn a_measured_class_follows_its_setting_across_results() {
+        let mut crash = mock();
+        crash.targets[0]
+            .settings
+            .insert("sync".into(), "nosync".into());
+        checked(&mut crash.runs[0], 40, 900);
+        checked(&mut crash.runs[1], 10, 300);
+        let mut other = mock();
+        other.targets[0]
+            .settings
+            .insert("sync".into(), "nosync".into());
+        let classes = Classes::from_results([&crash, &other].into_iter());
+        assert_eq!(
+            classes.of(&other, &other.runs[3]).as_deref(),
+            Some("power-cut: lost 10–40 (window ≤ 900.00 ms, 2 runs)")
+        );
+        other.targets[0]
+            .settings
+            .insert("sync".into(), "full".into());
+        assert_eq!(classes.of(&other, &other.runs[3]), None);
+        let (head, rows) = crate::summary_table(
+            &[&crash, &other],
+            other.runs.iter().map(|r| (1, r.target.as_str(), r)),
+        );
+        assert_eq!(head.last().map(String::as_str), Some(CLASS_HEAD));
+        assert!(rows.iter().all(|r| r.last().unwrap() == "-"), "{rows:?}");
+        let (head, _) = crate::summary_table(&[&other], other.runs.iter().map(|r| (0, "x", r)));
+        assert_ne!(head.last().map(String::as_str), Some(CLASS_HEAD));
+    }
+
+    /// Repeats of one target and point get a row of min / median / max.
+    #[test]
+    fn repeats_get_a_spread_row() {
+        let mut r = mock();
+        checked(&mut r.runs[0], 0, 0);
+        checked(&mut r.runs[1], 7, 500);
+        let rows = durability_rows(&r).unwrap();
+        assert_eq!(rows.len(), 1 + 2 + 1, "{rows:?}");
+        let spread = &rows[3];
+        assert_eq!(spread[1], "clients=1 (min / median / max of 2)");
+        assert_eq!(spread[3], "power-cut × 2");
+        assert_eq!(spread[5], "0 / 7 / 7");
+        assert_eq!(spread[12], "lost 0–7 (window ≤ 500.00 ms, 2 runs)");
+    }
 }

@@ -248,11 +248,15 @@ impl<'a> Page<'a> {
 
     fn summary(&mut self) {
         self.h2("summary", "Summary");
-        let mut rows = Vec::new();
-        for rr in &self.view.runs {
-            rows.push(crate::summary_row(&self.view.series[rr.series], rr.run));
-        }
-        self.table(&crate::SUMMARY_HEAD, &rows, 2);
+        let (head, rows) = crate::summary_table(
+            &self.view.sources,
+            self.view
+                .runs
+                .iter()
+                .map(|r| (r.source, self.view.series[r.series].as_str(), r.run)),
+        );
+        let head: Vec<&str> = head.iter().map(String::as_str).collect();
+        self.table(&head, &rows, 2);
         self.durability();
         self.disk();
         self.html.push_str(r#"<p class="note">Latencies are response times of the measured phase (warm-up excluded), all operation kinds together; throughput counts successful operations. Per operation kind: see the CSV or Markdown report.</p>"#);
@@ -265,6 +269,9 @@ impl<'a> Page<'a> {
             .runs
             .iter()
             .filter_map(|rr| crate::durability::durability_row(rr.run))
+            .chain(crate::durability::spread_rows(
+                self.view.runs.iter().map(|rr| rr.run),
+            ))
             .collect();
         if rows.is_empty() {
             return;

@@ -112,6 +112,35 @@ pub fn summary_row(series: &str, run: &RunResult) -> Vec<String> {
     ]
 }
 
+/// The summary table of `runs` (each with the index of its result in
+/// `sources` and the name of its series): head and rows. When a
+/// durability class is measured in `sources` for the setting of some run,
+/// a last column shows it next to that run's throughput.
+pub fn summary_table<'a>(
+    sources: &[&ExperimentResult],
+    runs: impl Iterator<Item = (usize, &'a str, &'a RunResult)>,
+) -> (Vec<String>, Vec<Vec<String>>) {
+    let classes = durability::Classes::from_results(sources.iter().copied());
+    let mut head: Vec<String> = SUMMARY_HEAD.iter().map(|s| s.to_string()).collect();
+    let mut rows = Vec::new();
+    for (source, series, run) in runs {
+        let mut row = summary_row(series, run);
+        if !classes.is_empty() {
+            row.push(
+                sources
+                    .get(source)
+                    .and_then(|r| classes.of(r, run))
+                    .unwrap_or_else(|| "-".into()),
+            );
+        }
+        rows.push(row);
+    }
+    if !classes.is_empty() {
+        head.push(durability::CLASS_HEAD.into());
+    }
+    (head, rows)
+}
+
 /// Writes an aligned text table: the first `left` columns left-aligned,
 /// the rest right-aligned, a rule under the head.
 pub fn text_table(rows: &[Vec<String>], left: usize, out: &mut dyn Write) -> std::io::Result<()> {
@@ -190,7 +219,8 @@ pub fn run_notes(r: &ExperimentResult) -> Vec<String> {
 
 impl Exporter for TextExporter {
     fn export(&self, results: &[ExperimentResult], out: &mut dyn Write) -> std::io::Result<()> {
-        for r in results {
+        let sources: Vec<&ExperimentResult> = results.iter().collect();
+        for (i, r) in results.iter().enumerate() {
             writeln!(
                 out,
                 "experiment {} — {} run(s), status {}",
@@ -198,8 +228,12 @@ impl Exporter for TextExporter {
                 r.runs.len(),
                 r.status
             )?;
-            let mut rows = vec![SUMMARY_HEAD.iter().map(|s| s.to_string()).collect()];
-            rows.extend(r.runs.iter().map(|run| summary_row(&run.target, run)));
+            let (head, body) = summary_table(
+                &sources,
+                r.runs.iter().map(|run| (i, run.target.as_str(), run)),
+            );
+            let mut rows = vec![head];
+            rows.extend(body);
             text_table(&rows, 2, out)?;
             if let Some(rows) = durability::durability_rows(r) {
                 writeln!(

@@ -9,7 +9,7 @@ use bakeoff_core::result::ExperimentResult;
 use bakeoff_core::units::{fmt_bytes, fmt_ns};
 
 use crate::view::{point_label, point_without, Figure, Spread, View};
-use crate::{summary_row, Exporter, SUMMARY_HEAD};
+use crate::Exporter;
 
 /// The Markdown report.
 pub struct MarkdownExporter;
@@ -98,12 +98,13 @@ impl Exporter for MarkdownExporter {
         }
 
         writeln!(out, "## Summary\n")?;
-        let rows: Vec<Vec<String>> = view
-            .runs
-            .iter()
-            .map(|r| summary_row(&view.series[r.series], r.run))
-            .collect();
-        md_table(&strings(&SUMMARY_HEAD), &rows, 2, out)?;
+        let (head, rows) = crate::summary_table(
+            &view.sources,
+            view.runs
+                .iter()
+                .map(|r| (r.source, view.series[r.series].as_str(), r.run)),
+        );
+        md_table(&head, &rows, 2, out)?;
         for r in &view.runs {
             if r.run.client.client_bound {
                 writeln!(

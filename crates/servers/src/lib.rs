@@ -369,6 +369,20 @@ pub fn listens_on(pid: u32, port: u16) -> Option<bool> {
     Some(false)
 }
 
+/// The name of the signals a server dies of.
+fn signal_name(sig: i32) -> Option<&'static str> {
+    Some(match sig {
+        libc::SIGSEGV => "SIGSEGV, a crash",
+        libc::SIGBUS => "SIGBUS, a crash",
+        libc::SIGABRT => "SIGABRT, an abort",
+        libc::SIGILL => "SIGILL, a crash",
+        libc::SIGFPE => "SIGFPE, a crash",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGTERM => "SIGTERM",
+        _ => return None,
+    })
+}
+
 /// Last lines of the server log in `dir`, prefixed for an error message.
 fn log_tail(dir: &Path) -> String {
     let text = std::fs::read_to_string(dir.join("server.log")).unwrap_or_default();
@@ -493,11 +507,13 @@ impl ManagedServer {
                 return Err(ServerError::PortInUse { port: p });
             }
         }
-        // A program given by its path (bakeoff's own engine host) names
-        // its directories by its file name.
-        let short = Path::new(cmd.program)
+        // A program given by its path names its directories by its file
+        // name; bakeoff's own engine host, started as /proc/self/exe, by
+        // the file that link names ("bakeoff", or "bakeoff (deleted)").
+        let path = std::fs::read_link(cmd.program).unwrap_or_else(|_| cmd.program.into());
+        let short = path
             .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
+            .and_then(|n| n.to_string_lossy().split(' ').next().map(str::to_string))
             .unwrap_or_else(|| cmd.program.to_string());
         let dir = tempfile::Builder::new()
             .prefix(&format!("bakeoff-{short}-"))
@@ -583,6 +599,39 @@ impl ManagedServer {
     /// Whether the process is still running.
     pub fn is_running(&mut self) -> bool {
         matches!(self.process.0.try_wait(), Ok(None))
+    }
+
+    /// How the process ended, with the end of its log, if it is no longer
+    /// running: "killed by signal 11 (SIGSEGV)", "exited with status 1".
+    pub fn gone(&mut self) -> Option<String> {
+        use std::os::unix::process::ExitStatusExt;
+        let status = self.process.0.try_wait().ok()??;
+        // bakeoff's own engine host is started as /proc/self/exe.
+        let name = if self.binary == Path::new("/proc/self/exe") {
+            format!(
+                "its process (bakeoff {}, pid {})",
+                self.args
+                    .iter()
+                    .take(2)
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(" "),
+                self.pid
+            )
+        } else {
+            format!("{} (pid {})", self.program, self.pid)
+        };
+        let how = match (status.code(), status.signal()) {
+            (Some(code), _) => format!("{name} exited with status {code}"),
+            (None, Some(sig)) => format!(
+                "{name} was killed by signal {sig}{}",
+                signal_name(sig)
+                    .map(|n| format!(" ({n})"))
+                    .unwrap_or_default()
+            ),
+            _ => format!("{name} ended: {status}"),
+        };
+        Some(format!("{how}{}", self.log_tail()))
     }
 
     /// Crashes the server: SIGKILL to its whole process group (the server

@@ -142,6 +142,12 @@ pub trait Target {
             kind.name()
         )))
     }
+    /// Why the server bakeoff started is no longer running (how it exited,
+    /// or the signal that killed it, and the end of its log); `None` while
+    /// it runs, and for targets bakeoff did not start.
+    fn gone(&self) -> Option<String> {
+        None
+    }
 }
 
 /// Opens targets; implemented by the driver registry.
@@ -914,6 +920,25 @@ fn run_one(
             ));
             return run;
         }
+    }
+    // A server that died on its own during the run (not by the fault,
+    // which it survived) fails the run, saying how: a crash of the engine
+    // on its recovered files is a finding, not a connection error.
+    if let Some(why) = target.gone() {
+        run.status = "failed".into();
+        run.message = Some(format!(
+            "{} stopped during the run{}: {why}; what was measured before is in the file",
+            spec.label(),
+            match &run.fault {
+                Some(f) => format!(
+                    " (after --fault {} at t = {:.1} s it had come back)",
+                    f.kind.name(),
+                    f.at_s
+                ),
+                _ => String::new(),
+            }
+        ));
+        return run;
     }
     if let Some((log, end_ns)) = writes {
         match check::read_back(target, &ctx, &log, end_ns, observer) {

@@ -332,16 +332,16 @@ pub fn open(
 ) -> Result<Box<dyn Target>, TargetError> {
     let name = spec.name.as_str();
     let table = plan.settings_of(spec).cloned().unwrap_or_default();
-    let exe = std::env::current_exe().map_err(|e| {
-        TargetError::Engine(format!(
-            "cannot find bakeoff's own executable to host {name}: {e}"
-        ))
-    })?;
-    let program = exe.display().to_string();
+    // The running executable itself, even should its file have been
+    // replaced (a rebuild, an upgrade) since bakeoff started.
+    let program = "/proc/self/exe";
+    let shown = std::env::current_exe()
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|_| program.to_string());
     let settings = toml::to_string(&table)
         .map_err(|e| TargetError::Settings(format!("servers.{name}: {e}")))?;
     let cmd = ServerCommand {
-        program: &program,
+        program,
         package: "bakeoff",
         port: None,
         args: &|port, dir| {
@@ -374,7 +374,7 @@ pub fn open(
     if let Some(limit) = workload.memory_cap {
         server.cap_memory(limit)?;
     }
-    let command_line = format!("{} {}", server.binary.display(), server.args.join(" "));
+    let command_line = format!("{shown} {}", server.args.join(" "));
     let mut target = crate::redis::RedisTarget::serving(server);
     let info = target.info("default").map_err(|e| {
         TargetError::Server(format!("cannot read INFO from the {name} engine host: {e}"))
