@@ -296,6 +296,10 @@ fn bad_durability_input_is_refused_with_exit_2() {
             "no closing `]`",
         ),
         (
+            vec!["run", "-t", "mariadb[sync_binlog=1]", "--dry-run"],
+            "add binlog = true",
+        ),
+        (
             vec![
                 "run",
                 "-t",
@@ -360,7 +364,7 @@ fn a_power_cut_loses_exactly_what_was_not_fsynced() {
         "-t",
         "postgres[synchronous_commit=on]",
         "-t",
-        "mariadb[innodb_flush_log_at_trx_commit=1]",
+        "mariadb[innodb_flush_log_at_trx_commit=1,binlog=true,sync_binlog=1]",
         "--clients",
         "4",
         "--duration",
@@ -369,6 +373,15 @@ fn a_power_cut_loses_exactly_what_was_not_fsynced() {
         "power-cut@1s..2s",
     ]);
     assert_eq!(code, Some(0), "{stderr}");
+    // The binary log on, fsynced at every commit, as the server says.
+    let maria = r["targets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"].as_str().unwrap().starts_with("mariadb"))
+        .unwrap();
+    assert_eq!(maria["settings"]["log_bin"], "1", "{maria}");
+    assert_eq!(maria["settings"]["sync_binlog"], "1", "{maria}");
     for run in r["runs"].as_array().unwrap() {
         let target = run["target"].as_str().unwrap();
         assert_eq!(run["fault"]["kind"], "power-cut", "{target}");

@@ -44,6 +44,19 @@ const FLUSH_LOG: Setting = Setting {
     default: None,
     help: "1: fsync the log at every commit; 2: write it, fsync once a second; 0: neither",
 };
+const BINLOG: Setting = Setting {
+    name: "binlog",
+    kind: Kind::Flag,
+    default: Some("false"),
+    help:
+        "write the binary log (log_bin), as a server with replicas or point-in-time recovery does",
+};
+const SYNC_BINLOG: Setting = Setting {
+    name: "sync_binlog",
+    kind: Kind::Count,
+    default: None,
+    help: "with binlog = true: fsync the binary log every N commits (1: every commit; 0: when the OS writes it)",
+};
 const MAX_CONNECTIONS: Setting = Setting {
     name: "max_connections",
     kind: Kind::Count,
@@ -52,12 +65,21 @@ const MAX_CONNECTIONS: Setting = Setting {
 };
 
 /// `[servers.mariadb]`.
-pub const SETTINGS: &[Setting] = &[BUFFER_POOL, FLUSH_LOG, MAX_CONNECTIONS, PORT];
+pub const SETTINGS: &[Setting] = &[
+    BUFFER_POOL,
+    FLUSH_LOG,
+    BINLOG,
+    SYNC_BINLOG,
+    MAX_CONNECTIONS,
+    PORT,
+];
 
 /// `[servers.handlersocket]`: the server's settings and the plugin's.
 pub const HANDLERSOCKET_SETTINGS: &[Setting] = &[
     BUFFER_POOL,
     FLUSH_LOG,
+    BINLOG,
+    SYNC_BINLOG,
     MAX_CONNECTIONS,
     PORT,
     Setting {
@@ -73,6 +95,8 @@ pub const HANDLERSOCKET_SETTINGS: &[Setting] = &[
 pub(crate) struct MariaSettings {
     buffer_pool: Option<u64>,
     flush_log_at_trx_commit: Option<String>,
+    binlog: bool,
+    sync_binlog: Option<u64>,
     max_connections: u64,
     /// Fixed SQL port, if the preset names one.
     pub(crate) port: Option<u16>,
@@ -85,9 +109,18 @@ impl MariaSettings {
 
     /// Reads the server's keys from `s`, leaving others to the caller.
     pub(crate) fn read(s: &Settings) -> Result<Self, TargetError> {
+        let binlog = s.flag("binlog")?.unwrap_or_default();
+        let sync_binlog = s.count("sync_binlog")?;
+        if sync_binlog.is_some() && !binlog {
+            return Err(TargetError::Settings(
+                "sync_binlog is for the binary log, which is off; add binlog = true (in a variant: mariadb[binlog=true,sync_binlog=1])".into(),
+            ));
+        }
         Ok(MariaSettings {
             buffer_pool: s.bytes("innodb_buffer_pool_size")?,
             flush_log_at_trx_commit: s.choice("innodb_flush_log_at_trx_commit")?,
+            binlog,
+            sync_binlog,
             max_connections: s.count("max_connections")?.unwrap_or_default(),
             port: s.port("port")?,
         })
@@ -115,6 +148,16 @@ impl MariaSettings {
         }
         if let Some(f) = &self.flush_log_at_trx_commit {
             a.push(format!("--innodb-flush-log-at-trx-commit={f}"));
+        }
+        if self.binlog {
+            a.push(format!(
+                "--log-bin={}",
+                dir.join("data").join("binlog").display()
+            ));
+            a.push("--server-id=1".into());
+        }
+        if let Some(n) = self.sync_binlog {
+            a.push(format!("--sync-binlog={n}"));
         }
         a
     }
@@ -542,6 +585,7 @@ pub(crate) async fn prepare_table(
         "innodb_flush_log_at_trx_commit",
         "max_connections",
         "innodb_doublewrite",
+        "log_bin",
         "sync_binlog",
     ] {
         let v: Option<String> = c

@@ -159,6 +159,7 @@ const DURABILITY_SETTINGS: &[&str] = &[
     "appendfsync",
     "save",
     "innodb_flush_log_at_trx_commit",
+    "log_bin",
     "sync_binlog",
     "innodb_doublewrite",
     "synchronous_commit",

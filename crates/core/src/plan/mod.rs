@@ -424,7 +424,7 @@ fn targets(
             flags
                 .targets
                 .iter()
-                .flat_map(|t| t.split(','))
+                .flat_map(|t| split_target_list(t))
                 .map(|s| s.trim().to_string())
                 .collect::<Vec<_>>(),
             Origin::other("--target", "targets", true),
@@ -460,6 +460,26 @@ fn targets(
         targets.push(spec);
     }
     Ok(targets)
+}
+
+/// Splits `-t a,b[k=v,k2=v2],c` at the commas between targets, not at
+/// those between a variant's settings.
+fn split_target_list(text: &str) -> Vec<&str> {
+    let mut parts = Vec::new();
+    let (mut depth, mut start) = (0i32, 0);
+    for (i, c) in text.char_indices() {
+        match c {
+            '[' => depth += 1,
+            ']' => depth -= 1,
+            ',' if depth == 0 => {
+                parts.push(&text[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(&text[start..]);
+    parts
 }
 
 /// Managed servers' settings: the preset's tables, then each `--set` over
@@ -640,6 +660,20 @@ mod tests {
     use super::*;
     use crate::error::TargetError;
     use crate::workload::ValueSizes;
+
+    #[test]
+    fn a_target_list_splits_between_targets_not_inside_variants() {
+        assert_eq!(
+            split_target_list("redis,mariadb[binlog=true,sync_binlog=1],lmdb"),
+            ["redis", "mariadb[binlog=true,sync_binlog=1]", "lmdb"]
+        );
+        assert_eq!(split_target_list("redis"), ["redis"]);
+        assert_eq!(
+            split_target_list("a[x=1"),
+            ["a[x=1"],
+            "left to the variant's parser"
+        );
+    }
 
     struct Cat;
     impl TargetCatalog for Cat {
