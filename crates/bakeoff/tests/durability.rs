@@ -56,6 +56,21 @@ fn check(args: &[&str]) -> (Option<i32>, String, serde_json::Value) {
     (o.status.code(), stderr, r)
 }
 
+/// Checks a power-cut run of `target` came back, acknowledged writes and
+/// has the FUSE layer's exact fsync count; returns that count per write.
+fn cut_and_back(target: &str, run: &serde_json::Value) -> f64 {
+    assert_eq!(run["fault"]["kind"], "power-cut", "{target}");
+    assert!(
+        run["fault"]["error"].is_null(),
+        "{target}: {}",
+        run["fault"]
+    );
+    assert!(count(run, "acknowledged") > 100, "{target}: {run}");
+    run["disk"]["fsyncs_per_write"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{target}: no exact fsync count: {}", run["disk"]))
+}
+
 fn count(run: &serde_json::Value, what: &str) -> u64 {
     run["durability"][what]
         .as_u64()
@@ -384,16 +399,7 @@ fn a_power_cut_loses_exactly_what_was_not_fsynced() {
     assert_eq!(maria["settings"]["sync_binlog"], "1", "{maria}");
     for run in r["runs"].as_array().unwrap() {
         let target = run["target"].as_str().unwrap();
-        assert_eq!(run["fault"]["kind"], "power-cut", "{target}");
-        assert!(
-            run["fault"]["error"].is_null(),
-            "{target}: {}",
-            run["fault"]
-        );
-        assert!(count(run, "acknowledged") > 100, "{target}: {run}");
-        let fsyncs = run["disk"]["fsyncs_per_write"]
-            .as_f64()
-            .unwrap_or_else(|| panic!("{target}: no exact fsync count: {}", run["disk"]));
+        let fsyncs = cut_and_back(target, run);
         if target == "redis[persistence=aof-no]" {
             assert!(count(run, "lost") > 100, "{target}: {}", run["durability"]);
             assert!(
@@ -451,17 +457,8 @@ fn embedded_engines_that_sync_each_write_lose_nothing_under_a_power_cut() {
     }
     for run in r["runs"].as_array().unwrap() {
         let target = run["target"].as_str().unwrap();
-        assert_eq!(run["fault"]["kind"], "power-cut", "{target}");
-        assert!(
-            run["fault"]["error"].is_null(),
-            "{target}: {}",
-            run["fault"]
-        );
-        assert!(count(run, "acknowledged") > 100, "{target}: {run}");
+        let fsyncs = cut_and_back(target, run);
         assert_eq!(count(run, "corrupt"), 0, "{target}: {}", run["durability"]);
-        let fsyncs = run["disk"]["fsyncs_per_write"]
-            .as_f64()
-            .unwrap_or_else(|| panic!("{target}: no exact fsync count: {}", run["disk"]));
         if target == "lmdb[sync=nosync]" {
             assert!(count(run, "lost") > 100, "{target}: {}", run["durability"]);
             assert_eq!(fsyncs, 0.0, "{target}");

@@ -13,27 +13,22 @@ fn killed_server_is_counted_and_the_result_is_written() {
     let server = redis(None);
     let dir = tmp();
     let out = dir.path().join("fault.json");
-    let child = std::process::Command::new(bin())
-        .args([
-            "run",
-            "-t",
-            &format!("redis://{}", server.addr),
-            "--records",
-            "1000",
-            "--duration",
-            "3s",
-            "--warmup",
-            "0",
-            "--clients",
-            "4",
-            "--quiet",
-            "-o",
-            out.to_str().unwrap(),
-        ])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = bakeoff_spawn(&[
+        "run",
+        "-t",
+        &format!("redis://{}", server.addr),
+        "--records",
+        "1000",
+        "--duration",
+        "3s",
+        "--warmup",
+        "0",
+        "--clients",
+        "4",
+        "--quiet",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
     std::thread::sleep(Duration::from_millis(1500));
     // SAFETY: killing the server this test started, by its pid.
     unsafe { libc::kill(server.pid as i32, libc::SIGKILL) };
@@ -71,29 +66,24 @@ fn ctrl_c_keeps_finished_runs_and_stops_managed_servers() {
     }
     let dir = tmp();
     let out = dir.path().join("int.json");
-    let child = std::process::Command::new(bin())
-        .args([
-            "run",
-            "-t",
-            "redis",
-            "--records",
-            "1000",
-            "--duration",
-            "1s",
-            "--warmup",
-            "0",
-            "--clients",
-            "2",
-            "--sweep-clients",
-            "1,2,3,4,5,6,7,8",
-            "--quiet",
-            "-o",
-            out.to_str().unwrap(),
-        ])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = bakeoff_spawn(&[
+        "run",
+        "-t",
+        "redis",
+        "--records",
+        "1000",
+        "--duration",
+        "1s",
+        "--warmup",
+        "0",
+        "--clients",
+        "2",
+        "--sweep-clients",
+        "1,2,3,4,5,6,7,8",
+        "--quiet",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
     let pid = child.id();
     std::thread::sleep(Duration::from_millis(3500));
     // SAFETY: interrupting the bakeoff process this test started.
@@ -293,6 +283,22 @@ fn a_kill_loses_everything_without_persistence_and_nothing_with_aof_always() {
     );
 }
 
+/// What `pick` makes of the first child process of `parent` (its pid and
+/// command line) it accepts, waiting up to 20 s for one.
+fn first_child<T>(parent: u32, pick: impl Fn(u32, &[String]) -> Option<T>) -> T {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let found = children_with_cmdline(parent)
+            .into_iter()
+            .find_map(|(pid, args)| pick(pid, &args));
+        if let Some(t) = found {
+            return t;
+        }
+        assert!(std::time::Instant::now() < deadline, "no server started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// The processes whose parent is `parent`, with their command lines.
 fn children_with_cmdline(parent: u32) -> Vec<(u32, Vec<String>)> {
     let mut out = Vec::new();
@@ -330,51 +336,33 @@ fn a_server_that_cannot_restart_fails_the_run_and_keeps_what_was_measured() {
     }
     let dir = tmp();
     let out = dir.path().join("broken.json");
-    let child = std::process::Command::new(bin())
-        .args([
-            "run",
-            "-t",
-            "redis[persistence=aof-always]",
-            "--records",
-            "1000",
-            "--mix",
-            "50:50",
-            "--duration",
-            "4s",
-            "--warmup",
-            "0",
-            "--clients",
-            "2",
-            "--fault",
-            "kill@2500ms",
-            "--quiet",
-            "-o",
-            out.to_str().unwrap(),
-        ])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = bakeoff_spawn(&[
+        "run",
+        "-t",
+        "redis[persistence=aof-always]",
+        "--records",
+        "1000",
+        "--mix",
+        "50:50",
+        "--duration",
+        "4s",
+        "--warmup",
+        "0",
+        "--clients",
+        "2",
+        "--fault",
+        "kill@2500ms",
+        "--quiet",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
     // Find the redis bakeoff started, and its data directory: redis
     // rewrites its command line, but works in the directory of --dir.
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    let data_dir = loop {
-        let found = children_with_cmdline(child.id())
-            .into_iter()
-            .find_map(|(pid, args)| {
-                args.first()?.contains("redis-server").then_some(())?;
-                let cwd = std::fs::read_link(format!("/proc/{pid}/cwd")).ok()?;
-                cwd.join("appendonlydir").exists().then_some(cwd)
-            });
-        if let Some(d) = found {
-            break d;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "no redis-server started"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let data_dir = first_child(child.id(), |pid, args| {
+        args.first()?.contains("redis-server").then_some(())?;
+        let cwd = std::fs::read_link(format!("/proc/{pid}/cwd")).ok()?;
+        cwd.join("appendonlydir").exists().then_some(cwd)
+    });
     // Redis reads its AOF manifest only when it starts: garbage there stops
     // the restart after the kill, not the running server.
     std::thread::sleep(Duration::from_millis(1200));
@@ -431,41 +419,25 @@ fn a_managed_server_that_dies_on_its_own_fails_the_run_saying_how() {
     }
     let dir = tmp();
     let out = dir.path().join("died.json");
-    let child = std::process::Command::new(bin())
-        .args([
-            "run",
-            "-t",
-            "redis",
-            "--records",
-            "1000",
-            "--duration",
-            "3s",
-            "--warmup",
-            "0",
-            "--clients",
-            "2",
-            "--quiet",
-            "-o",
-            out.to_str().unwrap(),
-        ])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    let server = loop {
-        let found = children_with_cmdline(child.id())
-            .into_iter()
-            .find(|(_, args)| args[0].contains("redis-server"));
-        if let Some((pid, _)) = found {
-            break pid;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "no redis-server started"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let child = bakeoff_spawn(&[
+        "run",
+        "-t",
+        "redis",
+        "--records",
+        "1000",
+        "--duration",
+        "3s",
+        "--warmup",
+        "0",
+        "--clients",
+        "2",
+        "--quiet",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    let server = first_child(child.id(), |pid, args| {
+        args.first()?.contains("redis-server").then_some(pid)
+    });
     std::thread::sleep(Duration::from_millis(1500));
     // SAFETY: killing the redis-server the bakeoff this test started
     // started, by its pid.

@@ -94,6 +94,15 @@ pub fn resp_call(stream: &mut TcpStream, words: &[&[u8]]) -> std::io::Result<Res
     }
 }
 
+/// Whether a RESP server answers PING on `addr` with PONG (the readiness
+/// check of redis-server and of bakeoff's engine host).
+pub fn resp_pings(addr: std::net::SocketAddr, what: &str) -> bool {
+    connect(addr, what)
+        .and_then(|mut s| resp_call(&mut s, &[b"PING"]))
+        .map(|r| r == RespReply::Simple("PONG".into()))
+        .unwrap_or(false)
+}
+
 /// Parses `key:value` lines (Redis INFO) into pairs.
 pub fn parse_info(text: &str) -> Vec<(String, String)> {
     text.lines()

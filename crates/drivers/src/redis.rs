@@ -223,12 +223,7 @@ pub fn open(
                 package: "redis-server",
                 port: settings.port,
                 args: &|port, dir| settings.args(port, dir),
-                ready: &|addr| {
-                    connect(addr, "redis")
-                        .and_then(|mut s| resp_call(&mut s, &[b"PING"]))
-                        .map(|r| r == RespReply::Simple("PONG".into()))
-                        .unwrap_or(false)
-                },
+                ready: &|addr| crate::admin::resp_pings(addr, "redis"),
                 ready_timeout: Duration::from_secs(20),
                 extra_dirs: &[],
                 run_as: None,

@@ -228,7 +228,7 @@ pub fn entries() -> Vec<Entry> {
         settings: crate::embedded::tokyo::HASH_SETTINGS,
         check: crate::embedded::tokyo::check_hash,
         probe: None,
-        open: crate::embedded::tokyo::open,
+        open: |s, p, w| crate::embedded::open_with(s, p, w, crate::embedded::tokyo::opened),
     });
     v.push(Entry {
         name: "tokyo-btree",
@@ -246,7 +246,7 @@ pub fn entries() -> Vec<Entry> {
         settings: crate::embedded::tokyo::BTREE_SETTINGS,
         check: crate::embedded::tokyo::check_btree,
         probe: None,
-        open: crate::embedded::tokyo::open,
+        open: |s, p, w| crate::embedded::open_with(s, p, w, crate::embedded::tokyo::opened),
     });
     v.push(Entry {
         name: "tokyo-table",
@@ -264,7 +264,7 @@ pub fn entries() -> Vec<Entry> {
         settings: crate::embedded::tokyo::TABLE_SETTINGS,
         check: crate::embedded::tokyo::check_table,
         probe: None,
-        open: crate::embedded::tokyo::open,
+        open: |s, p, w| crate::embedded::open_with(s, p, w, crate::embedded::tokyo::opened),
     });
     v.push(Entry {
         name: "lmdb",
@@ -282,7 +282,7 @@ pub fn entries() -> Vec<Entry> {
         settings: crate::embedded::lmdb::SETTINGS,
         check: crate::embedded::lmdb::check,
         probe: None,
-        open: crate::embedded::lmdb::open,
+        open: |s, p, w| crate::embedded::open_with(s, p, w, crate::embedded::lmdb::opened),
     });
     v.push(Entry {
         name: "rocksdb",
@@ -300,7 +300,7 @@ pub fn entries() -> Vec<Entry> {
         settings: crate::embedded::rocksdb::SETTINGS,
         check: crate::embedded::rocksdb::check,
         probe: None,
-        open: crate::embedded::rocksdb::open,
+        open: |s, p, w| crate::embedded::open_with(s, p, w, crate::embedded::rocksdb::opened),
     });
     v.push(Entry {
         name: "sqlite",
@@ -318,7 +318,7 @@ pub fn entries() -> Vec<Entry> {
         settings: crate::embedded::sqlite::SETTINGS,
         check: crate::embedded::sqlite::check,
         probe: None,
-        open: crate::embedded::sqlite::open,
+        open: |s, p, w| crate::embedded::open_with(s, p, w, crate::embedded::sqlite::opened),
     });
     v
 }

@@ -166,3 +166,13 @@ pub fn tmp() -> tempfile::TempDir {
 pub fn read_json(path: &std::path::Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
+
+/// Starts bakeoff with `args`, its output piped, without waiting for it.
+pub fn bakeoff_spawn(args: &[&str]) -> std::process::Child {
+    Command::new(bin())
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("bakeoff starts")
+}

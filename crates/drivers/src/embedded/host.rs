@@ -29,7 +29,7 @@ use bakeoff_core::workload::OpKind;
 use bakeoff_servers::{ManagedServer, ServerCommand};
 
 use super::{lmdb, rocksdb, sqlite, tokyo, Engine, OpenHow, Opened};
-use crate::admin::{connect, resp_call, RespReply};
+
 use crate::codec::resp::{decode_request, Request};
 
 /// How often a connection waiting for a request looks at the stop flag.
@@ -356,12 +356,7 @@ pub fn open(
                 settings.clone(),
             ]
         },
-        ready: &|addr| {
-            connect(addr, "engine-host")
-                .and_then(|mut s| resp_call(&mut s, &[b"PING"]))
-                .map(|r| r == RespReply::Simple("PONG".into()))
-                .unwrap_or(false)
-        },
+        ready: &|addr| crate::admin::resp_pings(addr, "engine-host"),
         // A restart opens the engine on everything it stored.
         ready_timeout: Duration::from_secs(120),
         extra_dirs: &[],

@@ -8,12 +8,10 @@ use std::sync::Arc;
 
 use bakeoff_core::embedded::EngineSession;
 use bakeoff_core::error::TargetError;
-use bakeoff_core::plan::{Plan, TargetSpec, Workload};
-use bakeoff_core::runner::Target;
 use bakeoff_core::session::SessionError;
 use bakeoff_core::workload::OpKind;
 
-use super::{open_with, DataDir, Engine, EngineError, OpenHow, Opened};
+use super::{DataDir, Engine, EngineError, OpenHow, Opened};
 use crate::dl::{self, Lib};
 use crate::settings::{Kind, Setting, Settings, DIR};
 
@@ -307,15 +305,6 @@ pub fn check(t: Option<&toml::Table>) -> Result<(), TargetError> {
 /// Whether the library loads here.
 pub fn available() -> Result<(), TargetError> {
     Api::load().map(|_| ())
-}
-
-/// Opens the target: the engine in bakeoff's process, or in a child.
-pub fn open(
-    spec: &TargetSpec,
-    plan: &Plan,
-    workload: &Workload,
-) -> Result<Box<dyn Target>, TargetError> {
-    open_with(spec, plan, workload, opened)
 }
 
 /// Opens the environment (emptied first for a run that loads).

@@ -10,13 +10,11 @@ use std::sync::Arc;
 
 use bakeoff_core::embedded::EngineSession;
 use bakeoff_core::error::TargetError;
-use bakeoff_core::plan::{Plan, TargetSpec, Workload};
 use bakeoff_core::profile::{Profile, Query, RecordKind, SearchKind};
-use bakeoff_core::runner::Target;
 use bakeoff_core::session::SessionError;
 use bakeoff_core::workload::OpKind;
 
-use super::{open_with, DataDir, Engine, EngineError, OpenHow, Opened};
+use super::{DataDir, Engine, EngineError, OpenHow, Opened};
 use crate::dl::{self, Lib};
 use crate::settings::{Kind as SettingKind, Setting, Settings, DIR};
 
@@ -698,15 +696,6 @@ pub fn check_btree(t: Option<&toml::Table>) -> Result<(), TargetError> {
 /// Whether the library can be loaded here.
 pub fn available() -> Result<(), TargetError> {
     Api::load().map(|_| ())
-}
-
-/// Opens the target: the engine in bakeoff's process, or in a child.
-pub fn open(
-    spec: &TargetSpec,
-    plan: &Plan,
-    workload: &Workload,
-) -> Result<Box<dyn Target>, TargetError> {
-    open_with(spec, plan, workload, opened)
 }
 
 /// Opens a fresh database in the target's directory (`name` says which
