@@ -556,7 +556,7 @@ pub static PARAMS: &[Param] = &[
         flag: "fault",
         short: None,
         value_name: "KIND@TIME",
-        help: "Inject a fault into each measured run of a server bakeoff started: kill@T (SIGKILL to every process of the server, a crash), restart@T (a clean stop) or power-cut@T (a crash that also loses every byte not yet fsynced: the data directory sits on bakeoff's own FUSE layer, which holds such bytes in memory and drops them), then a start on the same data (after a restart or a power cut, from a cold page cache); T counts from the start of the warm-up. A window kill@5s..15s draws the moment from the seed, another each repeat. The run records when, how long until the server held its port again, and when throughput was back to 90 %. Preset: `inject` in a [fault] table.",
+        help: "Inject a fault into each measured run of a server bakeoff started (an embedded engine then runs in a child process of its own, so that the fault hits the engine and not bakeoff): kill@T (SIGKILL to every process of the server, a crash), restart@T (a clean stop) or power-cut@T (a crash that also loses every byte not yet fsynced: the data directory sits on bakeoff's own FUSE layer, which holds such bytes in memory and drops them), then a start on the same data (after a restart or a power cut, from a cold page cache); T counts from the start of the warm-up. A window kill@5s..15s draws the moment from the seed, another each repeat. The run records when, how long until the server held its port again, and when throughput was back to 90 %. Preset: `inject` in a [fault] table.",
         default: None,
         switch: None,
         sweep: None,
