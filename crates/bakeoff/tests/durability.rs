@@ -473,7 +473,7 @@ fn embedded_engines_that_sync_each_write_lose_nothing_under_a_power_cut() {
         .filter(|e| {
             e.file_name()
                 .to_string_lossy()
-                .starts_with("bakeoff-bakeoff-")
+                .starts_with("bakeoff-engine-host-")
         })
         .count();
     assert_eq!(leftover, 0, "an engine host's directory outlived the run");

@@ -650,6 +650,7 @@ pub(crate) fn start_managed(
     };
     let cmd = ServerCommand {
         program: "mariadbd",
+        name: "mariadbd",
         package: "mariadb-server",
         port: settings.port,
         args: &|port, dir| {

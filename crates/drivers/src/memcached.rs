@@ -189,6 +189,7 @@ pub fn open(
         Endpoint::Managed => {
             let cmd = ServerCommand {
                 program: "memcached",
+                name: "memcached",
                 package: "memcached",
                 port: settings.port,
                 args: &|port, _| settings.args(port),

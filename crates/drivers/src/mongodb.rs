@@ -667,6 +667,7 @@ pub fn start_on(table: Option<&toml::Table>, lazy_disk: bool) -> Result<Started,
     };
     let cmd = ServerCommand {
         program: which.program(),
+        name: which.program(),
         package: "mongodb (not in Debian; see scripts/install-ferretdb.sh)",
         port: settings.port,
         args: &|port, dir| settings.args(which, port, dir, metrics_port),

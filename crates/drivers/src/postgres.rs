@@ -602,6 +602,7 @@ pub fn start_on(
     };
     let cmd = ServerCommand {
         program: "postgres",
+        name: "postgres",
         package: "postgresql",
         port: settings.port,
         args: &|port, dir| settings.args(port, dir),

@@ -220,6 +220,7 @@ pub fn open(
         Endpoint::Managed => {
             let cmd = ServerCommand {
                 program: "redis-server",
+                name: "redis-server",
                 package: "redis-server",
                 port: settings.port,
                 args: &|port, dir| settings.args(port, dir),
@@ -243,29 +244,15 @@ pub fn open(
             host, port, url, ..
         } => (None, resolve(host, *port)?, "external", Some(url.clone())),
     };
-    let driver = CodecDriver {
-        codec: RespCodec,
-        connector: Box::new(RedisConnector {
-            addr,
-            user: spec.user.clone(),
-            password: spec.password.clone(),
-        }),
-    };
     let command_line = server
         .as_ref()
         .map(|s| format!("{} {}", s.binary.display(), s.args.join(" ")));
-    let mut target = RedisTarget {
-        server: server.map(RunningServer::new),
-        connector_addr: addr,
-        user: spec.user.clone(),
-        password: spec.password.clone(),
-        driver,
-        record: TargetRecord {
-            name: spec.name.clone(),
-            mode: mode.into(),
-            endpoint,
-            ..TargetRecord::default()
-        },
+    let mut target = RedisTarget::over(server, addr, spec.user.clone(), spec.password.clone());
+    target.record = TargetRecord {
+        name: spec.name.clone(),
+        mode: mode.into(),
+        endpoint,
+        ..TargetRecord::default()
     };
     target.record.requests = OpKind::ALL
         .iter()
@@ -320,26 +307,37 @@ fn config_value(raw: &str) -> Option<String> {
 }
 
 impl RedisTarget {
+    /// A target that speaks RESP to `addr`, where `server` (if bakeoff
+    /// started one) listens; its record is set after.
+    fn over(
+        server: Option<ManagedServer>,
+        addr: SocketAddr,
+        user: Option<String>,
+        password: Option<String>,
+    ) -> Self {
+        RedisTarget {
+            server: server.map(RunningServer::new),
+            connector_addr: addr,
+            driver: CodecDriver {
+                codec: RespCodec,
+                connector: Box::new(RedisConnector {
+                    addr,
+                    user: user.clone(),
+                    password: password.clone(),
+                }),
+            },
+            user,
+            password,
+            record: TargetRecord::default(),
+        }
+    }
+
     /// A target that speaks RESP to `server`, a process bakeoff started
     /// that is not redis-server (an embedded engine's host): sampled,
     /// counted and faulted as redis-server is. Its record is set after.
     pub(crate) fn serving(server: ManagedServer) -> Self {
         let addr = server.addr;
-        RedisTarget {
-            server: Some(RunningServer::new(server)),
-            connector_addr: addr,
-            user: None,
-            password: None,
-            driver: CodecDriver {
-                codec: RespCodec,
-                connector: Box::new(RedisConnector {
-                    addr,
-                    user: None,
-                    password: None,
-                }),
-            },
-            record: TargetRecord::default(),
-        }
+        Self::over(Some(server), addr, None, None)
     }
 
     /// Replaces what the result records of the target.

@@ -71,6 +71,7 @@ fn require(program: &str) -> bool {
 fn server(program: &str, args: fn(u16) -> Vec<String>) -> ManagedServer {
     ManagedServer::start(&ServerCommand {
         program,
+        name: program,
         package: program,
         port: None,
         args: &move |p, _| args(p),

@@ -124,8 +124,11 @@ pub type InitFn<'a> = dyn Fn(&Path, &Path) -> Result<(), ServerError> + 'a;
 
 /// What to start.
 pub struct ServerCommand<'a> {
-    /// Binary name on PATH.
+    /// Binary name on PATH (or a path).
     pub program: &'a str,
+    /// What messages and temporary directories call it (`redis-server`;
+    /// `engine-host` for bakeoff's own, started as /proc/self/exe).
+    pub name: &'a str,
     /// Debian package that provides it (for the error message).
     pub package: &'a str,
     /// Fixed port, or `None` for a free one.
@@ -237,13 +240,13 @@ fn spawn_and_wait(
 ) -> Result<ServerProcess, ServerError> {
     let mut process = spawn(binary, args, user, dir, false, cmd.stop_signal).map_err(|source| {
         ServerError::Io {
-            program: cmd.program.into(),
+            program: cmd.name.into(),
             source,
         }
     })?;
     wait_ready(
         &mut process,
-        cmd.program,
+        cmd.name,
         cmd.ready,
         cmd.ready_timeout,
         dir,
@@ -413,7 +416,7 @@ pub struct ManagedServer {
     /// Where the FUSE layer keeps what reached its disk; held only to be
     /// removed, after the unmount.
     _backing: Option<tempfile::TempDir>,
-    /// Program name (for messages), how long it may take to be ready, and
+    /// Its name (for messages), how long it may take to be ready, and
     /// the user it runs as: what a restart needs again.
     program: String,
     ready_timeout: Duration,
@@ -499,7 +502,7 @@ impl ManagedServer {
                 package: cmd.package.into(),
             })?;
         let io = |source| ServerError::Io {
-            program: cmd.program.into(),
+            program: cmd.name.into(),
             source,
         };
         if let Some(p) = cmd.port {
@@ -507,21 +510,13 @@ impl ManagedServer {
                 return Err(ServerError::PortInUse { port: p });
             }
         }
-        // A program given by its path names its directories by its file
-        // name; bakeoff's own engine host, started as /proc/self/exe, by
-        // the file that link names ("bakeoff", or "bakeoff (deleted)").
-        let path = std::fs::read_link(cmd.program).unwrap_or_else(|_| cmd.program.into());
-        let short = path
-            .file_name()
-            .and_then(|n| n.to_string_lossy().split(' ').next().map(str::to_string))
-            .unwrap_or_else(|| cmd.program.to_string());
         let dir = tempfile::Builder::new()
-            .prefix(&format!("bakeoff-{short}-"))
+            .prefix(&format!("bakeoff-{}-", cmd.name))
             .tempdir()
             .map_err(io)?;
         let (disk, backing) = if cmd.lazy_disk {
             let backing = tempfile::Builder::new()
-                .prefix(&format!("bakeoff-{short}-disk-"))
+                .prefix(&format!("bakeoff-{}-disk-", cmd.name))
                 .tempdir()
                 .map_err(io)?;
             let mount = bakeoff_lazyfs::LazyMount::mount(backing.path(), dir.path()).map_err(
@@ -567,7 +562,7 @@ impl ManagedServer {
                         disk,
                         dir,
                         _backing: backing,
-                        program: cmd.program.into(),
+                        program: cmd.name.into(),
                         ready_timeout: cmd.ready_timeout,
                         user,
                         addr: ([127, 0, 0, 1], port).into(),
@@ -606,21 +601,7 @@ impl ManagedServer {
     pub fn gone(&mut self) -> Option<String> {
         use std::os::unix::process::ExitStatusExt;
         let status = self.process.0.try_wait().ok()??;
-        // bakeoff's own engine host is started as /proc/self/exe.
-        let name = if self.binary == Path::new("/proc/self/exe") {
-            format!(
-                "its process (bakeoff {}, pid {})",
-                self.args
-                    .iter()
-                    .take(2)
-                    .cloned()
-                    .collect::<Vec<_>>()
-                    .join(" "),
-                self.pid
-            )
-        } else {
-            format!("{} (pid {})", self.program, self.pid)
-        };
+        let name = format!("{} (pid {})", self.program, self.pid);
         let how = match (status.code(), status.signal()) {
             (Some(code), _) => format!("{name} exited with status {code}"),
             (None, Some(sig)) => format!(
@@ -1000,6 +981,7 @@ mod tests {
     ) -> ServerCommand<'a> {
         ServerCommand {
             program,
+            name: program,
             package,
             port: None,
             args,

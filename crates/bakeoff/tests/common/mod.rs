@@ -59,6 +59,7 @@ pub fn redis(password: Option<&str>) -> ManagedServer {
     };
     ManagedServer::start(&ServerCommand {
         program: "redis-server",
+        name: "redis-server",
         package: "redis-server",
         port: None,
         args: &args,
@@ -77,6 +78,7 @@ pub fn redis(password: Option<&str>) -> ManagedServer {
 pub fn memcached() -> ManagedServer {
     ManagedServer::start(&ServerCommand {
         program: "memcached",
+        name: "memcached",
         package: "memcached",
         port: None,
         args: &|port, _| {

@@ -342,6 +342,7 @@ pub fn open(
         .map_err(|e| TargetError::Settings(format!("servers.{name}: {e}")))?;
     let cmd = ServerCommand {
         program,
+        name: "engine-host",
         package: "bakeoff",
         port: None,
         args: &|port, dir| {

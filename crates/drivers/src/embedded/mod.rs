@@ -170,10 +170,7 @@ pub fn open_with<E: Engine>(
     let o = opened(&spec.name, plan.settings_of(spec), &OpenHow::of(workload))?;
     Ok(Box::new(EmbeddedTarget::new(
         &spec.name,
-        o.engine,
-        o.dir,
-        o.version,
-        o.settings,
+        o,
         workload.memory_cap,
     )?))
 }
@@ -189,17 +186,20 @@ pub struct EmbeddedTarget<E: Engine> {
 }
 
 impl<E: Engine> EmbeddedTarget<E> {
-    /// Wraps an opened engine; `version` and `settings` go to the result.
+    /// Wraps an opened engine; its version and settings go to the result.
     /// With a memory cap in the plan, the bakeoff process (where the engine
     /// lives) is moved under it for the run.
     pub fn new(
         name: &str,
-        engine: E,
-        dir: DataDir,
-        version: String,
-        mut settings: BTreeMap<String, String>,
+        opened: Opened<E>,
         memory_cap: Option<u64>,
     ) -> Result<Self, TargetError> {
+        let Opened {
+            engine,
+            dir,
+            version,
+            mut settings,
+        } = opened;
         settings.insert("dir".into(), dir.path().display().to_string());
         let cap = match memory_cap {
             Some(limit) => {
