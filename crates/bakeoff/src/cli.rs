@@ -228,7 +228,7 @@ impl Args for WorkloadFlags {
                         .long(sweep.flag)
                         .help(sweep.help)
                         .value_name("LIST")
-                        .value_delimiter(',')
+                        .value_delimiter(sweep.separator)
                         .action(ArgAction::Append),
                 );
             }

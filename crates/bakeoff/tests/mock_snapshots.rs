@@ -31,6 +31,7 @@ impl TargetCatalog for MockCatalog {
             batch_load: false,
             requests: Vec::new(),
             faults: false,
+            network: false,
         })
     }
     fn names(&self) -> Vec<String> {

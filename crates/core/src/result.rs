@@ -381,6 +381,51 @@ pub struct ClientUsage {
     /// True when a worker was busy more than 90 % of the time: the client,
     /// not the target, limited the numbers.
     pub client_bound: bool,
+    /// The link relay's use of the machine, in a run with `--link`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link: Option<LinkUsage>,
+}
+
+/// What the relay that makes a link (`--link`) cost over the measure job
+/// (warm-up and measured phase), apart from the client's workers.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct LinkUsage {
+    /// Busy fraction of the relay's thread, percent.
+    pub relay_busy_percent: f64,
+    /// True when the relay was busy more than 90 % of the time: the relay,
+    /// not the link or the target, may have set the pace.
+    pub relay_bound: bool,
+    /// The relay's own cost per round trip, measured when it started, µs;
+    /// it holds bytes that much less, so the round trip it adds is the
+    /// link's.
+    pub relay_overhead_us: f64,
+    /// Mean time a chunk of bytes left after its due moment, µs
+    /// (negative: early), over the relay's life.
+    pub mean_late_us: f64,
+    /// Chunks of bytes the relay sent on during the measure job.
+    pub chunks: u64,
+}
+
+impl LinkUsage {
+    /// Over `wall` between two samples of the relay.
+    pub fn between(
+        before: &crate::runner::LinkSample,
+        after: &crate::runner::LinkSample,
+        wall: std::time::Duration,
+    ) -> Option<Self> {
+        let wall_ns = wall.as_nanos() as f64;
+        if wall_ns <= 0.0 {
+            return None;
+        }
+        let busy = after.cpu_ns.saturating_sub(before.cpu_ns) as f64 / wall_ns * 100.0;
+        Some(LinkUsage {
+            relay_busy_percent: (busy * 10.0).round() / 10.0,
+            relay_bound: busy > 90.0,
+            relay_overhead_us: after.overhead_ns as f64 / 1e3,
+            mean_late_us: (after.mean_late_ns / 100.0).round() / 10.0,
+            chunks: after.chunks.saturating_sub(before.chunks),
+        })
+    }
 }
 
 /// A count bakeoff reports compared with the target's own counter.

@@ -12,7 +12,7 @@ use bakeoff_core::plan::TargetSpec;
 use bakeoff_core::profile::Profile;
 use bakeoff_core::result::{CounterCheck, TargetRecord};
 use bakeoff_core::runner::{
-    compare_counters, CounterRule, Counters, FaultStruck, ProcSnapshot, Target,
+    compare_counters, CounterRule, Counters, FaultStruck, LinkSample, ProcSnapshot, Target,
 };
 use bakeoff_core::workload::OP_KINDS;
 use bakeoff_servers::ManagedServer;
@@ -32,9 +32,11 @@ pub trait AsyncDriver: Driver {
 
 /// A target ready for one run.
 pub struct AsyncTarget<D: AsyncDriver> {
-    // Field order is drop order: the driver goes before the server stops.
+    // Field order is drop order: the driver and the relay go before the
+    // server stops.
     driver: D,
     record: TargetRecord,
+    relay: Option<crate::link::Relay>,
     server: Option<RunningServer>,
 }
 
@@ -66,8 +68,15 @@ impl<D: AsyncDriver> AsyncTarget<D> {
         Self {
             driver,
             record,
+            relay: None,
             server: server.map(RunningServer::new),
         }
+    }
+
+    /// Keeps the link relay the driver's connections go through.
+    pub fn linked(mut self, relay: Option<crate::link::Relay>) -> Self {
+        self.relay = relay;
+        self
     }
 }
 
@@ -107,6 +116,10 @@ impl<D: AsyncDriver> Target for AsyncTarget<D> {
 
     fn gone(&self) -> Option<String> {
         self.server.as_ref()?.lock().gone()
+    }
+
+    fn link(&self) -> Option<LinkSample> {
+        self.relay.as_ref().map(|r| r.sample())
     }
 }
 

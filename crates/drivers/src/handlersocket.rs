@@ -29,7 +29,7 @@ use bakeoff_core::plan::FaultKind;
 use bakeoff_core::plan::{Endpoint, Plan, TargetSpec, Workload};
 use bakeoff_core::result::{CounterCheck, TargetRecord};
 use bakeoff_core::runner::{
-    compare_counters, CounterRule, Counters, FaultStruck, ProcSnapshot, Target,
+    compare_counters, CounterRule, Counters, FaultStruck, LinkSample, ProcSnapshot, Target,
 };
 use bakeoff_core::workload::{OpKind, OP_KINDS};
 use bakeoff_servers::ManagedServer;
@@ -269,6 +269,8 @@ pub struct HsTarget {
     /// Index reads bakeoff's own `SELECT COUNT(*)` made (InnoDB counts
     /// with a few), taken out of `Handler_read_key`.
     own_reads: Cell<u64>,
+    /// The link relay the load goes through, if any.
+    relay: Option<crate::link::Relay>,
     server: Option<RunningServer>,
 }
 
@@ -322,10 +324,11 @@ pub fn open(
         }
         None => version,
     };
+    let dial = crate::link::dial(workload, addr)?;
     let driver = CodecDriver {
         codec: HandlerSocketCodec,
         connector: Box::new(HsConnector {
-            addr,
+            addr: dial.addr,
             secret: secret.map(String::into_bytes),
         }),
     };
@@ -342,6 +345,7 @@ pub fn open(
         record,
         sql,
         own_reads: Cell::new(0),
+        relay: dial.relay,
         server: server.map(RunningServer::new),
     }))
 }
@@ -414,5 +418,9 @@ impl Target for HsTarget {
 
     fn gone(&self) -> Option<String> {
         self.server.as_ref()?.lock().gone()
+    }
+
+    fn link(&self) -> Option<LinkSample> {
+        self.relay.as_ref().map(|r| r.sample())
     }
 }

@@ -14,6 +14,8 @@
 //! - [`redis`], [`memcached`], [`postgres`], [`mariadb`], [`handlersocket`],
 //!   `mongodb`: the targets, managed or external.
 //! - [`admin`]: blocking request/reply helpers for counters and versions.
+//! - [`link`]: the relay that puts a round-trip time between clients and
+//!   a server (`--link`).
 //! - [`settings`]: typed reading of `[servers.NAME]` tables.
 //! - [`sql`]: what the SQL targets share.
 //! - [`embedded`]: engines opened in-process (Tokyo Cabinet, …), loaded
@@ -25,6 +27,7 @@ pub mod async_target;
 pub mod codec;
 pub mod dl;
 pub mod embedded;
+pub mod link;
 #[cfg(feature = "mariadb")]
 pub mod handlersocket;
 #[cfg(feature = "mariadb")]

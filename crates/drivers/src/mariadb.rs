@@ -743,18 +743,24 @@ pub fn open(
         }
     };
     let (version, recorded) = block(prepare_table(&dsn, workload))?;
-    Ok(Box::new(AsyncTarget::new(
-        spec,
-        endpoint,
-        format!("MariaDB {version}"),
-        recorded,
-        server,
-        MariaDriver {
-            dsn,
-            profile: workload.record == RecordKind::Profile,
-            phased: workload.request == RequestMode::Phases,
-        },
-    )))
+    // With a link, every connection of the driver goes through its relay.
+    let (host, port, relay) = crate::link::dial_host(workload, &dsn.host, dsn.port)?;
+    let dsn = Dsn { host, port, ..dsn };
+    Ok(Box::new(
+        AsyncTarget::new(
+            spec,
+            endpoint,
+            format!("MariaDB {version}"),
+            recorded,
+            server,
+            MariaDriver {
+                dsn,
+                profile: workload.record == RecordKind::Profile,
+                phased: workload.request == RequestMode::Phases,
+            },
+        )
+        .linked(relay),
+    ))
 }
 
 impl AsyncDriver for MariaDriver {

@@ -14,7 +14,7 @@ use bakeoff_core::plan::FaultKind;
 use bakeoff_core::plan::{Endpoint, Plan, TargetSpec, Workload};
 use bakeoff_core::result::{CounterCheck, TargetRecord};
 use bakeoff_core::runner::{
-    compare_counters, CounterRule, Counters, FaultStruck, ProcSnapshot, Target,
+    compare_counters, CounterRule, Counters, FaultStruck, LinkSample, ProcSnapshot, Target,
 };
 use bakeoff_core::workload::{OpKind, OP_KINDS};
 use bakeoff_servers::{ManagedServer, ServerCommand};
@@ -126,6 +126,8 @@ enum Proto {
 
 /// A memcached target ready for one run.
 pub struct MemcachedTarget {
+    // Field order is drop order: the relay closes before the server stops.
+    relay: Option<crate::link::Relay>,
     server: Option<RunningServer>,
     addr: SocketAddr,
     proto: Proto,
@@ -214,7 +216,8 @@ pub fn open(
             host, port, url, ..
         } => (None, resolve(host, *port)?, "external", Some(url.clone())),
     };
-    let connector = || Box::new(MemcachedConnector { addr });
+    let dial = crate::link::dial(workload, addr)?;
+    let connector = || Box::new(MemcachedConnector { addr: dial.addr });
     let proto = if spec.name == "memcached-binary" {
         Proto::Binary(CodecDriver {
             codec: MemcacheBinaryCodec,
@@ -261,6 +264,7 @@ pub fn open(
     }
     record.settings = s;
     let mut target = MemcachedTarget {
+        relay: dial.relay,
         server: server.map(RunningServer::new),
         addr,
         proto,
@@ -339,5 +343,9 @@ impl Target for MemcachedTarget {
 
     fn gone(&self) -> Option<String> {
         self.server.as_ref()?.lock().gone()
+    }
+
+    fn link(&self) -> Option<LinkSample> {
+        self.relay.as_ref().map(|r| r.sample())
     }
 }

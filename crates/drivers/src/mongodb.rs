@@ -711,16 +711,22 @@ pub fn open(
         }
     };
     let (version, recorded) = block(prepare(&dsn, workload))?;
-    Ok(Box::new(AsyncTarget::new(
-        spec,
-        endpoint,
-        version,
-        recorded,
-        server,
-        MongoDriver {
-            dsn,
-            profile: workload.record == RecordKind::Profile,
-            metrics,
-        },
-    )))
+    // With a link, every connection of the driver goes through its relay.
+    let (host, port, relay) = crate::link::dial_host(workload, &dsn.host, dsn.port)?;
+    let dsn = Dsn { host, port, ..dsn };
+    Ok(Box::new(
+        AsyncTarget::new(
+            spec,
+            endpoint,
+            version,
+            recorded,
+            server,
+            MongoDriver {
+                dsn,
+                profile: workload.record == RecordKind::Profile,
+                metrics,
+            },
+        )
+        .linked(relay),
+    ))
 }

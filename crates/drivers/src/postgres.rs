@@ -649,17 +649,23 @@ pub fn open(
         }
     };
     let (version, recorded) = block(prepare_table(&dsn, workload))?;
-    Ok(Box::new(AsyncTarget::new(
-        spec,
-        endpoint,
-        format!("PostgreSQL {version}"),
-        recorded,
-        server,
-        PgDriver {
-            dsn,
-            profile: workload.record == RecordKind::Profile,
-        },
-    )))
+    // With a link, every connection of the driver goes through its relay.
+    let (host, port, relay) = crate::link::dial_host(workload, &dsn.host, dsn.port)?;
+    let dsn = Dsn { host, port, ..dsn };
+    Ok(Box::new(
+        AsyncTarget::new(
+            spec,
+            endpoint,
+            format!("PostgreSQL {version}"),
+            recorded,
+            server,
+            PgDriver {
+                dsn,
+                profile: workload.record == RecordKind::Profile,
+            },
+        )
+        .linked(relay),
+    ))
 }
 
 impl AsyncDriver for PgDriver {

@@ -15,7 +15,7 @@ use bakeoff_core::plan::FaultKind;
 use bakeoff_core::plan::{Endpoint, Plan, TargetSpec, Workload};
 use bakeoff_core::result::{CounterCheck, TargetRecord};
 use bakeoff_core::runner::{
-    compare_counters, CounterRule, Counters, FaultStruck, ProcSnapshot, Target,
+    compare_counters, CounterRule, Counters, FaultStruck, LinkSample, ProcSnapshot, Target,
 };
 use bakeoff_core::workload::{OpKind, OP_KINDS};
 use bakeoff_servers::{ManagedServer, ServerCommand};
@@ -164,6 +164,8 @@ impl Connector for RedisConnector {
 
 /// A redis target ready for one run.
 pub struct RedisTarget {
+    // Field order is drop order: the relay closes before the server stops.
+    relay: Option<crate::link::Relay>,
     server: Option<RunningServer>,
     connector_addr: SocketAddr,
     user: Option<String>,
@@ -247,7 +249,8 @@ pub fn open(
     let command_line = server
         .as_ref()
         .map(|s| format!("{} {}", s.binary.display(), s.args.join(" ")));
-    let mut target = RedisTarget::over(server, addr, spec.user.clone(), spec.password.clone());
+    let dial = crate::link::dial(workload, addr)?;
+    let mut target = RedisTarget::over(server, addr, dial, spec.user.clone(), spec.password.clone());
     target.record = TargetRecord {
         name: spec.name.clone(),
         mode: mode.into(),
@@ -308,20 +311,23 @@ fn config_value(raw: &str) -> Option<String> {
 
 impl RedisTarget {
     /// A target that speaks RESP to `addr`, where `server` (if bakeoff
-    /// started one) listens; its record is set after.
+    /// started one) listens, with its load connections dialled as `dial`
+    /// says; its record is set after.
     fn over(
         server: Option<ManagedServer>,
         addr: SocketAddr,
+        dial: crate::link::Dial,
         user: Option<String>,
         password: Option<String>,
     ) -> Self {
         RedisTarget {
+            relay: dial.relay,
             server: server.map(RunningServer::new),
             connector_addr: addr,
             driver: CodecDriver {
                 codec: RespCodec,
                 connector: Box::new(RedisConnector {
-                    addr,
+                    addr: dial.addr,
                     user: user.clone(),
                     password: password.clone(),
                 }),
@@ -337,7 +343,8 @@ impl RedisTarget {
     /// counted and faulted as redis-server is. Its record is set after.
     pub(crate) fn serving(server: ManagedServer) -> Self {
         let addr = server.addr;
-        Self::over(Some(server), addr, None, None)
+        let direct = crate::link::Dial { addr, relay: None };
+        Self::over(Some(server), addr, direct, None, None)
     }
 
     /// Replaces what the result records of the target.
@@ -447,6 +454,10 @@ impl Target for RedisTarget {
 
     fn gone(&self) -> Option<String> {
         self.server.as_ref()?.lock().gone()
+    }
+
+    fn link(&self) -> Option<LinkSample> {
+        self.relay.as_ref().map(|r| r.sample())
     }
 }
 

@@ -345,6 +345,8 @@ impl TargetCatalog for Registry {
             // process (`embedded::host`).
             faults: e.managed,
             managed: e.managed,
+            // Servers are reached over TCP; engines are called in-process.
+            network: !e.program.is_empty(),
             url_scheme: (!e.scheme.is_empty()).then(|| e.scheme.to_string()),
         })
     }

@@ -9,11 +9,13 @@
 //! - [`sweep`]: sweep axes and the points they make.
 //! - [`target`]: targets, their capabilities and URLs.
 //! - [`fault`]: a fault injected into a measured run.
+//! - [`link`]: a network link between clients and server.
 //!
 //! Every check that involves more than one field lives in [`Plan::build`],
 //! and every error names the flag or preset key it came from.
 
 pub mod fault;
+pub mod link;
 pub mod params;
 pub mod raw;
 pub mod sweep;
@@ -31,6 +33,7 @@ use crate::workload::OpKind;
 use params::{param, Param, PARAMS};
 
 pub use fault::{Fault, FaultKind};
+pub use link::Link;
 pub use raw::{Overrides, RawPreset, Scalar};
 pub use sweep::{Point, SweepAxis};
 pub use target::{redact, Capabilities, Endpoint, TargetCatalog, TargetSpec};
@@ -206,6 +209,33 @@ impl Given {
             given
                 .values
                 .insert(p.key, (text_of(value, &origin)?, origin));
+        }
+        if !raw.link.is_empty() {
+            let p = param("link").expect("link is a parameter");
+            let mut parts = Vec::new();
+            for (key, value) in &raw.link {
+                let origin = Origin {
+                    key: format!("link.{key}"),
+                    ..Origin::param(p, false)
+                };
+                if !params::LINK_KEYS.contains(&key.as_str()) {
+                    return Err(unknown_key(
+                        "link",
+                        key,
+                        "unknown key",
+                        params::LINK_KEYS.iter().copied(),
+                    ));
+                }
+                parts.push(format!("{key}={}", text_of(value, &origin)?));
+            }
+            let origin = Origin {
+                key: "link".into(),
+                ..Origin::param(p, false)
+            };
+            if given.values.contains_key(p.key) {
+                return Err(origin.err("also given as workload.link; give it once, in [link]"));
+            }
+            given.values.insert(p.key, (parts.join(","), origin));
         }
         for (key, text) in &flags.workload {
             let p = declared(key, "workload", false)?;
@@ -449,6 +479,18 @@ fn targets(
         for p in points {
             target::check_capabilities(&spec.name, &caps, &p.workload)
                 .map_err(|m| origin.err(m))?;
+            if let (Some(l), false) = (&p.workload.link, caps.network) {
+                let can: Vec<String> = catalog
+                    .names()
+                    .into_iter()
+                    .filter(|n| catalog.capabilities(n).is_some_and(|c| c.network))
+                    .collect();
+                return Err(origin.err(format!(
+                    "--link {l}: target {} runs inside bakeoff, with no network to delay; a link is for the servers: {}",
+                    spec.label(),
+                    can.join(", ")
+                )));
+            }
             if let (Some(f), Endpoint::External { .. }) = (&p.workload.fault, &spec.endpoint) {
                 return Err(origin.err(format!(
                     "--fault {f} needs a server bakeoff started; {} runs elsewhere (name the target, e.g. -t {}, to have bakeoff start it)",
@@ -686,6 +728,7 @@ mod tests {
                 batch_load: false,
                 requests: Vec::new(),
                 faults: true,
+                network: true,
             })
         }
         fn names(&self) -> Vec<String> {

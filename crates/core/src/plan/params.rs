@@ -7,7 +7,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{Fault, IoBackend, Mix, RequestMode, Workload};
+use super::{Fault, IoBackend, Link, Mix, RequestMode, Workload};
 use crate::profile::{RecordKind, SearchKind};
 use crate::units::{fmt_bytes, parse_bytes, parse_count, parse_duration};
 use crate::value::{ValueContent, HEADER_LEN};
@@ -50,6 +50,9 @@ pub struct SweepFlag {
     pub flag: &'static str,
     /// Help text.
     pub help: &'static str,
+    /// What separates the values of its list on the command line (`,`,
+    /// or `;` for values that hold commas themselves).
+    pub separator: char,
 }
 
 impl Param {
@@ -86,6 +89,10 @@ pub fn param(key: &str) -> Option<&'static Param> {
 /// The keys of a preset's `[fault]` table and the parameters they set:
 /// what is done to the server, and whether the writes are checked.
 pub const FAULT_KEYS: [(&str, &str); 2] = [("inject", "fault"), ("durability", "durability")];
+
+/// The keys of a preset's `[link]` table: the parts of `--link`'s value
+/// (`[link] rtt = "150us"` is `--link rtt=150us`).
+pub const LINK_KEYS: [&str; 2] = ["rtt", "bandwidth"];
 
 /// The workload every parameter's default gives.
 pub fn defaults() -> Workload {
@@ -172,6 +179,14 @@ fn memory_cap(text: &str) -> Result<Option<u64>, String> {
     Ok(Some(b))
 }
 
+/// `none`, or a link (see [`Link::parse`]).
+fn link(text: &str) -> Result<Option<Link>, String> {
+    match text.trim() {
+        "none" | "loopback" => Ok(None),
+        t => Link::parse(t).map(Some),
+    }
+}
+
 fn duration(text: &str, zero: &'static str) -> Result<f64, String> {
     let d = parse_duration(text)?;
     if d.is_zero() && !zero.is_empty() {
@@ -194,6 +209,7 @@ pub static PARAMS: &[Param] = &[
         sweep: Some(SweepFlag {
             flag: "sweep-clients",
             help: "Sweep over client counts, e.g. `1,10,100`.",
+            separator: ',',
         }),
         excludes: None,
         field: "clients",
@@ -328,6 +344,7 @@ pub static PARAMS: &[Param] = &[
         sweep: Some(SweepFlag {
             flag: "sweep-value-size",
             help: "Sweep over value sizes, e.g. `1k,10k,100k`.",
+            separator: ',',
         }),
         excludes: None,
         field: "value_size",
@@ -359,6 +376,7 @@ pub static PARAMS: &[Param] = &[
         sweep: Some(SweepFlag {
             flag: "sweep-mix",
             help: "Sweep over mixes, e.g. `100:0,95:5,50:50`.",
+            separator: ',',
         }),
         excludes: None,
         field: "mix",
@@ -376,6 +394,7 @@ pub static PARAMS: &[Param] = &[
         sweep: Some(SweepFlag {
             flag: "sweep-records",
             help: "Sweep over record counts, e.g. `100k,1m`.",
+            separator: ',',
         }),
         excludes: None,
         field: "records",
@@ -443,6 +462,7 @@ pub static PARAMS: &[Param] = &[
         sweep: Some(SweepFlag {
             flag: "sweep-memory-cap",
             help: "Sweep over memory caps, e.g. `256mb,none` (see --memory-cap).",
+            separator: ',',
         }),
         excludes: None,
         field: "memory_cap",
@@ -492,6 +512,7 @@ pub static PARAMS: &[Param] = &[
         sweep: Some(SweepFlag {
             flag: "sweep-search",
             help: "Sweep over searches, e.g. `name,sex,location,all`.",
+            separator: ',',
         }),
         excludes: None,
         field: "search",
@@ -509,6 +530,7 @@ pub static PARAMS: &[Param] = &[
         sweep: Some(SweepFlag {
             flag: "sweep-indexes",
             help: "Sweep over indexes, e.g. `on,off`.",
+            separator: ',',
         }),
         excludes: None,
         field: "indexes",
@@ -564,6 +586,24 @@ pub static PARAMS: &[Param] = &[
         field: "fault",
         parse: |s| json(Fault::parse(s)),
         show: |w| w.fault.map(|f| f.to_string()).unwrap_or_else(|| "none".into()),
+    },
+    Param {
+        key: "link",
+        flag: "link",
+        short: None,
+        value_name: "rtt=TIME[,bandwidth=RATE]",
+        help: "Put a network link between bakeoff's clients and each server: rtt=150us adds a round trip of 150 µs (75 µs each way), bandwidth=1gbit caps each direction. The link is a relay bakeoff runs on loopback that holds every byte for half the round trip in each direction (this kernel has no netem); its CPU is measured apart from the client's, and a run says when the relay was busier than 90 % (then the relay, not the link, set the pace). Network servers only; admin connections (counters, record counts) go direct. `none` for loopback. Preset: rtt and bandwidth in a [link] table.",
+        default: None,
+        switch: None,
+        sweep: Some(SweepFlag {
+            flag: "sweep-link",
+            help: "Sweep over links, e.g. `none;rtt=150us` (see --link; values are separated by `;`).",
+            separator: ';',
+        }),
+        excludes: None,
+        field: "link",
+        parse: |s| json(link(s)),
+        show: |w| w.link.map(|l| l.to_string()).unwrap_or_else(|| "none".into()),
     },
     Param {
         key: "durability",

@@ -28,6 +28,10 @@ pub struct Capabilities {
     /// started it.
     #[serde(default)]
     pub faults: bool,
+    /// Whether it is spoken to over the network (a server, not an engine
+    /// in bakeoff's process), so that a link can sit in between (`--link`).
+    #[serde(default)]
+    pub network: bool,
 }
 
 /// The targets bakeoff knows, as the plan sees them (implemented by the

@@ -171,6 +171,9 @@ pub struct Workload {
     /// A fault injected into the measured run, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fault: Option<super::Fault>,
+    /// A network link between the clients and the server, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link: Option<super::Link>,
     /// The durability check: every client writes fresh ids of its own, and
     /// every attempted id is read back after the run.
     #[serde(default, skip_serializing_if = "is_false")]

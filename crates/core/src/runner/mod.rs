@@ -20,12 +20,26 @@ use crate::plan::{FaultKind, Plan, RequestMode, TargetSpec, Workload};
 use crate::recorder::{Interval, PhaseStats};
 use crate::result::{
     Checks, ClientUsage, CounterCheck, DiskPerWrite, Environment, ExperimentResult, FaultRecord,
-    PhaseResult, ResourceSample, RunResult, TargetRecord, TimelinePoint, SCHEMA_VERSION,
+    LinkUsage, PhaseResult, ResourceSample, RunResult, TargetRecord, TimelinePoint, SCHEMA_VERSION,
 };
 use crate::value::ValuePool;
 use crate::workload::{KeyDistribution, OpKind, ZipfianConstants, OP_KINDS};
 
 mod check;
+
+/// What a target's link relay (`--link`) did so far.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct LinkSample {
+    /// CPU time of the relay's thread, ns.
+    pub cpu_ns: u64,
+    /// Chunks of bytes sent on, both ways.
+    pub chunks: u64,
+    /// Mean lateness of a chunk after its due time, ns (negative: early).
+    pub mean_late_ns: f64,
+    /// The relay's own cost per round trip, measured when it started, ns;
+    /// it holds bytes that much less.
+    pub overhead_ns: u64,
+}
 
 /// Cumulative resource counters of a process (or process tree), read from
 /// /proc by whoever owns it.
@@ -146,6 +160,11 @@ pub trait Target {
     /// or the signal that killed it, and the end of its log); `None` while
     /// it runs, and for targets bakeoff did not start.
     fn gone(&self) -> Option<String> {
+        None
+    }
+    /// What the link relay in front of the target did so far, when the
+    /// workload has a link.
+    fn link(&self) -> Option<LinkSample> {
         None
     }
 }
@@ -676,6 +695,14 @@ pub fn run_experiment(
                     observer.note(&note);
                     result.warnings.push(note);
                 }
+                if let Some(l) = run.client.link.as_ref().filter(|l| l.relay_bound) {
+                    let note = format!(
+                        "run {} ({label}): the link relay was busy {:.0} % of the time; the relay, not the link, may have set the pace. Lower --clients or --rate.",
+                        run.index, l.relay_busy_percent
+                    );
+                    observer.note(&note);
+                    result.warnings.push(note);
+                }
                 observer.run_finished(&run);
                 result.runs.push(run);
                 result.targets = merge_records(&result.targets, &recorded);
@@ -830,6 +857,8 @@ fn run_one(
     }
     // The server's disk use over the measure job, for disk writes per write.
     let disk_before = target.resources();
+    // The link relay's CPU over the measure job, apart from the client's.
+    let link_before = target.link().map(|l| (l, std::time::Instant::now()));
     // Little's law's numerator and window, ns.
     let mut little = (0u64, 0u64);
     // The durability check's writes, and when its fault (or the run) ended.
@@ -893,6 +922,9 @@ fn run_one(
                         .map(|b| (b * 10.0).round() / 10.0)
                         .collect(),
                     client_bound: busy_max > 90.0 && !in_process,
+                    link: link_before.and_then(|(before, at)| {
+                        LinkUsage::between(&before, &target.link()?, at.elapsed())
+                    }),
                 };
             }
             Err(m) => {
