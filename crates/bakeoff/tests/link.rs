@@ -36,7 +36,12 @@ fn a_150us_link_adds_150us_to_the_median() {
         "-o",
         out.to_str().unwrap(),
     ]);
-    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     let r = read_json(&out);
     let runs = r["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 2);
@@ -54,7 +59,10 @@ fn a_150us_link_adds_150us_to_the_median() {
     let usage = &runs[1]["client"]["link"];
     assert_eq!(usage["relay_bound"], false, "{usage}");
     assert!(usage["chunks"].as_u64().unwrap() > 1000, "{usage}");
-    assert!(usage["relay_busy_percent"].as_f64().unwrap() > 0.0, "{usage}");
+    assert!(
+        usage["relay_busy_percent"].as_f64().unwrap() > 0.0,
+        "{usage}"
+    );
 }
 
 /// A link sits on a network; an engine in bakeoff's process has none.
@@ -65,7 +73,10 @@ fn a_link_on_an_embedded_engine_is_refused_naming_the_targets_that_can() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("--link"), "{err}");
     assert!(err.contains("redis") && err.contains("postgres"), "{err}");
-    assert!(!err.contains("lmdb,"), "lmdb is not among those that can: {err}");
+    assert!(
+        !err.contains("lmdb,"),
+        "lmdb is not among those that can: {err}"
+    );
     for bad in ["rtt", "rtt=fast", "delay=1ms", "rtt=1ms,bandwidth=0"] {
         let o = bakeoff(&["run", "-t", "redis", "--link", bad, "--dry-run"]);
         assert_eq!(o.status.code(), Some(2), "--link {bad}");

@@ -32,6 +32,7 @@ impl TargetCatalog for MockCatalog {
             requests: Vec::new(),
             faults: false,
             network: false,
+            topologies: Vec::new(),
         })
     }
     fn names(&self) -> Vec<String> {

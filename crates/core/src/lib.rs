@@ -27,7 +27,8 @@
 //!   recovered, holes, loss window).
 //! - [`session`]: the call contract of client libraries and engines, and
 //!   the one dispatch of an operation to a call.
-//! - [`net`]: the io_uring/epoll loop for byte-protocol codecs.
+//! - [`net`]: the io_uring/epoll loop for byte-protocol codecs, on one
+//!   node or on shards ([`ketama`] picks the node of a key).
 //! - [`async_loop`]: the loop for targets behind async client libraries.
 //! - [`embedded`]: the loop for in-process engines.
 //! - [`runner`]: jobs on worker threads, experiments over targets.
@@ -43,6 +44,7 @@ pub mod embedded;
 pub mod environment;
 pub mod error;
 pub mod harness;
+pub mod ketama;
 pub mod mock;
 pub mod net;
 pub mod plan;

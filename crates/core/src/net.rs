@@ -18,6 +18,13 @@
 //! Bytes move only through [`Loop::arm_recv`], [`Loop::on_readable`] and
 //! [`Loop::kick_write`]; parsing, timing and request generation are the
 //! same for both mechanisms.
+//!
+//! Shards. A target of several nodes (client-side sharding) gives each
+//! client one connection per node; a request goes on the connection of the
+//! node its key hashes to ([`Ketama`]), and the client's pipeline depth
+//! counts its requests on all of them. Connection `k` belongs to client
+//! `k / nodes` and node `k % nodes`; with one node, connection and client
+//! are the same index and nothing is hashed.
 
 use std::collections::VecDeque;
 use std::io::{ErrorKind as IoErrorKind, Read, Write};
@@ -29,10 +36,11 @@ use io_uring::{opcode, types, IoUring};
 use crate::driver::{Codec, Connector, Decoded, Driver, Job, Reply, WorkerOutput};
 use crate::error::TargetError;
 use crate::harness::{format_key, Harness, Outcome, Request, KEY_LEN, RECONNECT_EVERY_NS};
+use crate::ketama::Ketama;
 use crate::plan::IoBackend;
 use crate::recorder::{monotonic_ns, ErrorKind};
 use crate::session::{io_error_kind, ConnectError};
-use crate::workload::OpKind;
+use crate::workload::{OpKind, OP_KINDS};
 
 /// How often in-flight requests are checked against the timeout.
 const TIMEOUT_CHECK_EVERY_NS: u64 = 10_000_000;
@@ -187,23 +195,34 @@ impl Backend {
     }
 }
 
-/// Runs worker `worker`'s share of `job` over the network with `codec`.
+/// Runs worker `worker`'s share of `job` over the network with `codec`, on
+/// the nodes `connectors` reach (keys spread by `ring` when there are
+/// several).
 pub fn run_worker<C: Codec>(
     codec: &C,
-    connector: &dyn Connector,
+    connectors: &[Box<dyn Connector>],
+    ring: Option<&Ketama>,
     job: &Job,
     worker: usize,
 ) -> Result<WorkerOutput, TargetError> {
-    let mut lp = Loop::new(codec, connector, job, worker)?;
+    let mut lp = Loop::new(codec, connectors, ring, job, worker)?;
     lp.run();
     Ok(lp.finish())
 }
 
 struct Loop<'a, C: Codec> {
     codec: &'a C,
-    connector: &'a dyn Connector,
+    connectors: &'a [Box<dyn Connector>],
+    ring: Option<&'a Ketama>,
+    /// Nodes, and so connections per client.
+    nodes: usize,
     harness: Harness<'a>,
+    /// One per client and node: `k = client * nodes + node`.
     conns: Vec<Conn>,
+    /// Requests in flight per client, on all its connections.
+    client_inflight: Vec<u32>,
+    /// Requests sent per node and kind (several nodes only).
+    node_sent: Vec<[u64; OP_KINDS]>,
     backend: Backend,
     backend_name: String,
     key_buf: [u8; KEY_LEN],
@@ -217,17 +236,19 @@ struct Loop<'a, C: Codec> {
 impl<'a, C: Codec> Loop<'a, C> {
     fn new(
         codec: &'a C,
-        connector: &'a dyn Connector,
+        connectors: &'a [Box<dyn Connector>],
+        ring: Option<&'a Ketama>,
         job: &'a Job<'a>,
         worker: usize,
     ) -> Result<Self, TargetError> {
+        let nodes = connectors.len().max(1);
         let w = job.workload;
         let harness = Harness::new(job, worker);
         let pipeline = w.pipeline.max(1) as usize;
         let wcap = pipeline * (w.value_size.max() + 128) + 4096;
         let rcap = (pipeline * (w.value_size.max() + 128)).max(64 * 1024);
         let mut conns = Vec::new();
-        for _ in 0..harness.clients() {
+        for _ in 0..harness.clients() * nodes {
             conns.push(Conn {
                 stream: None,
                 wbuf: Vec::with_capacity(wcap),
@@ -254,11 +275,20 @@ impl<'a, C: Codec> Loop<'a, C> {
                 )));
             }
         }
+        let clients = harness.clients();
         let mut lp = Loop {
             codec,
-            connector,
+            connectors,
+            ring: ring.filter(|_| nodes > 1),
+            nodes,
             harness,
             conns,
+            client_inflight: vec![0; clients],
+            node_sent: if nodes > 1 {
+                vec![[0; OP_KINDS]; nodes]
+            } else {
+                Vec::new()
+            },
             backend,
             backend_name,
             key_buf: [0; KEY_LEN],
@@ -291,7 +321,7 @@ impl<'a, C: Codec> Loop<'a, C> {
     }
 
     fn connect(&mut self, ci: usize) -> std::io::Result<()> {
-        let stream = self.connector.connect()?;
+        let stream = self.connectors[ci % self.nodes].connect()?;
         stream.set_nonblocking(true)?;
         if let Backend::Epoll { epfd, .. } = &self.backend {
             let mut ev = libc::epoll_event {
@@ -314,22 +344,41 @@ impl<'a, C: Codec> Loop<'a, C> {
         Ok(())
     }
 
-    /// Whether connection `ci` may make a request now, and with which
+    /// Whether client `ci` has room for a request: every connection of it
+    /// is up (with one node, its connection) and its pipeline is not full.
+    #[inline]
+    fn has_room(&self, ci: usize) -> bool {
+        self.client_inflight[ci] < self.pipeline as u32
+            && self.conns[ci * self.nodes..(ci + 1) * self.nodes]
+                .iter()
+                .all(Conn::usable)
+    }
+
+    /// Whether client `ci` may make a request now, and with which
     /// intended start.
     #[inline]
     fn due(&self, ci: usize, now: u64) -> Option<u64> {
-        let c = &self.conns[ci];
-        if !c.usable() || c.inflight.len() >= self.pipeline {
+        if !self.has_room(ci) {
             return None;
         }
         self.harness.due(ci, now)
     }
 
-    /// Encodes request `req` of connection `ci` into its write buffer.
+    /// Encodes request `req` of client `ci` into the write buffer of the
+    /// connection to its key's node.
     #[inline]
     fn issue(&mut self, ci: usize, req: Request) {
         format_key(req.key, &mut self.key_buf);
-        let c = &mut self.conns[ci];
+        let k = match self.ring {
+            None => ci * self.nodes,
+            Some(ring) => {
+                let node = ring.node_of(&self.key_buf);
+                self.node_sent[node][req.kind as usize] += 1;
+                ci * self.nodes + node
+            }
+        };
+        self.client_inflight[ci] += 1;
+        let c = &mut self.conns[k];
         if req.kind.writes_value() {
             let (h, p) = self.harness.value(ci, req.key);
             self.codec
@@ -341,17 +390,25 @@ impl<'a, C: Codec> Loop<'a, C> {
         c.inflight.push_back(req);
     }
 
-    /// Makes every request connection `ci` may make at `now`.
+    /// Makes every request client `ci` may make at `now`.
     fn fill(&mut self, ci: usize, now: u64) {
         loop {
-            let c = &self.conns[ci];
-            if !c.usable() || c.inflight.len() >= self.pipeline {
+            if !self.has_room(ci) {
                 return;
             }
             let Some(req) = self.harness.begin_due(ci, now) else {
                 return;
             };
             self.issue(ci, req);
+        }
+    }
+
+    /// Starts sending what client `ci` has buffered, on each of its
+    /// connections.
+    #[inline]
+    fn kick_client(&mut self, ci: usize, now: u64) {
+        for k in ci * self.nodes..(ci + 1) * self.nodes {
+            self.kick_write(k, now);
         }
     }
 
@@ -440,6 +497,7 @@ impl<'a, C: Codec> Loop<'a, C> {
     /// closed and retried later.
     fn fail(&mut self, ci: usize, kind: ErrorKind, now: u64) {
         while let Some(f) = self.conns[ci].inflight.pop_front() {
+            self.client_inflight[ci / self.nodes] -= 1;
             self.harness.complete(&f, Outcome::Failed(kind), now);
         }
         let c = &mut self.conns[ci];
@@ -521,11 +579,13 @@ impl<'a, C: Codec> Loop<'a, C> {
                     let c = &mut self.conns[ci];
                     c.rstart += len;
                     c.inflight.pop_front();
-                    self.fill(ci, t);
+                    let client = ci / self.nodes;
+                    self.client_inflight[client] -= 1;
+                    self.fill(client, t);
                 }
             }
         }
-        self.kick_write(ci, now);
+        self.kick_client(ci / self.nodes, now);
     }
 
     /// io_uring: handles one completion.
@@ -594,9 +654,12 @@ impl<'a, C: Codec> Loop<'a, C> {
             match self.connect(ci) {
                 Ok(()) => {
                     let now = self.now();
-                    self.harness.skip_missed(ci, now);
-                    self.fill(ci, now);
-                    self.kick_write(ci, now);
+                    let client = ci / self.nodes;
+                    if self.has_room(client) {
+                        self.harness.skip_missed(client, now);
+                        self.fill(client, now);
+                        self.kick_client(client, now);
+                    }
                 }
                 Err(e) => {
                     let kind = if e.kind() == IoErrorKind::TimedOut {
@@ -611,7 +674,7 @@ impl<'a, C: Codec> Loop<'a, C> {
                     // this client's remaining work with it, so that counted
                     // runs end too.
                     if c.dead_since.is_some_and(|d| now - d > self.timeout_ns) {
-                        self.harness.give_up(ci);
+                        self.harness.give_up(ci / self.nodes);
                     }
                 }
             }
@@ -620,9 +683,10 @@ impl<'a, C: Codec> Loop<'a, C> {
 
     fn run(&mut self) {
         let start = self.now();
-        for ci in 0..self.conns.len() {
+        let clients = self.client_inflight.len();
+        for ci in 0..clients {
             self.fill(ci, start);
-            self.kick_write(ci, start);
+            self.kick_client(ci, start);
         }
         loop {
             let now = self.now();
@@ -632,17 +696,17 @@ impl<'a, C: Codec> Loop<'a, C> {
                 self.reconnect_due(now);
             }
             if self.harness.open_loop() && generating {
-                for ci in 0..self.conns.len() {
+                for ci in 0..clients {
                     if self.due(ci, now).is_some() {
                         self.fill(ci, now);
-                        self.kick_write(ci, now);
+                        self.kick_client(ci, now);
                     }
                 }
             }
-            let idle = self.conns.iter().all(|c| c.inflight.is_empty());
+            let idle = self.client_inflight.iter().all(|&n| n == 0);
             if idle {
                 let now = self.now();
-                let more = (0..self.conns.len()).any(|ci| self.harness.has_work_left(ci, now));
+                let more = (0..clients).any(|ci| self.harness.has_work_left(ci, now));
                 if !more {
                     break;
                 }
@@ -749,8 +813,8 @@ impl<'a, C: Codec> Loop<'a, C> {
                 u64::MAX
             });
             if h.open_loop() {
-                for (ci, c) in self.conns.iter().enumerate() {
-                    if c.usable() && c.inflight.len() < self.pipeline {
+                for ci in 0..self.client_inflight.len() {
+                    if self.has_room(ci) {
                         if let Some(t) = h.next_start(ci, now) {
                             until = until.min(t);
                         }
@@ -764,22 +828,53 @@ impl<'a, C: Codec> Loop<'a, C> {
     fn finish(mut self) -> WorkerOutput {
         let now = self.now();
         let backend = std::mem::take(&mut self.backend_name);
-        self.harness.finish(now, backend)
+        let mut out = self.harness.finish(now, backend);
+        out.node_sent = std::mem::take(&mut self.node_sent);
+        out
     }
 }
 
-/// A driver for a byte protocol: a codec and a way to connect, run by the
-/// network loop under the harness.
+/// A driver for a byte protocol: a codec and a way to connect to each
+/// node, run by the network loop under the harness.
 pub struct CodecDriver<C: Codec> {
     /// The protocol.
     pub codec: C,
-    /// How connections are opened (and authenticated).
-    pub connector: Box<dyn Connector>,
+    /// How connections to each node are opened (and authenticated): one
+    /// for a single server.
+    pub connectors: Vec<Box<dyn Connector>>,
+    /// Which node holds a key, when there are several.
+    pub ring: Option<Ketama>,
+}
+
+impl<C: Codec> CodecDriver<C> {
+    /// A driver for one server.
+    pub fn new(codec: C, connector: Box<dyn Connector>) -> Self {
+        CodecDriver {
+            codec,
+            connectors: vec![connector],
+            ring: None,
+        }
+    }
+
+    /// A driver for shards: keys spread over `connectors`' nodes by `ring`.
+    pub fn sharded(codec: C, connectors: Vec<Box<dyn Connector>>, ring: Ketama) -> Self {
+        CodecDriver {
+            codec,
+            connectors,
+            ring: Some(ring),
+        }
+    }
 }
 
 impl<C: Codec> Driver for CodecDriver<C> {
     fn run_worker(&self, job: &Job, worker: usize) -> Result<WorkerOutput, TargetError> {
-        run_worker(&self.codec, &*self.connector, job, worker)
+        run_worker(
+            &self.codec,
+            &self.connectors,
+            self.ring.as_ref(),
+            job,
+            worker,
+        )
     }
 
     fn describe(&self, kind: OpKind) -> String {

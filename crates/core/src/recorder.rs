@@ -295,6 +295,9 @@ pub struct WorkerOutput {
     pub backend: String,
     /// The durability check's writes or read-back, when the job has one.
     pub durability: Option<crate::durability::WorkerDurability>,
+    /// Requests sent per node and kind, all phases, when the target is
+    /// sharded (empty otherwise).
+    pub node_sent: Vec<[u64; crate::workload::OP_KINDS]>,
 }
 
 /// The bookkeeping of one worker: phase stats, the current one-second
@@ -423,6 +426,7 @@ impl WorkerMeter {
             busy_in_window_ns: self.busy_in_window,
             backend,
             durability: None,
+            node_sent: Vec::new(),
         }
     }
 }

@@ -496,6 +496,33 @@ pub struct RunResult {
     /// server bakeoff started, in a run that wrote).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub disk: Option<DiskPerWrite>,
+    /// Requests sent to each node of a target made of several servers
+    /// (`--topology shards:N`), in the order of the ring; empty for one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nodes: Vec<NodeOps>,
+}
+
+/// The requests the client sent one node of a sharded target, all phases
+/// (the load, the warm-up and the measured phase).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct NodeOps {
+    /// The node's address.
+    pub node: String,
+    /// Requests sent to it.
+    pub sent: u64,
+}
+
+impl RunResult {
+    /// How evenly the nodes shared the requests: the busiest node's count
+    /// over the mean (1.0 is even; `None` for one server).
+    pub fn node_balance(&self) -> Option<f64> {
+        if self.nodes.len() < 2 {
+            return None;
+        }
+        let total: u64 = self.nodes.iter().map(|n| n.sent).sum();
+        let max = self.nodes.iter().map(|n| n.sent).max()?;
+        (total > 0).then(|| max as f64 * self.nodes.len() as f64 / total as f64)
+    }
 }
 
 /// What reached a server's disk per write operation (set, update, delete)

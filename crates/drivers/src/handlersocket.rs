@@ -325,13 +325,13 @@ pub fn open(
         None => version,
     };
     let dial = crate::link::dial(workload, addr)?;
-    let driver = CodecDriver {
-        codec: HandlerSocketCodec,
-        connector: Box::new(HsConnector {
+    let driver = CodecDriver::new(
+        HandlerSocketCodec,
+        Box::new(HsConnector {
             addr: dial.addr,
             secret: secret.map(String::into_bytes),
         }),
-    };
+    );
     let record = TargetRecord::server(
         &spec.name,
         server.is_some(),

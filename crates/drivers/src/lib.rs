@@ -16,6 +16,8 @@
 //! - [`admin`]: blocking request/reply helpers for counters and versions.
 //! - [`link`]: the relay that puts a round-trip time between clients and
 //!   a server (`--link`).
+//! - [`shards`]: N servers of one kind as one target, keys spread by
+//!   ketama (`--topology shards:N`).
 //! - [`settings`]: typed reading of `[servers.NAME]` tables.
 //! - [`sql`]: what the SQL targets share.
 //! - [`embedded`]: engines opened in-process (Tokyo Cabinet, …), loaded
@@ -27,9 +29,9 @@ pub mod async_target;
 pub mod codec;
 pub mod dl;
 pub mod embedded;
-pub mod link;
 #[cfg(feature = "mariadb")]
 pub mod handlersocket;
+pub mod link;
 #[cfg(feature = "mariadb")]
 pub mod mariadb;
 #[cfg(feature = "memcached")]
@@ -43,5 +45,7 @@ pub mod redis;
 pub mod registry;
 pub mod running;
 pub mod settings;
+#[cfg(any(feature = "redis", feature = "memcached"))]
+pub mod shards;
 #[cfg(any(feature = "postgres", feature = "mariadb"))]
 pub mod sql;

@@ -197,7 +197,9 @@ pub fn dial(workload: &Workload, server: SocketAddr) -> Result<Dial, TargetError
         }),
         Some(link) => {
             let relay = Relay::start(server, link).map_err(|e| {
-                TargetError::Client(format!("cannot start the link relay for --link {link}: {e}"))
+                TargetError::Client(format!(
+                    "cannot start the link relay for --link {link}: {e}"
+                ))
             })?;
             Ok(Dial {
                 addr: relay.addr(),
@@ -342,7 +344,10 @@ fn relay_loop(
                 }
                 LISTENER => st.accept(&listener, upstream),
                 t => {
-                    let (p, side) = (((t - FIRST_CONN) / 2) as usize, ((t - FIRST_CONN) % 2) as usize);
+                    let (p, side) = (
+                        ((t - FIRST_CONN) / 2) as usize,
+                        ((t - FIRST_CONN) % 2) as usize,
+                    );
                     if flags & (libc::EPOLLIN | libc::EPOLLHUP | libc::EPOLLERR) as u32 != 0 {
                         st.read(p, side, now);
                     }
@@ -459,9 +464,7 @@ impl State<'_> {
     fn flush(&mut self, p: usize, now: u64) -> Option<u64> {
         let mut next = None;
         let mut failed = false;
-        let Some(pair) = self.pairs[p].as_mut() else {
-            return None;
-        };
+        let pair = self.pairs[p].as_mut()?;
         for dir in 0..2 {
             let sink = 1 - dir;
             let d = &mut pair.dirs[dir];
@@ -514,8 +517,13 @@ impl State<'_> {
             // Read a side while it has something to say and its bytes have
             // room; poll it for writability while bytes wait for room there.
             let d = &pair.dirs[side];
-            let want = libc::EPOLLIN as u32 * u32::from(!d.eof && d.queued < MAX_QUEUED)
-                | libc::EPOLLOUT as u32 * u32::from(pair.dirs[1 - side].blocked);
+            let mut want = 0;
+            if !d.eof && d.queued < MAX_QUEUED {
+                want |= libc::EPOLLIN as u32;
+            }
+            if pair.dirs[1 - side].blocked {
+                want |= libc::EPOLLOUT as u32;
+            }
             if want != pair.interest[side] {
                 pair.interest[side] = want;
                 modify(self.epfd, &pair.socks[side], token(p, side), want);
@@ -542,7 +550,9 @@ fn calibrate() -> std::io::Result<u64> {
     let server = std::thread::spawn(move || {
         // Two connections: straight, and through the relay.
         for _ in 0..2 {
-            let Ok((mut s, _)) = echo.accept() else { return };
+            let Ok((mut s, _)) = echo.accept() else {
+                return;
+            };
             let _ = s.set_nodelay(true);
             std::thread::spawn(move || {
                 let mut buf = [0u8; 64];
@@ -705,14 +715,19 @@ mod tests {
         s.shutdown(std::net::Shutdown::Write).unwrap();
         let mut rest = Vec::new();
         s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-        assert_eq!(s.read_to_end(&mut rest).unwrap(), 0, "the server's side closed too");
+        assert_eq!(
+            s.read_to_end(&mut rest).unwrap(),
+            0,
+            "the server's side closed too"
+        );
     }
 
     /// At a bandwidth, a large transfer takes at least its size over it.
     #[test]
     fn bandwidth_paces_a_transfer() {
         let server = echo();
-        let relay = Relay::start(server, Link::parse("rtt=100us,bandwidth=80mbit").unwrap()).unwrap();
+        let relay =
+            Relay::start(server, Link::parse("rtt=100us,bandwidth=80mbit").unwrap()).unwrap();
         let mut s = TcpStream::connect(relay.addr()).unwrap();
         let data = vec![7u8; 1_000_000];
         let t = monotonic_ns();

@@ -11,7 +11,7 @@ use std::time::Duration;
 use bakeoff_core::driver::{Codec, Connector, Driver};
 use bakeoff_core::error::TargetError;
 use bakeoff_core::plan::FaultKind;
-use bakeoff_core::plan::{Endpoint, Plan, TargetSpec, Workload};
+use bakeoff_core::plan::{Endpoint, Plan, TargetSpec, Topology, Workload};
 use bakeoff_core::result::{CounterCheck, TargetRecord};
 use bakeoff_core::runner::{
     compare_counters, CounterRule, Counters, FaultStruck, LinkSample, ProcSnapshot, Target,
@@ -20,6 +20,7 @@ use bakeoff_core::workload::{OpKind, OP_KINDS};
 use bakeoff_servers::{ManagedServer, ServerCommand};
 
 use crate::running::RunningServer;
+use crate::shards::{Node, Sharded};
 
 use crate::admin::{connect, memcache_lines, resolve};
 use crate::codec::memcache_binary::MemcacheBinaryCodec;
@@ -130,6 +131,8 @@ pub struct MemcachedTarget {
     relay: Option<crate::link::Relay>,
     server: Option<RunningServer>,
     addr: SocketAddr,
+    /// Where load connections go: the server, or the link relay.
+    load_addr: SocketAddr,
     proto: Proto,
     record: TargetRecord,
 }
@@ -180,12 +183,39 @@ fn stats(addr: SocketAddr) -> Result<BTreeMap<String, String>, TargetError> {
     Ok(map)
 }
 
-/// Opens the target.
+/// Opens the target: starts memcached (one, or a node per shard), or
+/// connects to the URL.
 pub fn open(
     spec: &TargetSpec,
     plan: &Plan,
     workload: &Workload,
 ) -> Result<Box<dyn Target>, TargetError> {
+    let Topology::Shards(n) = workload.topology else {
+        return Ok(Box::new(open_one(spec, plan, workload)?));
+    };
+    let node = |_| {
+        let node = open_one(spec, plan, workload)?;
+        Ok(Node {
+            addr: node.addr,
+            connector: Box::new(MemcachedConnector {
+                addr: node.load_addr,
+            }),
+            target: Box::new(node),
+        })
+    };
+    Ok(if spec.name == "memcached-binary" {
+        Box::new(Sharded::open(n, MemcacheBinaryCodec, node)?)
+    } else {
+        Box::new(Sharded::open(n, MemcacheTextCodec, node)?)
+    })
+}
+
+/// Starts one memcached, or connects to the URL.
+fn open_one(
+    spec: &TargetSpec,
+    plan: &Plan,
+    workload: &Workload,
+) -> Result<MemcachedTarget, TargetError> {
     let settings = MemcachedSettings::parse(plan.settings_of(spec))?;
     let (server, addr, mode, endpoint) = match &spec.endpoint {
         Endpoint::Managed => {
@@ -219,15 +249,9 @@ pub fn open(
     let dial = crate::link::dial(workload, addr)?;
     let connector = || Box::new(MemcachedConnector { addr: dial.addr });
     let proto = if spec.name == "memcached-binary" {
-        Proto::Binary(CodecDriver {
-            codec: MemcacheBinaryCodec,
-            connector: connector(),
-        })
+        Proto::Binary(CodecDriver::new(MemcacheBinaryCodec, connector()))
     } else {
-        Proto::Text(CodecDriver {
-            codec: MemcacheTextCodec,
-            connector: connector(),
-        })
+        Proto::Text(CodecDriver::new(MemcacheTextCodec, connector()))
     };
     let st = stats(addr)?;
     let mut record = TargetRecord {
@@ -267,6 +291,7 @@ pub fn open(
         relay: dial.relay,
         server: server.map(RunningServer::new),
         addr,
+        load_addr: dial.addr,
         proto,
         record,
     };
@@ -279,7 +304,7 @@ pub fn open(
         .map(|k| (k.name().to_string(), codec_describe(*k)))
         .collect();
     target.record.requests = requests;
-    Ok(Box::new(target))
+    Ok(target)
 }
 
 impl Target for MemcachedTarget {

@@ -12,7 +12,7 @@ use std::time::Duration;
 use bakeoff_core::driver::{Connector, Driver};
 use bakeoff_core::error::TargetError;
 use bakeoff_core::plan::FaultKind;
-use bakeoff_core::plan::{Endpoint, Plan, TargetSpec, Workload};
+use bakeoff_core::plan::{Endpoint, Plan, TargetSpec, Topology, Workload};
 use bakeoff_core::result::{CounterCheck, TargetRecord};
 use bakeoff_core::runner::{
     compare_counters, CounterRule, Counters, FaultStruck, LinkSample, ProcSnapshot, Target,
@@ -21,6 +21,7 @@ use bakeoff_core::workload::{OpKind, OP_KINDS};
 use bakeoff_servers::{ManagedServer, ServerCommand};
 
 use crate::running::RunningServer;
+use crate::shards::{Node, Sharded};
 
 use crate::admin::{connect, parse_info, resolve, resp_call, RespReply};
 use crate::codec::resp::RespCodec;
@@ -168,6 +169,8 @@ pub struct RedisTarget {
     relay: Option<crate::link::Relay>,
     server: Option<RunningServer>,
     connector_addr: SocketAddr,
+    /// Where load connections go: the server, or the link relay.
+    load_addr: SocketAddr,
     user: Option<String>,
     password: Option<String>,
     driver: CodecDriver<RespCodec>,
@@ -211,12 +214,36 @@ pub fn probe(spec: &TargetSpec, plan: &Plan) -> Result<(), TargetError> {
     }
 }
 
-/// Opens the target: starts redis-server, or connects to the URL.
+/// Opens the target: starts redis-server (one, or a node per shard), or
+/// connects to the URL.
 pub fn open(
     spec: &TargetSpec,
     plan: &Plan,
     workload: &Workload,
 ) -> Result<Box<dyn Target>, TargetError> {
+    match workload.topology {
+        Topology::Shards(n) => Ok(Box::new(Sharded::open(n, RespCodec, |_| {
+            let node = open_one(spec, plan, workload)?;
+            Ok(Node {
+                addr: node.connector_addr,
+                connector: Box::new(RedisConnector {
+                    addr: node.load_addr,
+                    user: spec.user.clone(),
+                    password: spec.password.clone(),
+                }),
+                target: Box::new(node),
+            })
+        })?)),
+        _ => Ok(Box::new(open_one(spec, plan, workload)?)),
+    }
+}
+
+/// Starts one redis-server, or connects to the URL.
+fn open_one(
+    spec: &TargetSpec,
+    plan: &Plan,
+    workload: &Workload,
+) -> Result<RedisTarget, TargetError> {
     let settings = RedisSettings::parse(plan.settings_of(spec))?;
     let (server, addr, mode, endpoint) = match &spec.endpoint {
         Endpoint::Managed => {
@@ -250,7 +277,8 @@ pub fn open(
         .as_ref()
         .map(|s| format!("{} {}", s.binary.display(), s.args.join(" ")));
     let dial = crate::link::dial(workload, addr)?;
-    let mut target = RedisTarget::over(server, addr, dial, spec.user.clone(), spec.password.clone());
+    let mut target =
+        RedisTarget::over(server, addr, dial, spec.user.clone(), spec.password.clone());
     target.record = TargetRecord {
         name: spec.name.clone(),
         mode: mode.into(),
@@ -296,7 +324,7 @@ pub fn open(
         s.insert("command_line".into(), command_line);
     }
     target.record.settings = s;
-    Ok(Box::new(target))
+    Ok(target)
 }
 
 /// The value in a `CONFIG GET` reply for one parameter, given as the raw
@@ -324,14 +352,15 @@ impl RedisTarget {
             relay: dial.relay,
             server: server.map(RunningServer::new),
             connector_addr: addr,
-            driver: CodecDriver {
-                codec: RespCodec,
-                connector: Box::new(RedisConnector {
+            load_addr: dial.addr,
+            driver: CodecDriver::new(
+                RespCodec,
+                Box::new(RedisConnector {
                     addr: dial.addr,
                     user: user.clone(),
                     password: password.clone(),
                 }),
-            },
+            ),
             user,
             password,
             record: TargetRecord::default(),

@@ -94,6 +94,19 @@ fn steady_state_allocations<C: Codec>(
     pipeline: u32,
     io: IoBackend,
 ) -> (u64, u64) {
+    steady_state_allocations_on(codec, addr, 1, pipeline, io)
+}
+
+/// As [`steady_state_allocations`], with keys spread by ketama over
+/// `nodes` connections per client (all to `addr`: the routing is what is
+/// measured, not the servers).
+fn steady_state_allocations_on<C: Codec>(
+    codec: C,
+    addr: SocketAddr,
+    nodes: u16,
+    pipeline: u32,
+    io: IoBackend,
+) -> (u64, u64) {
     let workload = Workload {
         records: 1000,
         key_distribution: KeyDistribution::Uniform,
@@ -121,6 +134,8 @@ fn steady_state_allocations<C: Codec>(
         load_from: 0,
         request: Default::default(),
         fault: None,
+        topology: Default::default(),
+        link: None,
         durability: false,
     };
     let pool = ValuePool::new(400);
@@ -138,11 +153,17 @@ fn steady_state_allocations<C: Codec>(
         nonce: 1,
         read_back: &[],
     };
-    let connector = Plain(addr);
+    let connectors: Vec<Box<dyn bakeoff_core::driver::Connector>> = (0..nodes)
+        .map(|_| Box::new(Plain(addr)) as Box<dyn bakeoff_core::driver::Connector>)
+        .collect();
+    let names: Vec<(String, u16)> = (0..nodes)
+        .map(|i| ("127.0.0.1".to_string(), 20000 + i))
+        .collect();
+    let ring = (nodes > 1).then(|| bakeoff_core::ketama::Ketama::new(&names));
     let (a, b) = std::thread::scope(|s| {
         let h = s.spawn(|| {
             COUNT_ME.with(|c| c.set(true));
-            bakeoff_core::net::run_worker(&codec, &connector, &job, 0).unwrap()
+            bakeoff_core::net::run_worker(&codec, &connectors, ring.as_ref(), &job, 0).unwrap()
         });
         std::thread::sleep(Duration::from_millis(1250).saturating_sub(job.t0.elapsed()));
         let a = ALLOCS.load(Ordering::Relaxed);
@@ -187,6 +208,10 @@ fn redis_hot_path_does_not_allocate() {
                 ops * 6 / 10
             );
         }
+        // Shards: a connection per node, keys hashed to them.
+        let (allocs, ops) = steady_state_allocations_on(RespCodec, s.addr, 3, 4, io);
+        assert!(ops > 1000, "sharded: {ops} ops in second 1");
+        assert_eq!(allocs, 0, "{io:?} on 3 shards: {allocs} allocations");
     }
 }
 

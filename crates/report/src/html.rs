@@ -259,6 +259,7 @@ impl<'a> Page<'a> {
         self.table(&head, &rows, 2);
         self.durability();
         self.disk();
+        self.topology();
         self.html.push_str(r#"<p class="note">Latencies are response times of the measured phase (warm-up excluded), all operation kinds together; throughput counts successful operations. Per operation kind: see the CSV or Markdown report.</p>"#);
     }
 
@@ -295,6 +296,25 @@ impl<'a> Page<'a> {
         self.h2("disk", "Disk per write");
         self.html.push_str(r#"<p class="note">What the server's processes sent to storage per write (set, update, delete) over the warm-up and the measured phase, from /proc/PID/io; fsyncs are counted exactly where the data directory is on bakeoff's power-cut layer. Second by second: the disk charts below.</p>"#);
         self.table(&crate::durability::DISK_HEAD, &rows, 2);
+    }
+
+    /// The per-node and link tables, when some run was sharded or linked.
+    fn topology(&mut self) {
+        use crate::topology::*;
+        let runs: Vec<&bakeoff_core::result::RunResult> =
+            self.view.runs.iter().map(|rr| rr.run).collect();
+        let nodes: Vec<Vec<String>> = runs.iter().filter_map(|r| nodes_row(r)).collect();
+        if !nodes.is_empty() {
+            self.h2("nodes", "Requests per node");
+            let _ = write!(self.html, r#"<p class="note">{}</p>"#, esc(NODES_NOTE));
+            self.table(&NODES_HEAD, &nodes, 2);
+        }
+        let links: Vec<Vec<String>> = runs.iter().filter_map(|r| link_row(r)).collect();
+        if !links.is_empty() {
+            self.h2("link", "Link");
+            let _ = write!(self.html, r#"<p class="note">{}</p>"#, esc(LINK_NOTE));
+            self.table(&LINK_HEAD, &links, 3);
+        }
     }
 
     /// Throughput bars and latency-percentile bars per series, one category

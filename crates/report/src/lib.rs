@@ -16,6 +16,8 @@
 //! - [`durability`]: the durability table (lost and recovered writes).
 //! - [`view`]: how runs are grouped into series and points (shared).
 //! - [`svg`]: the chart primitives.
+//! - [`topology`]: requests per node of sharded targets, and the link
+//!   relay's cost.
 
 use std::io::Write;
 
@@ -28,6 +30,7 @@ pub mod durability;
 pub mod html;
 pub mod markdown;
 pub mod svg;
+pub mod topology;
 pub mod view;
 
 /// A report format. Implementations only read the results; they never
@@ -249,6 +252,16 @@ impl Exporter for TextExporter {
                     "\ndisk per write (the server's processes, warm-up and measured phase):"
                 )?;
                 text_table(&rows, 2, out)?;
+                writeln!(out)?;
+            }
+            if let Some(rows) = topology::nodes_rows(r) {
+                writeln!(out, "\nrequests per node (sharded targets):")?;
+                text_table(&rows, 2, out)?;
+                writeln!(out)?;
+            }
+            if let Some(rows) = topology::link_rows(r) {
+                writeln!(out, "\nlink (bakeoff's relay between clients and servers):")?;
+                text_table(&rows, 3, out)?;
                 writeln!(out)?;
             }
             for n in run_notes(r) {

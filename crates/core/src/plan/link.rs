@@ -112,19 +112,19 @@ fn parse_bits_per_s(text: &str) -> Result<u64, String> {
 impl std::fmt::Display for Link {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let ns = self.rtt_ns;
-        if ns % 1_000_000 == 0 {
+        if ns.is_multiple_of(1_000_000) {
             write!(f, "rtt={}ms", ns / 1_000_000)?;
-        } else if ns % 1_000 == 0 {
+        } else if ns.is_multiple_of(1_000) {
             write!(f, "rtt={}us", ns / 1_000)?;
         } else {
             write!(f, "rtt={ns}ns")?;
         }
         if let Some(b) = self.bandwidth_bps {
-            if b % 1_000_000_000 == 0 {
+            if b.is_multiple_of(1_000_000_000) {
                 write!(f, ",bandwidth={}gbit", b / 1_000_000_000)?;
-            } else if b % 1_000_000 == 0 {
+            } else if b.is_multiple_of(1_000_000) {
                 write!(f, ",bandwidth={}mbit", b / 1_000_000)?;
-            } else if b % 1_000 == 0 {
+            } else if b.is_multiple_of(1_000) {
                 write!(f, ",bandwidth={}kbit", b / 1_000)?;
             } else {
                 write!(f, ",bandwidth={b}")?;

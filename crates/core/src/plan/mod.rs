@@ -10,6 +10,7 @@
 //! - [`target`]: targets, their capabilities and URLs.
 //! - [`fault`]: a fault injected into a measured run.
 //! - [`link`]: a network link between clients and server.
+//! - [`topology`]: how many servers make a target.
 //!
 //! Every check that involves more than one field lives in [`Plan::build`],
 //! and every error names the flag or preset key it came from.
@@ -20,6 +21,7 @@ pub mod params;
 pub mod raw;
 pub mod sweep;
 pub mod target;
+pub mod topology;
 pub mod workload;
 
 use std::collections::BTreeMap;
@@ -37,6 +39,7 @@ pub use link::Link;
 pub use raw::{Overrides, RawPreset, Scalar};
 pub use sweep::{Point, SweepAxis};
 pub use target::{redact, Capabilities, Endpoint, TargetCatalog, TargetSpec};
+pub use topology::Topology;
 pub use workload::{IoBackend, Mix, RequestMode, Workload};
 
 /// A validated experiment: everything the runner needs, echoed into the
@@ -190,25 +193,31 @@ impl Given {
                 .values
                 .insert(p.key, (text_of(value, &origin)?, origin));
         }
-        for (key, value) in &raw.fault {
-            let Some((_, name)) = params::FAULT_KEYS.iter().find(|(k, _)| k == key) else {
-                let known = params::FAULT_KEYS.iter().map(|(k, _)| *k);
-                return Err(unknown_key("fault", key, "unknown key", known));
-            };
-            let p = param(name).expect("fault keys name parameters");
-            let origin = Origin {
-                key: format!("fault.{key}"),
-                ..Origin::param(p, false)
-            };
-            if given.values.contains_key(p.key) {
-                return Err(origin.err(format!(
-                    "also given as workload.{}; give it once, in [fault]",
-                    p.key
-                )));
+        let sections = [
+            ("fault", &raw.fault, &params::FAULT_KEYS[..]),
+            ("topology", &raw.topology, &params::TOPOLOGY_KEYS[..]),
+        ];
+        for (section, table, keys) in sections {
+            for (key, value) in table {
+                let Some((_, name)) = keys.iter().find(|(k, _)| k == key) else {
+                    let known = keys.iter().map(|(k, _)| *k);
+                    return Err(unknown_key(section, key, "unknown key", known));
+                };
+                let p = param(name).expect("section keys name parameters");
+                let origin = Origin {
+                    key: format!("{section}.{key}"),
+                    ..Origin::param(p, false)
+                };
+                if given.values.contains_key(p.key) {
+                    return Err(origin.err(format!(
+                        "also given as workload.{}; give it once, in [{section}]",
+                        p.key
+                    )));
+                }
+                given
+                    .values
+                    .insert(p.key, (text_of(value, &origin)?, origin));
             }
-            given
-                .values
-                .insert(p.key, (text_of(value, &origin)?, origin));
         }
         if !raw.link.is_empty() {
             let p = param("link").expect("link is a parameter");
@@ -479,6 +488,40 @@ fn targets(
         for p in points {
             target::check_capabilities(&spec.name, &caps, &p.workload)
                 .map_err(|m| origin.err(m))?;
+            let topology = p.workload.topology;
+            if topology != Topology::Single {
+                if !caps.topologies.iter().any(|t| t == topology.kind()) {
+                    let can: Vec<String> = catalog
+                        .names()
+                        .into_iter()
+                        .filter(|n| {
+                            catalog
+                                .capabilities(n)
+                                .is_some_and(|c| c.topologies.iter().any(|t| t == topology.kind()))
+                        })
+                        .collect();
+                    return Err(origin.err(format!(
+                        "--topology {topology}: target {} cannot have it; {}",
+                        spec.label(),
+                        if can.is_empty() {
+                            "no target bakeoff knows can yet".to_string()
+                        } else {
+                            format!("targets that can: {}", can.join(", "))
+                        }
+                    )));
+                }
+                if let Some(f) = &p.workload.fault {
+                    return Err(origin.err(format!(
+                        "--fault {f} with --topology {topology}: faults strike a single server; drop one of them"
+                    )));
+                }
+                if !matches!(spec.endpoint, Endpoint::Managed) {
+                    return Err(origin.err(format!(
+                        "--topology {topology}: bakeoff starts the nodes itself; name the target (e.g. -t {}) rather than a URL",
+                        spec.name
+                    )));
+                }
+            }
             if let (Some(l), false) = (&p.workload.link, caps.network) {
                 let can: Vec<String> = catalog
                     .names()
@@ -729,6 +772,7 @@ mod tests {
                 requests: Vec::new(),
                 faults: true,
                 network: true,
+                topologies: vec!["shards".into()],
             })
         }
         fn names(&self) -> Vec<String> {

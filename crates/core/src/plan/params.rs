@@ -7,7 +7,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{Fault, IoBackend, Link, Mix, RequestMode, Workload};
+use super::{Fault, IoBackend, Link, Mix, RequestMode, Topology, Workload};
 use crate::profile::{RecordKind, SearchKind};
 use crate::units::{fmt_bytes, parse_bytes, parse_count, parse_duration};
 use crate::value::{ValueContent, HEADER_LEN};
@@ -89,6 +89,9 @@ pub fn param(key: &str) -> Option<&'static Param> {
 /// The keys of a preset's `[fault]` table and the parameters they set:
 /// what is done to the server, and whether the writes are checked.
 pub const FAULT_KEYS: [(&str, &str); 2] = [("inject", "fault"), ("durability", "durability")];
+
+/// The keys of a preset's `[topology]` table and the parameters they set.
+pub const TOPOLOGY_KEYS: [(&str, &str); 1] = [("kind", "topology")];
 
 /// The keys of a preset's `[link]` table: the parts of `--link`'s value
 /// (`[link] rtt = "150us"` is `--link rtt=150us`).
@@ -586,6 +589,24 @@ pub static PARAMS: &[Param] = &[
         field: "fault",
         parse: |s| json(Fault::parse(s)),
         show: |w| w.fault.map(|f| f.to_string()).unwrap_or_else(|| "none".into()),
+    },
+    Param {
+        key: "topology",
+        flag: "topology",
+        short: None,
+        value_name: "SHAPE",
+        help: "How many servers make each target: single, or shards:N (N managed memcached or Redis nodes; the client spreads keys over them with ketama consistent hashing as libmemcached does, and the run counts operations per node and checks each node's own counters). primary-replica and cluster:N are reserved for replication and Redis Cluster. Preset: kind in a [topology] table.",
+        default: Some("single"),
+        switch: None,
+        sweep: Some(SweepFlag {
+            flag: "sweep-topology",
+            help: "Sweep over topologies, e.g. `single,shards:4` (see --topology).",
+            separator: ',',
+        }),
+        excludes: None,
+        field: "topology",
+        parse: |s| json(s.parse::<Topology>()),
+        show: |w| w.topology.to_string(),
     },
     Param {
         key: "link",

@@ -50,6 +50,10 @@ pub struct RawPreset {
     /// `--durability`); see [`super::params::FAULT_KEYS`].
     #[serde(default)]
     pub fault: BTreeMap<String, toml::Value>,
+    /// The `[topology]` table: `kind` (as `--topology`); see
+    /// [`super::params::TOPOLOGY_KEYS`].
+    #[serde(default)]
+    pub topology: BTreeMap<String, toml::Value>,
     /// The `[link]` table: `rtt` and `bandwidth`, the parts of `--link`;
     /// see [`super::params::LINK_KEYS`].
     #[serde(default)]

@@ -32,6 +32,10 @@ pub struct Capabilities {
     /// in bakeoff's process), so that a link can sit in between (`--link`).
     #[serde(default)]
     pub network: bool,
+    /// Topologies besides `single` it can have (`shards`, …; see
+    /// [`super::Topology::kind`]).
+    #[serde(default)]
+    pub topologies: Vec<String>,
 }
 
 /// The targets bakeoff knows, as the plan sees them (implemented by the

@@ -171,6 +171,9 @@ pub struct Workload {
     /// A fault injected into the measured run, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fault: Option<super::Fault>,
+    /// How many servers make the target, and how they share the work.
+    #[serde(default, skip_serializing_if = "is_single")]
+    pub topology: super::Topology,
     /// A network link between the clients and the server, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub link: Option<super::Link>,
@@ -219,6 +222,10 @@ impl std::str::FromStr for RequestMode {
             o => Err(format!("unknown request `{o}`; use op, connect or phases")),
         }
     }
+}
+
+fn is_single(t: &super::Topology) -> bool {
+    *t == super::Topology::Single
 }
 
 fn is_false(b: &bool) -> bool {

@@ -20,7 +20,8 @@ use crate::plan::{FaultKind, Plan, RequestMode, TargetSpec, Workload};
 use crate::recorder::{Interval, PhaseStats};
 use crate::result::{
     Checks, ClientUsage, CounterCheck, DiskPerWrite, Environment, ExperimentResult, FaultRecord,
-    LinkUsage, PhaseResult, ResourceSample, RunResult, TargetRecord, TimelinePoint, SCHEMA_VERSION,
+    LinkUsage, NodeOps, PhaseResult, ResourceSample, RunResult, TargetRecord, TimelinePoint,
+    SCHEMA_VERSION,
 };
 use crate::value::ValuePool;
 use crate::workload::{KeyDistribution, OpKind, ZipfianConstants, OP_KINDS};
@@ -167,6 +168,21 @@ pub trait Target {
     fn link(&self) -> Option<LinkSample> {
         None
     }
+    /// The nodes of a target made of several servers (their addresses), in
+    /// the order of the client's per-node counts; empty for one server.
+    fn nodes(&self) -> Vec<String> {
+        Vec::new()
+    }
+    /// Each node's counters compared with the requests sent to it
+    /// (`sent[i]` for node `i`, all phases); empty for one server.
+    fn node_checks(
+        &self,
+        _before: &Counters,
+        _after: &Counters,
+        _sent: &[[u64; OP_KINDS]],
+    ) -> Vec<CounterCheck> {
+        Vec::new()
+    }
 }
 
 /// Opens targets; implemented by the driver registry.
@@ -239,6 +255,20 @@ pub struct JobOutcome {
     pub fault: Option<(f64, Result<Duration, TargetError>)>,
     /// The durability check's writes or read-back, merged over workers.
     pub durability: Option<WorkerDurability>,
+    /// Requests sent per node and kind, when the target is sharded.
+    pub node_sent: Vec<[u64; OP_KINDS]>,
+}
+
+/// Adds per-node counts `more` into `into`.
+fn add_node_sent(into: &mut Vec<[u64; OP_KINDS]>, more: &[[u64; OP_KINDS]]) {
+    if into.len() < more.len() {
+        into.resize(more.len(), [0; OP_KINDS]);
+    }
+    for (a, b) in into.iter_mut().zip(more) {
+        for (x, y) in a.iter_mut().zip(b) {
+            *x += y;
+        }
+    }
 }
 
 /// Everything a job needs from its run.
@@ -424,6 +454,10 @@ pub fn run_job(
             durability.get_or_insert_with(Default::default).merge(d);
         }
     }
+    let mut node_sent = Vec::new();
+    for out in &outputs {
+        add_node_sent(&mut node_sent, &out.node_sent);
+    }
     let mut phases: Vec<PhaseStats> = Vec::new();
     for out in &outputs {
         for (i, p) in out.phases.iter().enumerate() {
@@ -475,6 +509,7 @@ pub fn run_job(
         window_ns: last.min(job.measure_end_ns()).saturating_sub(warmup_end),
         fault,
         durability,
+        node_sent,
     })
 }
 
@@ -779,6 +814,7 @@ fn run_one(
         fault: None,
         durability: None,
         disk: None,
+        nodes: Vec::new(),
     };
     // A growth series reuses the target its first checkpoint opened.
     if kept.is_none() {
@@ -817,6 +853,7 @@ fn run_one(
     };
     let before = target.counters();
     let mut sent = [0u64; OP_KINDS];
+    let mut node_sent = Vec::new();
     let mut load_s = 0.0;
     if w.load {
         let t = &target;
@@ -838,6 +875,7 @@ fn run_one(
                 for (i, s) in o.phases[0].sent.iter().enumerate() {
                     sent[i] += s;
                 }
+                add_node_sent(&mut node_sent, &o.node_sent);
                 run.load = Some(PhaseResult::from_stats(&o.phases[0], o.last_phase_s));
                 load_s = o
                     .timeline
@@ -879,6 +917,7 @@ fn run_one(
                         sent[i] += s;
                     }
                 }
+                add_node_sent(&mut node_sent, &o.node_sent);
                 if w.warmup_s > 0.0 {
                     run.warmup = Some(PhaseResult::from_stats(&o.phases[0], w.warmup_s));
                 }
@@ -941,7 +980,19 @@ fn run_one(
     // against what was sent.
     if let (Some(b), Some(a), None) = (before.as_ref(), target.counters(), &run.fault) {
         run.checks.counters = target.counter_checks(b, &a, &sent);
+        run.checks
+            .counters
+            .extend(target.node_checks(b, &a, &node_sent));
     }
+    run.nodes = target
+        .nodes()
+        .into_iter()
+        .zip(&node_sent)
+        .map(|(node, sent)| NodeOps {
+            node,
+            sent: sent.iter().sum(),
+        })
+        .collect();
     if let Some(f) = &run.fault {
         if let Some(e) = &f.error {
             run.status = "failed".into();

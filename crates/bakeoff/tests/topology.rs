@@ -1,0 +1,222 @@
+//! Targets of more than one server (`--topology`): shards of memcached and
+//! Redis, keys spread by ketama as libmemcached does, each node's own
+//! counters checked against what the client sent it.
+
+mod common;
+use bakeoff_core::harness::key_of;
+use bakeoff_core::ketama::Ketama;
+use common::*;
+
+/// Each of `records` ids is written once, in order, into empty shards:
+/// every node's SET count is the number of ids ketama (checked against
+/// libmemcached by the unit test's fixtures) puts on it, the client's
+/// count for each node equals the node's own counter, and the nodes add
+/// up to the total.
+fn shards_take_the_keys_ketama_gives_them(target: &str, program: &str) {
+    if !require(program, program) {
+        return;
+    }
+    let dir = tmp();
+    let out = dir.path().join("shards.json");
+    let records = 6000u64;
+    let o = bakeoff(&[
+        "run",
+        "-t",
+        target,
+        "--topology",
+        "shards:3",
+        "--no-load",
+        "--records",
+        &records.to_string(),
+        "--ops",
+        &records.to_string(),
+        "--key-distribution",
+        "sequential",
+        "--mix",
+        "0:100",
+        "--clients",
+        "1",
+        "--warmup",
+        "0",
+        "--quiet",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let r = read_json(&out);
+    let run = &r["runs"][0];
+    assert_eq!(run["status"], "ok", "{}", run["message"]);
+    let nodes = run["nodes"].as_array().unwrap();
+    assert_eq!(nodes.len(), 3);
+    let names: Vec<(String, u16)> = nodes
+        .iter()
+        .map(|n| {
+            let (h, p) = n["node"].as_str().unwrap().rsplit_once(':').unwrap();
+            (h.to_string(), p.parse().unwrap())
+        })
+        .collect();
+    let ring = Ketama::new(&names);
+    let mut want = [0u64; 3];
+    for id in 0..records {
+        want[ring.node_of(&key_of(id))] += 1;
+    }
+    let sent: Vec<u64> = nodes.iter().map(|n| n["sent"].as_u64().unwrap()).collect();
+    assert_eq!(sent, want, "requests per node against ketama's placement");
+    assert_eq!(sent.iter().sum::<u64>(), records);
+    // Every node's own counter, and the sum, equal the client's counts.
+    let checks = run["checks"]["counters"].as_array().unwrap();
+    for (i, want) in want.iter().enumerate() {
+        let c = checks
+            .iter()
+            .find(|c| {
+                c["what"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with(&format!("node {i} "))
+            })
+            .unwrap_or_else(|| panic!("no check for node {i}: {checks:?}"));
+        assert_eq!(c["bakeoff"], *want, "{c}");
+        assert_eq!(c["target"], c["bakeoff"], "{c}");
+    }
+    let total = checks
+        .iter()
+        .find(|c| !c["what"].as_str().unwrap().starts_with("node "))
+        .unwrap();
+    assert_eq!(total["target"], records, "{total}");
+    // The result says how keys were spread; the report shows the balance.
+    let settings = &r["targets"][0]["settings"];
+    assert_eq!(settings["topology"], "shards:3");
+    assert!(settings["sharding"].as_str().unwrap().contains("ketama"));
+    let report = bakeoff(&["report", out.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&report.stdout);
+    assert!(text.contains("requests per node"), "{text}");
+}
+
+#[test]
+fn memcached_shards_take_the_keys_ketama_gives_them() {
+    shards_take_the_keys_ketama_gives_them("memcached", "memcached");
+}
+
+#[test]
+fn redis_shards_take_the_keys_ketama_gives_them() {
+    shards_take_the_keys_ketama_gives_them("redis", "redis-server");
+}
+
+/// Shards under a mixed, pipelined, multi-threaded load: nothing is lost
+/// or miscounted, per node or in all, and every read is verified.
+#[test]
+fn a_pipelined_mixed_load_on_shards_is_counted_per_node() {
+    if !require("redis-server", "redis-server") {
+        return;
+    }
+    let dir = tmp();
+    let out = dir.path().join("mixed.json");
+    let o = bakeoff(&[
+        "run",
+        "-t",
+        "redis",
+        "--topology",
+        "shards:4",
+        "--records",
+        "5000",
+        "--mix",
+        "70:20:5:5",
+        "--clients",
+        "8",
+        "--threads",
+        "2",
+        "--pipeline",
+        "4",
+        "--duration",
+        "1s",
+        "--warmup",
+        "0",
+        "--quiet",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let r = read_json(&out);
+    let run = &r["runs"][0];
+    assert_eq!(run["status"], "ok", "{}", run["message"]);
+    let errors = run["measure"]["errors"].as_object().unwrap();
+    assert!(errors.is_empty(), "{errors:?}");
+    let checks = run["checks"]["counters"].as_array().unwrap();
+    assert!(checks.len() >= 4 * 3, "{checks:?}");
+    for c in checks {
+        assert_eq!(c["bakeoff"], c["target"], "{c}");
+    }
+    let sent: u64 = run["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["sent"].as_u64().unwrap())
+        .sum();
+    let total: u64 = checks
+        .iter()
+        .filter(|c| !c["what"].as_str().unwrap().starts_with("node "))
+        .map(|c| c["bakeoff"].as_u64().unwrap())
+        .sum();
+    assert_eq!(sent, total, "per-node counts add up to the total");
+}
+
+/// A topology a target cannot have, no nodes, or a URL: exit 2 naming the
+/// flag and the targets that can.
+#[test]
+fn impossible_topologies_are_refused_naming_the_targets_that_can() {
+    let refused = |args: &[&str], wanted: &[&str]| {
+        let mut all = vec!["run", "--dry-run"];
+        all.extend_from_slice(args);
+        let o = bakeoff(&all);
+        let err = String::from_utf8_lossy(&o.stderr).to_string();
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        for w in wanted {
+            assert!(err.contains(w), "{args:?}: `{w}` not in: {err}");
+        }
+    };
+    refused(
+        &["-t", "postgres", "--topology", "shards:4"],
+        &["--topology", "redis", "memcached"],
+    );
+    refused(
+        &["-t", "lmdb", "--topology", "shards:2"],
+        &["--topology", "redis"],
+    );
+    refused(
+        &["-t", "redis", "--topology", "shards:0"],
+        &["--topology", "at least 1"],
+    );
+    refused(
+        &["-t", "redis", "--topology", "ring:3"],
+        &["--topology", "shards:N"],
+    );
+    refused(
+        &["-t", "memcached", "--topology", "primary-replica"],
+        &["--topology", "memcached"],
+    );
+    refused(
+        &["-t", "redis://127.0.0.1:1", "--topology", "shards:2"],
+        &["--topology", "-t redis"],
+    );
+    refused(
+        &[
+            "-t",
+            "redis",
+            "--topology",
+            "shards:2",
+            "--fault",
+            "kill@1s",
+        ],
+        &["--fault", "--topology"],
+    );
+}

@@ -1,0 +1,120 @@
+//! Tables of runs on more than one server or over a link: requests per
+//! node of a sharded target with their balance, and what the link relay
+//! cost. Shared by the text, Markdown and HTML reports.
+
+use bakeoff_core::result::{ExperimentResult, RunResult};
+use bakeoff_core::units::fmt_rate;
+
+/// Heading of the per-node table.
+pub const NODES_HEAD: [&str; 5] = [
+    "target",
+    "point",
+    "throughput",
+    "requests per node (share)",
+    "balance (busiest / mean)",
+];
+
+/// The per-node row of `run`, if it ran on several nodes.
+pub fn nodes_row(run: &RunResult) -> Option<Vec<String>> {
+    let balance = run.node_balance()?;
+    let total: u64 = run.nodes.iter().map(|n| n.sent).sum::<u64>().max(1);
+    let shares = run
+        .nodes
+        .iter()
+        .map(|n| {
+            format!(
+                "{} {} ({:.1} %)",
+                n.node,
+                n.sent,
+                100.0 * n.sent as f64 / total as f64
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ");
+    Some(vec![
+        run.target.clone(),
+        crate::run_point_label(run),
+        fmt_rate(run.measure.throughput_per_s),
+        shares,
+        format!("{balance:.2}"),
+    ])
+}
+
+/// The per-node table of `r` (head first), if some run was sharded.
+pub fn nodes_rows(r: &ExperimentResult) -> Option<Vec<Vec<String>>> {
+    let mut rows = vec![NODES_HEAD.iter().map(|s| s.to_string()).collect()];
+    rows.extend(r.runs.iter().filter_map(nodes_row));
+    (rows.len() > 1).then_some(rows)
+}
+
+/// Heading of the link table.
+pub const LINK_HEAD: [&str; 7] = [
+    "target",
+    "point",
+    "link",
+    "throughput",
+    "relay busy",
+    "relay's own round trip (taken off)",
+    "mean lateness",
+];
+
+/// The link row of `run`, if it ran over a link.
+pub fn link_row(run: &RunResult) -> Option<Vec<String>> {
+    let (link, usage) = (run.workload.link?, run.client.link.as_ref()?);
+    Some(vec![
+        run.target.clone(),
+        crate::run_point_label(run),
+        link.to_string(),
+        fmt_rate(run.measure.throughput_per_s),
+        format!(
+            "{:.0} %{}",
+            usage.relay_busy_percent,
+            if usage.relay_bound { " (!)" } else { "" }
+        ),
+        format!("{:.1} µs", usage.relay_overhead_us),
+        format!("{:.1} µs", usage.mean_late_us),
+    ])
+}
+
+/// The link table of `r` (head first), if some run had a link.
+pub fn link_rows(r: &ExperimentResult) -> Option<Vec<Vec<String>>> {
+    let mut rows = vec![LINK_HEAD.iter().map(|s| s.to_string()).collect()];
+    rows.extend(r.runs.iter().filter_map(link_row));
+    (rows.len() > 1).then_some(rows)
+}
+
+/// What the per-node table shows, for the reports' notes.
+pub const NODES_NOTE: &str = "Requests the client sent each node (load, warm-up and measured phase), keys spread by ketama consistent hashing; the balance is the busiest node's count over the mean (1.00 is even). Each node's own counters are checked against its count.";
+
+/// What the link table shows, for the reports' notes.
+pub const LINK_NOTE: &str = "The link is a relay bakeoff runs on loopback, holding every byte half the round trip each way; its own round trip, measured when it started, is taken off the hold so the round trip it adds is the link's. (!) marks a relay busier than 90 %: it, not the link, may have set the pace.";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bakeoff_core::result::NodeOps;
+
+    #[test]
+    fn a_sharded_run_gets_a_row_with_its_balance() {
+        let r: ExperimentResult =
+            serde_json::from_str(include_str!("../../bakeoff/tests/snapshots/mock.json")).unwrap();
+        assert!(
+            nodes_rows(&r).is_none(),
+            "a single server has no node table"
+        );
+        let mut run = r.runs[0].clone();
+        run.nodes = vec![
+            NodeOps {
+                node: "127.0.0.1:1".into(),
+                sent: 300,
+            },
+            NodeOps {
+                node: "127.0.0.1:2".into(),
+                sent: 100,
+            },
+        ];
+        let row = nodes_row(&run).unwrap();
+        assert_eq!(row[4], "1.50");
+        assert!(row[3].contains("127.0.0.1:1 300 (75.0 %)"), "{row:?}");
+    }
+}
