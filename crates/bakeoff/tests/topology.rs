@@ -220,3 +220,138 @@ fn impossible_topologies_are_refused_naming_the_targets_that_can() {
         &["--fault", "--topology"],
     );
 }
+
+/// A replication run reading from a replica that is paused (SIGSTOP) for a
+/// second: reads served when it resumes, before it has applied what the
+/// primary acknowledged meanwhile, are counted stale; the lag shows; and
+/// after the run the replica catches up and holds every record.
+#[test]
+fn a_paused_replica_serves_stale_reads_and_then_catches_up() {
+    if !require("redis-server", "redis-server") {
+        return;
+    }
+    let dir = tmp();
+    let out = dir.path().join("replica.json");
+    let child = bakeoff_spawn(&[
+        "run",
+        "-t",
+        "redis",
+        "--topology",
+        "primary-replica",
+        "--read-from",
+        "replica",
+        "--records",
+        "2000",
+        "--mix",
+        "50:50",
+        "--clients",
+        "4",
+        "--duration",
+        "4s",
+        "--warmup",
+        "0",
+        "--quiet",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    // redis-server retitles itself `/usr/bin/redis-server 127.0.0.1:PORT`:
+    // the replica is the child whose INFO says so.
+    let replica = first_child(child.id(), |pid, args| {
+        let title = args.first()?;
+        let port = title[title.find("127.0.0.1:")?..].strip_prefix("127.0.0.1:")?;
+        let addr = format!("127.0.0.1:{}", port.split_whitespace().next()?)
+            .parse()
+            .ok()?;
+        let info = call(addr, b"INFO replication\r\n", |b| b.ends_with(b"\r\n\r\n"));
+        info.contains("role:slave").then_some(pid)
+    });
+    // The load of 2000 records takes well under a second.
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    // SAFETY: pausing and resuming the replica this test's bakeoff started.
+    unsafe { libc::kill(replica as i32, libc::SIGSTOP) };
+    std::thread::sleep(std::time::Duration::from_millis(1000));
+    unsafe { libc::kill(replica as i32, libc::SIGCONT) };
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let r = read_json(&out);
+    let run = &r["runs"][0];
+    assert_eq!(run["status"], "ok", "{}", run["message"]);
+    let stale = run["measure"]["stale_reads"].as_u64().unwrap();
+    assert!(stale > 0, "no stale read counted after the replica's pause");
+    let replica = &run["checks"]["replica"];
+    assert!(replica["caught_up_after_s"].is_f64(), "{replica}");
+    assert_eq!(
+        replica["replica_records"], replica["primary_records"],
+        "{replica}"
+    );
+    assert_eq!(replica["replica_records"], 2000, "{replica}");
+    let lags: Vec<u64> = run["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s["replication_lag_bytes"].as_u64())
+        .collect();
+    assert!(lags.len() >= 3, "the lag is sampled each second: {lags:?}");
+    // Reads went to the replica, writes to the primary: each node's
+    // counter equals what was sent to it.
+    let checks = run["checks"]["counters"].as_array().unwrap();
+    assert!(checks
+        .iter()
+        .any(|c| c["what"].as_str().unwrap().starts_with("replica 1")));
+    for c in checks {
+        assert_eq!(c["bakeoff"], c["target"], "{c}");
+    }
+}
+
+/// With WAIT after every write (synchronous replication), a read sent
+/// after a write's acknowledgement finds it at the replica: no stale read.
+#[test]
+fn with_wait_after_each_write_a_replica_serves_no_stale_read() {
+    if !require("redis-server", "redis-server") {
+        return;
+    }
+    let dir = tmp();
+    let out = dir.path().join("wait.json");
+    let o = bakeoff(&[
+        "run",
+        "-t",
+        "redis",
+        "--topology",
+        "primary-replica",
+        "--read-from",
+        "replica",
+        "--set",
+        "redis.wait_replicas=1",
+        "--records",
+        "2000",
+        "--mix",
+        "50:50",
+        "--clients",
+        "4",
+        "--duration",
+        "2s",
+        "--warmup",
+        "0",
+        "--quiet",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let r = read_json(&out);
+    let run = &r["runs"][0];
+    assert_eq!(run["status"], "ok", "{}", run["message"]);
+    assert_eq!(run["measure"]["stale_reads"], 0);
+    assert!(run["measure"]["ops"]["set"]["completed"].as_u64().unwrap() > 100);
+    let requests = r["targets"][0]["requests"]["set"].as_str().unwrap();
+    assert!(requests.contains("WAIT 1"), "{requests}");
+}

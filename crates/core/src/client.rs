@@ -25,6 +25,9 @@ pub struct ClientState {
     /// this client's indices.
     next_read: usize,
     read_stride: usize,
+    /// A replication run: this client writes only the records it owns
+    /// (id modulo the clients), as (its index, the clients).
+    owner: Option<(u64, u64)>,
     /// Open loop: intended start of the next request, ns since `t0`.
     pub next_due: u64,
     /// Open loop: time between this client's requests, ns (0 = closed loop).
@@ -51,6 +54,8 @@ impl ClientState {
                 job.zipf,
             ),
             version: 1,
+            owner: (w.topology == crate::plan::Topology::PrimaryReplica)
+                .then_some((client as u64, w.clients.max(1) as u64)),
             next_load: range.start,
             load_end: range.end,
             quota: job.quota(client),
@@ -108,7 +113,11 @@ impl ClientState {
                     return self.next_unique();
                 }
                 let kind = mix.next(&mut self.rng);
-                (kind, self.keys.next(&mut self.rng))
+                let key = self.keys.next(&mut self.rng);
+                if let (Some(owner), true) = (self.owner, kind.writes()) {
+                    return (kind, owned(owner, key, job.workload.records));
+                }
+                (kind, key)
             }
             JobKind::ReadBack => {
                 let k = job.read_back[self.next_read];
@@ -139,6 +148,13 @@ impl ClientState {
             writer: self.writer,
             seq,
         })
+    }
+
+    /// The version the next write of this client carries (1 and up in a
+    /// measure job; the load writes version 0).
+    #[inline]
+    pub fn next_version(&self) -> u32 {
+        self.version
     }
 
     /// The value for a write of record `key`: its header and the payload
@@ -178,5 +194,34 @@ impl ClientState {
             let behind = (now - self.next_due) / self.period;
             self.next_due += behind * self.period;
         }
+    }
+}
+
+/// The record near `key` that client `owner.0` of `owner.1` owns (ids equal
+/// to its index modulo the clients), among `records`.
+#[inline]
+fn owned((index, clients): (u64, u64), key: u64, records: u64) -> u64 {
+    let k = key - key % clients + index;
+    if k < records {
+        k
+    } else if k >= clients {
+        k - clients
+    } else {
+        index.min(records.saturating_sub(1))
+    }
+}
+
+#[cfg(test)]
+mod owned_tests {
+    use super::owned;
+
+    #[test]
+    fn a_writer_keeps_to_its_own_records() {
+        for key in 0..1003 {
+            let k = owned((2, 4), key, 1003);
+            assert!(k < 1003 && k % 4 == 2, "{key} -> {k}");
+            assert!(k.abs_diff(key) < 8);
+        }
+        assert_eq!(owned((3, 4), 0, 2), 1, "fewer records than clients");
     }
 }

@@ -132,6 +132,9 @@ pub struct Job<'a> {
     pub nonce: u32,
     /// Record ids a read-back job reads (empty otherwise).
     pub read_back: &'a [u64],
+    /// A replication run's acknowledged versions, against which reads are
+    /// checked for staleness.
+    pub acked: Option<&'a crate::stale::AckedVersions>,
 }
 
 impl Job<'_> {

@@ -80,6 +80,9 @@ pub struct Request {
     pub sent: u64,
     /// 0 for the load or the warm-up, 1 for the measured phase.
     pub phase: u8,
+    /// In a replication run: the version a write carries, or the
+    /// acknowledged version a read must not find older (0 otherwise).
+    pub version: u32,
 }
 
 /// What became of a request, as the driver read it from the reply or the
@@ -312,6 +315,11 @@ impl<'j> Harness<'j> {
         let phase = u8::from(self.measures && intended >= self.warmup_end);
         let (kind, key) = self.clients[ci].next_op(self.job, &self.mix, phase);
         self.meter.stats[phase as usize].sent[kind as usize] += 1;
+        let version = match self.job.acked {
+            None => 0,
+            Some(_) if kind.writes_value() => self.clients[ci].next_version(),
+            Some(acked) => acked.floor(key),
+        };
         Request {
             client: ci as u32,
             kind,
@@ -319,6 +327,7 @@ impl<'j> Harness<'j> {
             intended,
             sent: now,
             phase,
+            version,
         }
     }
 
@@ -348,7 +357,33 @@ impl<'j> Harness<'j> {
         if self.durability.is_some() {
             return self.complete_logged(req, outcome, now);
         }
+        if let Some(acked) = self.job.acked {
+            self.track_versions(acked, req, outcome);
+        }
         self.record_outcome(req, outcome, now)
+    }
+
+    /// A replication run: an acknowledged write raises its record's
+    /// floor; a read that found a version below the floor it was sent
+    /// with is counted stale. Out of line, as only such runs do it.
+    #[cold]
+    #[inline(never)]
+    fn track_versions(
+        &mut self,
+        acked: &crate::stale::AckedVersions,
+        req: &Request,
+        outcome: Outcome,
+    ) {
+        match outcome {
+            Outcome::Ok if req.kind.writes_value() => acked.ack(req.key, req.version),
+            Outcome::Value(bytes) if req.kind == OpKind::Get => {
+                let found = crate::value::version_of(bytes).unwrap_or(u32::MAX);
+                if crate::stale::AckedVersions::is_stale(req.version, found) {
+                    self.meter.stats[req.phase as usize].stale_reads += 1;
+                }
+            }
+            _ => {}
+        }
     }
 
     /// [`Harness::complete`] in a durability check's job: the outcome is

@@ -37,6 +37,19 @@ use crate::driver::{Codec, Connector, Decoded, Driver, Job, Reply, WorkerOutput}
 use crate::error::TargetError;
 use crate::harness::{format_key, Harness, Outcome, Request, KEY_LEN, RECONNECT_EVERY_NS};
 use crate::ketama::Ketama;
+
+/// Which node a request goes to, when a target has several.
+#[derive(Clone, Debug)]
+pub enum Route {
+    /// Keys spread by consistent hashing (shards).
+    Ring(Ketama),
+    /// Writes to node 0 (a primary), reads to node `reads` (the primary
+    /// itself, or a replica).
+    ReadWrite {
+        /// The node reads go to.
+        reads: usize,
+    },
+}
 use crate::plan::IoBackend;
 use crate::recorder::{monotonic_ns, ErrorKind};
 use crate::session::{io_error_kind, ConnectError};
@@ -196,16 +209,16 @@ impl Backend {
 }
 
 /// Runs worker `worker`'s share of `job` over the network with `codec`, on
-/// the nodes `connectors` reach (keys spread by `ring` when there are
-/// several).
+/// the nodes `connectors` reach (requests sent as `route` says when there
+/// are several).
 pub fn run_worker<C: Codec>(
     codec: &C,
     connectors: &[Box<dyn Connector>],
-    ring: Option<&Ketama>,
+    route: Option<&Route>,
     job: &Job,
     worker: usize,
 ) -> Result<WorkerOutput, TargetError> {
-    let mut lp = Loop::new(codec, connectors, ring, job, worker)?;
+    let mut lp = Loop::new(codec, connectors, route, job, worker)?;
     lp.run();
     Ok(lp.finish())
 }
@@ -213,7 +226,7 @@ pub fn run_worker<C: Codec>(
 struct Loop<'a, C: Codec> {
     codec: &'a C,
     connectors: &'a [Box<dyn Connector>],
-    ring: Option<&'a Ketama>,
+    route: Option<&'a Route>,
     /// Nodes, and so connections per client.
     nodes: usize,
     harness: Harness<'a>,
@@ -237,7 +250,7 @@ impl<'a, C: Codec> Loop<'a, C> {
     fn new(
         codec: &'a C,
         connectors: &'a [Box<dyn Connector>],
-        ring: Option<&'a Ketama>,
+        route: Option<&'a Route>,
         job: &'a Job<'a>,
         worker: usize,
     ) -> Result<Self, TargetError> {
@@ -279,7 +292,7 @@ impl<'a, C: Codec> Loop<'a, C> {
         let mut lp = Loop {
             codec,
             connectors,
-            ring: ring.filter(|_| nodes > 1),
+            route: route.filter(|_| nodes > 1),
             nodes,
             harness,
             conns,
@@ -369,10 +382,14 @@ impl<'a, C: Codec> Loop<'a, C> {
     #[inline]
     fn issue(&mut self, ci: usize, req: Request) {
         format_key(req.key, &mut self.key_buf);
-        let k = match self.ring {
+        let k = match self.route {
             None => ci * self.nodes,
-            Some(ring) => {
-                let node = ring.node_of(&self.key_buf);
+            Some(route) => {
+                let node = match route {
+                    Route::Ring(ring) => ring.node_of(&self.key_buf),
+                    Route::ReadWrite { .. } if req.kind.writes() => 0,
+                    Route::ReadWrite { reads } => *reads,
+                };
                 self.node_sent[node][req.kind as usize] += 1;
                 ci * self.nodes + node
             }
@@ -842,8 +859,8 @@ pub struct CodecDriver<C: Codec> {
     /// How connections to each node are opened (and authenticated): one
     /// for a single server.
     pub connectors: Vec<Box<dyn Connector>>,
-    /// Which node holds a key, when there are several.
-    pub ring: Option<Ketama>,
+    /// Which node a request goes to, when there are several.
+    pub route: Option<Route>,
 }
 
 impl<C: Codec> CodecDriver<C> {
@@ -852,16 +869,17 @@ impl<C: Codec> CodecDriver<C> {
         CodecDriver {
             codec,
             connectors: vec![connector],
-            ring: None,
+            route: None,
         }
     }
 
-    /// A driver for shards: keys spread over `connectors`' nodes by `ring`.
-    pub fn sharded(codec: C, connectors: Vec<Box<dyn Connector>>, ring: Ketama) -> Self {
+    /// A driver for several nodes: requests sent to `connectors`' nodes
+    /// as `route` says.
+    pub fn routed(codec: C, connectors: Vec<Box<dyn Connector>>, route: Route) -> Self {
         CodecDriver {
             codec,
             connectors,
-            ring: Some(ring),
+            route: Some(route),
         }
     }
 }
@@ -871,7 +889,7 @@ impl<C: Codec> Driver for CodecDriver<C> {
         run_worker(
             &self.codec,
             &self.connectors,
-            self.ring.as_ref(),
+            self.route.as_ref(),
             job,
             worker,
         )

@@ -103,6 +103,9 @@ pub struct PhaseStats {
     /// Time of each named step of a phased request (000-mysql-phases), in
     /// the order the steps run; empty otherwise.
     pub steps: Vec<(&'static str, Histogram<u64>)>,
+    /// Reads that found an older version than one acknowledged before
+    /// they were sent (replication runs).
+    pub stale_reads: u64,
 }
 
 impl PhaseStats {
@@ -118,6 +121,7 @@ impl PhaseStats {
             sent: [0; OP_KINDS],
             rows: [0; OP_KINDS],
             steps: Vec::new(),
+            stale_reads: 0,
         }
     }
 
@@ -170,6 +174,7 @@ impl PhaseStats {
             self.sent[k] += other.sent[k];
             self.rows[k] += other.rows[k];
         }
+        self.stale_reads += other.stale_reads;
         match (self.service.as_mut(), other.service.as_ref()) {
             (Some(a), Some(b)) => {
                 for k in 0..OP_KINDS {

@@ -228,6 +228,10 @@ pub struct PhaseResult {
     /// the order they run; their means add up to about the request's.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub steps: Vec<StepResult>,
+    /// A replication run: reads that found an older version of their record
+    /// than one whose write was acknowledged before the read was sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stale_reads: Option<u64>,
 }
 
 /// The time of one named step of a phased request.
@@ -304,6 +308,7 @@ impl PhaseResult {
                     latency: LatencySummary::of(h),
                 })
                 .collect(),
+            stale_reads: None,
         }
     }
 
@@ -362,6 +367,11 @@ pub struct ResourceSample {
     pub fsyncs_per_s: Option<f64>,
     /// Size of the data directory, bytes.
     pub disk_bytes: u64,
+    /// Replication: how far the replica is behind the primary, bytes of
+    /// the replication stream (Redis: the primary's offset less the
+    /// replica's).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub replication_lag_bytes: Option<u64>,
     /// Memory (RSS + page cache) charged to the target's capped cgroup,
     /// bytes; only in runs with a memory cap.
     #[serde(skip_serializing_if = "Option::is_none", default)]
@@ -452,6 +462,23 @@ pub struct Checks {
     pub counters: Vec<CounterCheck>,
     /// Records the target holds after the load phase, if it can tell.
     pub records_after_load: Option<u64>,
+    /// A replication run: whether the replica caught up after the run and
+    /// holds what the primary holds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replica: Option<ReplicaCheck>,
+}
+
+/// The replica after a replication run, once its lag was 0 (or bakeoff
+/// gave up waiting, after 10 s).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ReplicaCheck {
+    /// Seconds after the run until the replica's lag was 0; `None`: not
+    /// within 10 s.
+    pub caught_up_after_s: Option<f64>,
+    /// Records the primary holds.
+    pub primary_records: Option<u64>,
+    /// Records the replica holds.
+    pub replica_records: Option<u64>,
 }
 
 /// One run: one target at one point of the matrix, one repeat.

@@ -52,6 +52,11 @@ impl OpKind {
     pub fn writes_value(self) -> bool {
         matches!(self, OpKind::Set | OpKind::Update)
     }
+
+    /// Whether the operation changes the data (goes to a primary).
+    pub fn writes(self) -> bool {
+        matches!(self, OpKind::Set | OpKind::Update | OpKind::Delete)
+    }
 }
 
 /// SplitMix64: small, fast, good enough for load generation, and trivially

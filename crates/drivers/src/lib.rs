@@ -16,8 +16,8 @@
 //! - [`admin`]: blocking request/reply helpers for counters and versions.
 //! - [`link`]: the relay that puts a round-trip time between clients and
 //!   a server (`--link`).
-//! - [`shards`]: N servers of one kind as one target, keys spread by
-//!   ketama (`--topology shards:N`).
+//! - [`nodes`]: several servers of one kind as one target: shards (keys
+//!   spread by ketama) or a primary and a replica (`--topology`).
 //! - [`settings`]: typed reading of `[servers.NAME]` tables.
 //! - [`sql`]: what the SQL targets share.
 //! - [`embedded`]: engines opened in-process (Tokyo Cabinet, …), loaded
@@ -38,6 +38,8 @@ pub mod mariadb;
 pub mod memcached;
 #[cfg(feature = "mongodb")]
 pub mod mongodb;
+#[cfg(any(feature = "redis", feature = "memcached"))]
+pub mod nodes;
 #[cfg(feature = "postgres")]
 pub mod postgres;
 #[cfg(feature = "redis")]
@@ -45,7 +47,5 @@ pub mod redis;
 pub mod registry;
 pub mod running;
 pub mod settings;
-#[cfg(any(feature = "redis", feature = "memcached"))]
-pub mod shards;
 #[cfg(any(feature = "postgres", feature = "mariadb"))]
 pub mod sql;

@@ -19,8 +19,8 @@ use bakeoff_core::runner::{
 use bakeoff_core::workload::{OpKind, OP_KINDS};
 use bakeoff_servers::{ManagedServer, ServerCommand};
 
+use crate::nodes::{MultiNode, Node};
 use crate::running::RunningServer;
-use crate::shards::{Node, Sharded};
 
 use crate::admin::{connect, memcache_lines, resolve};
 use crate::codec::memcache_binary::MemcacheBinaryCodec;
@@ -204,9 +204,9 @@ pub fn open(
         })
     };
     Ok(if spec.name == "memcached-binary" {
-        Box::new(Sharded::open(n, MemcacheBinaryCodec, node)?)
+        Box::new(MultiNode::shards(n, MemcacheBinaryCodec, node)?)
     } else {
-        Box::new(Sharded::open(n, MemcacheTextCodec, node)?)
+        Box::new(MultiNode::shards(n, MemcacheTextCodec, node)?)
     })
 }
 

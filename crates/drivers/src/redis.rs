@@ -12,7 +12,7 @@ use std::time::Duration;
 use bakeoff_core::driver::{Connector, Driver};
 use bakeoff_core::error::TargetError;
 use bakeoff_core::plan::FaultKind;
-use bakeoff_core::plan::{Endpoint, Plan, TargetSpec, Topology, Workload};
+use bakeoff_core::plan::{Endpoint, Plan, ReadFrom, TargetSpec, Topology, Workload};
 use bakeoff_core::result::{CounterCheck, TargetRecord};
 use bakeoff_core::runner::{
     compare_counters, CounterRule, Counters, FaultStruck, LinkSample, ProcSnapshot, Target,
@@ -20,11 +20,11 @@ use bakeoff_core::runner::{
 use bakeoff_core::workload::{OpKind, OP_KINDS};
 use bakeoff_servers::{ManagedServer, ServerCommand};
 
+use crate::nodes::{Layout, MultiNode, Node};
 use crate::running::RunningServer;
-use crate::shards::{Node, Sharded};
 
 use crate::admin::{connect, parse_info, resolve, resp_call, RespReply};
-use crate::codec::resp::RespCodec;
+use crate::codec::resp::{RespCodec, RespWaitCodec};
 use crate::settings::{Kind, Setting, Settings, PORT};
 use bakeoff_core::net::CodecDriver;
 
@@ -57,6 +57,18 @@ pub const SETTINGS: &[Setting] = &[
         default: Some("none"),
         help: "append-only file with fsync always / every second / never, or RDB snapshots",
     },
+    Setting {
+        name: "wait_replicas",
+        kind: Kind::Count,
+        default: None,
+        help: "with --topology primary-replica: after each write, WAIT for this many replicas to acknowledge it (synchronous replication; a write that is not acknowledged in time counts as a server error)",
+    },
+    Setting {
+        name: "wait_timeout_ms",
+        kind: Kind::Count,
+        default: Some("1000"),
+        help: "how long WAIT waits for the replicas, ms",
+    },
     PORT,
 ];
 
@@ -71,6 +83,10 @@ pub struct RedisSettings {
     pub persistence: String,
     /// Fixed port.
     pub port: Option<u16>,
+    /// Replicas WAIT waits for after each write (synchronous replication).
+    pub wait_replicas: Option<u64>,
+    /// WAIT's timeout, ms.
+    pub wait_timeout_ms: u64,
 }
 
 impl RedisSettings {
@@ -82,6 +98,8 @@ impl RedisSettings {
             maxmemory_policy: s.choice("maxmemory_policy")?,
             persistence: s.choice("persistence")?.unwrap_or_default(),
             port: s.port("port")?,
+            wait_replicas: s.count("wait_replicas")?,
+            wait_timeout_ms: s.count("wait_timeout_ms")?.unwrap_or(1000),
         })
     }
 
@@ -214,27 +232,62 @@ pub fn probe(spec: &TargetSpec, plan: &Plan) -> Result<(), TargetError> {
     }
 }
 
-/// Opens the target: starts redis-server (one, or a node per shard), or
-/// connects to the URL.
+/// Opens the target: starts redis-server (one, a node per shard, or a
+/// primary and its replica), or connects to the URL.
 pub fn open(
     spec: &TargetSpec,
     plan: &Plan,
     workload: &Workload,
 ) -> Result<Box<dyn Target>, TargetError> {
+    let node = |target: RedisTarget| Node {
+        addr: target.connector_addr,
+        connector: Box::new(RedisConnector {
+            addr: target.load_addr,
+            user: spec.user.clone(),
+            password: spec.password.clone(),
+        }),
+        target: Box::new(target),
+    };
     match workload.topology {
-        Topology::Shards(n) => Ok(Box::new(Sharded::open(n, RespCodec, |_| {
-            let node = open_one(spec, plan, workload)?;
-            Ok(Node {
-                addr: node.connector_addr,
-                connector: Box::new(RedisConnector {
-                    addr: node.load_addr,
-                    user: spec.user.clone(),
-                    password: spec.password.clone(),
-                }),
-                target: Box::new(node),
-            })
+        Topology::Shards(n) => Ok(Box::new(MultiNode::shards(n, RespCodec, |i| {
+            Ok(node(open_one(spec, plan, workload, i, None)?))
         })?)),
-        _ => Ok(Box::new(open_one(spec, plan, workload)?)),
+        Topology::PrimaryReplica => {
+            let settings = RedisSettings::parse(plan.settings_of(spec))?;
+            let primary = open_one(spec, plan, workload, 0, None)?;
+            let replica = open_one(spec, plan, workload, 1, Some(primary.connector_addr))?;
+            replica.wait_for_primary(Duration::from_secs(20))?;
+            let (p, r) = (primary.admin_handle(), replica.admin_handle());
+            let layout = Layout::PrimaryReplica {
+                reads: match workload.read_from {
+                    ReadFrom::Primary => 0,
+                    ReadFrom::Replica => 1,
+                },
+                read_counters: &["get"],
+                lag: Box::new(move || {
+                    let offset = |t: &RedisTarget, field: &str| -> Option<u64> {
+                        let info = t.info("replication").ok()?;
+                        info.iter().find(|(k, _)| k == field)?.1.parse().ok()
+                    };
+                    let (a, b) = (
+                        offset(&p, "master_repl_offset")?,
+                        offset(&r, "slave_repl_offset")?,
+                    );
+                    Some(a.saturating_sub(b))
+                }),
+            };
+            let (primary, replica) = (node(primary), node(replica));
+            Ok(match settings.wait_replicas {
+                Some(n) => Box::new(MultiNode::replicated(
+                    primary,
+                    replica,
+                    RespWaitCodec::new(n, settings.wait_timeout_ms),
+                    layout,
+                )),
+                None => Box::new(MultiNode::replicated(primary, replica, RespCodec, layout)),
+            })
+        }
+        _ => Ok(Box::new(open_one(spec, plan, workload, 0, None)?)),
     }
 }
 
@@ -243,16 +296,30 @@ fn open_one(
     spec: &TargetSpec,
     plan: &Plan,
     workload: &Workload,
+    node: u32,
+    replica_of: Option<SocketAddr>,
 ) -> Result<RedisTarget, TargetError> {
     let settings = RedisSettings::parse(plan.settings_of(spec))?;
     let (server, addr, mode, endpoint) = match &spec.endpoint {
         Endpoint::Managed => {
+            let args = |port, dir: &Path| {
+                let mut a = settings.args(port, dir);
+                if let Some(p) = replica_of {
+                    a.extend([
+                        "--replicaof".into(),
+                        p.ip().to_string(),
+                        p.port().to_string(),
+                    ]);
+                }
+                a
+            };
             let cmd = ServerCommand {
                 program: "redis-server",
                 name: "redis-server",
                 package: "redis-server",
-                port: settings.port,
-                args: &|port, dir| settings.args(port, dir),
+                // A fixed port is the first node's; the others take free ones.
+                port: settings.port.filter(|_| node == 0),
+                args: &args,
                 ready: &|addr| crate::admin::resp_pings(addr, "redis"),
                 ready_timeout: Duration::from_secs(20),
                 extra_dirs: &[],
@@ -379,6 +446,49 @@ impl RedisTarget {
     /// Replaces what the result records of the target.
     pub(crate) fn set_record(&mut self, record: TargetRecord) {
         self.record = record;
+    }
+
+    /// A handle that reaches the same server for admin calls only (no
+    /// server, driver or relay of its own), for a closure that outlives
+    /// this target's borrow.
+    fn admin_handle(&self) -> RedisTarget {
+        let direct = crate::link::Dial {
+            addr: self.connector_addr,
+            relay: None,
+        };
+        Self::over(
+            None,
+            self.connector_addr,
+            direct,
+            self.user.clone(),
+            self.password.clone(),
+        )
+    }
+
+    /// Waits until this replica's link to its primary is up and the first
+    /// sync is done.
+    fn wait_for_primary(&self, within: Duration) -> Result<(), TargetError> {
+        let start = std::time::Instant::now();
+        loop {
+            let info = self.info("replication").unwrap_or_default();
+            let up = info
+                .iter()
+                .any(|(k, v)| k == "master_link_status" && v == "up");
+            let syncing = info
+                .iter()
+                .any(|(k, v)| k == "master_sync_in_progress" && v == "1");
+            if up && !syncing {
+                return Ok(());
+            }
+            if start.elapsed() > within {
+                return Err(TargetError::Server(format!(
+                    "the redis replica at {} did not finish its first sync with its primary within {} s (INFO replication: {info:?})",
+                    self.connector_addr,
+                    within.as_secs()
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 
     fn admin(&self) -> std::io::Result<TcpStream> {

@@ -135,6 +135,7 @@ fn steady_state_allocations_on<C: Codec>(
         request: Default::default(),
         fault: None,
         topology: Default::default(),
+        read_from: Default::default(),
         link: None,
         durability: false,
     };
@@ -152,6 +153,7 @@ fn steady_state_allocations_on<C: Codec>(
         intervals: tx,
         nonce: 1,
         read_back: &[],
+        acked: None,
     };
     let connectors: Vec<Box<dyn bakeoff_core::driver::Connector>> = (0..nodes)
         .map(|_| Box::new(Plain(addr)) as Box<dyn bakeoff_core::driver::Connector>)
@@ -159,7 +161,8 @@ fn steady_state_allocations_on<C: Codec>(
     let names: Vec<(String, u16)> = (0..nodes)
         .map(|i| ("127.0.0.1".to_string(), 20000 + i))
         .collect();
-    let ring = (nodes > 1).then(|| bakeoff_core::ketama::Ketama::new(&names));
+    let ring = (nodes > 1)
+        .then(|| bakeoff_core::net::Route::Ring(bakeoff_core::ketama::Ketama::new(&names)));
     let (a, b) = std::thread::scope(|s| {
         let h = s.spawn(|| {
             COUNT_ME.with(|c| c.set(true));

@@ -309,6 +309,17 @@ impl<'a> Page<'a> {
             let _ = write!(self.html, r#"<p class="note">{}</p>"#, esc(NODES_NOTE));
             self.table(&NODES_HEAD, &nodes, 2);
         }
+        let replication: Vec<Vec<String>> =
+            runs.iter().filter_map(|r| replication_row(r)).collect();
+        if !replication.is_empty() {
+            self.h2("replication", "Replication");
+            let _ = write!(
+                self.html,
+                r#"<p class="note">{}</p>"#,
+                esc(REPLICATION_NOTE)
+            );
+            self.table(&REPLICATION_HEAD, &replication, 3);
+        }
         let links: Vec<Vec<String>> = runs.iter().filter_map(|r| link_row(r)).collect();
         if !links.is_empty() {
             self.h2("link", "Link");

@@ -259,6 +259,11 @@ impl Exporter for TextExporter {
                 text_table(&rows, 2, out)?;
                 writeln!(out)?;
             }
+            if let Some(rows) = topology::replication_rows(r) {
+                writeln!(out, "\nreplication (writes to the primary):")?;
+                text_table(&rows, 3, out)?;
+                writeln!(out)?;
+            }
             if let Some(rows) = topology::link_rows(r) {
                 writeln!(out, "\nlink (bakeoff's relay between clients and servers):")?;
                 text_table(&rows, 3, out)?;

@@ -131,6 +131,11 @@ impl Exporter for MarkdownExporter {
                 writeln!(out, "{}\n", crate::topology::NODES_NOTE)?;
                 md_table(&rows[0], &rows[1..], 2, out)?;
             }
+            if let Some(rows) = crate::topology::replication_rows(r) {
+                writeln!(out, "## Replication\n")?;
+                writeln!(out, "{}\n", crate::topology::REPLICATION_NOTE)?;
+                md_table(&rows[0], &rows[1..], 3, out)?;
+            }
             if let Some(rows) = crate::topology::link_rows(r) {
                 writeln!(out, "## Link\n")?;
                 writeln!(out, "{}\n", crate::topology::LINK_NOTE)?;

@@ -3,7 +3,7 @@
 //! cost. Shared by the text, Markdown and HTML reports.
 
 use bakeoff_core::result::{ExperimentResult, RunResult};
-use bakeoff_core::units::fmt_rate;
+use bakeoff_core::units::{fmt_bytes, fmt_rate};
 
 /// Heading of the per-node table.
 pub const NODES_HEAD: [&str; 5] = [
@@ -82,6 +82,71 @@ pub fn link_rows(r: &ExperimentResult) -> Option<Vec<Vec<String>>> {
     rows.extend(r.runs.iter().filter_map(link_row));
     (rows.len() > 1).then_some(rows)
 }
+
+/// Heading of the replication table.
+pub const REPLICATION_HEAD: [&str; 9] = [
+    "target",
+    "point",
+    "reads from",
+    "writes",
+    "reads",
+    "stale reads",
+    "lag, max",
+    "caught up after",
+    "records: primary / replica",
+];
+
+/// The replication row of `run`, if it ran on a primary and a replica.
+pub fn replication_row(run: &RunResult) -> Option<Vec<String>> {
+    let stale = run.measure.stale_reads?;
+    let rate = |kinds: &[&str]| {
+        let n: u64 = kinds
+            .iter()
+            .filter_map(|k| run.measure.ops.get(*k))
+            .map(|o| o.completed)
+            .sum();
+        fmt_rate(n as f64 / run.measure.duration_s.max(1e-9))
+    };
+    let reads: u64 = run.measure.ops.get("get").map_or(0, |o| o.completed);
+    let lag = run
+        .resources
+        .iter()
+        .filter_map(|s| s.replication_lag_bytes)
+        .max();
+    let replica = run.checks.replica.as_ref();
+    let count = |v: Option<u64>| v.map_or("?".into(), |n| n.to_string());
+    Some(vec![
+        run.target.clone(),
+        crate::run_point_label(run),
+        run.workload.read_from.name().to_string(),
+        rate(&["set", "update", "delete"]),
+        rate(&["get"]),
+        format!(
+            "{stale} ({:.3} %)",
+            100.0 * stale as f64 / reads.max(1) as f64
+        ),
+        lag.map_or("-".into(), |b| fmt_bytes(b as f64)),
+        match replica.and_then(|r| r.caught_up_after_s) {
+            Some(s) => format!("{:.0} ms", s * 1e3),
+            None => "not within 10 s".into(),
+        },
+        format!(
+            "{} / {}",
+            count(replica.and_then(|r| r.primary_records)),
+            count(replica.and_then(|r| r.replica_records))
+        ),
+    ])
+}
+
+/// The replication table of `r` (head first), if some run was replicated.
+pub fn replication_rows(r: &ExperimentResult) -> Option<Vec<Vec<String>>> {
+    let mut rows = vec![REPLICATION_HEAD.iter().map(|s| s.to_string()).collect()];
+    rows.extend(r.runs.iter().filter_map(replication_row));
+    (rows.len() > 1).then_some(rows)
+}
+
+/// What the replication table shows, for the reports' notes.
+pub const REPLICATION_NOTE: &str = "Writes go to the primary, reads to the node named. A stale read found an older version of its record than one whose write was acknowledged before the read was sent (each record has one writer, so its versions are ordered). The lag is the primary's replication offset less the replica's, sampled each second; after the run bakeoff waits for it to reach 0 and counts the records on both.";
 
 /// What the per-node table shows, for the reports' notes.
 pub const NODES_NOTE: &str = "Requests the client sent each node (load, warm-up and measured phase), keys spread by ketama consistent hashing; the balance is the busiest node's count over the mean (1.00 is even). Each node's own counters are checked against its count.";

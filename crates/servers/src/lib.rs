@@ -873,6 +873,7 @@ pub fn proc_snapshot(pid: u32) -> Option<ProcSnapshot> {
         disk_bytes: 0,
         cgroup_memory_bytes: None,
         cgroup_cache_bytes: None,
+        replication_lag_bytes: None,
     })
 }
 

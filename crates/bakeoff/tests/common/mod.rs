@@ -178,3 +178,46 @@ pub fn bakeoff_spawn(args: &[&str]) -> std::process::Child {
         .spawn()
         .expect("bakeoff starts")
 }
+
+/// What `pick` makes of the first child process of `parent` (its pid and
+/// command line) it accepts, waiting up to 20 s for one.
+pub fn first_child<T>(parent: u32, pick: impl Fn(u32, &[String]) -> Option<T>) -> T {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let found = children_with_cmdline(parent)
+            .into_iter()
+            .find_map(|(pid, args)| pick(pid, &args));
+        if let Some(t) = found {
+            return t;
+        }
+        assert!(std::time::Instant::now() < deadline, "no server started");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// The processes whose parent is `parent`, with their command lines.
+pub fn children_with_cmdline(parent: u32) -> Vec<(u32, Vec<String>)> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        // The parent is the second field after the command's closing paren.
+        let ppid = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+            .and_then(|p| p.parse::<u32>().ok());
+        if ppid == Some(parent) {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let args = cmdline
+                .split(|b| *b == 0)
+                .map(|a| String::from_utf8_lossy(a).into_owned())
+                .collect();
+            out.push((pid, args));
+        }
+    }
+    out
+}

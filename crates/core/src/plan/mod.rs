@@ -39,7 +39,7 @@ pub use link::Link;
 pub use raw::{Overrides, RawPreset, Scalar};
 pub use sweep::{Point, SweepAxis};
 pub use target::{redact, Capabilities, Endpoint, TargetCatalog, TargetSpec};
-pub use topology::Topology;
+pub use topology::{ReadFrom, Topology};
 pub use workload::{IoBackend, Mix, RequestMode, Workload};
 
 /// A validated experiment: everything the runner needs, echoed into the
@@ -324,6 +324,12 @@ fn workload(given: &Given) -> Result<Workload, PlanError> {
                 w.warmup_s
             )));
         }
+    }
+    if w.read_from == ReadFrom::Replica && w.topology != Topology::PrimaryReplica {
+        return Err(given.origin("read_from").err(format!(
+            "reads from a replica need one: add --topology primary-replica (the topology is {})",
+            w.topology
+        )));
     }
     if w.durability {
         let origin = given.origin("durability");

@@ -7,7 +7,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{Fault, IoBackend, Link, Mix, RequestMode, Topology, Workload};
+use super::{Fault, IoBackend, Link, Mix, ReadFrom, RequestMode, Topology, Workload};
 use crate::profile::{RecordKind, SearchKind};
 use crate::units::{fmt_bytes, parse_bytes, parse_count, parse_duration};
 use crate::value::{ValueContent, HEADER_LEN};
@@ -91,7 +91,7 @@ pub fn param(key: &str) -> Option<&'static Param> {
 pub const FAULT_KEYS: [(&str, &str); 2] = [("inject", "fault"), ("durability", "durability")];
 
 /// The keys of a preset's `[topology]` table and the parameters they set.
-pub const TOPOLOGY_KEYS: [(&str, &str); 1] = [("kind", "topology")];
+pub const TOPOLOGY_KEYS: [(&str, &str); 2] = [("kind", "topology"), ("read_from", "read_from")];
 
 /// The keys of a preset's `[link]` table: the parts of `--link`'s value
 /// (`[link] rtt = "150us"` is `--link rtt=150us`).
@@ -595,7 +595,7 @@ pub static PARAMS: &[Param] = &[
         flag: "topology",
         short: None,
         value_name: "SHAPE",
-        help: "How many servers make each target: single, or shards:N (N managed memcached or Redis nodes; the client spreads keys over them with ketama consistent hashing as libmemcached does, and the run counts operations per node and checks each node's own counters). primary-replica and cluster:N are reserved for replication and Redis Cluster. Preset: kind in a [topology] table.",
+        help: "How many servers make each target: single, or shards:N (N managed memcached or Redis nodes; the client spreads keys over them with ketama consistent hashing as libmemcached does, and the run counts operations per node and checks each node's own counters). primary-replica (Redis: a managed primary and a replica made with replicaof; writes go to the primary, reads where --read-from says; the lag is sampled each second, and every read is checked for staleness against the writes acknowledged before it was sent, each record having one writer so that its versions are ordered). cluster:N is reserved for Redis Cluster. Preset: kind in a [topology] table.",
         default: Some("single"),
         switch: None,
         sweep: Some(SweepFlag {
@@ -607,6 +607,24 @@ pub static PARAMS: &[Param] = &[
         field: "topology",
         parse: |s| json(s.parse::<Topology>()),
         show: |w| w.topology.to_string(),
+    },
+    Param {
+        key: "read_from",
+        flag: "read-from",
+        short: None,
+        value_name: "NODE",
+        help: "With --topology primary-replica: where reads go, primary or replica (writes always go to the primary). Preset: read_from in a [topology] table.",
+        default: Some("primary"),
+        switch: None,
+        sweep: Some(SweepFlag {
+            flag: "sweep-read-from",
+            help: "Sweep over where reads go, e.g. `primary,replica` (see --read-from).",
+            separator: ',',
+        }),
+        excludes: None,
+        field: "read_from",
+        parse: |s| json(s.parse::<ReadFrom>()),
+        show: |w| w.read_from.name().to_string(),
     },
     Param {
         key: "link",

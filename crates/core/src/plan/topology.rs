@@ -89,6 +89,40 @@ impl std::fmt::Display for Topology {
     }
 }
 
+/// Where reads go in a primary-replica run (`--read-from`).
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum ReadFrom {
+    /// Reads go to the primary, with the writes.
+    #[default]
+    Primary,
+    /// Reads go to the replica.
+    Replica,
+}
+
+impl std::str::FromStr for ReadFrom {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.trim() {
+            "primary" => Ok(ReadFrom::Primary),
+            "replica" => Ok(ReadFrom::Replica),
+            o => Err(format!("unknown `{o}`; use primary or replica")),
+        }
+    }
+}
+
+impl ReadFrom {
+    /// Its name in flags and presets.
+    pub fn name(self) -> &'static str {
+        match self {
+            ReadFrom::Primary => "primary",
+            ReadFrom::Replica => "replica",
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -174,6 +174,9 @@ pub struct Workload {
     /// How many servers make the target, and how they share the work.
     #[serde(default, skip_serializing_if = "is_single")]
     pub topology: super::Topology,
+    /// Where reads go in a primary-replica run.
+    #[serde(default, skip_serializing_if = "is_primary")]
+    pub read_from: super::ReadFrom,
     /// A network link between the clients and the server, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub link: Option<super::Link>,
@@ -222,6 +225,10 @@ impl std::str::FromStr for RequestMode {
             o => Err(format!("unknown request `{o}`; use op, connect or phases")),
         }
     }
+}
+
+fn is_primary(r: &super::ReadFrom) -> bool {
+    *r == super::ReadFrom::Primary
 }
 
 fn is_single(t: &super::Topology) -> bool {

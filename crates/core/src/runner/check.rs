@@ -51,6 +51,7 @@ pub(super) fn read_back(
         let job = JobContext {
             fault: None,
             read_back: &ids,
+            acked: None,
             ..*ctx
         };
         let seen = run_job(

@@ -20,8 +20,8 @@ use crate::plan::{FaultKind, Plan, RequestMode, TargetSpec, Workload};
 use crate::recorder::{Interval, PhaseStats};
 use crate::result::{
     Checks, ClientUsage, CounterCheck, DiskPerWrite, Environment, ExperimentResult, FaultRecord,
-    LinkUsage, NodeOps, PhaseResult, ResourceSample, RunResult, TargetRecord, TimelinePoint,
-    SCHEMA_VERSION,
+    LinkUsage, NodeOps, PhaseResult, ReplicaCheck, ResourceSample, RunResult, TargetRecord,
+    TimelinePoint, SCHEMA_VERSION,
 };
 use crate::value::ValuePool;
 use crate::workload::{KeyDistribution, OpKind, ZipfianConstants, OP_KINDS};
@@ -65,6 +65,8 @@ pub struct ProcSnapshot {
     pub cgroup_memory_bytes: Option<u64>,
     /// Page cache charged to that cgroup, bytes (capped runs).
     pub cgroup_cache_bytes: Option<u64>,
+    /// Replication: how far the replica is behind, bytes of the stream.
+    pub replication_lag_bytes: Option<u64>,
 }
 
 /// When a fault struck (the signal sent, or the stop begun) and how long
@@ -166,6 +168,10 @@ pub trait Target {
     /// What the link relay in front of the target did so far, when the
     /// workload has a link.
     fn link(&self) -> Option<LinkSample> {
+        None
+    }
+    /// Records the replica of a primary-replica target holds, if it is one.
+    fn replica_records(&self) -> Option<u64> {
         None
     }
     /// The nodes of a target made of several servers (their addresses), in
@@ -289,6 +295,8 @@ pub struct JobContext<'a> {
     pub nonce: u32,
     /// Record ids a read-back job reads.
     pub read_back: &'a [u64],
+    /// A replication run's acknowledged versions (measure job only).
+    pub acked: Option<&'a crate::stale::AckedVersions>,
 }
 
 /// A fault due while a job runs: at `at_s` seconds since the job's start
@@ -342,6 +350,7 @@ pub fn run_job(
         intervals: tx,
         nonce: ctx.nonce,
         read_back: ctx.read_back,
+        acked: ctx.acked,
     };
     let threads = ctx.workload.threads.max(1) as usize;
     let warmup_end_s = job.warmup_end_ns() as f64 / 1e9;
@@ -536,6 +545,28 @@ fn timeline_point(iv: &Interval, phase: &str) -> TimelinePoint {
     }
 }
 
+/// Longest wait for a replica to catch up after a run.
+const REPLICA_CATCH_UP: Duration = Duration::from_secs(10);
+
+/// After a replication run: how long the replica took to catch up, and the
+/// records the primary and the replica then hold.
+fn replica_check(target: &dyn Target) -> ReplicaCheck {
+    let start = Instant::now();
+    let mut caught_up_after_s = None;
+    while start.elapsed() < REPLICA_CATCH_UP {
+        if target.resources().and_then(|s| s.replication_lag_bytes) == Some(0) {
+            caught_up_after_s = Some(start.elapsed().as_secs_f64());
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    ReplicaCheck {
+        caught_up_after_s,
+        primary_records: target.record_count(),
+        replica_records: target.replica_records(),
+    }
+}
+
 fn resource_sample(prev: &ProcSnapshot, now: &ProcSnapshot, dt: f64, t: f64) -> ResourceSample {
     let dt = dt.max(1e-3);
     ResourceSample {
@@ -550,6 +581,7 @@ fn resource_sample(prev: &ProcSnapshot, now: &ProcSnapshot, dt: f64, t: f64) -> 
             .zip(prev.file_io)
             .map(|(n, p)| n.fsyncs.saturating_sub(p.fsyncs) as f64 / dt),
         disk_bytes: now.disk_bytes,
+        replication_lag_bytes: now.replication_lag_bytes,
         cgroup_memory_bytes: now.cgroup_memory_bytes,
         cgroup_cache_bytes: now.cgroup_cache_bytes,
     }
@@ -835,6 +867,9 @@ fn run_one(
     recorded.insert(spec.label(), record);
     // The call that injects the workload's fault, if it asks for one.
     let inject = w.fault.map(|f| move || target.fault(f.kind));
+    // A replication run checks every read against acknowledged writes.
+    let acked = (w.topology == crate::plan::Topology::PrimaryReplica)
+        .then(|| crate::stale::AckedVersions::new(w.records));
     let ctx = JobContext {
         workload: w,
         seed: plan.seed,
@@ -850,6 +885,7 @@ fn run_one(
             }),
         nonce: run_nonce(plan.seed, index),
         read_back: &[],
+        acked: acked.as_ref(),
     };
     let before = target.counters();
     let mut sent = [0u64; OP_KINDS];
@@ -861,6 +897,7 @@ fn run_one(
         let load_ctx = JobContext {
             workload: &load_workload,
             fault: None,
+            acked: None,
             ..ctx
         };
         let outcome = run_job(
@@ -922,6 +959,9 @@ fn run_one(
                     run.warmup = Some(PhaseResult::from_stats(&o.phases[0], w.warmup_s));
                 }
                 run.measure = PhaseResult::from_stats(&o.phases[1], o.last_phase_s);
+                if acked.is_some() {
+                    run.measure.stale_reads = Some(o.phases[1].stale_reads);
+                }
                 little = (o.busy_in_window_ns, o.window_ns);
                 let end_ns = o
                     .fault
@@ -971,6 +1011,9 @@ fn run_one(
                 return run;
             }
         }
+    }
+    if acked.is_some() {
+        run.checks.replica = Some(replica_check(target));
     }
     if let (Some(b), Some(a)) = (disk_before, target.resources()) {
         let phases: Vec<&PhaseResult> = run.warmup.iter().chain([&run.measure]).collect();

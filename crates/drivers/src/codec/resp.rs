@@ -76,6 +76,80 @@ impl Codec for RespCodec {
     }
 }
 
+/// RESP with synchronous replication: every write is followed, in the same
+/// send, by `WAIT replicas timeout`, and counts as done only when both
+/// replies are in and WAIT says that many replicas acknowledged it (fewer
+/// within the timeout is a server error: the write is not replicated).
+#[derive(Clone, Debug)]
+pub struct RespWaitCodec {
+    replicas: u64,
+    /// `WAIT n t` as sent.
+    wait: Vec<u8>,
+}
+
+impl RespWaitCodec {
+    /// Waits for `replicas` replicas, at most `timeout_ms` (0: for ever).
+    pub fn new(replicas: u64, timeout_ms: u64) -> Self {
+        let (n, t) = (replicas.to_string(), timeout_ms.to_string());
+        let wait = format!(
+            "*3\r\n$4\r\nWAIT\r\n${}\r\n{n}\r\n${}\r\n{t}\r\n",
+            n.len(),
+            t.len()
+        )
+        .into_bytes();
+        Self { replicas, wait }
+    }
+}
+
+impl Codec for RespWaitCodec {
+    #[inline]
+    fn encode(&self, kind: OpKind, key: &[u8], header: &[u8], payload: &[u8], out: &mut Vec<u8>) {
+        RespCodec.encode(kind, key, header, payload, out);
+        if kind.writes() {
+            out.extend_from_slice(&self.wait);
+        }
+    }
+
+    #[inline]
+    fn decode(&self, buf: &[u8], kind: OpKind) -> Decoded {
+        let first = RespCodec.decode(buf, kind);
+        if !kind.writes() {
+            return first;
+        }
+        let Decoded::Complete { len, reply } = first else {
+            return first;
+        };
+        match skip_value(buf, len) {
+            Step::Incomplete => Decoded::Incomplete,
+            Step::Invalid => Decoded::Invalid,
+            Step::Done(end, Kind::Integer(n)) => Decoded::Complete {
+                len: end,
+                reply: if (n as u64) < self.replicas && reply != Reply::ServerError {
+                    Reply::ServerError
+                } else {
+                    reply
+                },
+            },
+            Step::Done(end, _) => Decoded::Complete {
+                len: end,
+                reply: Reply::ServerError,
+            },
+        }
+    }
+
+    fn describe(&self, kind: OpKind) -> String {
+        let base = RespCodec.describe(kind);
+        if kind.writes() {
+            format!(
+                "{base}, then WAIT {} <timeout> in the same send (done when the replicas acknowledged it)",
+                self.replicas
+            )
+        } else {
+            base
+        }
+    }
+}
+
 /// Most arguments of a request the engine host looks at (`SET key value`).
 pub const MAX_ARGS: usize = 3;
 

@@ -1,0 +1,295 @@
+//! A target of several servers of one kind, each opened as a single-node
+//! target of its own, and one codec driver that sends each request to one
+//! of them:
+//!
+//! - shards (`--topology shards:N`): keys spread by ketama consistent
+//!   hashing, as libmemcached and PHP's memcache clients do;
+//! - a primary and a replica (`--topology primary-replica`): writes to the
+//!   primary, reads to the node `--read-from` names.
+//!
+//! The nodes keep what a single target does (their record, counters,
+//! resources, record counts); this module adds them up, and checks each
+//! node's counters against the requests the client sent it.
+
+use bakeoff_core::driver::{Codec, Connector, Driver};
+use bakeoff_core::error::TargetError;
+use bakeoff_core::ketama::{self, Ketama};
+use bakeoff_core::net::{CodecDriver, Route};
+use bakeoff_core::result::{CounterCheck, TargetRecord};
+use bakeoff_core::runner::{Counters, LinkSample, ProcSnapshot, Target};
+use bakeoff_core::workload::{OpKind, OP_KINDS};
+
+/// One node, opened: the target, where it listens (its name on the
+/// ring) and how the load reaches it (through a link relay, if any).
+pub struct Node {
+    /// The single-node target.
+    pub target: Box<dyn Target>,
+    /// The server's address, which names it on the ring.
+    pub addr: std::net::SocketAddr,
+    /// How load connections to it are opened.
+    pub connector: Box<dyn Connector>,
+}
+
+/// How the nodes share the work.
+pub enum Layout {
+    /// Keys spread over equal nodes.
+    Shards,
+    /// Node 0 is the primary, node 1 a replica of it; reads go to node
+    /// `reads`. `read_counters` are the server counters reads move (taken
+    /// from that node; every other counter from the primary, since the
+    /// replica also executes the primary's writes). `lag` reads how far
+    /// the replica is behind, in bytes of the replication stream.
+    PrimaryReplica {
+        /// The node reads go to.
+        reads: usize,
+        /// Counters of reads.
+        read_counters: &'static [&'static str],
+        /// The replica's lag.
+        lag: Box<dyn Fn() -> Option<u64> + Send + Sync>,
+    },
+}
+
+/// N nodes as one target.
+pub struct MultiNode<C: Codec> {
+    // Field order is drop order: the driver goes before the nodes stop.
+    driver: CodecDriver<C>,
+    names: Vec<String>,
+    nodes: Vec<Box<dyn Target>>,
+    layout: Layout,
+    record: TargetRecord,
+}
+
+/// Separates a node's counters from the sums in [`MultiNode::counters`].
+const NODE_MARK: char = '@';
+
+impl<C: Codec> MultiNode<C> {
+    /// Opens `n` nodes with `open_node` (the index of each is given) and
+    /// spreads keys over them; the record is the first node's, with the
+    /// topology and the nodes added.
+    pub fn shards(
+        n: u32,
+        codec: C,
+        open_node: impl Fn(u32) -> Result<Node, TargetError>,
+    ) -> Result<Self, TargetError> {
+        let nodes = (0..n).map(open_node).collect::<Result<Vec<_>, _>>()?;
+        let ring_names: Vec<(String, u16)> = nodes
+            .iter()
+            .map(|n| (n.addr.ip().to_string(), n.addr.port()))
+            .collect();
+        let route = Route::Ring(Ketama::new(&ring_names));
+        let mut t = Self::of(nodes, codec, route, Layout::Shards);
+        t.record
+            .settings
+            .insert("topology".into(), format!("shards:{n}"));
+        t.record
+            .settings
+            .insert("sharding".into(), ketama::DESCRIPTION.into());
+        Ok(t)
+    }
+
+    /// A primary and its replica as one target: writes to the primary,
+    /// reads as `layout` says.
+    pub fn replicated(primary: Node, replica: Node, codec: C, layout: Layout) -> Self {
+        let reads = match &layout {
+            Layout::PrimaryReplica { reads, .. } => *reads,
+            Layout::Shards => 0,
+        };
+        let route = Route::ReadWrite { reads };
+        let mut t = Self::of(vec![primary, replica], codec, route, layout);
+        t.record
+            .settings
+            .insert("topology".into(), "primary-replica".into());
+        t.record.settings.insert(
+            "read_from".into(),
+            if reads == 0 { "primary" } else { "replica" }.into(),
+        );
+        t
+    }
+
+    fn of(nodes: Vec<Node>, codec: C, route: Route, layout: Layout) -> Self {
+        let mut names = Vec::new();
+        let mut connectors = Vec::new();
+        let mut targets = Vec::new();
+        for node in nodes {
+            names.push(node.addr.to_string());
+            connectors.push(node.connector);
+            targets.push(node.target);
+        }
+        let mut record = targets[0].record();
+        record.settings.insert("nodes".into(), names.join(" "));
+        if let Some(c) = record.settings.get_mut("command_line") {
+            *c = format!("{c} (and so on for each node, on its own port and directory)");
+        }
+        let driver = CodecDriver::routed(codec, connectors, route);
+        // What is sent is this driver's (a codec of its own, e.g. WAIT).
+        record.requests = OpKind::ALL
+            .iter()
+            .map(|k| (k.name().to_string(), driver.describe(*k)))
+            .collect();
+        MultiNode {
+            driver,
+            names,
+            nodes: targets,
+            layout,
+            record,
+        }
+    }
+}
+
+/// The counters of node `i` out of `all` (those [`MultiNode::counters`]
+/// marked with it).
+fn node_counters(all: &Counters, i: usize) -> Counters {
+    let mark = format!("{i}{NODE_MARK}");
+    all.iter()
+        .filter_map(|(k, v)| k.strip_prefix(&mark).map(|k| (k.to_string(), *v)))
+        .collect()
+}
+
+impl<C: Codec> Target for MultiNode<C> {
+    fn driver(&self) -> &dyn Driver {
+        &self.driver
+    }
+
+    fn record(&self) -> TargetRecord {
+        self.record.clone()
+    }
+
+    /// Every node's counters, each as `i@name` for the check per node,
+    /// and the target's under their own names: shards' summed; a
+    /// replication pair's reads from the node that served them and the
+    /// rest from the primary.
+    fn counters(&self) -> Option<Counters> {
+        let mut out = Counters::new();
+        for (i, node) in self.nodes.iter().enumerate() {
+            for (k, v) in node.counters()? {
+                let counts = match &self.layout {
+                    Layout::Shards => true,
+                    Layout::PrimaryReplica {
+                        reads,
+                        read_counters,
+                        ..
+                    } => {
+                        if read_counters.contains(&k.as_str()) {
+                            i == *reads
+                        } else {
+                            i == 0
+                        }
+                    }
+                };
+                if counts {
+                    *out.entry(k.clone()).or_default() += v;
+                }
+                out.insert(format!("{i}{NODE_MARK}{k}"), v);
+            }
+        }
+        Some(out)
+    }
+
+    fn counter_checks(
+        &self,
+        before: &Counters,
+        after: &Counters,
+        sent: &[u64; OP_KINDS],
+    ) -> Vec<CounterCheck> {
+        // The nodes are of one kind: the first one's rules on the sums.
+        self.nodes[0].counter_checks(before, after, sent)
+    }
+
+    fn node_checks(
+        &self,
+        before: &Counters,
+        after: &Counters,
+        sent: &[[u64; OP_KINDS]],
+    ) -> Vec<CounterCheck> {
+        let mut out = Vec::new();
+        for (i, node) in self.nodes.iter().enumerate() {
+            let Some(sent) = sent.get(i) else { continue };
+            let (b, a) = (node_counters(before, i), node_counters(after, i));
+            let checks = node.counter_checks(&b, &a, sent).into_iter();
+            // A replica also executes the primary's writes: its check is
+            // of the requests sent to it.
+            let replica = i > 0 && matches!(self.layout, Layout::PrimaryReplica { .. });
+            out.extend(checks.filter(|c| !replica || c.bakeoff > 0).map(|mut c| {
+                c.what = format!(
+                    "{} {i} ({}): {}",
+                    if replica {
+                        "replica"
+                    } else if i == 0 && !matches!(self.layout, Layout::Shards) {
+                        "primary"
+                    } else {
+                        "node"
+                    },
+                    self.names[i],
+                    c.what
+                );
+                c
+            }));
+        }
+        out
+    }
+
+    fn nodes(&self) -> Vec<String> {
+        self.names.clone()
+    }
+
+    /// Shards: the sum; a primary and a replica: the primary's.
+    fn record_count(&self) -> Option<u64> {
+        match self.layout {
+            Layout::Shards => self.nodes.iter().map(|n| n.record_count()).sum(),
+            Layout::PrimaryReplica { .. } => self.nodes[0].record_count(),
+        }
+    }
+
+    fn replica_records(&self) -> Option<u64> {
+        match self.layout {
+            Layout::Shards => None,
+            Layout::PrimaryReplica { .. } => self.nodes[1].record_count(),
+        }
+    }
+
+    /// The nodes' processes added up.
+    fn resources(&self) -> Option<ProcSnapshot> {
+        let mut sum = ProcSnapshot::default();
+        for n in &self.nodes {
+            let s = n.resources()?;
+            sum.cpu_ns += s.cpu_ns;
+            sum.rss_bytes += s.rss_bytes;
+            sum.read_bytes += s.read_bytes;
+            sum.write_bytes += s.write_bytes;
+            sum.write_calls += s.write_calls;
+            sum.disk_bytes += s.disk_bytes;
+        }
+        if let Layout::PrimaryReplica { lag, .. } = &self.layout {
+            sum.replication_lag_bytes = lag();
+        }
+        Some(sum)
+    }
+
+    fn gone(&self) -> Option<String> {
+        self.nodes
+            .iter()
+            .zip(&self.names)
+            .find_map(|(n, name)| n.gone().map(|why| format!("node {name}: {why}")))
+    }
+
+    /// The relays of every node added up.
+    fn link(&self) -> Option<LinkSample> {
+        let samples: Vec<LinkSample> = self.nodes.iter().filter_map(|n| n.link()).collect();
+        let first = samples.first()?;
+        let chunks: u64 = samples.iter().map(|s| s.chunks).sum();
+        Some(LinkSample {
+            cpu_ns: samples.iter().map(|s| s.cpu_ns).sum(),
+            chunks,
+            mean_late_ns: if chunks > 0 {
+                samples
+                    .iter()
+                    .map(|s| s.mean_late_ns * s.chunks as f64)
+                    .sum::<f64>()
+                    / chunks as f64
+            } else {
+                first.mean_late_ns
+            },
+            overhead_ns: samples.iter().map(|s| s.overhead_ns).max().unwrap_or(0),
+        })
+    }
+}
