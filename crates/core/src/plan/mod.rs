@@ -325,12 +325,6 @@ fn workload(given: &Given) -> Result<Workload, PlanError> {
             )));
         }
     }
-    if w.read_from == ReadFrom::Replica && w.topology != Topology::PrimaryReplica {
-        return Err(given.origin("read_from").err(format!(
-            "reads from a replica need one: add --topology primary-replica (the topology is {})",
-            w.topology
-        )));
-    }
     if w.durability {
         let origin = given.origin("durability");
         let most = crate::durability::MAX_WRITERS + 1;
@@ -495,6 +489,17 @@ fn targets(
             target::check_capabilities(&spec.name, &caps, &p.workload)
                 .map_err(|m| origin.err(m))?;
             let topology = p.workload.topology;
+            // A single server serves the reads itself (the baseline of a
+            // replication sweep); shards and clusters have no replica.
+            if p.workload.read_from == ReadFrom::Replica
+                && !matches!(topology, Topology::Single | Topology::PrimaryReplica)
+            {
+                return Err(
+                    Origin::param(param("read_from").expect("declared"), true).err(format!(
+                    "reads from a replica need one: use --topology primary-replica (not {topology})"
+                )),
+                );
+            }
             if topology != Topology::Single {
                 if !caps.topologies.iter().any(|t| t == topology.kind()) {
                     let can: Vec<String> = catalog
