@@ -242,10 +242,15 @@ fn a_paused_replica_serves_stale_reads_and_then_catches_up() {
         "replica",
         "--records",
         "2000",
+        // Mostly writes, many in flight: while the replica is paused the
+        // clients go on writing to the primary until their pipelines are
+        // full of reads waiting for the replica.
         "--mix",
-        "50:50",
+        "20:80",
         "--clients",
-        "4",
+        "16",
+        "--pipeline",
+        "16",
         "--duration",
         "4s",
         "--warmup",

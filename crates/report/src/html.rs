@@ -748,6 +748,17 @@ impl<'a> Page<'a> {
                     Axis::linear("fsync + fdatasync per second", fmt_count),
                 ));
             }
+            if runs.iter().any(|(_, r)| {
+                r.resources
+                    .iter()
+                    .any(|s| s.replication_lag_bytes.is_some())
+            }) {
+                res.push((
+                    "Replication lag (primary offset less replica offset)",
+                    |s| s.replication_lag_bytes.map(|b| b as f64),
+                    Axis::linear("lag", fmt_bytes_axis),
+                ));
+            }
             if capped {
                 res.insert(
                     1,

@@ -2,6 +2,7 @@
 //! node of a sharded target with their balance, and what the link relay
 //! cost. Shared by the text, Markdown and HTML reports.
 
+use bakeoff_core::plan::Topology;
 use bakeoff_core::result::{ExperimentResult, RunResult};
 use bakeoff_core::units::{fmt_bytes, fmt_rate};
 
@@ -14,8 +15,12 @@ pub const NODES_HEAD: [&str; 5] = [
     "balance (busiest / mean)",
 ];
 
-/// The per-node row of `run`, if it ran on several nodes.
+/// The per-node row of `run`, if it ran on shards (a primary and a
+/// replica share by role, not by balance: the replication table has them).
 pub fn nodes_row(run: &RunResult) -> Option<Vec<String>> {
+    if !matches!(run.workload.topology, Topology::Shards(_)) {
+        return None;
+    }
     let balance = run.node_balance()?;
     let total: u64 = run.nodes.iter().map(|n| n.sent).sum::<u64>().max(1);
     let shares = run
@@ -168,6 +173,7 @@ mod tests {
             "a single server has no node table"
         );
         let mut run = r.runs[0].clone();
+        run.workload.topology = Topology::Shards(2);
         run.nodes = vec![
             NodeOps {
                 node: "127.0.0.1:1".into(),
