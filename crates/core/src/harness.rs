@@ -137,6 +137,9 @@ pub struct Harness<'j> {
     generating: bool,
     /// The durability check's log: its writes, or its read-back.
     durability: Option<WorkerDurability>,
+    /// A replication run's acknowledged versions (the job's, kept here to
+    /// spare a load per request).
+    acked: Option<&'j crate::stale::AckedVersions>,
 }
 
 impl<'j> Harness<'j> {
@@ -172,6 +175,7 @@ impl<'j> Harness<'j> {
             durability: (job.kind == JobKind::ReadBack
                 || (job.kind == JobKind::Measure && w.durability))
                 .then(WorkerDurability::default),
+            acked: job.acked,
         }
     }
 
@@ -315,7 +319,7 @@ impl<'j> Harness<'j> {
         let phase = u8::from(self.measures && intended >= self.warmup_end);
         let (kind, key) = self.clients[ci].next_op(self.job, &self.mix, phase);
         self.meter.stats[phase as usize].sent[kind as usize] += 1;
-        let version = match self.job.acked {
+        let version = match self.acked {
             None => 0,
             Some(_) if kind.writes_value() => self.clients[ci].next_version(),
             Some(acked) => acked.floor(key),
@@ -357,7 +361,7 @@ impl<'j> Harness<'j> {
         if self.durability.is_some() {
             return self.complete_logged(req, outcome, now);
         }
-        if let Some(acked) = self.job.acked {
+        if let Some(acked) = self.acked {
             self.track_versions(acked, req, outcome);
         }
         self.record_outcome(req, outcome, now)

@@ -361,10 +361,15 @@ impl<'a, C: Codec> Loop<'a, C> {
     /// is up (with one node, its connection) and its pipeline is not full.
     #[inline]
     fn has_room(&self, ci: usize) -> bool {
-        self.client_inflight[ci] < self.pipeline as u32
-            && self.conns[ci * self.nodes..(ci + 1) * self.nodes]
-                .iter()
-                .all(Conn::usable)
+        if self.client_inflight[ci] >= self.pipeline as u32 {
+            return false;
+        }
+        if self.nodes == 1 {
+            return self.conns[ci].usable();
+        }
+        self.conns[ci * self.nodes..(ci + 1) * self.nodes]
+            .iter()
+            .all(Conn::usable)
     }
 
     /// Whether client `ci` may make a request now, and with which
@@ -424,6 +429,9 @@ impl<'a, C: Codec> Loop<'a, C> {
     /// connections.
     #[inline]
     fn kick_client(&mut self, ci: usize, now: u64) {
+        if self.nodes == 1 {
+            return self.kick_write(ci, now);
+        }
         for k in ci * self.nodes..(ci + 1) * self.nodes {
             self.kick_write(k, now);
         }
