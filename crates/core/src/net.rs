@@ -218,12 +218,21 @@ pub fn run_worker<C: Codec>(
     job: &Job,
     worker: usize,
 ) -> Result<WorkerOutput, TargetError> {
-    let mut lp = Loop::new(codec, connectors, route, job, worker)?;
-    lp.run();
-    Ok(lp.finish())
+    // One node keeps the loop of one connection per client, with none of
+    // the bookkeeping of several (monomorphised away).
+    if connectors.len() > 1 {
+        let mut lp = Loop::<C, true>::new(codec, connectors, route, job, worker)?;
+        lp.run();
+        Ok(lp.finish())
+    } else {
+        let mut lp = Loop::<C, false>::new(codec, connectors, route, job, worker)?;
+        lp.run();
+        Ok(lp.finish())
+    }
 }
 
-struct Loop<'a, C: Codec> {
+/// `MULTI`: the target has several nodes (a connection per client and node).
+struct Loop<'a, C: Codec, const MULTI: bool> {
     codec: &'a C,
     connectors: &'a [Box<dyn Connector>],
     route: Option<&'a Route>,
@@ -246,7 +255,7 @@ struct Loop<'a, C: Codec> {
     t0_ns: u64,
 }
 
-impl<'a, C: Codec> Loop<'a, C> {
+impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
     fn new(
         codec: &'a C,
         connectors: &'a [Box<dyn Connector>],
@@ -361,15 +370,24 @@ impl<'a, C: Codec> Loop<'a, C> {
     /// is up (with one node, its connection) and its pipeline is not full.
     #[inline]
     fn has_room(&self, ci: usize) -> bool {
-        if self.client_inflight[ci] >= self.pipeline as u32 {
-            return false;
+        if !MULTI {
+            let c = &self.conns[ci];
+            return c.usable() && c.inflight.len() < self.pipeline;
         }
-        if self.nodes == 1 {
-            return self.conns[ci].usable();
+        self.client_inflight[ci] < self.pipeline as u32
+            && self.conns[ci * self.nodes..(ci + 1) * self.nodes]
+                .iter()
+                .all(Conn::usable)
+    }
+
+    /// The client connection `k` belongs to.
+    #[inline(always)]
+    fn client_of(&self, k: usize) -> usize {
+        if MULTI {
+            k / self.nodes
+        } else {
+            k
         }
-        self.conns[ci * self.nodes..(ci + 1) * self.nodes]
-            .iter()
-            .all(Conn::usable)
     }
 
     /// Whether client `ci` may make a request now, and with which
@@ -388,6 +406,7 @@ impl<'a, C: Codec> Loop<'a, C> {
     fn issue(&mut self, ci: usize, req: Request) {
         format_key(req.key, &mut self.key_buf);
         let k = match self.route {
+            _ if !MULTI => ci,
             None => ci * self.nodes,
             Some(route) => {
                 let node = match route {
@@ -399,7 +418,9 @@ impl<'a, C: Codec> Loop<'a, C> {
                 ci * self.nodes + node
             }
         };
-        self.client_inflight[ci] += 1;
+        if MULTI {
+            self.client_inflight[ci] += 1;
+        }
         let c = &mut self.conns[k];
         if req.kind.writes_value() {
             let (h, p) = self.harness.value(ci, req.key);
@@ -429,7 +450,7 @@ impl<'a, C: Codec> Loop<'a, C> {
     /// connections.
     #[inline]
     fn kick_client(&mut self, ci: usize, now: u64) {
-        if self.nodes == 1 {
+        if !MULTI {
             return self.kick_write(ci, now);
         }
         for k in ci * self.nodes..(ci + 1) * self.nodes {
@@ -522,7 +543,9 @@ impl<'a, C: Codec> Loop<'a, C> {
     /// closed and retried later.
     fn fail(&mut self, ci: usize, kind: ErrorKind, now: u64) {
         while let Some(f) = self.conns[ci].inflight.pop_front() {
-            self.client_inflight[ci / self.nodes] -= 1;
+            if MULTI {
+                self.client_inflight[ci / self.nodes] -= 1;
+            }
             self.harness.complete(&f, Outcome::Failed(kind), now);
         }
         let c = &mut self.conns[ci];
@@ -604,13 +627,15 @@ impl<'a, C: Codec> Loop<'a, C> {
                     let c = &mut self.conns[ci];
                     c.rstart += len;
                     c.inflight.pop_front();
-                    let client = ci / self.nodes;
-                    self.client_inflight[client] -= 1;
+                    let client = self.client_of(ci);
+                    if MULTI {
+                        self.client_inflight[client] -= 1;
+                    }
                     self.fill(client, t);
                 }
             }
         }
-        self.kick_client(ci / self.nodes, now);
+        self.kick_client(self.client_of(ci), now);
     }
 
     /// io_uring: handles one completion.
@@ -679,7 +704,7 @@ impl<'a, C: Codec> Loop<'a, C> {
             match self.connect(ci) {
                 Ok(()) => {
                     let now = self.now();
-                    let client = ci / self.nodes;
+                    let client = self.client_of(ci);
                     if self.has_room(client) {
                         self.harness.skip_missed(client, now);
                         self.fill(client, now);
@@ -699,7 +724,7 @@ impl<'a, C: Codec> Loop<'a, C> {
                     // this client's remaining work with it, so that counted
                     // runs end too.
                     if c.dead_since.is_some_and(|d| now - d > self.timeout_ns) {
-                        self.harness.give_up(ci / self.nodes);
+                        self.harness.give_up(self.client_of(ci));
                     }
                 }
             }
@@ -728,7 +753,11 @@ impl<'a, C: Codec> Loop<'a, C> {
                     }
                 }
             }
-            let idle = self.client_inflight.iter().all(|&n| n == 0);
+            let idle = if MULTI {
+                self.client_inflight.iter().all(|&n| n == 0)
+            } else {
+                self.conns.iter().all(|c| c.inflight.is_empty())
+            };
             if idle {
                 let now = self.now();
                 let more = (0..clients).any(|ci| self.harness.has_work_left(ci, now));
