@@ -360,3 +360,91 @@ fn with_wait_after_each_write_a_replica_serves_no_stale_read() {
     let requests = r["targets"][0]["requests"]["set"].as_str().unwrap();
     assert!(requests.contains("WAIT 1"), "{requests}");
 }
+
+/// Shards someone else runs: one URL naming several hosts is one sharded
+/// target; each server's own count (read here, from outside) equals what
+/// the result says was sent to it.
+#[test]
+fn a_url_with_several_hosts_is_a_sharded_target() {
+    if !require("memcached", "memcached") {
+        return;
+    }
+    let (a, b) = (memcached(), memcached());
+    let dir = tmp();
+    let out = dir.path().join("external.json");
+    let url = format!("memcached://{},{}", a.addr, b.addr);
+    let o = bakeoff(&[
+        "run",
+        "-t",
+        &format!("{url},redis"),
+        "--records",
+        "3000",
+        "--mix",
+        "50:50",
+        "--clients",
+        "4",
+        "--duration",
+        "1s",
+        "--warmup",
+        "0",
+        "--quiet",
+        "--dry-run",
+    ]);
+    // The comma between the hosts belongs to the URL; the one before
+    // `redis` separates targets.
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let plan = String::from_utf8_lossy(&o.stdout);
+    assert!(plan.contains("2 target(s)"), "{plan}");
+    let o = bakeoff(&[
+        "run",
+        "-t",
+        &url,
+        "--records",
+        "3000",
+        "--mix",
+        "50:50",
+        "--clients",
+        "4",
+        "--duration",
+        "1s",
+        "--warmup",
+        "0",
+        "--quiet",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let r = read_json(&out);
+    let run = &r["runs"][0];
+    assert_eq!(run["status"], "ok", "{}", run["message"]);
+    let nodes = run["nodes"].as_array().unwrap();
+    assert_eq!(nodes.len(), 2);
+    for (server, node) in [&a, &b].iter().zip(nodes) {
+        assert_eq!(node["node"], server.addr.to_string());
+        let own = memcached_stat(server.addr, "cmd_get") + memcached_stat(server.addr, "cmd_set");
+        assert_eq!(node["sent"].as_u64().unwrap(), own, "{node}");
+    }
+    // A target that cannot be sharded refuses several hosts.
+    let o = bakeoff(&[
+        "run",
+        "-t",
+        "postgres://u:p@127.0.0.1:1,127.0.0.1:2",
+        "--dry-run",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("several hosts") && !err.contains(":p@"),
+        "{err}"
+    );
+}

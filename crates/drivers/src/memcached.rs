@@ -190,11 +190,15 @@ pub fn open(
     plan: &Plan,
     workload: &Workload,
 ) -> Result<Box<dyn Target>, TargetError> {
-    let Topology::Shards(n) = workload.topology else {
-        return Ok(Box::new(open_one(spec, plan, workload)?));
+    // Shards: N managed nodes, or the hosts of one URL.
+    let specs = match (workload.topology, crate::nodes::external_nodes(spec)) {
+        (_, Some(specs)) => specs,
+        (Topology::Shards(n), None) => vec![spec.clone(); n as usize],
+        _ => return Ok(Box::new(open_one(spec, plan, workload)?)),
     };
-    let node = |_| {
-        let node = open_one(spec, plan, workload)?;
+    let n = specs.len() as u32;
+    let node = |i: u32| {
+        let node = open_one(&specs[i as usize], plan, workload)?;
         Ok(Node {
             addr: node.addr,
             connector: Box::new(MemcachedConnector {

@@ -15,6 +15,7 @@ use bakeoff_core::driver::{Codec, Connector, Driver};
 use bakeoff_core::error::TargetError;
 use bakeoff_core::ketama::{self, Ketama};
 use bakeoff_core::net::{CodecDriver, Route};
+use bakeoff_core::plan::{Endpoint, TargetSpec};
 use bakeoff_core::result::{CounterCheck, TargetRecord};
 use bakeoff_core::runner::{Counters, LinkSample, ProcSnapshot, Target};
 use bakeoff_core::workload::{OpKind, OP_KINDS};
@@ -57,6 +58,36 @@ pub struct MultiNode<C: Codec> {
     nodes: Vec<Box<dyn Target>>,
     layout: Layout,
     record: TargetRecord,
+}
+
+/// The specs of each node of an external target whose URL names several
+/// hosts (`memcached://h1:p1,h2:p2`), or `None` for one host.
+pub fn external_nodes(spec: &TargetSpec) -> Option<Vec<TargetSpec>> {
+    let Endpoint::External {
+        host, port, more, ..
+    } = &spec.endpoint
+    else {
+        return None;
+    };
+    if more.is_empty() {
+        return None;
+    }
+    let hosts = std::iter::once((host.clone(), *port)).chain(more.iter().cloned());
+    Some(
+        hosts
+            .map(|(h, p)| {
+                let mut one = spec.clone();
+                if let Endpoint::External {
+                    host, port, more, ..
+                } = &mut one.endpoint
+                {
+                    (*host, *port) = (h, p);
+                    more.clear();
+                }
+                one
+            })
+            .collect(),
+    )
 }
 
 /// Separates a node's counters from the sums in [`MultiNode::counters`].

@@ -248,6 +248,13 @@ pub fn open(
         }),
         target: Box::new(target),
     };
+    if let Some(specs) = crate::nodes::external_nodes(spec) {
+        return Ok(Box::new(MultiNode::shards(
+            specs.len() as u32,
+            RespCodec,
+            |i| Ok(node(open_one(&specs[i as usize], plan, workload, i, None)?)),
+        )?));
+    }
     match workload.topology {
         Topology::Shards(n) => Ok(Box::new(MultiNode::shards(n, RespCodec, |i| {
             Ok(node(open_one(spec, plan, workload, i, None)?))

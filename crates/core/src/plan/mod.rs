@@ -533,6 +533,15 @@ fn targets(
                     )));
                 }
             }
+            if let Endpoint::External { more, .. } = &spec.endpoint {
+                if !more.is_empty() && !caps.topologies.iter().any(|t| t == "shards") {
+                    return Err(origin.err(format!(
+                        "{}: several hosts in one URL make shards, and target {} cannot be sharded; give one host (targets that can: those with --topology shards, see `bakeoff list`)",
+                        spec.label(),
+                        spec.name
+                    )));
+                }
+            }
             if let (Some(l), false) = (&p.workload.link, caps.network) {
                 let can: Vec<String> = catalog
                     .names()
@@ -559,8 +568,29 @@ fn targets(
 }
 
 /// Splits `-t a,b[k=v,k2=v2],c` at the commas between targets, not at
-/// those between a variant's settings.
-fn split_target_list(text: &str) -> Vec<&str> {
+/// those between a variant's settings, nor at those between the hosts of
+/// one URL (`memcached://h1:11211,h2:11211`: a `host:port` after a URL is
+/// another node of it).
+fn split_target_list(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for part in split_outside_brackets(text) {
+        let node_of_previous = !part.contains("://")
+            && part.rsplit_once(':').is_some_and(|(h, p)| {
+                !h.is_empty() && !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit())
+            });
+        match out.last_mut() {
+            Some(prev) if node_of_previous && prev.contains("://") => {
+                prev.push(',');
+                prev.push_str(part);
+            }
+            _ => out.push(part.to_string()),
+        }
+    }
+    out
+}
+
+/// Splits at the commas outside `[...]`.
+fn split_outside_brackets(text: &str) -> Vec<&str> {
     let mut parts = Vec::new();
     let (mut depth, mut start) = (0i32, 0);
     for (i, c) in text.char_indices() {

@@ -69,6 +69,11 @@ pub enum Endpoint {
         port: u16,
         /// Options from the URL's query string.
         options: BTreeMap<String, String>,
+        /// More nodes of the same kind after the first, from a URL that
+        /// names several (`memcached://h1:p1,h2:p2`): shards of one target,
+        /// keys spread over them by the client.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        more: Vec<(String, u16)>,
     },
 }
 
@@ -226,18 +231,23 @@ pub(super) fn parse_target(text: &str, catalog: &dyn TargetCatalog) -> Result<Ta
         },
     };
     let hostport = hostport.split('/').next().unwrap_or(hostport);
-    let (host, port) = hostport.rsplit_once(':').ok_or_else(|| {
-        format!(
-            "URL `{}` has no port; write e.g. {scheme}://127.0.0.1:6379",
-            redact(text)
-        )
-    })?;
-    let port: u16 = port
-        .parse()
-        .map_err(|_| format!("`{port}` in `{}` is not a port number", redact(text)))?;
-    if host.is_empty() {
-        return Err(format!("URL `{}` has no host", redact(text)));
+    let mut nodes = Vec::new();
+    for hostport in hostport.split(',') {
+        let (host, port) = hostport.rsplit_once(':').ok_or_else(|| {
+            format!(
+                "URL `{}` has no port; write e.g. {scheme}://127.0.0.1:6379",
+                redact(text)
+            )
+        })?;
+        let port: u16 = port
+            .parse()
+            .map_err(|_| format!("`{port}` in `{}` is not a port number", redact(text)))?;
+        if host.is_empty() {
+            return Err(format!("URL `{}` has no host", redact(text)));
+        }
+        nodes.push((host.to_string(), port));
     }
+    let (host, port) = nodes.remove(0);
     let mut options = BTreeMap::new();
     for kv in query.split('&').filter(|s| !s.is_empty()) {
         let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
@@ -247,9 +257,10 @@ pub(super) fn parse_target(text: &str, catalog: &dyn TargetCatalog) -> Result<Ta
         name,
         endpoint: Endpoint::External {
             url: redact(text),
-            host: host.to_string(),
+            host,
             port,
             options,
+            more: nodes,
         },
         password,
         user,
