@@ -448,3 +448,49 @@ fn a_url_with_several_hosts_is_a_sharded_target() {
         "{err}"
     );
 }
+
+/// A fixed port is the first node's: the other shards take free ones
+/// rather than fail on the port the first already holds.
+#[test]
+fn a_fixed_port_goes_to_the_first_shard() {
+    for (target, program) in [("memcached", "memcached"), ("redis", "redis-server")] {
+        if !require(program, program) {
+            continue;
+        }
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let dir = tmp();
+        let out = dir.path().join("port.json");
+        let o = bakeoff(&[
+            "run",
+            "-t",
+            target,
+            "--set",
+            &format!("{target}.port={port}"),
+            "--topology",
+            "shards:2",
+            "--records",
+            "1000",
+            "--duration",
+            "1s",
+            "--warmup",
+            "0",
+            "--quiet",
+            "-o",
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{target}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let r = read_json(&out);
+        let nodes = r["runs"][0]["nodes"].as_array().unwrap();
+        assert_eq!(nodes[0]["node"], format!("127.0.0.1:{port}"), "{target}");
+        assert_ne!(nodes[1]["node"], nodes[0]["node"], "{target}");
+    }
+}

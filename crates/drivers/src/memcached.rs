@@ -194,11 +194,11 @@ pub fn open(
     let specs = match (workload.topology, crate::nodes::external_nodes(spec)) {
         (_, Some(specs)) => specs,
         (Topology::Shards(n), None) => vec![spec.clone(); n as usize],
-        _ => return Ok(Box::new(open_one(spec, plan, workload)?)),
+        _ => return Ok(Box::new(open_one(spec, plan, workload, 0)?)),
     };
     let n = specs.len() as u32;
     let node = |i: u32| {
-        let node = open_one(&specs[i as usize], plan, workload)?;
+        let node = open_one(&specs[i as usize], plan, workload, i)?;
         Ok(Node {
             addr: node.addr,
             connector: Box::new(MemcachedConnector {
@@ -214,11 +214,12 @@ pub fn open(
     })
 }
 
-/// Starts one memcached, or connects to the URL.
+/// Starts one memcached (node `node` of shards), or connects to the URL.
 fn open_one(
     spec: &TargetSpec,
     plan: &Plan,
     workload: &Workload,
+    node: u32,
 ) -> Result<MemcachedTarget, TargetError> {
     let settings = MemcachedSettings::parse(plan.settings_of(spec))?;
     let (server, addr, mode, endpoint) = match &spec.endpoint {
@@ -227,7 +228,8 @@ fn open_one(
                 program: "memcached",
                 name: "memcached",
                 package: "memcached",
-                port: settings.port,
+                // A fixed port is the first node's; the others take free ones.
+                port: settings.port.filter(|_| node == 0),
                 args: &|port, _| settings.args(port),
                 ready: &|addr| stats(addr).is_ok(),
                 ready_timeout: Duration::from_secs(20),
