@@ -12,9 +12,7 @@ fn a_150us_link_adds_150us_to_the_median() {
     if !require("redis-server", "redis-server") {
         return;
     }
-    let dir = tmp();
-    let out = dir.path().join("link.json");
-    let o = bakeoff(&[
+    let r = run_ok(&[
         "run",
         "-t",
         "redis",
@@ -32,17 +30,7 @@ fn a_150us_link_adds_150us_to_the_median() {
         "1s",
         "--sweep-link",
         "none;rtt=150us",
-        "--quiet",
-        "-o",
-        out.to_str().unwrap(),
     ]);
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let r = read_json(&out);
     let runs = r["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 2);
     let p50 = |i: usize| runs[i]["measure"]["all"]["p50_ns"].as_f64().unwrap();

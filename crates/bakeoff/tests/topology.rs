@@ -114,9 +114,7 @@ fn a_pipelined_mixed_load_on_shards_is_counted_per_node() {
     if !require("redis-server", "redis-server") {
         return;
     }
-    let dir = tmp();
-    let out = dir.path().join("mixed.json");
-    let o = bakeoff(&[
+    let r = run_ok(&[
         "run",
         "-t",
         "redis",
@@ -136,17 +134,7 @@ fn a_pipelined_mixed_load_on_shards_is_counted_per_node() {
         "1s",
         "--warmup",
         "0",
-        "--quiet",
-        "-o",
-        out.to_str().unwrap(),
     ]);
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let r = read_json(&out);
     let run = &r["runs"][0];
     assert_eq!(run["status"], "ok", "{}", run["message"]);
     let errors = run["measure"]["errors"].as_object().unwrap();
@@ -320,9 +308,7 @@ fn with_wait_after_each_write_a_replica_serves_no_stale_read() {
     if !require("redis-server", "redis-server") {
         return;
     }
-    let dir = tmp();
-    let out = dir.path().join("wait.json");
-    let o = bakeoff(&[
+    let r = run_ok(&[
         "run",
         "-t",
         "redis",
@@ -342,17 +328,7 @@ fn with_wait_after_each_write_a_replica_serves_no_stale_read() {
         "2s",
         "--warmup",
         "0",
-        "--quiet",
-        "-o",
-        out.to_str().unwrap(),
     ]);
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let r = read_json(&out);
     let run = &r["runs"][0];
     assert_eq!(run["status"], "ok", "{}", run["message"]);
     assert_eq!(run["measure"]["stale_reads"], 0);
@@ -462,9 +438,7 @@ fn a_fixed_port_goes_to_the_first_shard() {
             .local_addr()
             .unwrap()
             .port();
-        let dir = tmp();
-        let out = dir.path().join("port.json");
-        let o = bakeoff(&[
+        let r = run_ok(&[
             "run",
             "-t",
             target,
@@ -478,17 +452,7 @@ fn a_fixed_port_goes_to_the_first_shard() {
             "1s",
             "--warmup",
             "0",
-            "--quiet",
-            "-o",
-            out.to_str().unwrap(),
         ]);
-        assert_eq!(
-            o.status.code(),
-            Some(0),
-            "{target}: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-        let r = read_json(&out);
         let nodes = r["runs"][0]["nodes"].as_array().unwrap();
         assert_eq!(nodes[0]["node"], format!("127.0.0.1:{port}"), "{target}");
         assert_ne!(nodes[1]["node"], nodes[0]["node"], "{target}");

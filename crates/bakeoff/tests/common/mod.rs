@@ -169,6 +169,25 @@ pub fn read_json(path: &std::path::Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
+/// Runs `bakeoff run`-style `args` quietly into a result file of its own,
+/// expects exit 0 (failing with bakeoff's stderr otherwise) and returns
+/// the result.
+pub fn run_ok(args: &[&str]) -> serde_json::Value {
+    let dir = tmp();
+    let out = dir.path().join("result.json");
+    let mut all = args.to_vec();
+    all.extend(["--quiet", "-o", out.to_str().unwrap()]);
+    let o = bakeoff(&all);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "bakeoff {}: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    read_json(&out)
+}
+
 /// Starts bakeoff with `args`, its output piped, without waiting for it.
 pub fn bakeoff_spawn(args: &[&str]) -> std::process::Child {
     Command::new(bin())
