@@ -17,6 +17,7 @@ use crate::harness::{key_of, Harness, Outcome, Request, KEY_LEN, RECONNECT_EVERY
 use crate::plan::RequestMode;
 use crate::recorder::{monotonic_ns, ErrorKind};
 use crate::session::{outcome, perform, Answer, ConnectError, OpBuffers, Session, SessionResult};
+use crate::workload::OP_KINDS;
 
 /// Runs worker `worker`'s share of `job`, opening one session per client
 /// with `connect` (again after a session is lost, and for every request
@@ -48,6 +49,9 @@ where
         JobKind::Measure => w.request,
     };
     let clients = harness.borrow().clients();
+    // Requests sent to each server, when a session spreads them over
+    // several (a primary and a replica); empty for one server.
+    let node_sent = RefCell::new(Vec::<[u64; OP_KINDS]>::new());
     local.block_on(&rt, async {
         // Connect every client first (with a connection per request, one
         // connection shows the target answers); if none can, the job fails.
@@ -85,6 +89,7 @@ where
             let client = Client {
                 ci,
                 harness: &harness,
+                node_sent: &node_sent,
                 connect: &connect,
                 now_ns: &now_ns,
                 mode,
@@ -98,13 +103,16 @@ where
         Ok(())
     })?;
     let h = harness.into_inner();
-    Ok(h.finish(now_ns(), "async (tokio, one task per client)".into()))
+    let mut out = h.finish(now_ns(), "async (tokio, one task per client)".into());
+    out.node_sent = node_sent.into_inner();
+    Ok(out)
 }
 
 /// One client's task: its index in the worker, and what it shares.
 struct Client<'h, 'j, F, N> {
     ci: usize,
     harness: &'h RefCell<Harness<'j>>,
+    node_sent: &'h RefCell<Vec<[u64; OP_KINDS]>>,
     connect: &'h F,
     now_ns: &'h N,
     mode: RequestMode,
@@ -167,6 +175,9 @@ where
             let req = self.harness.borrow_mut().begin(ci, intended, now_ns());
             if batched {
                 let Some(s) = session.as_mut() else { continue };
+                if s.nodes() > 1 {
+                    self.count_node(s.nodes(), s.node_of(req.kind), req.kind);
+                }
                 let result = self.load_batch(s, req).await;
                 if matches!(result, Outcome::Failed(ErrorKind::Reset)) {
                     session = None;
@@ -179,6 +190,9 @@ where
             let result: Result<SessionResult<Answer>, ErrorKind> = match self.mode {
                 RequestMode::Op => {
                     let Some(s) = session.as_mut() else { continue };
+                    if s.nodes() > 1 {
+                        self.count_node(s.nodes(), s.node_of(op.req.kind), op.req.kind);
+                    }
                     let result = perform(s, &op, read).await;
                     if matches!(&result, Err(e) if e.kind() == ErrorKind::Reset) {
                         session = None;
@@ -211,6 +225,15 @@ where
                 }
             }
         }
+    }
+
+    /// Counts a request sent to server `node` of `nodes`.
+    fn count_node(&self, nodes: usize, node: usize, kind: crate::workload::OpKind) {
+        let mut sent = self.node_sent.borrow_mut();
+        if sent.len() < nodes {
+            sent.resize(nodes, [0; OP_KINDS]);
+        }
+        sent[node][kind as usize] += 1;
     }
 
     /// A phased request on a connection of its own: every step between

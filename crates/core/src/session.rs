@@ -176,6 +176,15 @@ pub trait Session {
     {
         Ok(())
     }
+    /// How many servers this session spreads its requests over (1 for
+    /// one server; see [`ReadWrite`]).
+    fn nodes(&self) -> usize {
+        1
+    }
+    /// The server, of [`Session::nodes`], a request of `kind` goes to.
+    fn node_of(&self, _kind: OpKind) -> usize {
+        0
+    }
 }
 
 /// One operation as a session sees it: the request and the client's
@@ -278,5 +287,94 @@ fn found(hit: bool) -> Answer {
         Answer::Found
     } else {
         Answer::Miss
+    }
+}
+
+/// A client of a primary and its replica: writes go to the primary
+/// (node 0); reads and searches to the replica (node 1) when it has a
+/// connection to one, else to the primary too. The async loop counts each
+/// request against the node [`ReadWrite::node_of`] names, for the per-node
+/// counter checks.
+pub struct ReadWrite<S> {
+    /// The primary's connection.
+    pub writes: S,
+    /// The replica's connection, when reads go there.
+    pub reads: Option<S>,
+}
+
+impl<S> ReadWrite<S> {
+    /// The node a request of `kind` goes to: 1 (the replica) for reads
+    /// when there is a replica connection, else 0 (the primary).
+    #[inline]
+    pub fn node_of(&self, kind: OpKind) -> usize {
+        usize::from(self.reads.is_some() && !kind.writes())
+    }
+
+    fn reader(&mut self) -> &mut S {
+        self.reads.as_mut().unwrap_or(&mut self.writes)
+    }
+}
+
+impl<S: Session> Session for ReadWrite<S> {
+    async fn get(&mut self, key: &[u8], out: &mut Vec<u8>) -> SessionResult<bool> {
+        self.reader().get(key, out).await
+    }
+    async fn put(&mut self, key: &[u8], value: &[u8]) -> SessionResult<()> {
+        self.writes.put(key, value).await
+    }
+    async fn delete(&mut self, key: &[u8]) -> SessionResult<bool> {
+        self.writes.delete(key).await
+    }
+    async fn put_profile(
+        &mut self,
+        id: u64,
+        key: &[u8],
+        profile: &Profile,
+        payload: &[u8],
+    ) -> SessionResult<()> {
+        self.writes.put_profile(id, key, profile, payload).await
+    }
+    async fn insert(&mut self, key: &[u8], value: &[u8]) -> SessionResult<()> {
+        self.writes.insert(key, value).await
+    }
+    async fn insert_profile(
+        &mut self,
+        id: u64,
+        key: &[u8],
+        profile: &Profile,
+        payload: &[u8],
+    ) -> SessionResult<()> {
+        self.writes.insert_profile(id, key, profile, payload).await
+    }
+    async fn search(&mut self, query: &Query) -> SessionResult<u64> {
+        self.reader().search(query).await
+    }
+    async fn put_batch(&mut self, keys: &[[u8; KEY_LEN]], values: &[&[u8]]) -> SessionResult<()> {
+        self.writes.put_batch(keys, values).await
+    }
+    fn phase_steps(&self) -> &'static [&'static str] {
+        self.writes.phase_steps()
+    }
+    async fn phase_step(
+        &mut self,
+        step: usize,
+        key: u64,
+        records: u64,
+        value: &[u8],
+    ) -> SessionResult<u64> {
+        self.writes.phase_step(step, key, records, value).await
+    }
+    async fn close(self) -> SessionResult<()> {
+        let closed = self.writes.close().await;
+        match self.reads {
+            Some(r) => closed.and(r.close().await),
+            None => closed,
+        }
+    }
+    fn nodes(&self) -> usize {
+        2
+    }
+    fn node_of(&self, kind: OpKind) -> usize {
+        ReadWrite::node_of(self, kind)
     }
 }

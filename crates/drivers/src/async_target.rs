@@ -5,7 +5,8 @@
 
 use std::collections::BTreeMap;
 
-use bakeoff_core::driver::Driver;
+use bakeoff_core::async_loop;
+use bakeoff_core::driver::{Driver, Job, WorkerOutput};
 use bakeoff_core::error::TargetError;
 use bakeoff_core::plan::FaultKind;
 use bakeoff_core::plan::TargetSpec;
@@ -14,6 +15,7 @@ use bakeoff_core::result::{CounterCheck, TargetRecord};
 use bakeoff_core::runner::{
     compare_counters, CounterRule, Counters, FaultStruck, LinkSample, ProcSnapshot, Target,
 };
+use bakeoff_core::session::{ConnectError, ReadWrite, Session};
 use bakeoff_core::workload::OP_KINDS;
 use bakeoff_servers::ManagedServer;
 
@@ -120,6 +122,63 @@ impl<D: AsyncDriver> Target for AsyncTarget<D> {
 
     fn link(&self) -> Option<LinkSample> {
         self.relay.as_ref().map(|r| r.sample())
+    }
+}
+
+/// The servers a driver's sessions connect to, each reached as an `A`.
+#[derive(Clone)]
+pub enum Reach<A> {
+    /// One server.
+    One(A),
+    /// A primary and its replica: writes go to `primary`; reads to
+    /// `reads` (the replica), or to the primary too when it is `None`.
+    Pair {
+        /// The primary.
+        primary: A,
+        /// Where reads go, if not to the primary.
+        reads: Option<A>,
+    },
+}
+
+impl<A> Reach<A> {
+    /// The server writes go to.
+    pub fn primary(&self) -> &A {
+        match self {
+            Reach::One(a) | Reach::Pair { primary: a, .. } => a,
+        }
+    }
+}
+
+/// Runs worker `worker`'s share of `job` on the async loop, each client's
+/// session opened by `open` on the server of `reach` it is given (a
+/// [`ReadWrite`] pair of sessions for a primary and its replica).
+pub fn run_reached<A, S, F, Fut>(
+    reach: &Reach<A>,
+    open: F,
+    job: &Job,
+    worker: usize,
+) -> Result<WorkerOutput, TargetError>
+where
+    A: Clone,
+    S: Session + 'static,
+    F: Fn(A) -> Fut,
+    Fut: std::future::Future<Output = Result<S, ConnectError>>,
+{
+    let open = &open;
+    match reach {
+        Reach::One(a) => async_loop::run_worker(|| open(a.clone()), job, worker),
+        Reach::Pair { primary, reads } => async_loop::run_worker(
+            || async move {
+                let writes = open(primary.clone()).await?;
+                let reads = match reads {
+                    Some(r) => Some(open(r.clone()).await?),
+                    None => None,
+                };
+                Ok(ReadWrite { writes, reads })
+            },
+            job,
+            worker,
+        ),
     }
 }
 

@@ -36,24 +36,37 @@ pub enum Layout {
     /// Keys spread over equal nodes.
     Shards,
     /// Node 0 is the primary, node 1 a replica of it; reads go to node
-    /// `reads`. `read_counters` are the server counters reads move (taken
-    /// from that node; every other counter from the primary, since the
-    /// replica also executes the primary's writes). `lag` reads how far
-    /// the replica is behind, in bytes of the replication stream.
+    /// `reads`. `read_counters` are the server counters that only clients
+    /// move, on whichever node serves them (summed over the nodes); every
+    /// other counter is the primary's, since a replica also counts the
+    /// primary's writes it applies. `lag` reads how far the replica is
+    /// behind, in bytes of the replication stream.
     PrimaryReplica {
         /// The node reads go to.
         reads: usize,
-        /// Counters of reads.
+        /// Counters only clients move (reads, prepared statements).
         read_counters: &'static [&'static str],
         /// The replica's lag.
         lag: Box<dyn Fn() -> Option<u64> + Send + Sync>,
     },
 }
 
-/// N nodes as one target.
-pub struct MultiNode<C: Codec> {
+impl Layout {
+    /// The node reads go to (0 for shards, where the ring decides).
+    pub fn reads(&self) -> usize {
+        match self {
+            Layout::PrimaryReplica { reads, .. } => *reads,
+            Layout::Shards => 0,
+        }
+    }
+}
+
+/// N nodes as one target, with one driver over all of them: a codec's
+/// routed over the nodes' connections, or a driver of sessions that holds
+/// a connection per node itself (see [`bakeoff_core::session::ReadWrite`]).
+pub struct MultiNode<D: Driver> {
     // Field order is drop order: the driver goes before the nodes stop.
-    driver: CodecDriver<C>,
+    driver: D,
     names: Vec<String>,
     nodes: Vec<Box<dyn Target>>,
     layout: Layout,
@@ -93,7 +106,7 @@ pub fn external_nodes(spec: &TargetSpec) -> Option<Vec<TargetSpec>> {
 /// Separates a node's counters from the sums in [`MultiNode::counters`].
 const NODE_MARK: char = '@';
 
-impl<C: Codec> MultiNode<C> {
+impl<C: Codec> MultiNode<CodecDriver<C>> {
     /// Opens `n` nodes with `open_node` (the index of each is given) and
     /// spreads keys over them; the record is the first node's, with the
     /// topology and the nodes added.
@@ -121,20 +134,12 @@ impl<C: Codec> MultiNode<C> {
     /// A primary and its replica as one target: writes to the primary,
     /// reads as `layout` says.
     pub fn replicated(primary: Node, replica: Node, codec: C, layout: Layout) -> Self {
-        let reads = match &layout {
-            Layout::PrimaryReplica { reads, .. } => *reads,
-            Layout::Shards => 0,
+        let names = [primary.addr.to_string(), replica.addr.to_string()];
+        let route = Route::ReadWrite {
+            reads: layout.reads(),
         };
-        let route = Route::ReadWrite { reads };
-        let mut t = Self::of(vec![primary, replica], codec, route, layout);
-        t.record
-            .settings
-            .insert("topology".into(), "primary-replica".into());
-        t.record.settings.insert(
-            "read_from".into(),
-            if reads == 0 { "primary" } else { "replica" }.into(),
-        );
-        t
+        let driver = CodecDriver::routed(codec, vec![primary.connector, replica.connector], route);
+        MultiNode::replicated_with(primary.target, replica.target, names, driver, layout)
     }
 
     fn of(nodes: Vec<Node>, codec: C, route: Route, layout: Layout) -> Self {
@@ -146,12 +151,40 @@ impl<C: Codec> MultiNode<C> {
             connectors.push(node.connector);
             targets.push(node.target);
         }
+        let driver = CodecDriver::routed(codec, connectors, route);
+        MultiNode::over(targets, names, driver, layout)
+    }
+}
+
+impl<D: Driver> MultiNode<D> {
+    /// A primary and its replica as one target, `driver` opening the
+    /// connections to both itself: writes to the primary, reads as
+    /// `layout` says. `names` are the servers' addresses.
+    pub fn replicated_with(
+        primary: Box<dyn Target>,
+        replica: Box<dyn Target>,
+        names: [String; 2],
+        driver: D,
+        layout: Layout,
+    ) -> Self {
+        let reads = layout.reads();
+        let mut t = Self::over(vec![primary, replica], names.into(), driver, layout);
+        t.record
+            .settings
+            .insert("topology".into(), "primary-replica".into());
+        t.record.settings.insert(
+            "read_from".into(),
+            if reads == 0 { "primary" } else { "replica" }.into(),
+        );
+        t
+    }
+
+    fn over(targets: Vec<Box<dyn Target>>, names: Vec<String>, driver: D, layout: Layout) -> Self {
         let mut record = targets[0].record();
         record.settings.insert("nodes".into(), names.join(" "));
         if let Some(c) = record.settings.get_mut("command_line") {
             *c = format!("{c} (and so on for each node, on its own port and directory)");
         }
-        let driver = CodecDriver::routed(codec, connectors, route);
         // What is sent is this driver's (a codec of its own, e.g. WAIT).
         record.requests = OpKind::ALL
             .iter()
@@ -176,7 +209,7 @@ fn node_counters(all: &Counters, i: usize) -> Counters {
         .collect()
 }
 
-impl<C: Codec> Target for MultiNode<C> {
+impl<D: Driver> Target for MultiNode<D> {
     fn driver(&self) -> &dyn Driver {
         &self.driver
     }
@@ -195,16 +228,8 @@ impl<C: Codec> Target for MultiNode<C> {
             for (k, v) in node.counters()? {
                 let counts = match &self.layout {
                     Layout::Shards => true,
-                    Layout::PrimaryReplica {
-                        reads,
-                        read_counters,
-                        ..
-                    } => {
-                        if read_counters.contains(&k.as_str()) {
-                            i == *reads
-                        } else {
-                            i == 0
-                        }
+                    Layout::PrimaryReplica { read_counters, .. } => {
+                        read_counters.contains(&k.as_str()) || i == 0
                     }
                 };
                 if counts {

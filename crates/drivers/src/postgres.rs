@@ -15,7 +15,7 @@ use std::time::Duration;
 use bakeoff_core::driver::{Driver, Job, WorkerOutput};
 use bakeoff_core::error::TargetError;
 use bakeoff_core::harness::KEY_LEN;
-use bakeoff_core::plan::{Endpoint, Plan, TargetSpec, Workload};
+use bakeoff_core::plan::{Endpoint, Plan, ReadFrom, TargetSpec, Topology, Workload};
 use bakeoff_core::profile::{Profile, Query, RecordKind};
 use bakeoff_core::recorder::ErrorKind;
 use bakeoff_core::runner::{CounterRule, Counters, Target};
@@ -25,7 +25,8 @@ use bakeoff_servers::{ManagedServer, ServerCommand, ServerError};
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, Config, NoTls, Statement};
 
-use crate::async_target::{block, profile_columns, AsyncDriver, AsyncTarget};
+use crate::async_target::{block, profile_columns, run_reached, AsyncDriver, AsyncTarget, Reach};
+use crate::nodes::{Layout, MultiNode};
 use crate::settings::{Kind, Setting, Settings, PORT};
 use crate::sql::{batch_insert, search_params, search_statements};
 
@@ -45,6 +46,12 @@ pub const SETTINGS: &[Setting] = &[
         help: "whether a commit waits for its WAL to reach disk",
     },
     Setting {
+        name: "synchronous_replica",
+        kind: Kind::Flag,
+        default: Some("false"),
+        help: "with --topology primary-replica: commits wait for the replica (synchronous_standby_names = '*'); synchronous_commit says how far: remote_write (written there), on (flushed there), remote_apply (applied: visible to reads there)",
+    },
+    Setting {
         name: "fsync",
         kind: Kind::Choice(&["on", "off", "true", "false"]),
         default: None,
@@ -62,6 +69,7 @@ pub const SETTINGS: &[Setting] = &[
 struct PgSettings {
     shared_buffers: Option<u64>,
     synchronous_commit: Option<String>,
+    synchronous_replica: bool,
     fsync: Option<String>,
     max_connections: u64,
     port: Option<u16>,
@@ -73,6 +81,7 @@ impl PgSettings {
         Ok(PgSettings {
             shared_buffers: s.bytes("shared_buffers")?,
             synchronous_commit: s.choice("synchronous_commit")?,
+            synchronous_replica: s.flag("synchronous_replica")?.unwrap_or_default(),
             fsync: s.choice("fsync")?,
             max_connections: s.count("max_connections")?.unwrap_or_default(),
             port: s.port("port")?,
@@ -406,18 +415,16 @@ const PROFILE_PUT: &str = "INSERT INTO profile (id, name, sex, province, city, p
 
 /// The driver: opens sessions inside the shared async loop.
 pub struct PgDriver {
-    dsn: Dsn,
+    reach: Reach<Dsn>,
     profile: bool,
 }
 
 impl Driver for PgDriver {
     fn run_worker(&self, job: &Job, worker: usize) -> Result<WorkerOutput, TargetError> {
-        let (dsn, profile) = (self.dsn.clone(), self.profile);
-        bakeoff_core::async_loop::run_worker(
-            || {
-                let dsn = dsn.clone();
-                async move { PgSession::open(&dsn, profile).await }
-            },
+        let profile = self.profile;
+        run_reached(
+            &self.reach,
+            |dsn| async move { PgSession::open(&dsn, profile).await },
             job,
             worker,
         )
@@ -487,12 +494,8 @@ pub fn probe(spec: &TargetSpec, plan: &Plan) -> Result<(), TargetError> {
     }
 }
 
-/// Creates the workload's table (emptied before a load) and its indexes,
-/// and reads the server's version and settings.
-async fn prepare_table(
-    dsn: &Dsn,
-    workload: &Workload,
-) -> Result<(String, BTreeMap<String, String>), TargetError> {
+/// Creates the workload's table (emptied before a load) and its indexes.
+async fn prepare_table(dsn: &Dsn, workload: &Workload) -> Result<(), TargetError> {
     let c = connect(dsn).await?;
     let q = |sql: &'static str| c.simple_query(sql);
     let e = |r: Result<Vec<tokio_postgres::SimpleQueryMessage>, tokio_postgres::Error>| {
@@ -518,6 +521,12 @@ async fn prepare_table(
     // Statement counters for the conservation check, where the server
     // preloads the extension (a managed server does).
     let _ = q("CREATE EXTENSION IF NOT EXISTS pg_stat_statements").await;
+    Ok(())
+}
+
+/// The server's version and the settings in force, read back from it.
+async fn server_facts(dsn: &Dsn) -> Result<(String, BTreeMap<String, String>), TargetError> {
+    let c = connect(dsn).await?;
     let version: String = c
         .query_one("SHOW server_version", &[])
         .await
@@ -527,6 +536,7 @@ async fn prepare_table(
     for name in [
         "shared_buffers",
         "synchronous_commit",
+        "synchronous_standby_names",
         "fsync",
         "max_connections",
         "wal_level",
@@ -537,6 +547,16 @@ async fn prepare_table(
         }
     }
     Ok((version, settings))
+}
+
+/// What a managed postgres is in its topology.
+#[derive(Clone, Copy)]
+enum Role {
+    /// A server made with initdb: alone, or a primary.
+    Primary,
+    /// A streaming replica of the primary on this port, its data directory
+    /// copied from it by pg_basebackup.
+    ReplicaOf(u16),
 }
 
 /// Starts a private postgres with the settings of `[servers.postgres]`
@@ -557,20 +577,57 @@ pub fn start_on(
     password: Option<&str>,
     lazy_disk: bool,
 ) -> Result<ManagedServer, TargetError> {
-    let settings = PgSettings::parse(table)?;
+    start_as(
+        &PgSettings::parse(table)?,
+        password,
+        lazy_disk,
+        Role::Primary,
+    )
+}
+
+/// Runs a program of PostgreSQL's as the `postgres` user in `dir`; `what`
+/// names it in the error.
+fn run_tool(cmd: &mut std::process::Command, dir: &Path, what: &str) -> Result<(), ServerError> {
+    let out = cmd
+        .current_dir(dir)
+        .output()
+        .map_err(|e| ServerError::Init(format!("cannot run {what}: {e}")))?;
+    if !out.status.success() {
+        return Err(ServerError::Init(format!(
+            "{what} failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    Ok(())
+}
+
+fn start_as(
+    settings: &PgSettings,
+    password: Option<&str>,
+    lazy_disk: bool,
+    role: Role,
+) -> Result<ManagedServer, TargetError> {
     let init = |binary: &Path, dir: &Path| -> Result<(), ServerError> {
-        let initdb = binary.with_file_name("initdb");
         let ids = bakeoff_servers::user_ids("postgres")?;
+        let data = dir.join("data").display().to_string();
+        if let Role::ReplicaOf(port) = role {
+            // A copy of the primary that follows its WAL (-R writes
+            // standby.signal and the primary's address).
+            let tool =
+                bakeoff_servers::find_program("pg_basebackup", BIN_DIRS).ok_or_else(|| {
+                    ServerError::NotInstalled {
+                        program: "pg_basebackup".into(),
+                        package: "postgresql".into(),
+                    }
+                })?;
+            let mut cmd = bakeoff_servers::command_as(&tool, Some(ids));
+            cmd.args(["-h", "127.0.0.1", "-p", &port.to_string(), "-U", "bakeoff"])
+                .args(["-D", &data, "-R", "-X", "stream", "-c", "fast"]);
+            return run_tool(&mut cmd, dir, "pg_basebackup");
+        }
+        let initdb = binary.with_file_name("initdb");
         let mut cmd = bakeoff_servers::command_as(&initdb, Some(ids));
-        cmd.args([
-            "-D",
-            &dir.join("data").display().to_string(),
-            "-U",
-            "bakeoff",
-            "-E",
-            "UTF8",
-            "--locale=C",
-        ]);
+        cmd.args(["-D", &data, "-U", "bakeoff", "-E", "UTF8", "--locale=C"]);
         match password {
             None => {
                 cmd.arg("--auth=trust");
@@ -587,25 +644,24 @@ pub fn start_on(
                     .arg(format!("--pwfile={}", file.display()));
             }
         }
-        let out = cmd
-            .current_dir(dir)
-            .output()
-            .map_err(|e| ServerError::Init(format!("cannot run {}: {e}", initdb.display())))?;
+        let done = run_tool(&mut cmd, dir, "initdb");
         let _ = std::fs::remove_file(dir.join("pwfile"));
-        if !out.status.success() {
-            return Err(ServerError::Init(format!(
-                "initdb failed: {}",
-                String::from_utf8_lossy(&out.stderr).trim()
-            )));
-        }
-        Ok(())
+        done
     };
     let cmd = ServerCommand {
         program: "postgres",
         name: "postgres",
         package: "postgresql",
-        port: settings.port,
-        args: &|port, dir| settings.args(port, dir),
+        // A fixed port is the primary's; a replica takes a free one.
+        port: settings.port.filter(|_| matches!(role, Role::Primary)),
+        args: &|port, dir| {
+            let mut a = settings.args(port, dir);
+            if let Role::ReplicaOf(_) = role {
+                // Report replay positions each second, not each ten.
+                a.extend(["-c".into(), "wal_receiver_status_interval=1s".into()]);
+            }
+            a
+        },
         ready: &|addr| {
             let dsn = Dsn {
                 password: password.map(str::to_string),
@@ -625,12 +681,16 @@ pub fn start_on(
     ManagedServer::start(&cmd).map_err(|e| TargetError::Server(e.to_string()))
 }
 
-/// Opens the target: starts postgres, or connects to the URL.
+/// Opens the target: starts postgres (one, or a primary and its replica),
+/// or connects to the URL.
 pub fn open(
     spec: &TargetSpec,
     plan: &Plan,
     workload: &Workload,
 ) -> Result<Box<dyn Target>, TargetError> {
+    if workload.topology == Topology::PrimaryReplica {
+        return open_replicated(spec, plan, workload);
+    }
     let (server, dsn, endpoint) = match dsn_of(spec) {
         Some(dsn) => {
             let url = match &spec.endpoint {
@@ -648,29 +708,189 @@ pub fn open(
             (Some(server), dsn, None)
         }
     };
-    let (version, recorded) = block(prepare_table(&dsn, workload))?;
+    block(prepare_table(&dsn, workload))?;
+    let (target, _) = node_target(spec, workload, server, &dsn, endpoint, |dsn| {
+        Reach::One(dsn)
+    })?;
+    Ok(Box::new(target))
+}
+
+/// The target of one server: its record read back from it, and a driver
+/// whose sessions reach it (through a link relay, if the workload has
+/// one) as `reach` makes of its address. Returns the address too.
+fn node_target(
+    spec: &TargetSpec,
+    workload: &Workload,
+    server: Option<ManagedServer>,
+    dsn: &Dsn,
+    endpoint: Option<String>,
+    reach: impl FnOnce(Dsn) -> Reach<Dsn>,
+) -> Result<(AsyncTarget<PgDriver>, Dsn), TargetError> {
+    let (version, recorded) = block(server_facts(dsn))?;
     // With a link, every connection of the driver goes through its relay.
     let (host, port, relay) = crate::link::dial_host(workload, &dsn.host, dsn.port)?;
-    let dsn = Dsn { host, port, ..dsn };
-    Ok(Box::new(
-        AsyncTarget::new(
-            spec,
-            endpoint,
-            format!("PostgreSQL {version}"),
-            recorded,
-            server,
-            PgDriver {
-                dsn,
-                profile: workload.record == RecordKind::Profile,
-            },
-        )
-        .linked(relay),
+    let linked = Dsn {
+        host,
+        port,
+        ..dsn.clone()
+    };
+    let target = AsyncTarget::new(
+        spec,
+        endpoint,
+        format!("PostgreSQL {version}"),
+        recorded,
+        server,
+        PgDriver {
+            reach: reach(linked.clone()),
+            profile: workload.record == RecordKind::Profile,
+        },
+    )
+    .linked(relay);
+    Ok((target, linked))
+}
+
+/// Longest wait for a new replica to stream from its primary.
+const STREAMING_WITHIN: Duration = Duration::from_secs(30);
+
+/// A primary and a streaming replica made from it with pg_basebackup;
+/// with `synchronous_replica`, commits then wait for the replica as
+/// `synchronous_commit` says. Writes go to the primary, reads where
+/// `--read-from` says; the lag is the WAL between the primary's position
+/// and the replica's replay position, in bytes.
+fn open_replicated(
+    spec: &TargetSpec,
+    plan: &Plan,
+    workload: &Workload,
+) -> Result<Box<dyn Target>, TargetError> {
+    let settings = PgSettings::parse(plan.settings_of(spec))?;
+    let primary = start_as(&settings, None, false, Role::Primary)?;
+    let p = Dsn::managed(primary.addr.port());
+    block(prepare_table(&p, workload))?;
+    let replica = start_as(&settings, None, false, Role::ReplicaOf(p.port))?;
+    let r = Dsn::managed(replica.addr.port());
+    block(wait_streaming(&p, STREAMING_WITHIN))?;
+    if settings.synchronous_replica {
+        // Only now: with a synchronous standby named before one streams,
+        // the primary's own set-up would wait for ever.
+        block(synchronous_standby(&p))?;
+    }
+    let names = [primary.addr.to_string(), replica.addr.to_string()];
+    let reads = match workload.read_from {
+        ReadFrom::Primary => 0,
+        ReadFrom::Replica => 1,
+    };
+    let (replica_target, r_linked) =
+        node_target(spec, workload, Some(replica), &r, None, Reach::One)?;
+    let (primary_target, p_linked) =
+        node_target(spec, workload, Some(primary), &p, None, Reach::One)?;
+    let driver = PgDriver {
+        reach: Reach::Pair {
+            primary: p_linked,
+            reads: (reads == 1).then_some(r_linked),
+        },
+        profile: workload.record == RecordKind::Profile,
+    };
+    let layout = Layout::PrimaryReplica {
+        reads,
+        // Statements only clients run: WAL replay runs none.
+        read_counters: &["get", "search"],
+        lag: Box::new(move || block(wal_lag(&p)).ok()),
+    };
+    Ok(Box::new(MultiNode::replicated_with(
+        Box::new(primary_target),
+        Box::new(replica_target),
+        names,
+        driver,
+        layout,
+    )))
+}
+
+/// Makes the primary at `p` wait for its replica at each commit, and
+/// waits until new connections see it so.
+async fn synchronous_standby(p: &Dsn) -> Result<(), TargetError> {
+    let fail = |e: tokio_postgres::Error| {
+        let detail = e.as_db_error().map(|d| d.message().to_string());
+        TargetError::Server(format!(
+            "cannot make the postgres replica synchronous: {}",
+            detail.unwrap_or_else(|| e.to_string())
+        ))
+    };
+    let c = connect(p).await?;
+    // Two statements: ALTER SYSTEM refuses to run inside a transaction,
+    // which a batch of several is.
+    c.batch_execute("ALTER SYSTEM SET synchronous_standby_names = '*'")
+        .await
+        .map_err(fail)?;
+    c.batch_execute("SELECT pg_reload_conf()")
+        .await
+        .map_err(fail)?;
+    // The reload reaches new backends a moment later.
+    for _ in 0..100 {
+        let names: String = connect(p)
+            .await?
+            .query_one("SHOW synchronous_standby_names", &[])
+            .await
+            .map_err(fail)?
+            .get(0);
+        if names == "*" {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    Err(TargetError::Server(
+        "postgres did not take synchronous_standby_names = '*' within 5 s".into(),
     ))
+}
+
+/// Waits until the primary at `p` streams WAL to a replica.
+async fn wait_streaming(p: &Dsn, within: Duration) -> Result<(), TargetError> {
+    let c = connect(p).await?;
+    let start = std::time::Instant::now();
+    loop {
+        let n: i64 = c
+            .query_one(
+                "SELECT count(*) FROM pg_stat_replication WHERE state = 'streaming'",
+                &[],
+            )
+            .await
+            .map_err(|e| TargetError::Server(e.to_string()))?
+            .get(0);
+        if n > 0 {
+            return Ok(());
+        }
+        if start.elapsed() > within {
+            return Err(TargetError::Server(format!(
+                "the postgres replica did not stream from its primary ({}) within {} s",
+                p.describe(),
+                within.as_secs()
+            )));
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Bytes of WAL the replica has still to replay of what the primary at
+/// `p` has written, as the primary sees it (`pg_stat_replication`, where
+/// the replica reports its replay position each second and after each
+/// flush): one snapshot, and no call to a replica that may be stalled.
+async fn wal_lag(p: &Dsn) -> Result<u64, TargetError> {
+    let c = connect(p).await?;
+    let lag: Option<i64> = c
+        .query_opt(
+            "SELECT (pg_current_wal_lsn() - replay_lsn)::bigint FROM pg_stat_replication",
+            &[],
+        )
+        .await
+        .map_err(|e| TargetError::Server(e.to_string()))?
+        .ok_or_else(|| TargetError::Server("the replica is not connected".into()))?
+        .get(0);
+    lag.map(|b| b.max(0) as u64)
+        .ok_or_else(|| TargetError::Server("the replica reported no replay position".into()))
 }
 
 impl AsyncDriver for PgDriver {
     fn record_count(&self) -> Option<u64> {
-        let dsn = self.dsn.clone();
+        let dsn = self.reach.primary().clone();
         let table = if self.profile { "profile" } else { "kv" };
         block(async move {
             let c = connect(&dsn).await?;
@@ -685,7 +905,7 @@ impl AsyncDriver for PgDriver {
     }
 
     fn counters(&self) -> Option<Counters> {
-        let dsn = self.dsn.clone();
+        let dsn = self.reach.primary().clone();
         let mut statements = vec![
             ("get", GET.to_string()),
             ("put", PUT.into()),
