@@ -16,7 +16,7 @@ use std::time::Duration;
 use bakeoff_core::driver::{Driver, Job, JobKind, WorkerOutput};
 use bakeoff_core::error::TargetError;
 use bakeoff_core::harness::KEY_LEN;
-use bakeoff_core::plan::{Endpoint, Plan, RequestMode, TargetSpec, Workload};
+use bakeoff_core::plan::{Endpoint, Plan, ReadFrom, RequestMode, TargetSpec, Topology, Workload};
 use bakeoff_core::profile::{Profile, Query, RecordKind};
 use bakeoff_core::recorder::ErrorKind;
 use bakeoff_core::runner::{CounterRule, Counters, Target};
@@ -26,7 +26,8 @@ use bakeoff_servers::{ManagedServer, ServerCommand, ServerError};
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Opts, OptsBuilder, Statement};
 
-use crate::async_target::{block, profile_columns, AsyncDriver, AsyncTarget};
+use crate::async_target::{block, profile_columns, run_reached, AsyncDriver, AsyncTarget, Reach};
+use crate::nodes::{Layout, MultiNode};
 use crate::settings::{Kind, Setting, Settings, PORT};
 use crate::sql::{batch_insert, search_params, search_statements};
 
@@ -72,7 +73,17 @@ pub const SETTINGS: &[Setting] = &[
     SYNC_BINLOG,
     MAX_CONNECTIONS,
     PORT,
+    Setting {
+        name: "semisync",
+        kind: Kind::Flag,
+        default: Some("false"),
+        help: "with --topology primary-replica: semi-synchronous replication, a commit waits until the replica has received its events (not applied them; after 10 s without an answer the primary goes on alone, counted in Rpl_semi_sync_master_no_tx)",
+    },
 ];
+
+/// How long a semi-synchronous primary waits for the replica's answer
+/// before it goes on without, ms.
+const SEMISYNC_TIMEOUT_MS: u64 = 10_000;
 
 /// `[servers.handlersocket]`: the server's settings and the plugin's.
 pub const HANDLERSOCKET_SETTINGS: &[Setting] = &[
@@ -92,6 +103,7 @@ pub const HANDLERSOCKET_SETTINGS: &[Setting] = &[
 
 /// The settings of a managed mariadbd (`[servers.mariadb]`, and the
 /// server part of `[servers.handlersocket]`).
+#[derive(Clone)]
 pub(crate) struct MariaSettings {
     buffer_pool: Option<u64>,
     flush_log_at_trx_commit: Option<String>,
@@ -453,7 +465,7 @@ fn fail(e: mysql_async::Error) -> SessionError {
 
 /// The driver: opens sessions inside the shared async loop.
 pub struct MariaDriver {
-    dsn: Dsn,
+    reach: Reach<Dsn>,
     profile: bool,
     /// Measured requests are the phased script (000-mysql-phases).
     phased: bool,
@@ -461,13 +473,11 @@ pub struct MariaDriver {
 
 impl Driver for MariaDriver {
     fn run_worker(&self, job: &Job, worker: usize) -> Result<WorkerOutput, TargetError> {
-        let (dsn, profile) = (self.dsn.clone(), self.profile);
+        let profile = self.profile;
         let phased = job.kind == JobKind::Measure && job.workload.request == RequestMode::Phases;
-        bakeoff_core::async_loop::run_worker(
-            || {
-                let dsn = dsn.clone();
-                async move { MariaSession::open(&dsn, profile, phased).await }
-            },
+        run_reached(
+            &self.reach,
+            |dsn| async move { MariaSession::open(&dsn, profile, phased).await },
             job,
             worker,
         )
@@ -575,6 +585,16 @@ pub(crate) async fn prepare_table(
     } else if workload.load {
         e(c.query_drop("TRUNCATE TABLE bakeoff.kv").await)?;
     }
+    facts(&mut c).await
+}
+
+/// The version and settings in force of the server at `dsn`.
+async fn server_facts(dsn: &Dsn) -> Result<(String, BTreeMap<String, String>), TargetError> {
+    facts(&mut connect(dsn, None).await?).await
+}
+
+/// The version and settings in force of the server `c` is connected to.
+async fn facts(c: &mut Conn) -> Result<(String, BTreeMap<String, String>), TargetError> {
     let version: Option<String> = c
         .query_first("SELECT VERSION()")
         .await
@@ -587,6 +607,9 @@ pub(crate) async fn prepare_table(
         "innodb_doublewrite",
         "log_bin",
         "sync_binlog",
+        "binlog_format",
+        "rpl_semi_sync_master_enabled",
+        "rpl_semi_sync_slave_enabled",
     ] {
         let v: Option<String> = c
             .query_first(format!("SELECT @@{name}"))
@@ -716,13 +739,17 @@ pub(crate) fn count_rows(dsn: &Dsn, table: &str) -> Option<u64> {
     .ok()
 }
 
-/// Opens the target: starts mariadbd, or connects to the URL.
+/// Opens the target: starts mariadbd (one, or a primary and its replica),
+/// or connects to the URL.
 pub fn open(
     spec: &TargetSpec,
     plan: &Plan,
     workload: &Workload,
 ) -> Result<Box<dyn Target>, TargetError> {
     let settings = MariaSettings::parse(plan.settings_of(spec))?;
+    if workload.topology == Topology::PrimaryReplica {
+        return open_replicated(spec, plan, workload, settings);
+    }
     let (server, dsn, endpoint) = match dsn_of(spec) {
         Some(dsn) => {
             let url = match &spec.endpoint {
@@ -743,34 +770,273 @@ pub fn open(
         }
     };
     let (version, recorded) = block(prepare_table(&dsn, workload))?;
+    let (target, _) = node_target(
+        spec,
+        workload,
+        server,
+        &dsn,
+        endpoint,
+        version,
+        recorded,
+        Reach::One,
+    )?;
+    Ok(Box::new(target))
+}
+
+/// The target of one server, with its `version` and `recorded` settings,
+/// and a driver whose sessions reach it (through a link relay, if the
+/// workload has one) as `reach` makes of its address. Returns that
+/// address too.
+#[allow(clippy::too_many_arguments)]
+fn node_target(
+    spec: &TargetSpec,
+    workload: &Workload,
+    server: Option<ManagedServer>,
+    dsn: &Dsn,
+    endpoint: Option<String>,
+    version: String,
+    recorded: BTreeMap<String, String>,
+    reach: impl FnOnce(Dsn) -> Reach<Dsn>,
+) -> Result<(AsyncTarget<MariaDriver>, Dsn), TargetError> {
     // With a link, every connection of the driver goes through its relay.
     let (host, port, relay) = crate::link::dial_host(workload, &dsn.host, dsn.port)?;
-    let dsn = Dsn { host, port, ..dsn };
-    Ok(Box::new(
-        AsyncTarget::new(
-            spec,
-            endpoint,
-            format!("MariaDB {version}"),
-            recorded,
-            server,
-            MariaDriver {
-                dsn,
-                profile: workload.record == RecordKind::Profile,
-                phased: workload.request == RequestMode::Phases,
-            },
+    let linked = Dsn {
+        host,
+        port,
+        ..dsn.clone()
+    };
+    let target = AsyncTarget::new(
+        spec,
+        endpoint,
+        format!("MariaDB {version}"),
+        recorded,
+        server,
+        MariaDriver {
+            reach: reach(linked.clone()),
+            profile: workload.record == RecordKind::Profile,
+            phased: workload.request == RequestMode::Phases,
+        },
+    )
+    .linked(relay);
+    Ok((target, linked))
+}
+
+/// Longest wait for a new replica to apply what its primary logged.
+const CATCH_UP_WITHIN_S: u64 = 30;
+
+/// A primary writing the binary log and a replica following it by GTID
+/// (`MASTER_USE_GTID = slave_pos`); with `semisync`, semi-synchronous
+/// replication. Writes go to the primary, reads where `--read-from`
+/// says; the lag is the binary log between the primary's position and
+/// the one the replica has executed, in bytes.
+fn open_replicated(
+    spec: &TargetSpec,
+    plan: &Plan,
+    workload: &Workload,
+    settings: MariaSettings,
+) -> Result<Box<dyn Target>, TargetError> {
+    let semisync = Settings::new(plan.settings_of(spec), SETTINGS)?
+        .flag("semisync")?
+        .unwrap_or_default();
+    let primary_settings = MariaSettings {
+        binlog: true,
+        ..settings.clone()
+    };
+    let (primary, p) = start_managed(
+        &primary_settings,
+        &|_| {
+            let mut a = vec!["--binlog-format=ROW".to_string()];
+            if semisync {
+                a.push("--rpl-semi-sync-master-enabled=ON".into());
+                a.push(format!(
+                    "--rpl-semi-sync-master-timeout={SEMISYNC_TIMEOUT_MS}"
+                ));
+            }
+            a
+        },
+        &|_| true,
+        workload.memory_cap,
+        false,
+    )?;
+    let replica_settings = MariaSettings {
+        binlog: false,
+        sync_binlog: None,
+        port: None,
+        ..settings
+    };
+    let (replica, r) = start_managed(
+        &replica_settings,
+        &|dir| {
+            let mut a = vec![
+                "--server-id=2".to_string(),
+                format!("--relay-log={}", dir.join("data").join("relay").display()),
+            ];
+            if semisync {
+                a.push("--rpl-semi-sync-slave-enabled=ON".into());
+            }
+            a
+        },
+        &|_| true,
+        workload.memory_cap,
+        false,
+    )?;
+    block(follow(&r, &p))?;
+    let (version, recorded) = block(prepare_table(&p, workload))?;
+    block(caught_up(&p, &r))?;
+    let names = [primary.addr.to_string(), replica.addr.to_string()];
+    let reads = match workload.read_from {
+        ReadFrom::Primary => 0,
+        ReadFrom::Replica => 1,
+    };
+    let (r_version, r_recorded) = block(server_facts(&r))?;
+    let (replica_target, r_linked) = node_target(
+        spec,
+        workload,
+        Some(replica),
+        &r,
+        None,
+        r_version,
+        r_recorded,
+        Reach::One,
+    )?;
+    let (primary_target, p_linked) = node_target(
+        spec,
+        workload,
+        Some(primary),
+        &p,
+        None,
+        version,
+        recorded,
+        Reach::One,
+    )?;
+    let driver = MariaDriver {
+        reach: Reach::Pair {
+            primary: p_linked,
+            reads: (reads == 1).then_some(r_linked),
+        },
+        profile: workload.record == RecordKind::Profile,
+        phased: workload.request == RequestMode::Phases,
+    };
+    let layout = Layout::PrimaryReplica {
+        reads,
+        // Only clients run prepared statements: the replica applies row
+        // events.
+        read_counters: &["Com_stmt_execute"],
+        lag: Box::new(move || block(binlog_lag(&p, &r)).ok()),
+    };
+    Ok(Box::new(MultiNode::replicated_with(
+        Box::new(primary_target),
+        Box::new(replica_target),
+        names,
+        driver,
+        layout,
+    )))
+}
+
+/// Makes the server at `r` a replica of the one at `p`, by GTID.
+async fn follow(r: &Dsn, p: &Dsn) -> Result<(), TargetError> {
+    let mut c = connect(r, None).await?;
+    let sql = format!(
+        "CHANGE MASTER TO MASTER_HOST = '{}', MASTER_PORT = {}, MASTER_USER = 'root', \
+         MASTER_PASSWORD = '', MASTER_USE_GTID = slave_pos, MASTER_CONNECT_RETRY = 1",
+        p.host, p.port
+    );
+    for sql in [sql.as_str(), "START SLAVE"] {
+        c.query_drop(sql).await.map_err(|e| {
+            TargetError::Server(format!("cannot start the mariadb replica ({sql}): {e}"))
+        })?;
+    }
+    Ok(())
+}
+
+/// Waits until the replica at `r` has applied everything the primary at
+/// `p` has logged so far.
+async fn caught_up(p: &Dsn, r: &Dsn) -> Result<(), TargetError> {
+    let e = |e: mysql_async::Error| TargetError::Server(e.to_string());
+    let position: Option<String> = connect(p, None)
+        .await?
+        .query_first("SELECT @@gtid_binlog_pos")
+        .await
+        .map_err(e)?;
+    let waited: Option<i64> = connect(r, None)
+        .await?
+        .exec_first(
+            "SELECT MASTER_GTID_WAIT(?, ?)",
+            (position.clone().unwrap_or_default(), CATCH_UP_WITHIN_S),
         )
-        .linked(relay),
-    ))
+        .await
+        .map_err(e)?;
+    if waited == Some(0) {
+        return Ok(());
+    }
+    let status = replica_status(r).await.unwrap_or_default();
+    Err(TargetError::Server(format!(
+        "the mariadb replica did not reach the primary's GTID position {} within {CATCH_UP_WITHIN_S} s (SHOW SLAVE STATUS: {status:?})",
+        position.unwrap_or_default()
+    )))
+}
+
+/// The replica's `SHOW SLAVE STATUS` fields that say where it is.
+async fn replica_status(r: &Dsn) -> Result<BTreeMap<String, String>, TargetError> {
+    let mut c = connect(r, None).await?;
+    let row: Option<mysql_async::Row> = c
+        .query_first("SHOW SLAVE STATUS")
+        .await
+        .map_err(|e| TargetError::Server(e.to_string()))?;
+    let row = row.ok_or_else(|| TargetError::Server("the server is no replica".into()))?;
+    let mut out = BTreeMap::new();
+    for name in [
+        "Slave_IO_Running",
+        "Slave_SQL_Running",
+        "Relay_Master_Log_File",
+        "Exec_Master_Log_Pos",
+        "Last_Error",
+        "Last_IO_Error",
+    ] {
+        if let Some(Ok(v)) = row.get_opt::<Option<String>, _>(name) {
+            out.insert(name.to_string(), v.unwrap_or_default());
+        }
+    }
+    Ok(out)
+}
+
+/// Bytes of binary log the replica at `r` has still to execute of what
+/// the primary at `p` has written. The replica is asked first, so the
+/// primary's position read after it is never behind it; the count is
+/// exact within one log file, and when the primary has moved on to a new
+/// file it is that file's length so far (a lower bound).
+async fn binlog_lag(p: &Dsn, r: &Dsn) -> Result<u64, TargetError> {
+    let at = replica_status(r).await?;
+    let executed: u64 = at
+        .get("Exec_Master_Log_Pos")
+        .and_then(|v| v.parse().ok())
+        .ok_or_else(|| TargetError::Server(format!("no executed position: {at:?}")))?;
+    let mut c = connect(p, None).await?;
+    let row: Option<mysql_async::Row> = c
+        .query_first("SHOW MASTER STATUS")
+        .await
+        .map_err(|e| TargetError::Server(e.to_string()))?;
+    let (file, written): (String, u64) = row
+        .and_then(|row| Some((row.get("File")?, row.get("Position")?)))
+        .ok_or_else(|| TargetError::Server("the primary writes no binary log".into()))?;
+    Ok(if at.get("Relay_Master_Log_File") == Some(&file) {
+        written.saturating_sub(executed)
+    } else {
+        written
+    })
 }
 
 impl AsyncDriver for MariaDriver {
     fn record_count(&self) -> Option<u64> {
-        count_rows(&self.dsn, if self.profile { "profile" } else { "kv" })
+        count_rows(
+            self.reach.primary(),
+            if self.profile { "profile" } else { "kv" },
+        )
     }
 
     fn counters(&self) -> Option<Counters> {
         status_counters(
-            &self.dsn,
+            self.reach.primary(),
             &["Com_stmt_execute", "Com_insert", "Com_delete", "Com_update"],
         )
     }
