@@ -1,0 +1,224 @@
+//! Replication on the SQL servers (`--topology primary-replica`):
+//! PostgreSQL's streaming replica made with pg_basebackup and MariaDB's
+//! GTID replica, each started by bakeoff; reads at the replica checked
+//! against the writes acknowledged before them (stale reads), the lag
+//! sampled, every node's statement counters checked against what the
+//! client sent it, and the replica holding every record after the run.
+
+mod common;
+use common::*;
+
+const PG_DIRS: &[&str] = &["/usr/lib/postgresql/*/bin"];
+
+fn have_postgres() -> bool {
+    require_in("postgres", PG_DIRS, "postgresql")
+}
+
+fn have_mariadb() -> bool {
+    require_in("mariadbd", &["/usr/sbin"], "mariadb-server")
+}
+
+/// What every replication run must show: it ran, its reads were checked,
+/// the lag was sampled, each node's counters equal what was sent to it
+/// (reads to the replica, writes to the primary), and after the run the
+/// replica caught up and holds every record the primary holds.
+fn assert_replicated(r: &serde_json::Value, records: u64) {
+    let run = &r["runs"][0];
+    assert_eq!(run["status"], "ok", "{}", run["message"]);
+    assert!(run["measure"]["stale_reads"].is_u64(), "{}", run["measure"]);
+    let replica = &run["checks"]["replica"];
+    assert!(replica["caught_up_after_s"].is_f64(), "{replica}");
+    assert_eq!(replica["primary_records"], records, "{replica}");
+    assert_eq!(replica["replica_records"], records, "{replica}");
+    let lags = run["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["replication_lag_bytes"].is_u64())
+        .count();
+    assert!(
+        lags >= 2,
+        "the lag is sampled each second: {}",
+        run["resources"]
+    );
+    let checks = run["checks"]["counters"].as_array().unwrap();
+    for who in ["primary 0", "replica 1"] {
+        assert!(
+            checks
+                .iter()
+                .any(|c| c["what"].as_str().unwrap().starts_with(who)),
+            "no check of the {who}: {checks:?}"
+        );
+    }
+    for c in checks {
+        assert_eq!(c["bakeoff"], c["target"], "{c}");
+    }
+    let nodes = run["nodes"].as_array().unwrap();
+    assert_eq!(nodes.len(), 2, "{nodes:?}");
+    assert!(
+        nodes.iter().all(|n| n["sent"].as_u64().unwrap() > 0),
+        "{nodes:?}"
+    );
+}
+
+fn replicated_run(target: &str, extra: &[&str]) -> serde_json::Value {
+    let mut args = vec![
+        "run",
+        "-t",
+        target,
+        "--topology",
+        "primary-replica",
+        "--read-from",
+        "replica",
+        "--records",
+        "2000",
+        "--mix",
+        "50:50",
+        "--clients",
+        "4",
+        "--duration",
+        "2s",
+        "--warmup",
+        "0",
+    ];
+    args.extend(extra);
+    run_ok(&args)
+}
+
+#[test]
+fn a_postgres_streaming_replica_serves_reads_and_holds_every_record() {
+    if !have_postgres() {
+        return;
+    }
+    let r = replicated_run("postgres", &[]);
+    assert_replicated(&r, 2000);
+    let settings = &r["targets"][0]["settings"];
+    assert_eq!(settings["topology"], "primary-replica");
+    assert_eq!(settings["synchronous_standby_names"], "", "{settings}");
+}
+
+/// remote_apply: a commit returns once the replica has applied it, so a
+/// read sent after the acknowledgement finds it there.
+#[test]
+fn with_remote_apply_a_postgres_replica_serves_no_stale_read() {
+    if !have_postgres() {
+        return;
+    }
+    let r = replicated_run(
+        "postgres[synchronous_replica=true,synchronous_commit=remote_apply]",
+        &[],
+    );
+    assert_replicated(&r, 2000);
+    let settings = &r["targets"][0]["settings"];
+    assert_eq!(settings["synchronous_standby_names"], "*", "{settings}");
+    assert_eq!(settings["synchronous_commit"], "remote_apply", "{settings}");
+    assert_eq!(r["runs"][0]["measure"]["stale_reads"], 0);
+}
+
+#[test]
+fn a_mariadb_gtid_replica_serves_reads_and_holds_every_record() {
+    if !have_mariadb() {
+        return;
+    }
+    let r = replicated_run("mariadb", &[]);
+    assert_replicated(&r, 2000);
+    let settings = &r["targets"][0]["settings"];
+    assert_eq!(settings["log_bin"], "1", "{settings}");
+    assert_eq!(settings["rpl_semi_sync_master_enabled"], "0", "{settings}");
+}
+
+/// Semi-synchronous replication is in force on the primary (read back
+/// from it); it waits for the replica to receive a commit, not to apply
+/// it, so stale reads are not ruled out and not asserted.
+#[test]
+fn mariadb_semisync_is_read_back_from_the_primary() {
+    if !have_mariadb() {
+        return;
+    }
+    let r = replicated_run("mariadb[semisync=true]", &[]);
+    assert_replicated(&r, 2000);
+    let settings = &r["targets"][0]["settings"];
+    assert_eq!(settings["rpl_semi_sync_master_enabled"], "1", "{settings}");
+}
+
+/// Runs `target` with reads at its replica while the replica's processes
+/// (the one `is_replica` picks among bakeoff's children, and its own
+/// children) are stopped for a second: reads served after they resume,
+/// before the replica has applied what the primary acknowledged meanwhile,
+/// are counted stale; afterwards the replica catches up.
+fn a_paused_replica_serves_stale_reads(target: &str, is_replica: impl Fn(&[String]) -> bool) {
+    let dir = tmp();
+    let out = dir.path().join("replica.json");
+    let child = bakeoff_spawn(&[
+        "run",
+        "-t",
+        target,
+        "--topology",
+        "primary-replica",
+        "--read-from",
+        "replica",
+        "--records",
+        "2000",
+        "--mix",
+        "20:80",
+        "--clients",
+        "16",
+        "--duration",
+        "5s",
+        "--warmup",
+        "0",
+        "--quiet",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    let replica = first_child(child.id(), |pid, args| is_replica(args).then_some(pid));
+    // The replica's set-up and the load of 2000 records take a second or
+    // two; then the 5 s measured phase runs. (Paused a little earlier, the
+    // replica would still start the measured phase behind.)
+    std::thread::sleep(std::time::Duration::from_millis(3000));
+    let pids: Vec<u32> = std::iter::once(replica)
+        .chain(children_with_cmdline(replica).into_iter().map(|(p, _)| p))
+        .collect();
+    for &p in &pids {
+        // SAFETY: pausing processes of the replica this test's bakeoff started.
+        unsafe { libc::kill(p as i32, libc::SIGSTOP) };
+    }
+    std::thread::sleep(std::time::Duration::from_millis(1000));
+    for &p in &pids {
+        // SAFETY: as above, resuming them.
+        unsafe { libc::kill(p as i32, libc::SIGCONT) };
+    }
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let r = read_json(&out);
+    assert_replicated(&r, 2000);
+    let stale = r["runs"][0]["measure"]["stale_reads"].as_u64().unwrap();
+    assert!(stale > 0, "no stale read counted after the replica's pause");
+}
+
+#[test]
+fn a_paused_postgres_replica_serves_stale_reads_and_then_catches_up() {
+    if !have_postgres() {
+        return;
+    }
+    // The replica's postmaster is the one started with its status interval.
+    a_paused_replica_serves_stale_reads("postgres", |args| {
+        args.first().is_some_and(|a| a.ends_with("postgres"))
+            && args.iter().any(|a| a == "wal_receiver_status_interval=1s")
+    });
+}
+
+#[test]
+fn a_paused_mariadb_replica_serves_stale_reads_and_then_catches_up() {
+    if !have_mariadb() {
+        return;
+    }
+    a_paused_replica_serves_stale_reads("mariadb", |args| {
+        args.iter().any(|a| a == "--server-id=2")
+    });
+}
