@@ -298,6 +298,56 @@ impl<'a> Page<'a> {
         self.table(&crate::durability::DISK_HEAD, &rows, 2);
     }
 
+    /// Replication drawn: write and read rates alone against with a
+    /// replica, for each target and point; the stale-read rate of each
+    /// replicated run. (Lag over time is among the resource charts.)
+    fn replication_charts(&mut self, runs: &[&bakeoff_core::result::RunResult]) {
+        use crate::topology::{replication_rates, stale_read_rates};
+        let rates = replication_rates(runs);
+        let categories: Vec<String> = rates.iter().map(|r| r.label.clone()).collect();
+        self.html.push_str(r#"<div class="charts">"#);
+        type Pick = fn(&crate::topology::ReplicationRates) -> [Option<f64>; 2];
+        let picks: [(&str, Pick); 2] = [("Write rate", |r| r.writes), ("Read rate", |r| r.reads)];
+        for (what, pick) in picks {
+            let groups: Vec<BarGroup> = ["single server", "with a replica"]
+                .iter()
+                .enumerate()
+                .map(|(side, name)| BarGroup {
+                    name: name.to_string(),
+                    style: side,
+                    values: rates.iter().map(|r| pick(r)[side]).collect(),
+                    ranges: Vec::new(),
+                })
+                .collect();
+            if groups[1].values.iter().all(|v| v.is_none_or(|v| v == 0.0)) {
+                continue;
+            }
+            self.bars(BarChart {
+                title: format!("{what}, single server and with a replica (higher is better)"),
+                categories: categories.clone(),
+                x_title: "target and point".into(),
+                y: Axis::linear("operations per second", fmt_count),
+                groups,
+            });
+        }
+        let stale = stale_read_rates(runs);
+        if !stale.is_empty() {
+            self.bars(BarChart {
+                title: "Stale reads at the replica, % of reads (lower is better)".into(),
+                categories: stale.iter().map(|(l, _)| l.clone()).collect(),
+                x_title: "target and point".into(),
+                y: Axis::linear("stale reads", |v| format!("{} %", trim_num(v))),
+                groups: vec![BarGroup {
+                    name: "stale reads".into(),
+                    style: 0,
+                    values: stale.iter().map(|(_, v)| Some(*v)).collect(),
+                    ranges: Vec::new(),
+                }],
+            });
+        }
+        self.html.push_str("</div>");
+    }
+
     /// The per-node and link tables, when some run was sharded or linked.
     fn topology(&mut self) {
         use crate::topology::*;
@@ -319,6 +369,7 @@ impl<'a> Page<'a> {
                 esc(REPLICATION_NOTE)
             );
             self.table(&REPLICATION_HEAD, &replication, 3);
+            self.replication_charts(&runs);
         }
         let links: Vec<Vec<String>> = runs.iter().filter_map(|r| link_row(r)).collect();
         if !links.is_empty() {
@@ -754,7 +805,7 @@ impl<'a> Page<'a> {
                     .any(|s| s.replication_lag_bytes.is_some())
             }) {
                 res.push((
-                    "Replication lag (primary offset less replica offset)",
+                    "Replication lag (bytes of the stream the replica has still to apply)",
                     |s| s.replication_lag_bytes.map(|b| b as f64),
                     Axis::linear("lag", fmt_bytes_axis),
                 ));

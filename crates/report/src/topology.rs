@@ -104,14 +104,7 @@ pub const REPLICATION_HEAD: [&str; 9] = [
 /// The replication row of `run`, if it ran on a primary and a replica.
 pub fn replication_row(run: &RunResult) -> Option<Vec<String>> {
     let stale = run.measure.stale_reads?;
-    let rate = |kinds: &[&str]| {
-        let n: u64 = kinds
-            .iter()
-            .filter_map(|k| run.measure.ops.get(*k))
-            .map(|o| o.completed)
-            .sum();
-        fmt_rate(n as f64 / run.measure.duration_s.max(1e-9))
-    };
+    let rate = |kinds: &[&str]| fmt_rate(rate_of(run, kinds));
     let reads: u64 = run.measure.ops.get("get").map_or(0, |o| o.completed);
     let lag = run
         .resources
@@ -124,7 +117,7 @@ pub fn replication_row(run: &RunResult) -> Option<Vec<String>> {
         run.target.clone(),
         crate::run_point_label(run),
         run.workload.read_from.name().to_string(),
-        rate(&["set", "update", "delete"]),
+        rate(WRITE_KINDS),
         rate(&["get"]),
         format!(
             "{stale} ({:.3} %)",
@@ -143,6 +136,95 @@ pub fn replication_row(run: &RunResult) -> Option<Vec<String>> {
     ])
 }
 
+/// Operations of `kinds` completed in `run`'s measured phase, per second.
+fn rate_of(run: &RunResult, kinds: &[&str]) -> f64 {
+    let n: u64 = kinds
+        .iter()
+        .filter_map(|k| run.measure.ops.get(*k))
+        .map(|o| o.completed)
+        .sum();
+    n as f64 / run.measure.duration_s.max(1e-9)
+}
+
+/// The operations that write (go to a primary).
+pub const WRITE_KINDS: &[&str] = &["set", "update", "delete"];
+
+/// The write and read rates of one target at one point (its topology left
+/// out), alone and with a replica: means over repeats, in ops/s.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ReplicationRates {
+    /// The target and the point, topology left out.
+    pub label: String,
+    /// Writes per second: on a single server, with a replica.
+    pub writes: [Option<f64>; 2],
+    /// Reads per second: on a single server, with a replica.
+    pub reads: [Option<f64>; 2],
+}
+
+/// The rates of every target and point of which some run had a replica,
+/// for a chart that puts single and replicated side by side.
+pub fn replication_rates(runs: &[&RunResult]) -> Vec<ReplicationRates> {
+    // Per label: sums and counts of (writes, reads) for single, replicated.
+    let mut acc: Vec<(String, [(f64, f64, u32); 2])> = Vec::new();
+    for run in runs {
+        let side = match run.workload.topology {
+            Topology::Single => 0,
+            Topology::PrimaryReplica => 1,
+            _ => continue,
+        };
+        let point: Vec<String> = run
+            .point
+            .iter()
+            .filter(|(k, _)| k.as_str() != "topology")
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        let label = format!("{} {}", run.target, point.join(" "))
+            .trim()
+            .to_string();
+        let i = match acc.iter().position(|(l, _)| *l == label) {
+            Some(i) => i,
+            None => {
+                acc.push((label, [(0.0, 0.0, 0); 2]));
+                acc.len() - 1
+            }
+        };
+        let slot = &mut acc[i].1[side];
+        slot.0 += rate_of(run, WRITE_KINDS);
+        slot.1 += rate_of(run, &["get"]);
+        slot.2 += 1;
+    }
+    acc.into_iter()
+        .filter(|(_, sides)| sides[1].2 > 0)
+        .map(|(label, sides)| {
+            let mean = |f: fn(&(f64, f64, u32)) -> f64| {
+                sides.map(|s| (s.2 > 0).then(|| f(&s) / s.2 as f64))
+            };
+            ReplicationRates {
+                label,
+                writes: mean(|s| s.0),
+                reads: mean(|s| s.1),
+            }
+        })
+        .collect()
+}
+
+/// The stale-read rate of each run with a replica: (target and point,
+/// stale reads in % of reads).
+pub fn stale_read_rates(runs: &[&RunResult]) -> Vec<(String, f64)> {
+    runs.iter()
+        .filter_map(|run| {
+            let stale = run.measure.stale_reads?;
+            let reads = run.measure.ops.get("get").map_or(0, |o| o.completed);
+            (run.workload.topology == Topology::PrimaryReplica).then(|| {
+                (
+                    format!("{} {}", run.target, crate::run_point_label(run)),
+                    100.0 * stale as f64 / reads.max(1) as f64,
+                )
+            })
+        })
+        .collect()
+}
+
 /// The replication table of `r` (head first), if some run was replicated.
 pub fn replication_rows(r: &ExperimentResult) -> Option<Vec<Vec<String>>> {
     let mut rows = vec![REPLICATION_HEAD.iter().map(|s| s.to_string()).collect()];
@@ -151,7 +233,7 @@ pub fn replication_rows(r: &ExperimentResult) -> Option<Vec<Vec<String>>> {
 }
 
 /// What the replication table shows, for the reports' notes.
-pub const REPLICATION_NOTE: &str = "Writes go to the primary, reads to the node named. A stale read found an older version of its record than one whose write was acknowledged before the read was sent (each record has one writer, so its versions are ordered). The lag is the primary's replication offset less the replica's, sampled each second; after the run bakeoff waits for it to reach 0 and counts the records on both.";
+pub const REPLICATION_NOTE: &str = "Writes go to the primary, reads to the node named. A stale read found an older version of its record than one whose write was acknowledged before the read was sent (each record has one writer, so its versions are ordered). The lag is the replication stream the replica has still to apply, in bytes (Redis: the primary's offset less the replica's; PostgreSQL: WAL from pg_current_wal_lsn() to the replica's replay_lsn; MariaDB: binary log from SHOW MASTER STATUS to the replica's executed position), sampled each second; after the run bakeoff waits for it to reach 0 and counts the records on both.";
 
 /// What the per-node table shows, for the reports' notes.
 pub const NODES_NOTE: &str = "Requests the client sent each node (load, warm-up and measured phase), keys spread by ketama consistent hashing; the balance is the busiest node's count over the mean (1.00 is even). Each node's own counters are checked against its count.";
@@ -187,5 +269,30 @@ mod tests {
         let row = nodes_row(&run).unwrap();
         assert_eq!(row[4], "1.50");
         assert!(row[3].contains("127.0.0.1:1 300 (75.0 %)"), "{row:?}");
+    }
+
+    #[test]
+    fn rates_pair_each_target_and_point_alone_with_its_replicated_run() {
+        let r: ExperimentResult =
+            serde_json::from_str(include_str!("../../bakeoff/tests/snapshots/mock.json")).unwrap();
+        let mut single = r.runs[0].clone();
+        single.target = "pg".into();
+        single.point = [("topology".to_string(), "single".to_string())].into();
+        let mut pair = single.clone();
+        pair.workload.topology = Topology::PrimaryReplica;
+        pair.point = [("topology".to_string(), "primary-replica".to_string())].into();
+        pair.measure.stale_reads = Some(0);
+        // A target with no replicated run is left out.
+        let mut other = single.clone();
+        other.target = "alone".into();
+        let (s, p) = (rate_of(&single, &["get"]), rate_of(&pair, &["get"]));
+        let rates = replication_rates(&[&single, &other, &pair]);
+        assert_eq!(rates.len(), 1, "{rates:?}");
+        assert_eq!(rates[0].label, "pg");
+        assert_eq!(rates[0].reads, [Some(s), Some(p)]);
+        assert_eq!(
+            stale_read_rates(&[&single, &pair]),
+            vec![("pg topology=primary-replica".into(), 0.0)]
+        );
     }
 }
