@@ -164,8 +164,10 @@ pub struct ReplicationRates {
 /// The rates of every target and point of which some run had a replica,
 /// for a chart that puts single and replicated side by side.
 pub fn replication_rates(runs: &[&RunResult]) -> Vec<ReplicationRates> {
-    // Per label: sums and counts of (writes, reads) for single, replicated.
-    let mut acc: Vec<(String, [(f64, f64, u32); 2])> = Vec::new();
+    // Per label, for single and replicated: sums of writes and reads per
+    // second, and the runs summed.
+    type Sums = [(f64, f64, u32); 2];
+    let mut acc: Vec<(String, Sums)> = Vec::new();
     for run in runs {
         let side = match run.workload.topology {
             Topology::Single => 0,
