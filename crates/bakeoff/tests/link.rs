@@ -5,10 +5,16 @@ mod common;
 use common::*;
 
 /// At one client and pipeline 1, every request crosses the link once each
-/// way: the median with a 150 µs link less the median over loopback, in
-/// one run, is 150 µs ± 15 %.
+/// way: the median with a 1 ms link less the median over loopback, in one
+/// run, is 1 ms ± 15 %.
+///
+/// The link is 1 ms, not a LAN's 150 µs, because the loopback median on
+/// these virtual machines is not one figure: a Redis PING's median round
+/// trip was seen at 8 µs and at 63 µs minutes apart, as the client and the
+/// server share a CPU or wake each other across two, and a relay's
+/// forwarding changes which. ± 15 % of 150 µs is less than that swing.
 #[test]
-fn a_150us_link_adds_150us_to_the_median() {
+fn a_1ms_link_adds_1ms_to_the_median() {
     if !require("redis-server", "redis-server") {
         return;
     }
@@ -17,7 +23,7 @@ fn a_150us_link_adds_150us_to_the_median() {
         "-t",
         "redis",
         "--records",
-        "10000",
+        "1000",
         "--mix",
         "100:0",
         "--clients",
@@ -29,18 +35,19 @@ fn a_150us_link_adds_150us_to_the_median() {
         "--warmup",
         "1s",
         "--sweep-link",
-        "none;rtt=150us",
+        "none;rtt=1ms",
     ]);
     let runs = r["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 2);
     let p50 = |i: usize| runs[i]["measure"]["all"]["p50_ns"].as_f64().unwrap();
     let (loopback, linked) = (p50(0), p50(1));
     assert_eq!(runs[0]["point"]["link"], "none");
-    assert_eq!(runs[1]["workload"]["link"]["rtt_ns"], 150_000);
+    assert_eq!(runs[1]["workload"]["link"]["rtt_ns"], 1_000_000);
     let added = linked - loopback;
     assert!(
-        (127_500.0..=172_500.0).contains(&added),
-        "the link added {added} ns to the median ({loopback} → {linked})"
+        (850_000.0..=1_150_000.0).contains(&added),
+        "the link added {added} ns to the median ({loopback} → {linked}); relay: {}",
+        runs[1]["client"]["link"]
     );
     // The loopback run has no relay; the linked one says what it cost.
     assert!(runs[0]["client"]["link"].is_null());
