@@ -44,6 +44,9 @@ pub enum Reply {
     Ok,
     /// The target answered with an error.
     ServerError,
+    /// A Redis Cluster node sent the request elsewhere (`MOVED`, `ASK`):
+    /// it did nothing, and the request goes again to the node named.
+    Redirect(crate::slots::Redirect),
 }
 
 /// Result of trying to decode one reply from the front of a buffer.

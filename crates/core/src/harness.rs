@@ -83,6 +83,11 @@ pub struct Request {
     /// In a replication run: the version a write carries, or the
     /// acknowledged version a read must not find older (0 otherwise).
     pub version: u32,
+    /// Redis Cluster: times the request was sent elsewhere (`MOVED`,
+    /// `ASK`) before this send.
+    pub redirects: u8,
+    /// Redis Cluster: sent after `ASKING`, whose reply comes first.
+    pub asking: bool,
 }
 
 /// What became of a request, as the driver read it from the reply or the
@@ -332,6 +337,8 @@ impl<'j> Harness<'j> {
             sent: now,
             phase,
             version,
+            redirects: 0,
+            asking: false,
         }
     }
 

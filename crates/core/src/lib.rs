@@ -53,6 +53,7 @@ pub mod recorder;
 pub mod result;
 pub mod runner;
 pub mod session;
+pub mod slots;
 pub mod stale;
 pub mod suggest;
 pub mod units;

@@ -25,6 +25,14 @@
 //! counts its requests on all of them. Connection `k` belongs to client
 //! `k / nodes` and node `k % nodes`; with one node, connection and client
 //! are the same index and nothing is hashed.
+//!
+//! Redis Cluster. Keys go by hash slot; a node that does not serve the
+//! slot answers `MOVED` (the loop remembers the slot's new node, in this
+//! worker) or `ASK` (this once, after `ASKING`), and the request goes
+//! again, keeping its intended start and first send, so its latency
+//! includes the detour. A redirected request counts as sent to the node
+//! that served it, not the one that redirected it, so that each node's own
+//! counters still equal what the loop says it sent there.
 
 use std::collections::VecDeque;
 use std::io::{ErrorKind as IoErrorKind, Read, Write};
@@ -37,6 +45,7 @@ use crate::driver::{Codec, Connector, Decoded, Driver, Job, Reply, WorkerOutput}
 use crate::error::TargetError;
 use crate::harness::{format_key, Harness, Outcome, Request, KEY_LEN, RECONNECT_EVERY_NS};
 use crate::ketama::Ketama;
+use crate::slots::{key_slot, Redirect, SlotMap};
 
 /// Which node a request goes to, when a target has several.
 #[derive(Clone, Debug)]
@@ -49,11 +58,20 @@ pub enum Route {
         /// The node reads go to.
         reads: usize,
     },
+    /// Redis Cluster: each key to the node serving its hash slot, as the
+    /// map says at the start and `MOVED` replies teach.
+    Slots(SlotMap),
 }
 use crate::plan::IoBackend;
 use crate::recorder::{monotonic_ns, ErrorKind};
 use crate::session::{io_error_kind, ConnectError};
 use crate::workload::{OpKind, OP_KINDS};
+
+/// Redis Cluster's `ASKING`, sent before a request an `ASK` redirected.
+const ASKING: &[u8] = b"*1\r\n$6\r\nASKING\r\n";
+
+/// Redirections of one request before it counts as failed.
+const MAX_REDIRECTS: u8 = 5;
 
 /// How often in-flight requests are checked against the timeout.
 const TIMEOUT_CHECK_EVERY_NS: u64 = 10_000_000;
@@ -245,6 +263,10 @@ struct Loop<'a, C: Codec, const MULTI: bool> {
     client_inflight: Vec<u32>,
     /// Requests sent per node and kind (several nodes only).
     node_sent: Vec<[u64; OP_KINDS]>,
+    /// Redis Cluster: `MOVED` and `ASK` replies per node.
+    node_redirects: Vec<[u64; 2]>,
+    /// Redis Cluster: this worker's node of each slot.
+    slot_owner: Vec<u16>,
     backend: Backend,
     backend_name: String,
     key_buf: [u8; KEY_LEN],
@@ -310,6 +332,14 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
                 vec![[0; OP_KINDS]; nodes]
             } else {
                 Vec::new()
+            },
+            node_redirects: match route {
+                Some(Route::Slots(_)) if nodes > 1 => vec![[0; 2]; nodes],
+                _ => Vec::new(),
+            },
+            slot_owner: match route {
+                Some(Route::Slots(map)) if nodes > 1 => map.owners(),
+                _ => Vec::new(),
             },
             backend,
             backend_name,
@@ -413,6 +443,7 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
                     Route::Ring(ring) => ring.node_of(&self.key_buf),
                     Route::ReadWrite { .. } if req.kind.writes() => 0,
                     Route::ReadWrite { reads } => *reads,
+                    Route::Slots(_) => self.slot_owner[key_slot(&self.key_buf) as usize] as usize,
                 };
                 self.node_sent[node][req.kind as usize] += 1;
                 ci * self.nodes + node
@@ -421,9 +452,18 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
         if MULTI {
             self.client_inflight[ci] += 1;
         }
+        self.encode_on(k, req);
+    }
+
+    /// Encodes `req` (its key in `key_buf`) on connection `k`.
+    #[inline]
+    fn encode_on(&mut self, k: usize, req: Request) {
         let c = &mut self.conns[k];
+        if req.asking {
+            c.wbuf.extend_from_slice(ASKING);
+        }
         if req.kind.writes_value() {
-            let (h, p) = self.harness.value(ci, req.key);
+            let (h, p) = self.harness.value(req.client as usize, req.key);
             self.codec
                 .encode(req.kind, &self.key_buf, &h, p, &mut c.wbuf);
         } else {
@@ -431,6 +471,33 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
                 .encode(req.kind, &self.key_buf, &[], &[], &mut c.wbuf);
         }
         c.inflight.push_back(req);
+    }
+
+    /// Redis Cluster: the node on connection `ci` sent `req` to the node
+    /// at `to` (an index, if the address is one of the cluster's); it goes
+    /// there now. Out of line: redirections are rare.
+    #[inline(never)]
+    fn redirect(&mut self, ci: usize, mut req: Request, r: Redirect, to: Option<usize>, now: u64) {
+        let from = ci % self.nodes;
+        let client = self.client_of(ci);
+        self.node_sent[from][req.kind as usize] -= 1;
+        self.node_redirects[from][r.ask as usize] += 1;
+        let Some(to) = to.filter(|_| req.redirects < MAX_REDIRECTS) else {
+            // An address outside the cluster, or a request passed round:
+            // the cluster is not serving it.
+            self.client_inflight[client] -= 1;
+            return self
+                .harness
+                .complete(&req, Outcome::Failed(ErrorKind::ServerError), now);
+        };
+        if !r.ask {
+            self.slot_owner[r.slot as usize] = to as u16;
+        }
+        req.redirects += 1;
+        req.asking = r.ask;
+        self.node_sent[to][req.kind as usize] += 1;
+        format_key(req.key, &mut self.key_buf);
+        self.encode_on(client * self.nodes + to, req);
     }
 
     /// Makes every request client `ci` may make at `now`.
@@ -601,16 +668,46 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
             };
             let rstart = c.rstart;
             let buf = &c.rbuf[rstart..c.rend];
+            if front.asking {
+                // `ASKING`'s own reply, before the request's.
+                match self.codec.decode(buf, OpKind::Get) {
+                    Decoded::Incomplete => break,
+                    Decoded::Invalid => return self.fail(ci, ErrorKind::Protocol, now),
+                    Decoded::Complete { len, .. } => {
+                        let c = &mut self.conns[ci];
+                        c.rstart += len;
+                        c.inflight.front_mut().expect("front").asking = false;
+                        continue;
+                    }
+                }
+            }
             match self.codec.decode(buf, front.kind) {
                 Decoded::Incomplete => break,
                 Decoded::Invalid => return self.fail(ci, ErrorKind::Protocol, now),
+                Decoded::Complete {
+                    len,
+                    reply: Reply::Redirect(r),
+                } if MULTI && !self.slot_owner.is_empty() => {
+                    let to = match self.route {
+                        Some(Route::Slots(map)) => map.node_named(&buf[r.start..r.end]),
+                        _ => None,
+                    };
+                    let t = self.now();
+                    let c = &mut self.conns[ci];
+                    c.rstart += len;
+                    c.inflight.pop_front();
+                    self.redirect(ci, front, r, to, t);
+                    self.fill(self.client_of(ci), t);
+                }
                 Decoded::Complete { len, reply } => {
                     // One clock read per reply, where it is parsed.
                     let t = self.now();
                     let outcome = match reply {
                         Reply::Ok => Outcome::Ok,
                         Reply::Miss => Outcome::Miss,
-                        Reply::ServerError => Outcome::Failed(ErrorKind::ServerError),
+                        Reply::ServerError | Reply::Redirect(_) => {
+                            Outcome::Failed(ErrorKind::ServerError)
+                        }
                         Reply::Value { start, end } if end > len || start > end => {
                             Outcome::Failed(ErrorKind::Protocol)
                         }
@@ -884,6 +981,7 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
         let backend = std::mem::take(&mut self.backend_name);
         let mut out = self.harness.finish(now, backend);
         out.node_sent = std::mem::take(&mut self.node_sent);
+        out.node_redirects = std::mem::take(&mut self.node_redirects);
         out
     }
 }

@@ -303,6 +303,9 @@ pub struct WorkerOutput {
     /// Requests sent per node and kind, all phases, when the target is
     /// sharded (empty otherwise).
     pub node_sent: Vec<[u64; crate::workload::OP_KINDS]>,
+    /// Redis Cluster: `MOVED` and `ASK` replies per node, all phases
+    /// (empty otherwise).
+    pub node_redirects: Vec<[u64; 2]>,
 }
 
 /// The bookkeeping of one worker: phase stats, the current one-second
@@ -432,6 +435,7 @@ impl WorkerMeter {
             backend,
             durability: None,
             node_sent: Vec::new(),
+            node_redirects: Vec::new(),
         }
     }
 }

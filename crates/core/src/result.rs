@@ -527,6 +527,21 @@ pub struct RunResult {
     /// (`--topology shards:N`), in the order of the ring; empty for one.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub nodes: Vec<NodeOps>,
+    /// Redis Cluster: the redirections the nodes answered with, all
+    /// phases (`--topology cluster:N`); absent for other topologies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redirections: Option<Redirections>,
+}
+
+/// Redirections a Redis Cluster answered requests with: each is a request
+/// that went again to another node (and counts as sent there only).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Redirections {
+    /// `MOVED`: the slot is served elsewhere for good.
+    pub moved: u64,
+    /// `ASK`: the slot is being migrated, and this key is already at the
+    /// node it is going to.
+    pub ask: u64,
 }
 
 /// The requests the client sent one node of a sharded target, all phases
@@ -535,8 +550,12 @@ pub struct RunResult {
 pub struct NodeOps {
     /// The node's address.
     pub node: String,
-    /// Requests sent to it.
+    /// Requests sent to it (a redirected request counts where it was
+    /// served).
     pub sent: u64,
+    /// Redis Cluster: the requests it redirected.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redirected: Option<Redirections>,
 }
 
 impl RunResult {

@@ -69,7 +69,7 @@ pub fn resp_call(stream: &mut TcpStream, words: &[&[u8]]) -> std::io::Result<Res
             Decoded::Complete { len, reply } => {
                 let line = String::from_utf8_lossy(&buf[1..len.saturating_sub(2)]).into_owned();
                 return Ok(match reply {
-                    Reply::ServerError => RespReply::Error(line),
+                    Reply::ServerError | Reply::Redirect(_) => RespReply::Error(line),
                     Reply::Miss => RespReply::Null,
                     Reply::Value { start, end } => RespReply::Bulk(buf[start..end].to_vec()),
                     Reply::Ok => RespReply::Simple(line),

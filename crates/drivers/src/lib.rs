@@ -44,6 +44,8 @@ pub mod nodes;
 pub mod postgres;
 #[cfg(feature = "redis")]
 pub mod redis;
+#[cfg(feature = "redis")]
+mod redis_cluster;
 pub mod registry;
 pub mod running;
 pub mod settings;

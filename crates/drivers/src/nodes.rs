@@ -5,7 +5,9 @@
 //! - shards (`--topology shards:N`): keys spread by ketama consistent
 //!   hashing, as libmemcached and PHP's memcache clients do;
 //! - a primary and a replica (`--topology primary-replica`): writes to the
-//!   primary, reads to the node `--read-from` names.
+//!   primary, reads to the node `--read-from` names;
+//! - a Redis Cluster (`--topology cluster:N`): keys by hash slot, as the
+//!   cluster redirects them.
 //!
 //! The nodes keep what a single target does (their record, counters,
 //! resources, record counts); this module adds them up, and checks each
@@ -18,6 +20,7 @@ use bakeoff_core::net::{CodecDriver, Route};
 use bakeoff_core::plan::{Endpoint, TargetSpec};
 use bakeoff_core::result::{CounterCheck, TargetRecord};
 use bakeoff_core::runner::{Counters, LinkSample, ProcSnapshot, Target};
+use bakeoff_core::slots::{self, SlotMap};
 use bakeoff_core::workload::{OpKind, OP_KINDS};
 
 /// One node, opened: the target, where it listens (its name on the
@@ -129,6 +132,21 @@ impl<C: Codec> MultiNode<CodecDriver<C>> {
             .settings
             .insert("sharding".into(), ketama::DESCRIPTION.into());
         Ok(t)
+    }
+
+    /// A Redis Cluster of `nodes`, made with [`SlotMap::even`]'s slots:
+    /// each key to its slot's node, redirections followed.
+    pub fn cluster(nodes: Vec<Node>, codec: C) -> Self {
+        let n = nodes.len();
+        let map = SlotMap::even(nodes.iter().map(|n| n.addr.to_string()).collect());
+        let mut t = Self::of(nodes, codec, Route::Slots(map), Layout::Shards);
+        t.record
+            .settings
+            .insert("topology".into(), format!("cluster:{n}"));
+        t.record
+            .settings
+            .insert("sharding".into(), slots::DESCRIPTION.into());
+        t
     }
 
     /// A primary and its replica as one target: writes to the primary,

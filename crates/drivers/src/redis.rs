@@ -259,6 +259,23 @@ pub fn open(
         Topology::Shards(n) => Ok(Box::new(MultiNode::shards(n, RespCodec, |i| {
             Ok(node(open_one(spec, plan, workload, i, None)?))
         })?)),
+        Topology::Cluster(n) => {
+            let settings = RedisSettings::parse(plan.settings_of(spec))?;
+            if settings.wait_replicas.is_some() {
+                return Err(TargetError::Settings(format!(
+                    "servers.redis.wait_replicas with --topology {}: the cluster's masters have no replicas to wait for; use --topology primary-replica, or drop the setting",
+                    workload.topology
+                )));
+            }
+            let targets = (0..n)
+                .map(|i| open_one(spec, plan, workload, i, None))
+                .collect::<Result<Vec<_>, _>>()?;
+            crate::redis_cluster::form(&targets)?;
+            Ok(Box::new(MultiNode::cluster(
+                targets.into_iter().map(node).collect(),
+                RespCodec,
+            )))
+        }
         Topology::PrimaryReplica => {
             let settings = RedisSettings::parse(plan.settings_of(spec))?;
             let primary = open_one(spec, plan, workload, 0, None)?;
@@ -311,6 +328,9 @@ fn open_one(
         Endpoint::Managed => {
             let args = |port, dir: &Path| {
                 let mut a = settings.args(port, dir);
+                if let Topology::Cluster(_) = workload.topology {
+                    a.extend(crate::redis_cluster::ARGS.iter().map(|s| s.to_string()));
+                }
                 if let Some(p) = replica_of {
                     a.extend([
                         "--replicaof".into(),
@@ -498,7 +518,13 @@ impl RedisTarget {
         }
     }
 
-    fn admin(&self) -> std::io::Result<TcpStream> {
+    /// The server's address (not a link relay's).
+    pub(crate) fn addr(&self) -> SocketAddr {
+        self.connector_addr
+    }
+
+    /// A connection for admin calls, straight to the server.
+    pub(crate) fn admin(&self) -> std::io::Result<TcpStream> {
         let s = RedisConnector {
             addr: self.connector_addr,
             user: self.user.clone(),

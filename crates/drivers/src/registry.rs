@@ -95,7 +95,7 @@ pub fn entries() -> Vec<Entry> {
         requests: &[],
         managed: true,
         default: true,
-        topologies: &["shards", "primary-replica"],
+        topologies: &["shards", "primary-replica", "cluster"],
         settings: crate::redis::SETTINGS,
         check: |t| crate::redis::RedisSettings::parse(t).map(|_| ()),
         probe: Some(crate::redis::probe),

@@ -262,10 +262,12 @@ mod tests {
             NodeOps {
                 node: "127.0.0.1:1".into(),
                 sent: 300,
+                redirected: None,
             },
             NodeOps {
                 node: "127.0.0.1:2".into(),
                 sent: 100,
+                redirected: None,
             },
         ];
         let row = nodes_row(&run).unwrap();

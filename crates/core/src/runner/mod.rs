@@ -20,8 +20,8 @@ use crate::plan::{FaultKind, Plan, RequestMode, TargetSpec, Workload};
 use crate::recorder::{Interval, PhaseStats};
 use crate::result::{
     Checks, ClientUsage, CounterCheck, DiskPerWrite, Environment, ExperimentResult, FaultRecord,
-    LinkUsage, NodeOps, PhaseResult, ReplicaCheck, ResourceSample, RunResult, TargetRecord,
-    TimelinePoint, SCHEMA_VERSION,
+    LinkUsage, NodeOps, PhaseResult, Redirections, ReplicaCheck, ResourceSample, RunResult,
+    TargetRecord, TimelinePoint, SCHEMA_VERSION,
 };
 use crate::value::ValuePool;
 use crate::workload::{KeyDistribution, OpKind, ZipfianConstants, OP_KINDS};
@@ -263,12 +263,14 @@ pub struct JobOutcome {
     pub durability: Option<WorkerDurability>,
     /// Requests sent per node and kind, when the target is sharded.
     pub node_sent: Vec<[u64; OP_KINDS]>,
+    /// Redis Cluster: `MOVED` and `ASK` replies per node.
+    pub node_redirects: Vec<[u64; 2]>,
 }
 
 /// Adds per-node counts `more` into `into`.
-fn add_node_sent(into: &mut Vec<[u64; OP_KINDS]>, more: &[[u64; OP_KINDS]]) {
+fn add_node_sent<const N: usize>(into: &mut Vec<[u64; N]>, more: &[[u64; N]]) {
     if into.len() < more.len() {
-        into.resize(more.len(), [0; OP_KINDS]);
+        into.resize(more.len(), [0; N]);
     }
     for (a, b) in into.iter_mut().zip(more) {
         for (x, y) in a.iter_mut().zip(b) {
@@ -464,8 +466,10 @@ pub fn run_job(
         }
     }
     let mut node_sent = Vec::new();
+    let mut node_redirects = Vec::new();
     for out in &outputs {
         add_node_sent(&mut node_sent, &out.node_sent);
+        add_node_sent(&mut node_redirects, &out.node_redirects);
     }
     let mut phases: Vec<PhaseStats> = Vec::new();
     for out in &outputs {
@@ -519,6 +523,7 @@ pub fn run_job(
         fault,
         durability,
         node_sent,
+        node_redirects,
     })
 }
 
@@ -847,6 +852,7 @@ fn run_one(
         durability: None,
         disk: None,
         nodes: Vec::new(),
+        redirections: None,
     };
     // A growth series reuses the target its first checkpoint opened.
     if kept.is_none() {
@@ -890,6 +896,7 @@ fn run_one(
     let before = target.counters();
     let mut sent = [0u64; OP_KINDS];
     let mut node_sent = Vec::new();
+    let mut node_redirects = Vec::new();
     let mut load_s = 0.0;
     if w.load {
         let t = &target;
@@ -913,6 +920,7 @@ fn run_one(
                     sent[i] += s;
                 }
                 add_node_sent(&mut node_sent, &o.node_sent);
+                add_node_sent(&mut node_redirects, &o.node_redirects);
                 run.load = Some(PhaseResult::from_stats(&o.phases[0], o.last_phase_s));
                 load_s = o
                     .timeline
@@ -955,6 +963,7 @@ fn run_one(
                     }
                 }
                 add_node_sent(&mut node_sent, &o.node_sent);
+                add_node_sent(&mut node_redirects, &o.node_redirects);
                 if w.warmup_s > 0.0 {
                     run.warmup = Some(PhaseResult::from_stats(&o.phases[0], w.warmup_s));
                 }
@@ -1031,11 +1040,21 @@ fn run_one(
         .nodes()
         .into_iter()
         .zip(&node_sent)
-        .map(|(node, sent)| NodeOps {
+        .enumerate()
+        .map(|(i, (node, sent))| NodeOps {
             node,
             sent: sent.iter().sum(),
+            redirected: node_redirects
+                .get(i)
+                .map(|&[moved, ask]| Redirections { moved, ask }),
         })
         .collect();
+    if !node_redirects.is_empty() {
+        run.redirections = Some(Redirections {
+            moved: node_redirects.iter().map(|r| r[0]).sum(),
+            ask: node_redirects.iter().map(|r| r[1]).sum(),
+        });
+    }
     if let Some(f) = &run.fault {
         if let Some(e) = &f.error {
             run.status = "failed".into();

@@ -2,9 +2,11 @@
 //!
 //! Requests: `GET k`, `SET k v` (for set and update), `DEL k`, as arrays of
 //! bulk strings. Replies: simple strings, errors, integers, bulk strings,
-//! null bulk strings, arrays (skipped whole), RESP3 null.
+//! null bulk strings, arrays (skipped whole), RESP3 null; a Redis
+//! Cluster's `MOVED` and `ASK` errors as redirections.
 
 use bakeoff_core::driver::{Codec, Decoded, Reply};
+use bakeoff_core::slots::parse_redirect;
 use bakeoff_core::workload::OpKind;
 
 use super::{find_crlf, parse_decimal, push_decimal, MAX_DECLARED_LEN};
@@ -48,7 +50,10 @@ impl Codec for RespCodec {
             Step::Invalid => Decoded::Invalid,
             Step::Done(len, what) => {
                 let reply = match what {
-                    Kind::Error => Reply::ServerError,
+                    // A cluster's redirection is an error reply that names
+                    // where to go; any other error is the server's.
+                    Kind::Error => parse_redirect(&buf[1..len - 2], 1)
+                        .map_or(Reply::ServerError, Reply::Redirect),
                     Kind::Null => Reply::Miss,
                     Kind::Bulk(start, end) => Reply::Value { start, end },
                     Kind::Integer(n) => {
@@ -358,6 +363,50 @@ mod tests {
         out.clear();
         RespCodec.encode(OpKind::Delete, b"k", &[], &[], &mut out);
         assert_eq!(out, b"*2\r\n$3\r\nDEL\r\n$1\r\nk\r\n");
+    }
+
+    /// A cluster's MOVED and ASK are redirections naming the node, where
+    /// it stands in the reply; other errors stay the server's.
+    #[test]
+    fn decodes_cluster_redirections() {
+        let reply = b"-MOVED 3999 127.0.0.1:6381\r\n";
+        let Decoded::Complete {
+            len,
+            reply: Reply::Redirect(r),
+        } = dec(reply, OpKind::Get)
+        else {
+            panic!("not a redirection");
+        };
+        assert_eq!(len, reply.len());
+        assert_eq!((r.ask, r.slot), (false, 3999));
+        assert_eq!(&reply[r.start..r.end], b"127.0.0.1:6381");
+        let reply = b"-ASK 12 10.0.0.2:7000\r\n";
+        let Decoded::Complete {
+            reply: Reply::Redirect(r),
+            ..
+        } = dec(reply, OpKind::Set)
+        else {
+            panic!("not a redirection");
+        };
+        assert!(r.ask);
+        assert_eq!(&reply[r.start..r.end], b"10.0.0.2:7000");
+        for other in [
+            &b"-MOVED\r\n"[..],
+            b"-MOVEDX 1 a:1\r\n",
+            b"-CLUSTERDOWN\r\n",
+        ] {
+            assert!(
+                matches!(
+                    dec(other, OpKind::Get),
+                    Decoded::Complete {
+                        reply: Reply::ServerError,
+                        ..
+                    }
+                ),
+                "{}",
+                String::from_utf8_lossy(other)
+            );
+        }
     }
 
     #[test]
