@@ -207,6 +207,14 @@ fn impossible_topologies_are_refused_naming_the_targets_that_can() {
         ],
         &["--fault", "--topology"],
     );
+    refused(
+        &["-t", "memcached", "--topology", "cluster:3"],
+        &["--topology", "targets that can: redis"],
+    );
+    refused(
+        &["-t", "redis", "--topology", "cluster:0"],
+        &["--topology", "at least 1"],
+    );
 }
 
 /// A replication run reading from a replica that is paused (SIGSTOP) for a

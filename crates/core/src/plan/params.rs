@@ -595,7 +595,7 @@ pub static PARAMS: &[Param] = &[
         flag: "topology",
         short: None,
         value_name: "SHAPE",
-        help: "How many servers make each target: single, or shards:N (N managed memcached or Redis nodes; the client spreads keys over them with ketama consistent hashing as libmemcached does, and the run counts operations per node and checks each node's own counters). primary-replica (Redis: a managed primary and a replica made with replicaof; writes go to the primary, reads where --read-from says; the lag is sampled each second, and every read is checked for staleness against the writes acknowledged before it was sent, each record having one writer so that its versions are ordered). cluster:N is reserved for Redis Cluster. Preset: kind in a [topology] table.",
+        help: "How many servers make each target: single, or shards:N (N managed memcached or Redis nodes; the client spreads keys over them with ketama consistent hashing as libmemcached does, and the run counts operations per node and checks each node's own counters). primary-replica (Redis: a managed primary and a replica made with replicaof; writes go to the primary, reads where --read-from says; the lag is sampled each second, and every read is checked for staleness against the writes acknowledged before it was sent, each record having one writer so that its versions are ordered). cluster:N (Redis: N managed masters made one Redis Cluster, the 16384 hash slots in equal ranges; the client sends each key to its slot's master on a connection per node, follows MOVED and ASK when slots move, and counts the redirections per node). Preset: kind in a [topology] table.",
         default: Some("single"),
         switch: None,
         sweep: Some(SweepFlag {
