@@ -7,18 +7,23 @@ use bakeoff_core::result::{ExperimentResult, RunResult};
 use bakeoff_core::units::{fmt_bytes, fmt_rate};
 
 /// Heading of the per-node table.
-pub const NODES_HEAD: [&str; 5] = [
+pub const NODES_HEAD: [&str; 6] = [
     "target",
     "point",
     "throughput",
     "requests per node (share)",
     "balance (busiest / mean)",
+    "redirected (MOVED / ASK)",
 ];
 
-/// The per-node row of `run`, if it ran on shards (a primary and a
-/// replica share by role, not by balance: the replication table has them).
+/// The per-node row of `run`, if it ran on shards or a cluster (a
+/// primary and a replica share by role, not by balance: the replication
+/// table has them).
 pub fn nodes_row(run: &RunResult) -> Option<Vec<String>> {
-    if !matches!(run.workload.topology, Topology::Shards(_)) {
+    if !matches!(
+        run.workload.topology,
+        Topology::Shards(_) | Topology::Cluster(_)
+    ) {
         return None;
     }
     let balance = run.node_balance()?;
@@ -42,6 +47,9 @@ pub fn nodes_row(run: &RunResult) -> Option<Vec<String>> {
         fmt_rate(run.measure.throughput_per_s),
         shares,
         format!("{balance:.2}"),
+        run.redirections
+            .map(|r| format!("{} / {}", r.moved, r.ask))
+            .unwrap_or_else(|| "-".into()),
     ])
 }
 
@@ -238,7 +246,7 @@ pub fn replication_rows(r: &ExperimentResult) -> Option<Vec<Vec<String>>> {
 pub const REPLICATION_NOTE: &str = "Writes go to the primary, reads to the node named. A stale read found an older version of its record than one whose write was acknowledged before the read was sent (each record has one writer, so its versions are ordered). The lag is the replication stream the replica has still to apply, in bytes (Redis: the primary's offset less the replica's; PostgreSQL: WAL from pg_current_wal_lsn() to the replica's replay_lsn; MariaDB: binary log from SHOW MASTER STATUS to the replica's executed position), sampled each second; after the run bakeoff waits for it to reach 0 and counts the records on both.";
 
 /// What the per-node table shows, for the reports' notes.
-pub const NODES_NOTE: &str = "Requests the client sent each node (load, warm-up and measured phase), keys spread by ketama consistent hashing; the balance is the busiest node's count over the mean (1.00 is even). Each node's own counters are checked against its count.";
+pub const NODES_NOTE: &str = "Requests the client sent each node (load, warm-up and measured phase), keys spread by ketama consistent hashing (shards) or by hash slot (a Redis Cluster); the balance is the busiest node's count over the mean (1.00 is even). Each node's own counters are checked against its count. In a cluster, a request a node redirected (MOVED: the slot is elsewhere now; ASK: the key already moved with its slot) went again to the node named, and counts there.";
 
 /// What the link table shows, for the reports' notes.
 pub const LINK_NOTE: &str = "The link is a relay bakeoff runs on loopback, holding every byte half the round trip each way; its own round trip, measured when it started, is taken off the hold so the round trip it adds is the link's. (!) marks a relay busier than 90 %: it, not the link, may have set the pace.";
@@ -273,6 +281,12 @@ mod tests {
         let row = nodes_row(&run).unwrap();
         assert_eq!(row[4], "1.50");
         assert!(row[3].contains("127.0.0.1:1 300 (75.0 %)"), "{row:?}");
+        assert_eq!(row[5], "-");
+        // A cluster's row says how often it redirected.
+        run.workload.topology = Topology::Cluster(2);
+        run.redirections = Some(bakeoff_core::result::Redirections { moved: 7, ask: 2 });
+        let row = nodes_row(&run).unwrap();
+        assert_eq!(row[5], "7 / 2");
     }
 
     #[test]
