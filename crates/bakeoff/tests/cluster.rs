@@ -62,6 +62,18 @@ fn a_cluster_serves_each_key_at_its_slots_master() {
     assert_eq!(run["redirections"]["moved"], 0, "{}", run["redirections"]);
     assert_eq!(run["redirections"]["ask"], 0, "{}", run["redirections"]);
     assert_eq!(run["checks"]["records_after_load"], 5000);
+    // Each node's CPU and memory are sampled apart, and add up to the sums.
+    let samples = run["resources"].as_array().unwrap();
+    assert!(!samples.is_empty());
+    for x in samples {
+        let nodes = x["nodes"].as_array().unwrap();
+        assert_eq!(nodes.len(), 3, "{x}");
+        let rss: u64 = nodes.iter().map(|n| n["rss_bytes"].as_u64().unwrap()).sum();
+        assert_eq!(rss, x["rss_bytes"].as_u64().unwrap(), "{x}");
+        assert!(nodes
+            .iter()
+            .all(|n| n["rss_bytes"].as_u64().unwrap() > 1 << 20));
+    }
     let checks = run["checks"]["counters"].as_array().unwrap();
     assert!(checks.len() >= 3 * 2, "{checks:?}");
     for c in checks {

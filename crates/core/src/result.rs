@@ -379,6 +379,24 @@ pub struct ResourceSample {
     /// Page cache charged to that cgroup, bytes; only with a memory cap.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub cgroup_cache_bytes: Option<u64>,
+    /// A target of several servers (shards, a cluster, a primary and its
+    /// replica): each node's own figures, in the order of the run's
+    /// `nodes`; the fields above are their sums.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub nodes: Vec<NodeResourceSample>,
+}
+
+/// One node's share of a [`ResourceSample`].
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct NodeResourceSample {
+    /// CPU used since the previous sample, percent of one core.
+    pub cpu_percent: f64,
+    /// Resident set size, bytes.
+    pub rss_bytes: u64,
+    /// Bytes read from storage since the previous sample, per second.
+    pub read_bytes_per_s: f64,
+    /// Bytes written to storage since the previous sample, per second.
+    pub write_bytes_per_s: f64,
 }
 
 /// bakeoff's own use of the machine during the measure phase.

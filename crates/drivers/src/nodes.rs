@@ -19,7 +19,7 @@ use bakeoff_core::ketama::{self, Ketama};
 use bakeoff_core::net::{CodecDriver, Route};
 use bakeoff_core::plan::{Endpoint, TargetSpec};
 use bakeoff_core::result::{CounterCheck, TargetRecord};
-use bakeoff_core::runner::{Counters, LinkSample, ProcSnapshot, Target};
+use bakeoff_core::runner::{Counters, LinkSample, NodeProc, ProcSnapshot, Target};
 use bakeoff_core::slots::{self, SlotMap};
 use bakeoff_core::workload::{OpKind, OP_KINDS};
 
@@ -321,11 +321,17 @@ impl<D: Driver> Target for MultiNode<D> {
         }
     }
 
-    /// The nodes' processes added up.
+    /// The nodes' processes added up, and each node's apart.
     fn resources(&self) -> Option<ProcSnapshot> {
         let mut sum = ProcSnapshot::default();
         for n in &self.nodes {
             let s = n.resources()?;
+            sum.nodes.push(NodeProc {
+                cpu_ns: s.cpu_ns,
+                rss_bytes: s.rss_bytes,
+                read_bytes: s.read_bytes,
+                write_bytes: s.write_bytes,
+            });
             sum.cpu_ns += s.cpu_ns;
             sum.rss_bytes += s.rss_bytes;
             sum.read_bytes += s.read_bytes;

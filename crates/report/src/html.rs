@@ -854,7 +854,71 @@ impl<'a> Page<'a> {
                     });
                 }
             }
+            self.node_charts(&runs, &bands);
             self.html.push_str("</div></details>");
+        }
+    }
+
+    /// CPU, memory and disk writes of each node, for runs on several
+    /// servers: one line per run and node, named by its role and address.
+    fn node_charts(&mut self, runs: &[(usize, &RunResult)], bands: &[Band]) {
+        let runs: Vec<&(usize, &RunResult)> = runs
+            .iter()
+            .filter(|(_, r)| r.resources.iter().any(|x| !x.nodes.is_empty()))
+            .collect();
+        if runs.is_empty() {
+            return;
+        }
+        type PickN = fn(&bakeoff_core::result::NodeResourceSample) -> f64;
+        let charts: [(&str, PickN, Axis); 3] = [
+            (
+                "Server CPU of each node",
+                |n| n.cpu_percent,
+                Axis::linear("CPU (% of one core)", fmt_pct),
+            ),
+            (
+                "Server memory (RSS) of each node",
+                |n| n.rss_bytes as f64,
+                Axis::linear("resident memory", fmt_bytes_axis),
+            ),
+            (
+                "Disk writes of each node",
+                |n| n.write_bytes_per_s,
+                Axis::linear("written to storage (bytes/s)", fmt_bps),
+            ),
+        ];
+        for (title, pick, axis) in charts {
+            let mut lines = Vec::new();
+            for (s, r) in &runs {
+                let n = r.resources.iter().map(|x| x.nodes.len()).max().unwrap_or(0);
+                for i in 0..n {
+                    lines.push(Line {
+                        name: format!("{} · {}", self.view.series[*s], node_name(r, i)),
+                        points: r
+                            .resources
+                            .iter()
+                            .filter_map(|x| {
+                                x.nodes.get(i).map(|v| (x.t_s - measure_start(r), pick(v)))
+                            })
+                            .collect(),
+                        style: *s * n + i,
+                        markers: r.resources.len() <= 30,
+                        ..Line::default()
+                    });
+                }
+            }
+            self.line(LineChart {
+                title: title.into(),
+                x: XAxis::Numeric(Axis {
+                    title: "time from the start of measurement (s)".into(),
+                    scale: Scale::Linear,
+                    format: fmt_secs,
+                    from_zero: false,
+                }),
+                y: axis,
+                lines,
+                bands: bands.to_vec(),
+            });
         }
     }
 
@@ -1121,6 +1185,21 @@ impl<'a> Page<'a> {
 /// Where a run's measured phase starts on its own clock, seconds; every
 /// per-second chart puts that moment at 0 so runs whose loads took
 /// different times line up.
+/// Node `i` of `r` as a chart names it: its role in a replication pair,
+/// and its address.
+fn node_name(r: &RunResult, i: usize) -> String {
+    let addr = r
+        .nodes
+        .get(i)
+        .map(|n| n.node.clone())
+        .unwrap_or_else(|| format!("node {i}"));
+    match (r.workload.topology, i) {
+        (bakeoff_core::plan::Topology::PrimaryReplica, 0) => format!("primary {addr}"),
+        (bakeoff_core::plan::Topology::PrimaryReplica, _) => format!("replica {addr}"),
+        _ => addr,
+    }
+}
+
 fn measure_start(r: &RunResult) -> f64 {
     r.timeline
         .iter()
@@ -1273,5 +1352,62 @@ mod tests {
             bands.iter().any(|b| b.label == "kill (not back)"),
             "{bands:?}"
         );
+    }
+
+    /// A run on a primary and a replica draws each node's CPU, memory and
+    /// disk writes as lines of their own, named by role and address; a
+    /// single server's report has no such charts.
+    #[test]
+    fn each_node_gets_lines_of_its_own() {
+        use bakeoff_core::result::{NodeOps, NodeResourceSample};
+        // The mock run is of one server and was not sampled: both are set here.
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../bakeoff/tests/snapshots/mock.json");
+        let mut result = ExperimentResult::read(&path).expect("the mock snapshot reads");
+        let html = |r: &ExperimentResult| {
+            let mut out = Vec::new();
+            HtmlExporter
+                .export(std::slice::from_ref(r), &mut out)
+                .unwrap();
+            String::from_utf8(out).unwrap()
+        };
+        assert!(!html(&result).contains("of each node"));
+        let run = &mut result.runs[0];
+        run.workload.topology = bakeoff_core::plan::Topology::PrimaryReplica;
+        run.nodes = ["127.0.0.1:7001", "127.0.0.1:7002"]
+            .iter()
+            .map(|n| NodeOps {
+                node: n.to_string(),
+                sent: 10,
+                redirected: None,
+            })
+            .collect();
+        let start = measure_start(run);
+        run.resources = (0..3)
+            .map(|k| bakeoff_core::result::ResourceSample {
+                t_s: start + k as f64,
+                ..Default::default()
+            })
+            .collect();
+        for (k, x) in run.resources.iter_mut().enumerate() {
+            x.nodes = (0..2)
+                .map(|i| NodeResourceSample {
+                    cpu_percent: 10.0 * (i + 1) as f64 + k as f64,
+                    rss_bytes: 1 << (20 + i),
+                    read_bytes_per_s: 0.0,
+                    write_bytes_per_s: 4096.0,
+                })
+                .collect();
+        }
+        let page = html(&result);
+        for title in [
+            "Server CPU of each node",
+            "Server memory (RSS) of each node",
+            "Disk writes of each node",
+        ] {
+            assert!(page.contains(title), "{title}");
+        }
+        assert!(page.contains("primary 127.0.0.1:7001"));
+        assert!(page.contains("replica 127.0.0.1:7002"));
     }
 }

@@ -874,6 +874,7 @@ pub fn proc_snapshot(pid: u32) -> Option<ProcSnapshot> {
         cgroup_memory_bytes: None,
         cgroup_cache_bytes: None,
         replication_lag_bytes: None,
+        nodes: Vec::new(),
     })
 }
 

@@ -20,8 +20,8 @@ use crate::plan::{FaultKind, Plan, RequestMode, TargetSpec, Workload};
 use crate::recorder::{Interval, PhaseStats};
 use crate::result::{
     Checks, ClientUsage, CounterCheck, DiskPerWrite, Environment, ExperimentResult, FaultRecord,
-    LinkUsage, NodeOps, PhaseResult, Redirections, ReplicaCheck, ResourceSample, RunResult,
-    TargetRecord, TimelinePoint, SCHEMA_VERSION,
+    LinkUsage, NodeOps, NodeResourceSample, PhaseResult, Redirections, ReplicaCheck,
+    ResourceSample, RunResult, TargetRecord, TimelinePoint, SCHEMA_VERSION,
 };
 use crate::value::ValuePool;
 use crate::workload::{KeyDistribution, OpKind, ZipfianConstants, OP_KINDS};
@@ -44,7 +44,7 @@ pub struct LinkSample {
 
 /// Cumulative resource counters of a process (or process tree), read from
 /// /proc by whoever owns it.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct ProcSnapshot {
     /// user + system CPU time, ns.
     pub cpu_ns: u64,
@@ -67,6 +67,22 @@ pub struct ProcSnapshot {
     pub cgroup_cache_bytes: Option<u64>,
     /// Replication: how far the replica is behind, bytes of the stream.
     pub replication_lag_bytes: Option<u64>,
+    /// A target of several servers: each node's own counters (the fields
+    /// above are their sums), in the order of [`Target::nodes`].
+    pub nodes: Vec<NodeProc>,
+}
+
+/// One node's cumulative process counters, in a target of several.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NodeProc {
+    /// user + system CPU time, ns.
+    pub cpu_ns: u64,
+    /// Resident set size, bytes.
+    pub rss_bytes: u64,
+    /// Bytes read from storage.
+    pub read_bytes: u64,
+    /// Bytes written to storage.
+    pub write_bytes: u64,
 }
 
 /// When a fault struck (the signal sent, or the stop begun) and how long
@@ -409,8 +425,8 @@ pub fn run_job(
             let elapsed = job.t0.elapsed();
             if elapsed >= next_sample {
                 let t = elapsed.as_secs_f64();
-                if let (Some(now), Some(prev)) = (resources(), last_snap) {
-                    samples.push(resource_sample(&prev, &now, t - last_snap_t, t));
+                if let (Some(now), Some(prev)) = (resources(), last_snap.as_ref()) {
+                    samples.push(resource_sample(prev, &now, t - last_snap_t, t));
                     last_snap = Some(now);
                     last_snap_t = t;
                 }
@@ -453,10 +469,10 @@ pub fn run_job(
         timeline.push(p);
     }
     timeline.sort_by_key(|p| p.t_s);
-    if let (Some(now), Some(prev)) = (resources(), last_snap) {
+    if let (Some(now), Some(prev)) = (resources(), last_snap.as_ref()) {
         let t = job.t0.elapsed().as_secs_f64();
         if t - last_snap_t > 0.2 {
-            samples.push(resource_sample(&prev, &now, t - last_snap_t, t));
+            samples.push(resource_sample(prev, &now, t - last_snap_t, t));
         }
     }
     let mut durability: Option<WorkerDurability> = None;
@@ -589,6 +605,17 @@ fn resource_sample(prev: &ProcSnapshot, now: &ProcSnapshot, dt: f64, t: f64) -> 
         replication_lag_bytes: now.replication_lag_bytes,
         cgroup_memory_bytes: now.cgroup_memory_bytes,
         cgroup_cache_bytes: now.cgroup_cache_bytes,
+        nodes: now
+            .nodes
+            .iter()
+            .zip(&prev.nodes)
+            .map(|(n, p)| NodeResourceSample {
+                cpu_percent: n.cpu_ns.saturating_sub(p.cpu_ns) as f64 / 1e9 / dt * 100.0,
+                rss_bytes: n.rss_bytes,
+                read_bytes_per_s: n.read_bytes.saturating_sub(p.read_bytes) as f64 / dt,
+                write_bytes_per_s: n.write_bytes.saturating_sub(p.write_bytes) as f64 / dt,
+            })
+            .collect(),
     }
 }
 
