@@ -436,6 +436,15 @@ pub struct ManagedServer {
 /// when dropped.
 struct ServerProcess(Child, i32);
 
+impl Drop for ManagedServer {
+    /// Stops the server, then whatever still works in its directory (the
+    /// fields then go in their order: the disk layer, the directories).
+    fn drop(&mut self) {
+        self.process.stop();
+        kill_stragglers(self.dir.path());
+    }
+}
+
 impl ServerProcess {
     /// SIGKILL to the whole process group and to every descendant (some
     /// leave the group: PostgreSQL's backends call setsid()), then waits
@@ -679,6 +688,7 @@ impl ManagedServer {
                 at
             }
         };
+        kill_stragglers(self.dir.path());
         // After a power cut the machine comes up with nothing cached, and
         // a restart is timed from a cold cache (how long replaying the
         // data takes); a process crash leaves the kernel's cache warm.
@@ -946,6 +956,38 @@ fn parent_of(pid: u32) -> Option<u32> {
     rest.split_whitespace().nth(1)?.parse().ok()
 }
 
+/// SIGKILLs every process whose working directory is in `dir` (a server's
+/// own directory, where it and its children work), other than this one,
+/// and waits up to 5 s until none is left. Such a process outside the
+/// server's process tree is one that escaped a crash: a PostgreSQL backend
+/// forked between the reading of the tree and the signals, then orphaned,
+/// holds the old shared memory, and the next postmaster refuses to start
+/// ("pre-existing shared memory block is still in use"). Zombies have no
+/// working directory and hold nothing.
+pub fn kill_stragglers(dir: &Path) {
+    let me = std::process::id();
+    let Ok(dir) = dir.canonicalize() else { return };
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let left: Vec<u32> = all_pids()
+            .into_iter()
+            .filter(|&p| p != me)
+            .filter(|p| {
+                std::fs::read_link(format!("/proc/{p}/cwd")).is_ok_and(|cwd| cwd.starts_with(&dir))
+            })
+            .collect();
+        if left.is_empty() || Instant::now() > deadline {
+            return;
+        }
+        for pid in left {
+            // SAFETY: SIGKILL to a process working in a directory bakeoff
+            // made for its own server.
+            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 /// The direct children of process `pid`.
 pub fn children_of(pid: u32) -> Vec<u32> {
     all_pids()
@@ -1211,6 +1253,54 @@ mod tests {
             !alive(child),
             "pid {child} outlived the crash of its server"
         );
+    }
+
+    /// A process of the server that is no longer its descendant (a
+    /// PostgreSQL backend forked while the crash was being dealt out, then
+    /// orphaned) still holds the old server's resources: the restart after
+    /// a crash, and the end of the server, kill whatever still works in
+    /// its directory.
+    #[test]
+    fn a_crash_kills_orphans_still_working_in_the_servers_directory() {
+        let args = |port: u16, dir: &Path| {
+            vec![
+                "-c".to_string(),
+                format!(
+                    "(setsid sleep 300 & echo $! > {d}/orphan.pid); exec python3 -m http.server --bind 127.0.0.1 {port}",
+                    d = dir.display()
+                ),
+            ]
+        };
+        let mut server =
+            ManagedServer::start(&command("sh", "dash", &args, Duration::from_secs(20))).unwrap();
+        let pid_of = |server: &ManagedServer| -> u32 {
+            std::fs::read_to_string(server.dir().join("orphan.pid"))
+                .unwrap()
+                .trim()
+                .parse()
+                .unwrap()
+        };
+        let alive = |pid: u32| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .map(|s| {
+                    !s.rsplit_once(')')
+                        .is_some_and(|(_, r)| r.trim_start().starts_with('Z'))
+                })
+                .unwrap_or(false)
+        };
+        let first = pid_of(&server);
+        assert!(alive(first), "the orphan runs");
+        assert_eq!(parent_of(first), Some(1), "the orphan left the tree");
+        server.fault(bakeoff_core::plan::FaultKind::Kill).unwrap();
+        assert!(
+            !alive(first),
+            "pid {first} outlived the crash of its server"
+        );
+        let second = pid_of(&server);
+        assert_ne!(first, second, "the restarted server made its own");
+        assert!(alive(second));
+        drop(server);
+        assert!(!alive(second), "pid {second} outlived its server");
     }
 
     #[test]
