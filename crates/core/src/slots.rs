@@ -50,11 +50,13 @@ pub struct SlotMap {
 }
 
 impl SlotMap {
-    /// `nodes` (their `ip:port`) sharing the slots in equal ranges, in
-    /// order: node `i` serves `i * 16384 / n ..` up to the next node's
-    /// first, as bakeoff assigns them when it makes a cluster.
-    pub fn even(addrs: Vec<String>) -> Self {
-        let n = addrs.len().max(1);
+    /// The first `masters` of `addrs` (each node's `ip:port`) sharing the
+    /// slots in equal ranges, in order: master `i` serves
+    /// [`SlotMap::even_range`]`(i, masters)`, as bakeoff assigns them when it
+    /// makes a cluster. The other nodes (replicas) serve no slot until a
+    /// redirection names them.
+    pub fn even(addrs: Vec<String>, masters: usize) -> Self {
+        let n = masters.clamp(1, addrs.len().max(1));
         let owner = (0..SLOTS).map(|s| (s * n / SLOTS) as u16).collect();
         SlotMap { owner, addrs }
     }
@@ -140,7 +142,10 @@ mod tests {
 
     #[test]
     fn even_ranges_cover_every_slot_once() {
-        let m = SlotMap::even(vec!["a:1".into(), "b:2".into(), "c:3".into()]);
+        let m = SlotMap::even(
+            vec!["a:1".into(), "b:2".into(), "c:3".into(), "r:4".into()],
+            3,
+        );
         for i in 0..3 {
             let (a, b) = SlotMap::even_range(i, 3);
             assert!((a..b).all(|s| m.owner(s as u16) == i), "node {i}");
@@ -149,6 +154,9 @@ mod tests {
         assert_eq!(SlotMap::even_range(2, 3).1, SLOTS);
         assert_eq!(m.node_named(b"b:2"), Some(1));
         assert_eq!(m.node_named(b"d:4"), None);
+        // A replica serves no slot, but a redirection may name it.
+        assert!((0..SLOTS).all(|s| m.owner(s as u16) < 3));
+        assert_eq!(m.node_named(b"r:4"), Some(3));
     }
 
     #[test]

@@ -52,6 +52,13 @@ pub enum Layout {
         /// The replica's lag.
         lag: Box<dyn Fn() -> Option<u64> + Send + Sync>,
     },
+    /// A Redis Cluster: the first `masters` nodes share the slots, the
+    /// rest replicate them (their counters also count the writes they
+    /// apply, so the sums are the masters').
+    Cluster {
+        /// Nodes that are masters, first.
+        masters: usize,
+    },
 }
 
 impl Layout {
@@ -59,7 +66,7 @@ impl Layout {
     pub fn reads(&self) -> usize {
         match self {
             Layout::PrimaryReplica { reads, .. } => *reads,
-            Layout::Shards => 0,
+            Layout::Shards | Layout::Cluster { .. } => 0,
         }
     }
 }
@@ -134,15 +141,24 @@ impl<C: Codec> MultiNode<CodecDriver<C>> {
         Ok(t)
     }
 
-    /// A Redis Cluster of `nodes`, made with [`SlotMap::even`]'s slots:
-    /// each key to its slot's node, redirections followed.
-    pub fn cluster(nodes: Vec<Node>, codec: C) -> Self {
-        let n = nodes.len();
-        let map = SlotMap::even(nodes.iter().map(|n| n.addr.to_string()).collect());
-        let mut t = Self::of(nodes, codec, Route::Slots(map), Layout::Shards);
+    /// A Redis Cluster of `nodes`, the first `masters` of them masters with
+    /// [`SlotMap::even`]'s slots and the rest their replicas: each key to
+    /// its slot's master, redirections followed.
+    pub fn cluster(nodes: Vec<Node>, masters: usize, codec: C) -> Self {
+        let replicas = nodes.len() - masters;
+        let map = SlotMap::even(nodes.iter().map(|n| n.addr.to_string()).collect(), masters);
+        let mut t = Self::of(nodes, codec, Route::Slots(map), Layout::Cluster { masters });
         t.record
             .settings
-            .insert("topology".into(), format!("cluster:{n}"));
+            .insert("topology".into(), format!("cluster:{masters}"));
+        if replicas > 0 {
+            t.record.settings.insert(
+                "cluster_replicas".into(),
+                format!(
+                    "{replicas} (the last {replicas} nodes; they take no load, only the masters' writes)"
+                ),
+            );
+        }
         t.record
             .settings
             .insert("sharding".into(), slots::DESCRIPTION.into());
@@ -246,6 +262,7 @@ impl<D: Driver> Target for MultiNode<D> {
             for (k, v) in node.counters()? {
                 let counts = match &self.layout {
                     Layout::Shards => true,
+                    Layout::Cluster { masters } => i < *masters,
                     Layout::PrimaryReplica { read_counters, .. } => {
                         read_counters.contains(&k.as_str()) || i == 0
                     }
@@ -282,13 +299,17 @@ impl<D: Driver> Target for MultiNode<D> {
             let checks = node.counter_checks(&b, &a, sent).into_iter();
             // A replica also executes the primary's writes: its check is
             // of the requests sent to it.
-            let replica = i > 0 && matches!(self.layout, Layout::PrimaryReplica { .. });
+            let replica = match self.layout {
+                Layout::PrimaryReplica { .. } => i > 0,
+                Layout::Cluster { masters } => i >= masters,
+                Layout::Shards => false,
+            };
             out.extend(checks.filter(|c| !replica || c.bakeoff > 0).map(|mut c| {
                 c.what = format!(
                     "{} {i} ({}): {}",
                     if replica {
                         "replica"
-                    } else if i == 0 && !matches!(self.layout, Layout::Shards) {
+                    } else if i == 0 && matches!(self.layout, Layout::PrimaryReplica { .. }) {
                         "primary"
                     } else {
                         "node"
@@ -306,17 +327,21 @@ impl<D: Driver> Target for MultiNode<D> {
         self.names.clone()
     }
 
-    /// Shards: the sum; a primary and a replica: the primary's.
+    /// Shards: the sum; a cluster: the masters' sum; a primary and a
+    /// replica: the primary's.
     fn record_count(&self) -> Option<u64> {
         match self.layout {
             Layout::Shards => self.nodes.iter().map(|n| n.record_count()).sum(),
+            Layout::Cluster { masters } => {
+                self.nodes[..masters].iter().map(|n| n.record_count()).sum()
+            }
             Layout::PrimaryReplica { .. } => self.nodes[0].record_count(),
         }
     }
 
     fn replica_records(&self) -> Option<u64> {
         match self.layout {
-            Layout::Shards => None,
+            Layout::Shards | Layout::Cluster { .. } => None,
             Layout::PrimaryReplica { .. } => self.nodes[1].record_count(),
         }
     }

@@ -64,6 +64,12 @@ pub const SETTINGS: &[Setting] = &[
         help: "with --topology primary-replica: after each write, WAIT for this many replicas to acknowledge it (synchronous replication; a write that is not acknowledged in time counts as a server error)",
     },
     Setting {
+        name: "cluster_replicas",
+        kind: Kind::Count,
+        default: None,
+        help: "with --topology cluster:N: replicas of each master (CLUSTER REPLICATE; default none); they take no load, and their resources are sampled beside the masters'",
+    },
+    Setting {
         name: "wait_timeout_ms",
         kind: Kind::Count,
         default: Some("1000"),
@@ -87,6 +93,8 @@ pub struct RedisSettings {
     pub wait_replicas: Option<u64>,
     /// WAIT's timeout, ms.
     pub wait_timeout_ms: u64,
+    /// Replicas of each master in a cluster.
+    pub cluster_replicas: u64,
 }
 
 impl RedisSettings {
@@ -100,6 +108,7 @@ impl RedisSettings {
             port: s.port("port")?,
             wait_replicas: s.count("wait_replicas")?,
             wait_timeout_ms: s.count("wait_timeout_ms")?.unwrap_or(1000),
+            cluster_replicas: s.count("cluster_replicas")?.unwrap_or(0),
         })
     }
 
@@ -248,6 +257,13 @@ pub fn open(
         }),
         target: Box::new(target),
     };
+    let settings = RedisSettings::parse(plan.settings_of(spec))?;
+    if settings.cluster_replicas > 0 && !matches!(workload.topology, Topology::Cluster(_)) {
+        return Err(TargetError::Settings(format!(
+            "servers.redis.cluster_replicas = {} is for a Redis Cluster; add --topology cluster:N (not {})",
+            settings.cluster_replicas, workload.topology
+        )));
+    }
     if let Some(specs) = crate::nodes::external_nodes(spec) {
         return Ok(Box::new(MultiNode::shards(
             specs.len() as u32,
@@ -260,24 +276,32 @@ pub fn open(
             Ok(node(open_one(spec, plan, workload, i, None)?))
         })?)),
         Topology::Cluster(n) => {
-            let settings = RedisSettings::parse(plan.settings_of(spec))?;
             if settings.wait_replicas.is_some() {
                 return Err(TargetError::Settings(format!(
                     "servers.redis.wait_replicas with --topology {}: the cluster's masters have no replicas to wait for; use --topology primary-replica, or drop the setting",
                     workload.topology
                 )));
             }
-            let targets = (0..n)
+            let replicas = n as u64 * settings.cluster_replicas;
+            if n as u64 + replicas > 64 {
+                return Err(TargetError::Settings(format!(
+                    "--topology {} with servers.redis.cluster_replicas = {} is {} servers; at most 64 run on one machine",
+                    workload.topology,
+                    settings.cluster_replicas,
+                    n as u64 + replicas
+                )));
+            }
+            let targets = (0..n + replicas as u32)
                 .map(|i| open_one(spec, plan, workload, i, None))
                 .collect::<Result<Vec<_>, _>>()?;
-            crate::redis_cluster::form(&targets)?;
+            crate::redis_cluster::form(&targets, n as usize)?;
             Ok(Box::new(MultiNode::cluster(
                 targets.into_iter().map(node).collect(),
+                n as usize,
                 RespCodec,
             )))
         }
         Topology::PrimaryReplica => {
-            let settings = RedisSettings::parse(plan.settings_of(spec))?;
             let primary = open_one(spec, plan, workload, 0, None)?;
             let replica = open_one(spec, plan, workload, 1, Some(primary.connector_addr))?;
             replica.wait_for_primary(Duration::from_secs(20))?;

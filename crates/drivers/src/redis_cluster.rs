@@ -4,8 +4,11 @@
 //! range of the 16384 hash slots with `CLUSTER ADDSLOTSRANGE` and a config
 //! epoch of its own, then introduced to the first with `CLUSTER MEET`),
 //! and waited for until every node says `cluster_state:ok` and knows all
-//! the others. The commands are sent directly rather than through
-//! redis-cli, which refuses fewer than three masters.
+//! the others. Replicas (`servers.redis.cluster_replicas`) are introduced
+//! the same way and follow their master with `CLUSTER REPLICATE`, replica
+//! `j` of master `i` being node `masters + i * per_master + j`. The
+//! commands are sent directly rather than through redis-cli, which refuses
+//! fewer than three masters.
 
 use std::time::{Duration, Instant};
 
@@ -47,11 +50,25 @@ fn call(node: &RedisTarget, words: &[&[u8]], what: &str) -> Result<RespReply, Ta
     }
 }
 
-/// Makes one cluster of `nodes`, started with [`ARGS`] and empty: node `i`
-/// serves [`SlotMap::even_range`]`(i, n)`.
-pub(crate) fn form(nodes: &[RedisTarget]) -> Result<(), TargetError> {
-    let n = nodes.len();
-    for (i, node) in nodes.iter().enumerate() {
+/// The node id a node gives itself (`CLUSTER MYID`).
+fn my_id(node: &RedisTarget) -> Result<String, TargetError> {
+    match call(node, &[b"CLUSTER", b"MYID"], "CLUSTER MYID")? {
+        RespReply::Bulk(b) => Ok(String::from_utf8_lossy(&b).into_owned()),
+        RespReply::Simple(s) => Ok(s),
+        other => Err(TargetError::Server(format!(
+            "redis cluster node {} answered CLUSTER MYID with {other:?}",
+            node.addr()
+        ))),
+    }
+}
+
+/// Makes one cluster of `nodes`, started with [`ARGS`] and empty: the
+/// first `masters` are masters, master `i` serving
+/// [`SlotMap::even_range`]`(i, masters)`; the rest are their replicas, in
+/// turn.
+pub(crate) fn form(nodes: &[RedisTarget], masters: usize) -> Result<(), TargetError> {
+    let n = masters;
+    for (i, node) in nodes[..masters].iter().enumerate() {
         let (first, end) = SlotMap::even_range(i, n);
         let (a, b) = (first.to_string(), (end - 1).to_string());
         call(
@@ -75,6 +92,17 @@ pub(crate) fn form(nodes: &[RedisTarget]) -> Result<(), TargetError> {
             "CLUSTER MEET",
         )?;
     }
+    let per_master = (nodes.len() - masters) / masters.max(1);
+    if per_master > 0 {
+        let ids = nodes[..masters]
+            .iter()
+            .map(my_id)
+            .collect::<Result<Vec<_>, _>>()?;
+        for (k, replica) in nodes[masters..].iter().enumerate() {
+            let master = &ids[k / per_master];
+            replicate(replica, master)?;
+        }
+    }
     let start = Instant::now();
     loop {
         let mut waiting = None;
@@ -94,11 +122,24 @@ pub(crate) fn form(nodes: &[RedisTarget]) -> Result<(), TargetError> {
                     .map(|(_, v)| v.as_str())
             };
             let ok = get("cluster_state") == Some("ok")
-                && get("cluster_known_nodes") == Some(n.to_string().as_str())
+                && get("cluster_known_nodes") == Some(nodes.len().to_string().as_str())
                 && get("cluster_slots_ok") == Some("16384");
             if !ok {
                 waiting = Some((node.addr(), info));
                 break;
+            }
+        }
+        if waiting.is_none() {
+            // Replicas: each has finished its first sync with its master.
+            for node in &nodes[masters..] {
+                let info = node.info("replication").unwrap_or_default();
+                if !info
+                    .iter()
+                    .any(|(k, v)| k == "master_link_status" && v == "up")
+                {
+                    waiting = Some((node.addr(), info));
+                    break;
+                }
             }
         }
         let Some((addr, info)) = waiting else {
@@ -106,7 +147,8 @@ pub(crate) fn form(nodes: &[RedisTarget]) -> Result<(), TargetError> {
         };
         if start.elapsed() > FORM_TIMEOUT {
             return Err(TargetError::Server(format!(
-                "the redis cluster of {n} nodes did not form within {} s: node {addr} says {}",
+                "the redis cluster of {n} masters and {} replicas did not form within {} s: node {addr} says {}",
+                nodes.len() - n,
                 FORM_TIMEOUT.as_secs(),
                 info.iter()
                     .filter(|(k, _)| k.starts_with("cluster_state")
@@ -118,5 +160,26 @@ pub(crate) fn form(nodes: &[RedisTarget]) -> Result<(), TargetError> {
             )));
         }
         std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Makes `replica` a replica of the master with id `master`, once it knows
+/// that master (gossip brings it the ids after `MEET`).
+fn replicate(replica: &RedisTarget, master: &str) -> Result<(), TargetError> {
+    let start = Instant::now();
+    loop {
+        match call(
+            replica,
+            &[b"CLUSTER", b"REPLICATE", master.as_bytes()],
+            "CLUSTER REPLICATE",
+        ) {
+            Ok(_) => return Ok(()),
+            // "Unknown node": the gossip has not reached it yet.
+            Err(e) if start.elapsed() < FORM_TIMEOUT => {
+                let _ = e;
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            Err(e) => return Err(e),
+        }
     }
 }
