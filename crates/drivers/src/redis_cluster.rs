@@ -92,15 +92,14 @@ pub(crate) fn form(nodes: &[RedisTarget], masters: usize) -> Result<(), TargetEr
             "CLUSTER MEET",
         )?;
     }
-    let per_master = (nodes.len() - masters) / masters.max(1);
-    if per_master > 0 {
+    let per_master = ((nodes.len() - masters) / masters.max(1)).max(1);
+    if nodes.len() > masters {
         let ids = nodes[..masters]
             .iter()
             .map(my_id)
             .collect::<Result<Vec<_>, _>>()?;
         for (k, replica) in nodes[masters..].iter().enumerate() {
-            let master = &ids[k / per_master];
-            replicate(replica, master)?;
+            replicate(replica, &ids[k / per_master])?;
         }
     }
     let start = Instant::now();
