@@ -384,7 +384,7 @@ fn dry_run_shows_every_setting_and_a_typo_names_the_right_one() {
         "load=true",
         "pipeline=1",
         "redis: settings: persistence=aof-always (set)",
-        "left to the target: maxmemory, maxmemory_policy, wait_replicas, port",
+        "left to the target: maxmemory, maxmemory_policy, wait_replicas, cluster_replicas, port",
         "memcached: settings: memory=1gb threads=4 max_connections=4096",
     ] {
         assert!(stdout.contains(wanted), "no `{wanted}` in:\n{stdout}");
