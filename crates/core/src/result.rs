@@ -490,6 +490,11 @@ pub struct Checks {
 /// gave up waiting, after 10 s).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ReplicaCheck {
+    /// Seconds after the load until the replica's lag was 0, before the
+    /// warm-up began (so that reads at the replica start from the loaded
+    /// records); `None`: not within 60 s, or nothing was loaded.
+    #[serde(default)]
+    pub caught_up_after_load_s: Option<f64>,
     /// Seconds after the run until the replica's lag was 0; `None`: not
     /// within 10 s.
     pub caught_up_after_s: Option<f64>,
