@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use bakeoff_core::environment;
 use bakeoff_core::error::{PlanError, RunError};
-use bakeoff_core::plan::{Overrides, Plan, RawPreset};
+use bakeoff_core::plan::{Overrides, Plan};
 use bakeoff_core::result::{ExperimentResult, ResultFileError};
 use bakeoff_core::runner::{run_experiment, ExperimentOptions, Observer};
 use bakeoff_drivers::registry::{entries, Registry};
@@ -95,6 +95,10 @@ pub fn main(cli: Cli) -> i32 {
             print!("{}", list_text());
             Ok(EXIT_OK)
         }
+        Command::Presets => crate::presets::listing().map(|text| {
+            print!("{text}");
+            EXIT_OK
+        }),
         Command::Report(args) => report(&args),
         Command::Compare(args) => compare(&args),
         Command::EngineHost(args) => engine_host(&args),
@@ -157,6 +161,7 @@ pub fn overrides(args: &RunArgs) -> Result<Overrides, AppError> {
         targets: args.targets.clone(),
         repeats: args.repeats.clone(),
         seed: args.seed.clone(),
+        scale: args.scale.clone(),
         workload: args.workload.values.clone(),
         sweep: args.workload.sweeps.clone(),
         server_settings,
@@ -165,11 +170,18 @@ pub fn overrides(args: &RunArgs) -> Result<Overrides, AppError> {
 
 /// Builds the validated plan from a preset and flags.
 pub fn plan(args: &RunArgs) -> Result<Plan, AppError> {
-    let preset = match &args.preset {
-        Some(p) => Some((p.as_str(), RawPreset::load(p)?)),
-        None => None,
-    };
-    Ok(Plan::build(preset, &overrides(args)?, &Registry)?)
+    let flags = overrides(args)?;
+    Ok(
+        match args
+            .preset
+            .as_deref()
+            .map(crate::presets::find)
+            .transpose()?
+        {
+            Some(f) => Plan::build(Some((f.origin.as_str(), f.raw)), &flags, &Registry)?,
+            None => Plan::build(None, &flags, &Registry)?,
+        },
+    )
 }
 
 fn default_out(plan: &Plan) -> PathBuf {
@@ -252,9 +264,12 @@ pub fn dry_run_text(plan: &bakeoff_core::plan::Plan) -> String {
     use std::fmt::Write;
     let mut s = String::new();
     let points = plan.points();
-    let _ = writeln!(s, "experiment {}", plan.name);
+    let _ = writeln!(s, "experiment {} (scale {})", plan.name, plan.scale);
     if !plan.description.is_empty() {
         let _ = writeln!(s, "{}", plan.description.trim());
+    }
+    if let Some(f) = &plan.finding {
+        let _ = writeln!(s, "the seed found: {f}");
     }
     let targets: Vec<String> = plan.targets.iter().map(|t| t.label()).collect();
     let _ = writeln!(s, "targets: {}", targets.join(", "));

@@ -9,7 +9,9 @@ use clap::{Arg, ArgAction, ArgMatches, Args, FromArgMatches, Parser, Subcommand}
 const GUIDE: &str = "\
 Examples:
   bakeoff run                                 default comparison of what this machine can start
-  bakeoff run presets/003-single-get.toml     one experiment of the seed reports
+  bakeoff presets                             the experiments of the seed reports, built in
+  bakeoff run 003-single-get                  one of them (a preset file's path works too)
+  bakeoff run 004-peak --scale quick          the same experiment in seconds
   bakeoff run -t redis -t memcached --mix 95:5 --clients 50 --pipeline 16
   bakeoff run -t redis --sweep-clients 1,10,100 --repeats 3
   bakeoff run -t redis://:PASSWORD@host:6379 --rate 20000
@@ -58,6 +60,11 @@ pub enum Command {
     Run(Box<RunArgs>),
     /// List the targets this build knows and what each supports.
     List,
+    /// List the built-in presets: each experiment of the seed reports, what
+    /// it measures, what the seed found, and its scales.
+    ///
+    ///   bakeoff run 004-peak --scale quick
+    Presets,
     /// Render result files: a table (default), an HTML report with charts,
     /// Markdown, CSV or JSON.
     ///
@@ -106,8 +113,15 @@ pub struct EngineHostArgs {
 /// Flags of `bakeoff run`.
 #[derive(Debug, Args, Default)]
 pub struct RunArgs {
-    /// Preset file (TOML); flags override its keys.
+    /// Preset: a built-in one's name (`004-peak`; `bakeoff presets` lists
+    /// them) or a preset file's path (TOML). Flags override its keys.
+    #[arg(value_name = "PRESET")]
     pub preset: Option<String>,
+
+    /// The preset's scale: `full` (as written: the seed's shape, minutes)
+    /// or `quick` (seconds; what the test suite runs).
+    #[arg(long, value_name = "full|quick")]
+    pub scale: Option<String>,
 
     /// Check the preset and flags and show the runs they make, without
     /// starting anything.

@@ -8,8 +8,10 @@
 //!
 //! - [`cli`]: flags with their units and defaults (clap).
 //! - [`app`]: `run`, `list`, `report`, `schema`; exit codes.
+//! - [`presets`]: the built-in presets, found by name.
 //! - [`progress`]: the live progress line on a terminal.
 
 pub mod app;
 pub mod cli;
+pub mod presets;
 pub mod progress;

@@ -52,6 +52,13 @@ pub struct Plan {
     pub description: String,
     /// Preset file, if one was used.
     pub preset: Option<String>,
+    /// The preset's scale that was run (`full`: as written; `quick`: the
+    /// test suite's seconds-long version).
+    #[serde(default = "full_scale")]
+    pub scale: String,
+    /// What the seed report found, for the report to set beside this run.
+    #[serde(default)]
+    pub finding: Option<String>,
     /// Targets, in order.
     pub targets: Vec<TargetSpec>,
     /// The base workload (before sweep values are applied).
@@ -67,6 +74,10 @@ pub struct Plan {
     /// variant's settings over it).
     #[schemars(with = "BTreeMap<String, serde_json::Value>")]
     pub servers: BTreeMap<String, toml::Table>,
+}
+
+fn full_scale() -> String {
+    raw::FULL_SCALE.to_string()
 }
 
 /// Where a value came from, for error messages.
@@ -717,9 +728,18 @@ impl Plan {
         flags: &Overrides,
         catalog: &dyn TargetCatalog,
     ) -> Result<Plan, PlanError> {
+        let scale = flags.scale.as_deref().unwrap_or(raw::FULL_SCALE);
         let (path, raw) = match preset {
-            Some((p, r)) => (Some(p.to_string()), r),
-            None => (None, RawPreset::default()),
+            Some((p, r)) => (Some(p.to_string()), r.at_scale(scale, p)?),
+            None if scale == raw::FULL_SCALE => (None, RawPreset::default()),
+            None => {
+                return Err(PlanError::Invalid {
+                    origin: "flag --scale".into(),
+                    message: format!(
+                        "a scale is a preset's; name one, e.g. bakeoff run 004-peak --scale {scale}"
+                    ),
+                })
+            }
         };
         let given = Given::collect(&raw, flags)?;
         let workload = workload(&given)?;
@@ -760,6 +780,8 @@ impl Plan {
             name,
             description: raw.description.clone().unwrap_or_default(),
             preset: path,
+            scale: scale.to_string(),
+            finding: raw.finding.clone(),
             targets,
             workload,
             sweep,

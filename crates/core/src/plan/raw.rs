@@ -36,6 +36,16 @@ pub struct RawPreset {
     pub name: Option<String>,
     /// What the experiment asks.
     pub description: Option<String>,
+    /// The seed report it comes from (`000` … `004`, in ../shared/seeds).
+    pub report: Option<String>,
+    /// The experiments of the seed reports it runs (ids of SCENARIOS.md).
+    #[serde(default)]
+    pub covers: Vec<String>,
+    /// What it measures, in one line (`bakeoff presets`).
+    pub measures: Option<String>,
+    /// What the seed report found, in one line, to set beside this
+    /// machine's result.
+    pub finding: Option<String>,
     /// Targets: names (`redis`) or URLs (`redis://127.0.0.1:6379`).
     pub targets: Option<Vec<String>>,
     /// Times each point is run.
@@ -64,6 +74,35 @@ pub struct RawPreset {
     /// Settings of managed servers, per target name.
     #[serde(default)]
     pub servers: BTreeMap<String, toml::Table>,
+    /// Other scales of the same experiment, by name (`[scale.quick]`):
+    /// what each changes of the keys above.
+    #[serde(default)]
+    pub scale: BTreeMap<String, RawScale>,
+}
+
+/// The default scale's name: the preset as written.
+pub const FULL_SCALE: &str = "full";
+
+/// What a scale changes of its preset: each key given replaces the
+/// preset's (workload keys and sweep axes one by one).
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawScale {
+    /// What the scale is for, in one line.
+    pub about: Option<String>,
+    /// Targets, replacing the preset's list.
+    pub targets: Option<Vec<String>>,
+    /// Times each point is run.
+    pub repeats: Option<Scalar>,
+    /// Workload keys replaced.
+    #[serde(default)]
+    pub workload: BTreeMap<String, toml::Value>,
+    /// Fault keys replaced.
+    #[serde(default)]
+    pub fault: BTreeMap<String, toml::Value>,
+    /// Sweep axes replaced (give an axis one value to hold it still).
+    #[serde(default)]
+    pub sweep: BTreeMap<String, toml::Value>,
 }
 
 impl RawPreset {
@@ -74,10 +113,50 @@ impl RawPreset {
             path: path.to_string(),
             source,
         })?;
-        toml::from_str(&text).map_err(|e| PlanError::Syntax {
-            path: path.to_string(),
+        Self::parse(&text, path)
+    }
+
+    /// Parses a preset's text; `origin` names it in errors.
+    pub fn parse(text: &str, origin: &str) -> Result<Self, PlanError> {
+        toml::from_str(text).map_err(|e| PlanError::Syntax {
+            path: origin.to_string(),
             message: e.to_string().trim().replace('\n', "\n  "),
         })
+    }
+
+    /// The scales a preset has: `full` (as written) and those of its
+    /// `[scale.NAME]` tables.
+    pub fn scales(&self) -> Vec<String> {
+        std::iter::once(FULL_SCALE.to_string())
+            .chain(self.scale.keys().cloned())
+            .collect()
+    }
+
+    /// The preset at scale `name`: `full` is the preset as written; another
+    /// scale's keys replace the preset's.
+    pub fn at_scale(mut self, name: &str, origin: &str) -> Result<Self, PlanError> {
+        if name == FULL_SCALE {
+            return Ok(self);
+        }
+        let Some(scale) = self.scale.remove(name) else {
+            return Err(PlanError::Invalid {
+                origin: "flag --scale".into(),
+                message: format!(
+                    "preset {origin} has no scale `{name}`; its scales: {}",
+                    self.scales().join(", ")
+                ),
+            });
+        };
+        if let Some(t) = scale.targets {
+            self.targets = Some(t);
+        }
+        if let Some(r) = scale.repeats {
+            self.repeats = Some(r);
+        }
+        self.workload.extend(scale.workload);
+        self.fault.extend(scale.fault);
+        self.sweep.extend(scale.sweep);
+        Ok(self)
     }
 }
 
@@ -97,4 +176,6 @@ pub struct Overrides {
     pub sweep: BTreeMap<String, Vec<String>>,
     /// `--set target.key=value` server settings.
     pub server_settings: Vec<(String, String, String)>,
+    /// `--scale`: a scale of the preset other than `full`.
+    pub scale: Option<String>,
 }
