@@ -296,6 +296,9 @@ pub fn dry_run_text(plan: &bakeoff_core::plan::Plan) -> String {
                 format!("{d} s + {} s warm-up", w.warmup_s)
             }
             (None, Some(n)) => format!("{n} ops"),
+            (None, None) if w.ops_per_client.is_some() => {
+                format!("{} ops per client", w.ops_per_client.unwrap_or(0))
+            }
             (None, None) => String::new(),
         };
         let _ = writeln!(

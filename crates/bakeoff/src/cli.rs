@@ -227,7 +227,7 @@ impl Args for WorkloadFlags {
             if let Some(c) = p.short {
                 arg = arg.short(c);
             }
-            if let Some(other) = p.excludes {
+            for other in p.excludes {
                 arg = arg.conflicts_with(other);
             }
             cmd = cmd.arg(arg);

@@ -11,7 +11,7 @@ use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-use bakeoff_core::mock::MockOpener;
+use bakeoff_core::mock::{MockDriver, MockOpener};
 use bakeoff_core::plan::{Capabilities, Overrides, Plan, RawPreset, TargetCatalog};
 use bakeoff_core::result::{decode_histogram, Environment, ExperimentResult};
 use bakeoff_core::runner::{run_experiment, ExperimentOptions, Quiet};
@@ -541,4 +541,117 @@ fn several_files_make_one_report() {
         md.contains("| mock · snapshot |") && md.contains("| mock · other-host |"),
         "{md}"
     );
+}
+
+/// The scripted mock with a server that works on 8 requests at once: its
+/// capacity is 8 over the mean latency of a GET (50 µs × 1.0–1.9, 72.5 µs
+/// on average), about 110k ops/s.
+fn mock_of_known_capacity() -> (MockOpener, f64) {
+    let driver = MockDriver {
+        servers: 8,
+        miss_every: 0,
+        ..MockDriver::default()
+    };
+    let capacity = 8.0 / 72.5e-6;
+    (MockOpener { driver }, capacity)
+}
+
+#[test]
+fn find_peak_doubles_the_clients_until_the_mock_saturates() {
+    let (opener, capacity) = mock_of_known_capacity();
+    let dir = tempfile::tempdir().unwrap();
+    let r = run_mock_with(
+        &opener,
+        r#"
+name = "peak"
+description = "the peak of a mock that serves 8 at once"
+targets = ["mock"]
+[workload]
+records = 1000
+mix = "100:0"
+duration = "1s"
+warmup = "0"
+find_peak = true
+"#,
+        &dir.path().join("r.json"),
+    );
+    let clients: Vec<u32> = r.runs.iter().map(|run| run.workload.clients).collect();
+    // Rising to 8, then flat twice: 16 and 32.
+    assert_eq!(clients, [1, 2, 4, 8, 16, 32]);
+    assert_eq!(r.searches.len(), 1);
+    let s = &r.searches[0];
+    assert_eq!(s.kind, "peak");
+    assert_eq!(s.runs, (0..6).collect::<Vec<u32>>());
+    assert!(matches!(s.clients, Some(8 | 16)), "{s:?}");
+    let peak = s.throughput_per_s.unwrap();
+    assert!(
+        (peak / capacity - 1.0).abs() < 0.05,
+        "peak {peak} against {capacity}"
+    );
+    assert_eq!(
+        r.runs[3].point.get("clients").map(String::as_str),
+        Some("8")
+    );
+}
+
+#[test]
+fn find_capacity_bisects_to_the_highest_rate_under_the_bound() {
+    let (opener, capacity) = mock_of_known_capacity();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.json");
+    let r = run_mock_with(
+        &opener,
+        r#"
+name = "capacity"
+description = "the capacity of a mock that serves 8 at once"
+targets = ["mock"]
+[workload]
+records = 1000
+mix = "100:0"
+clients = 32
+duration = "1s"
+warmup = "0"
+find_capacity = "p99<=250us"
+"#,
+        &out,
+    );
+    // The closed-loop probe, then 6 open-loop steps.
+    assert_eq!(r.runs.len(), 7);
+    assert_eq!(r.runs[0].workload.rate, None);
+    assert!(r.runs[1..].iter().all(|run| run.workload.rate.is_some()));
+    let s = &r.searches[0];
+    let ceiling = s.ceiling_per_s.unwrap();
+    assert!(
+        (ceiling / capacity - 1.0).abs() < 0.05,
+        "{ceiling} against {capacity}"
+    );
+    let found = s.rate_per_s.unwrap();
+    assert!(
+        found > 0.8 * capacity && found <= 1.02 * capacity,
+        "capacity {found} against {capacity}: {s:?}"
+    );
+    assert!(s.latency_ns.unwrap() <= 250_000);
+    // Every step above the capacity found failed the bound or its rate.
+    for run in &r.runs[1..] {
+        if run.workload.rate.unwrap() > found {
+            let short = run.measure.throughput_per_s < 0.95 * run.workload.rate.unwrap();
+            assert!(short || run.measure.all.p99_ns > 250_000, "{}", run.index);
+        }
+    }
+    // The report draws it, and the result file reads back.
+    let html = dir.path().join("r.html");
+    bakeoff_report::html::HtmlExporter
+        .export(
+            std::slice::from_ref(&r),
+            &mut std::fs::File::create(&html).unwrap(),
+        )
+        .unwrap();
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        page.contains("latency against the offered load"),
+        "no capacity chart"
+    );
+    let back: ExperimentResult =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(back.searches.len(), 1);
 }

@@ -79,3 +79,101 @@ fn a_server_stall_shows_in_response_time_not_only_in_flight_requests() {
     );
     assert!(response.value_at_quantile(0.99) >= service.value_at_quantile(0.99));
 }
+
+/// `--trace N` keeps single operations' latencies in time order: every
+/// worker's, merged by finish time, no more than N, spread over the whole
+/// run, with the count of operations they sample; the report draws them.
+#[test]
+fn the_trace_keeps_single_latencies_in_time_order_within_its_bound() {
+    if !require("memcached", "memcached") {
+        return;
+    }
+    let dir = tmp();
+    let html = dir.path().join("r.html");
+    let r = run_ok(&[
+        "run",
+        "-t",
+        "memcached",
+        "--records",
+        "1000",
+        "--ops",
+        "6000",
+        "--clients",
+        "4",
+        "--threads",
+        "2",
+        "--warmup",
+        "0",
+        "--trace",
+        "500",
+        "--html",
+        html.to_str().unwrap(),
+    ]);
+    let run = &r["runs"][0];
+    let t = &run["trace"];
+    let f = |k: &str| -> Vec<f64> {
+        t[k].as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_f64().unwrap())
+            .collect()
+    };
+    let (at, lat) = (f("t_ms"), f("latency_us"));
+    assert_eq!(t["operations"].as_u64(), Some(6000), "{t}");
+    assert_eq!(at.len(), lat.len());
+    assert!((250..=500).contains(&at.len()), "{} kept", at.len());
+    assert!(at.windows(2).all(|w| w[0] <= w[1]), "not in time order");
+    assert!(lat.iter().all(|&l| l > 0.0));
+    // Spread over the run: the last kept operation finished near its end.
+    let span_ms = run["measure"]["duration_s"].as_f64().unwrap() * 1e3;
+    assert!(at[at.len() - 1] > 0.8 * span_ms, "{at:?} in {span_ms} ms");
+    // Its mean is that of the run, within what a sample allows.
+    let mean = lat.iter().sum::<f64>() / lat.len() as f64;
+    let run_mean = run["measure"]["all"]["mean_ns"].as_f64().unwrap() / 1e3;
+    assert!(
+        mean > run_mean / 2.0 && mean < run_mean * 2.0,
+        "{mean} µs against {run_mean} µs"
+    );
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains(r#"id="trace""#) && page.contains("mean: memcached"));
+}
+
+/// An open loop sends on time: at 500 requests/s from one client, the
+/// thread that waits for each send time wakes early enough that the
+/// response time (from the intended start) exceeds the service time
+/// (from the send) by less than 10 µs at the median; the send lag is
+/// stored as a histogram of its own.
+#[test]
+fn an_open_loop_sends_within_microseconds_of_its_schedule() {
+    if !require("redis-server", "redis-server") {
+        return;
+    }
+    let r = run_ok(&[
+        "run",
+        "-t",
+        "redis",
+        "--records",
+        "1000",
+        "--mix",
+        "100:0",
+        "--rate",
+        "500",
+        "--clients",
+        "1",
+        "--duration",
+        "4s",
+        "--warmup",
+        "1s",
+    ]);
+    let m = &r["runs"][0]["measure"];
+    let get = &m["ops"]["get"];
+    let response = get["latency"]["p50_ns"].as_u64().unwrap();
+    let service = get["service_time"]["p50_ns"].as_u64().unwrap();
+    assert!(
+        response.saturating_sub(service) < 10_000,
+        "response p50 {response} ns, service p50 {service} ns"
+    );
+    let lag = &m["send_lag"];
+    assert_eq!(lag["count"].as_u64(), get["completed"].as_u64(), "{lag}");
+    assert!(lag["p50_ns"].as_u64().unwrap() < 10_000, "{lag}");
+}

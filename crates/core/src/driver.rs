@@ -167,7 +167,7 @@ impl Job<'_> {
     /// Operations client `client` measures in an operation-count run.
     pub fn quota(&self, client: u32) -> u64 {
         match self.workload.ops {
-            None => u64::MAX,
+            None => self.workload.ops_per_client.unwrap_or(u64::MAX),
             Some(ops) => {
                 let c = self.workload.clients as u64;
                 ops / c + u64::from((client as u64) < ops % c)

@@ -170,6 +170,10 @@ impl<'j> Harness<'j> {
                 job.warmup_end_ns(),
                 job.measure_end_ns(),
                 cpu.reader(),
+            )
+            .with_trace(
+                (job.kind == JobKind::Measure && w.trace > 0)
+                    .then(|| (w.trace as usize).div_ceil(w.threads.max(1) as usize)),
             ),
             mix: MixChooser::new(w.mix.weights),
             open_loop,

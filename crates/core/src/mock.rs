@@ -28,6 +28,11 @@ pub struct MockDriver {
     pub miss_every: u64,
     /// Every n-th operation fails with a server error (0 = never).
     pub error_every: u64,
+    /// Requests the scripted server works on at once, first come first
+    /// served, per worker thread (0: every connection is served alone,
+    /// with no limit): with `k`, throughput saturates at `k` clients and
+    /// the capacity is `k` over the mean latency.
+    pub servers: usize,
 }
 
 impl Default for MockDriver {
@@ -36,6 +41,7 @@ impl Default for MockDriver {
             latency_ns: [50_000, 80_000, 90_000, 60_000, 500_000],
             miss_every: 20,
             error_every: 0,
+            servers: 0,
         }
     }
 }
@@ -96,6 +102,8 @@ impl Driver for MockDriver {
         let w = job.workload;
         let mut value = Vec::with_capacity(w.value_size.max());
         let mut now = 0u64;
+        // When each of the scripted server's workers is next free.
+        let mut free = vec![0u64; self.servers];
         loop {
             h.tick(now);
             // Every client makes the requests due now, up to the pipeline.
@@ -107,7 +115,11 @@ impl Driver for MockDriver {
                     let req = h.begin(ci, intended, now);
                     c.made += 1;
                     let (latency, what) = self.script(req.kind, c.made, c.client);
-                    let start = c.inflight.back().map_or(now, |&(_, done, _)| done.max(now));
+                    let mut start = c.inflight.back().map_or(now, |&(_, done, _)| done.max(now));
+                    if let Some(f) = free.iter_mut().min() {
+                        start = start.max(*f);
+                        *f = start + latency;
+                    }
                     c.inflight.push_back((req, start + latency, what));
                 }
             }

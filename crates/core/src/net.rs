@@ -45,6 +45,7 @@ use crate::driver::{Codec, Connector, Decoded, Driver, Job, Reply, WorkerOutput}
 use crate::error::TargetError;
 use crate::harness::{format_key, Harness, Outcome, Request, KEY_LEN, RECONNECT_EVERY_NS};
 use crate::ketama::Ketama;
+use crate::pacing::WakeLead;
 use crate::slots::{key_slot, Redirect, SlotMap};
 
 /// Which node a request goes to, when a target has several.
@@ -72,6 +73,13 @@ const ASKING: &[u8] = b"*1\r\n$6\r\nASKING\r\n";
 
 /// Redirections of one request before it counts as failed.
 const MAX_REDIRECTS: u8 = 5;
+
+/// The most an open loop wakes before a send time, ns.
+const MAX_WAKE_LEAD_NS: u64 = 100_000;
+
+/// The last stretch before a send time spent spinning rather than
+/// waiting, beyond the learnt lateness of wake-ups, ns.
+const SPIN_NS: u64 = 3_000;
 
 /// How often in-flight requests are checked against the timeout.
 const TIMEOUT_CHECK_EVERY_NS: u64 = 10_000_000;
@@ -273,6 +281,8 @@ struct Loop<'a, C: Codec, const MULTI: bool> {
     pipeline: usize,
     timeout_ns: u64,
     next_timeout_check: u64,
+    /// How late this thread's timed wake-ups come.
+    wake: WakeLead,
     /// The job's `t0` on CLOCK_MONOTONIC, ns.
     t0_ns: u64,
 }
@@ -347,6 +357,7 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
             pipeline,
             timeout_ns: (w.timeout_s * 1e9) as u64,
             next_timeout_check: 0,
+            wake: WakeLead::of_tail(MAX_WAKE_LEAD_NS),
             t0_ns: monotonic_ns().saturating_sub(job.t0.elapsed().as_nanos() as u64),
         };
         // Connect every client up front; if none can connect the job fails.
@@ -862,15 +873,49 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
                     break;
                 }
             }
-            let wait_ns = self.wait_ns(now);
-            self.wait_and_handle(wait_ns);
+            let (wait_ns, to_send) = self.wait_ns(now);
+            if !to_send || wait_ns == 0 {
+                self.wait_and_handle(wait_ns);
+                continue;
+            }
+            // The wait ends at a send time: wake early by what wake-ups
+            // have been late, and spin out the rest.
+            let early = self.wake.lead_ns() + SPIN_NS;
+            if wait_ns <= early {
+                if self.has_unsubmitted() {
+                    self.wait_and_handle(0);
+                } else {
+                    let until = now + wait_ns;
+                    while self.now() < until {
+                        std::hint::spin_loop();
+                    }
+                }
+                continue;
+            }
+            let planned = now + wait_ns - early;
+            if self.wait_and_handle(wait_ns - early) {
+                let woke = self.now();
+                if woke >= planned {
+                    self.wake.learn(planned, woke);
+                }
+            }
         }
         self.drain_kernel();
     }
 
+    /// Whether io_uring holds requests not yet submitted to the kernel.
+    fn has_unsubmitted(&mut self) -> bool {
+        match &mut self.backend {
+            Backend::Uring { ring, .. } => !ring.submission().is_empty(),
+            Backend::Epoll { .. } => false,
+        }
+    }
+
     /// One wait: io_uring submits everything queued and waits for at least
     /// one completion in the same system call; epoll waits for readiness.
-    fn wait_and_handle(&mut self, wait_ns: u64) {
+    /// Whether it ended with nothing to handle (by its time, or on a
+    /// signal).
+    fn wait_and_handle(&mut self, wait_ns: u64) -> bool {
         match &mut self.backend {
             Backend::Uring { ring, completions } => {
                 let ts = types::Timespec::new()
@@ -894,13 +939,17 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
                 }
                 completions.clear();
                 completions.extend(ring.completion().map(|cqe| (cqe.user_data(), cqe.result())));
-                for i in 0..completions.len() {
+                let completions_len = completions.len();
+                for i in 0..completions_len {
                     let (ud, res) = match &self.backend {
                         Backend::Uring { completions, .. } => completions[i],
                         Backend::Epoll { .. } => unreachable!(),
                     };
                     self.on_completion(ud, res);
                 }
+                // A timeout is not always an error (ETIME) here: a wait
+                // that brought no completion ended by its time.
+                completions_len == 0
             }
             Backend::Epoll { epfd, events } => {
                 let ms = (wait_ns / 1_000_000).min(100) as i32;
@@ -921,6 +970,7 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
                         self.kick_write(ci, now);
                     }
                 }
+                n == 0
             }
         }
     }
@@ -951,12 +1001,14 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
         }
     }
 
-    /// How long the next wait may last, ns.
-    fn wait_ns(&self, now: u64) -> u64 {
+    /// How long the next wait may last, ns, and whether it ends at an
+    /// open-loop send time.
+    fn wait_ns(&self, now: u64) -> (u64, bool) {
         let h = &self.harness;
         let mut until = h
             .next_tick()
             .min(self.next_timeout_check + TIMEOUT_CHECK_EVERY_NS);
+        let mut send_at = u64::MAX;
         if h.generating() {
             until = until.min(h.measure_end()).min(if h.warmup_end() > now {
                 h.warmup_end()
@@ -967,13 +1019,14 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
                 for ci in 0..self.client_inflight.len() {
                     if self.has_room(ci) {
                         if let Some(t) = h.next_start(ci, now) {
-                            until = until.min(t);
+                            send_at = send_at.min(t);
                         }
                     }
                 }
             }
         }
-        until.saturating_sub(now).min(100_000_000)
+        let wait = until.min(send_at).saturating_sub(now).min(100_000_000);
+        (wait, send_at <= until)
     }
 
     fn finish(mut self) -> WorkerOutput {

@@ -106,6 +106,9 @@ pub struct PhaseStats {
     /// Reads that found an older version than one acknowledged before
     /// they were sent (replication runs).
     pub stale_reads: u64,
+    /// Send lag (open loop only): from each request's intended start to
+    /// its actual send, all kinds; the response time less the service time.
+    pub send_lag: Option<Histogram<u64>>,
 }
 
 impl PhaseStats {
@@ -122,6 +125,7 @@ impl PhaseStats {
             rows: [0; OP_KINDS],
             steps: Vec::new(),
             stale_reads: 0,
+            send_lag: open_loop.then(new_histogram),
         }
     }
 
@@ -148,6 +152,9 @@ impl PhaseStats {
                 self.response[k].saturating_record(response_ns.max(1));
                 if let Some(s) = self.service.as_mut() {
                     s[k].saturating_record(service_ns.max(1));
+                }
+                if let Some(l) = self.send_lag.as_mut() {
+                    l.saturating_record(response_ns.saturating_sub(service_ns));
                 }
             }
             Completion::Error(e) => {
@@ -182,6 +189,11 @@ impl PhaseStats {
                 }
             }
             (None, Some(b)) => self.service = Some(b.clone()),
+            _ => {}
+        }
+        match (self.send_lag.as_mut(), other.send_lag.as_ref()) {
+            (Some(a), Some(b)) => a.add(b).expect("same bounds"),
+            (None, Some(b)) => self.send_lag = Some(b.clone()),
             _ => {}
         }
         for e in 0..ERROR_KINDS {
@@ -306,6 +318,8 @@ pub struct WorkerOutput {
     /// Redis Cluster: `MOVED` and `ASK` replies per node, all phases
     /// (empty otherwise).
     pub node_redirects: Vec<[u64; 2]>,
+    /// Single measured operations in time order, when asked for.
+    pub trace: Option<crate::trace::TraceRecorder>,
 }
 
 /// The bookkeeping of one worker: phase stats, the current one-second
@@ -326,6 +340,7 @@ pub struct WorkerMeter {
     window_start: u64,
     window_end: u64,
     busy_in_window: u64,
+    trace: Option<crate::trace::TraceRecorder>,
 }
 
 impl WorkerMeter {
@@ -352,7 +367,15 @@ impl WorkerMeter {
             window_start,
             window_end,
             busy_in_window: 0,
+            trace: None,
         }
+    }
+
+    /// Keeps the latency of up to `cap` measured operations in time order
+    /// (none when `None`).
+    pub fn with_trace(mut self, cap: Option<usize>) -> Self {
+        self.trace = cap.map(crate::trace::TraceRecorder::new);
+        self
     }
 
     /// When the current second ends, ns since the job's start.
@@ -394,6 +417,9 @@ impl WorkerMeter {
         self.stats[phase as usize].record(kind, response_ns, service_ns, how);
         self.interval.record(response_ns, how);
         self.last_completion = now;
+        if let (Some(t), 1, false) = (&mut self.trace, phase, matches!(how, Completion::Error(_))) {
+            t.record(now.saturating_sub(self.window_start), response_ns);
+        }
         // Only the part of each request inside the window counts: the
         // requests still out when a timed phase ends (or sent during the
         // warm-up) would otherwise skew Little's law by the drain.
@@ -436,6 +462,7 @@ impl WorkerMeter {
             durability: None,
             node_sent: Vec::new(),
             node_redirects: Vec::new(),
+            trace: self.trace,
         }
     }
 }

@@ -42,6 +42,10 @@ pub struct ExperimentResult {
     pub runs: Vec<RunResult>,
     /// Notes for the reader (client saturation, skipped targets, …).
     pub warnings: Vec<String>,
+    /// Peak and capacity searches (`--find-peak`, `--find-capacity`): one
+    /// per point and target, naming the runs that were its steps.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub searches: Vec<SearchResult>,
 }
 
 /// Where the numbers were measured.
@@ -116,6 +120,41 @@ impl TargetRecord {
             skipped: None,
         }
     }
+}
+
+/// What a peak or capacity search found at one point for one target.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct SearchResult {
+    /// Target id.
+    pub target: String,
+    /// Sweep values of the point searched (without the search's own axis).
+    pub point: BTreeMap<String, String>,
+    /// `peak` or `capacity`.
+    pub kind: String,
+    /// The capacity's latency bound.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bound: Option<crate::find::LatencyBound>,
+    /// Indexes of the runs that were its steps, in order.
+    pub runs: Vec<u32>,
+    /// The step found: the peak, or the highest rate that held (none if no
+    /// step held, or the search was cut short).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub found: Option<u32>,
+    /// Throughput there, ops/s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub throughput_per_s: Option<f64>,
+    /// Clients there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clients: Option<u32>,
+    /// Open-loop rate asked for there (capacity), ops/s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_per_s: Option<f64>,
+    /// The bound's percentile there (capacity), ns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_ns: Option<u64>,
+    /// The highest throughput of the closed-loop probe (capacity), ops/s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ceiling_per_s: Option<f64>,
 }
 
 /// Latency percentiles of one histogram, nanoseconds.
@@ -232,6 +271,11 @@ pub struct PhaseResult {
     /// than one whose write was acknowledged before the read was sent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stale_reads: Option<u64>,
+    /// Open loop: how late requests were sent, from their intended start
+    /// to the send (the client's own lateness, part of every response
+    /// time).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub send_lag: Option<LatencySummary>,
 }
 
 /// The time of one named step of a phased request.
@@ -309,6 +353,7 @@ impl PhaseResult {
                 })
                 .collect(),
             stale_reads: None,
+            send_lag: stats.send_lag.as_ref().map(LatencySummary::of),
         }
     }
 
@@ -372,6 +417,10 @@ pub struct ResourceSample {
     /// replica's).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub replication_lag_bytes: Option<u64>,
+    /// TCP connections established to the server (every node's), when
+    /// bakeoff started it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connections: Option<u64>,
     /// Memory (RSS + page cache) charged to the target's capped cgroup,
     /// bytes; only in runs with a memory cap.
     #[serde(skip_serializing_if = "Option::is_none", default)]
@@ -554,6 +603,10 @@ pub struct RunResult {
     /// phases (`--topology cluster:N`); absent for other topologies.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub redirections: Option<Redirections>,
+    /// The latency of single measured operations in time order (every Nth
+    /// once more were measured), when the workload asked for a trace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<crate::trace::LatencyTrace>,
 }
 
 /// Redirections a Redis Cluster answered requests with: each is a request

@@ -27,6 +27,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use bakeoff_core::error::TargetError;
+use bakeoff_core::pacing::{least_timer_slack, WakeLead};
 use bakeoff_core::plan::{Link, Workload};
 use bakeoff_core::recorder::monotonic_ns;
 use bakeoff_core::runner::LinkSample;
@@ -263,7 +264,7 @@ struct State<'a> {
     /// How late the timer wakes the thread, ns (a running mean): the timer
     /// is set that much early, and chunks due within it leave, so that
     /// they leave on time on average.
-    lead_ns: u64,
+    lead: WakeLead,
     pairs: Vec<Option<Pair>>,
     scratch: Vec<u8>,
     spare: Vec<Vec<u8>>,
@@ -278,10 +279,8 @@ fn relay_loop(
     wake: OwnedFd,
     counters: &Counters,
 ) -> std::io::Result<()> {
-    // A timer that fires within the wake-up latency of its time, not the
-    // default 50 µs slack.
+    least_timer_slack();
     // SAFETY: plain syscalls on this thread / fds owned below.
-    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
     let epfd = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
     if epfd < 0 {
         return Err(std::io::Error::last_os_error());
@@ -306,7 +305,7 @@ fn relay_loop(
         epfd,
         link,
         hold_ns,
-        lead_ns: 0,
+        lead: WakeLead::new(MAX_LEAD_NS),
         pairs: Vec::new(),
         scratch: vec![0u8; READ_CHUNK],
         spare: Vec::new(),
@@ -334,11 +333,7 @@ fn relay_loop(
                     // SAFETY: reading the expiry count of our timerfd.
                     unsafe { libc::read(timer.as_raw_fd(), buf.as_mut_ptr().cast(), 8) };
                     if armed > 0 {
-                        // Learn how late the timer wakes us (1/16 steps);
-                        // a stall (a page fault, a preemption) is not the
-                        // timer's lateness, so samples are capped.
-                        let late = now.saturating_sub(armed).min(MAX_LEAD_NS);
-                        st.lead_ns = (st.lead_ns * 15 + late) / 16;
+                        st.lead.learn(armed, now);
                     }
                     armed = 0;
                 }
@@ -368,7 +363,7 @@ fn relay_loop(
             }
         }
         if next != u64::MAX {
-            let at = next.saturating_sub(st.lead_ns).max(1);
+            let at = next.saturating_sub(st.lead.lead_ns()).max(1);
             if at != armed {
                 arm(timer.as_raw_fd(), at)?;
                 armed = at;
@@ -470,7 +465,7 @@ impl State<'_> {
             let d = &mut pair.dirs[dir];
             while !d.blocked {
                 let Some(c) = d.queue.front_mut() else { break };
-                if c.due > now + self.lead_ns {
+                if c.due > now + self.lead.lead_ns() {
                     next = Some(next.map_or(c.due, |n: u64| n.min(c.due)));
                     break;
                 }

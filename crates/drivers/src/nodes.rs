@@ -363,6 +363,9 @@ impl<D: Driver> Target for MultiNode<D> {
             sum.write_bytes += s.write_bytes;
             sum.write_calls += s.write_calls;
             sum.disk_bytes += s.disk_bytes;
+            if let Some(c) = s.connections {
+                *sum.connections.get_or_insert(0) += c;
+            }
         }
         if let Layout::PrimaryReplica { lag, .. } = &self.layout {
             sum.replication_lag_bytes = lag();

@@ -120,6 +120,7 @@ fn steady_state_allocations_on<C: Codec>(
         pipeline,
         duration_s: Some(2.5),
         ops: None,
+        ops_per_client: None,
         warmup_s: 0.0,
         rate: None,
         timeout_s: 5.0,
@@ -138,6 +139,9 @@ fn steady_state_allocations_on<C: Codec>(
         read_from: Default::default(),
         link: None,
         durability: false,
+        trace: 0,
+        find_peak: false,
+        find_capacity: None,
     };
     let pool = ValuePool::new(400);
     let stop = AtomicBool::new(false);

@@ -246,6 +246,25 @@ impl<'a> Page<'a> {
         }
     }
 
+    /// Which target leads each figure, by how much; the seed's finding.
+    fn verdict(&mut self) {
+        let lines: Vec<String> = self
+            .view
+            .sources
+            .iter()
+            .flat_map(|r| crate::verdict::verdict(r))
+            .collect();
+        if lines.is_empty() {
+            return;
+        }
+        self.h2("verdict", "Verdict");
+        self.html.push_str("<ul>");
+        for l in lines {
+            let _ = write!(self.html, "<li>{}</li>", esc(&l));
+        }
+        self.html.push_str("</ul>");
+    }
+
     fn summary(&mut self) {
         self.h2("summary", "Summary");
         let (head, rows) = crate::summary_table(
@@ -260,6 +279,7 @@ impl<'a> Page<'a> {
         self.durability();
         self.disk();
         self.topology();
+        self.searches();
         self.html.push_str(r#"<p class="note">Latencies are response times of the measured phase (warm-up excluded), all operation kinds together; throughput counts successful operations. Per operation kind: see the CSV or Markdown report.</p>"#);
     }
 
@@ -344,6 +364,155 @@ impl<'a> Page<'a> {
                     ranges: Vec::new(),
                 }],
             });
+        }
+        self.html.push_str("</div>");
+    }
+
+    /// Peak and capacity searches: the table of what each found, then per
+    /// point throughput against clients with each peak marked, and the
+    /// percentile against the offered load with the bound, every target on
+    /// one chart.
+    fn searches(&mut self) {
+        use crate::search::*;
+        let sources = self.view.sources.clone();
+        let rows: Vec<Vec<String>> = sources
+            .iter()
+            .flat_map(|r| r.searches.iter().map(search_row))
+            .collect();
+        if rows.is_empty() {
+            return;
+        }
+        self.h2("searches", "Peak and capacity");
+        let _ = write!(self.html, r#"<p class="note">{}</p>"#, esc(SEARCH_NOTE));
+        self.table(&SEARCH_HEAD, &rows, 3);
+        // One chart per kind and point, a line per series.
+        // (kind, point) → (series, steps drawn, the step found).
+        type Steps = Vec<(usize, Vec<(f64, f64)>, Option<(f64, f64)>)>;
+        let mut charts: BTreeMap<(String, String), Steps> = BTreeMap::new();
+        let mut bounds: BTreeMap<(String, String), f64> = BTreeMap::new();
+        for (si, r) in sources.iter().enumerate() {
+            for s in &r.searches {
+                let Some(series) = s
+                    .runs
+                    .first()
+                    .and_then(|i| {
+                        self.view
+                            .runs
+                            .iter()
+                            .find(|rr| rr.source == si && rr.run.index == *i)
+                    })
+                    .map(|rr| rr.series)
+                else {
+                    continue;
+                };
+                let key = (s.kind.clone(), crate::view::point_label(&s.point));
+                let (points, mark) = if s.kind == "capacity" {
+                    let b = s.bound.map(|b| b.max_ns as f64).unwrap_or(0.0);
+                    bounds.insert(key.clone(), b);
+                    let mark = s.rate_per_s.zip(s.latency_ns.map(|l| l as f64));
+                    (latency_against_load(r, s), mark)
+                } else {
+                    let mark = s.clients.map(f64::from).zip(s.throughput_per_s);
+                    (throughput_against_clients(r, s), mark)
+                };
+                charts.entry(key).or_default().push((series, points, mark));
+            }
+        }
+        self.html.push_str(r#"<div class="charts">"#);
+        // The seed's bars: each target's peak at each point.
+        let peak_points: Vec<String> = charts
+            .keys()
+            .filter(|(k, _)| k == "peak")
+            .map(|(_, p)| p.clone())
+            .collect();
+        if !peak_points.is_empty() {
+            let mut groups: BTreeMap<usize, Vec<Option<f64>>> = BTreeMap::new();
+            for (pi, p) in peak_points.iter().enumerate() {
+                for (series, _, mark) in &charts[&("peak".to_string(), p.clone())] {
+                    let g = groups
+                        .entry(*series)
+                        .or_insert_with(|| vec![None; peak_points.len()]);
+                    g[pi] = mark.map(|m| m.1);
+                }
+            }
+            self.bars(BarChart {
+                title: "Peak throughput (higher is better)".into(),
+                categories: peak_points.clone(),
+                x_title: "point".into(),
+                y: Axis::linear("operations per second", fmt_ops),
+                groups: groups
+                    .into_iter()
+                    .map(|(series, values)| BarGroup {
+                        name: self.view.series[series].clone(),
+                        style: series,
+                        values,
+                        ranges: Vec::new(),
+                    })
+                    .collect(),
+            });
+        }
+        for ((kind, point), lines) in charts {
+            let mut all: Vec<Line> = Vec::new();
+            for (series, points, mark) in &lines {
+                let name = &self.view.series[*series];
+                all.push(Line {
+                    name: name.clone(),
+                    points: points.clone(),
+                    ranges: Vec::new(),
+                    style: *series,
+                    markers: true,
+                });
+                if let Some(m) = mark {
+                    all.push(Line {
+                        name: format!(
+                            "{name}: {}",
+                            if kind == "capacity" {
+                                "capacity"
+                            } else {
+                                "peak"
+                            }
+                        ),
+                        points: vec![*m],
+                        ranges: vec![Some((m.1 * 0.9, m.1 * 1.1))],
+                        style: *series,
+                        markers: true,
+                    });
+                }
+            }
+            if kind == "capacity" {
+                let b = bounds
+                    .get(&(kind.clone(), point.clone()))
+                    .copied()
+                    .unwrap_or(0.0);
+                let xs = all.iter().flat_map(|l| l.points.iter().map(|p| p.0));
+                let hi = xs.fold(0.0f64, f64::max);
+                all.push(Line {
+                    name: format!("bound {}", fmt_lat(b)),
+                    points: vec![(0.0, b), (hi, b)],
+                    ranges: Vec::new(),
+                    style: 7,
+                    markers: false,
+                });
+                let scale =
+                    Scale::fitting(all.iter().flat_map(|l| l.points.iter().map(|p| p.1)), 50.0);
+                self.line(LineChart {
+                    title: format!(
+                        "{point}: latency against the offered load (the bound's percentile)"
+                    ),
+                    x: XAxis::Numeric(Axis::linear("offered load (ops/s)", fmt_ops)),
+                    y: Axis::linear("response time", fmt_lat).with_scale(scale),
+                    lines: all,
+                    bands: Vec::new(),
+                });
+            } else {
+                self.line(LineChart {
+                    title: format!("{point}: throughput against clients, the peak marked"),
+                    x: XAxis::Numeric(Axis::linear("clients", fmt_count).with_scale(Scale::Log)),
+                    y: Axis::linear("operations per second", fmt_ops),
+                    lines: all,
+                    bands: Vec::new(),
+                });
+            }
         }
         self.html.push_str("</div>");
     }
@@ -686,6 +855,68 @@ impl<'a> Page<'a> {
     }
 
     /// Per-second charts for each point (first repeat), warm-up shaded.
+    /// The latency of each traced operation in time order, one line per
+    /// target, the means in the title (the charts of 000-set and 000-get).
+    fn traces(&mut self) {
+        let points = self.view.points();
+        let mut charts = Vec::new();
+        for p in &points {
+            let runs: Vec<(usize, &bakeoff_core::trace::LatencyTrace)> = self
+                .view
+                .runs
+                .iter()
+                .filter(|r| &r.run.point == p && r.run.repeat == 0)
+                .filter_map(|r| r.run.trace.as_ref().map(|t| (r.series, t)))
+                .filter(|(_, t)| !t.latency_us.is_empty())
+                .collect();
+            if !runs.is_empty() {
+                charts.push((p, runs));
+            }
+        }
+        if charts.is_empty() {
+            return;
+        }
+        self.h2("trace", "Latency of each operation");
+        self.html.push_str(r#"<p class="note">The response time of single measured operations in the order they finished (all clients together), as the seeds drew them: every operation while the trace's bound (<code>--trace</code>) held them all, else every Nth, evenly over the run. The mean in the title is that of the operations drawn.</p><div class="charts">"#);
+        for (p, runs) in charts {
+            let means = runs
+                .iter()
+                .map(|(s, t)| format!("{} {}", self.view.series[*s], fmt_lat(t.mean_us() * 1e3)))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let lines: Vec<Line> = runs
+                .iter()
+                .map(|(s, t)| {
+                    let step = t.operations as f64 / t.latency_us.len() as f64;
+                    Line {
+                        name: self.view.series[*s].clone(),
+                        points: t
+                            .latency_us
+                            .iter()
+                            .enumerate()
+                            .map(|(i, us)| ((i as f64 * step).round(), us * 1e3))
+                            .collect(),
+                        ranges: Vec::new(),
+                        style: *s,
+                        markers: false,
+                    }
+                })
+                .collect();
+            let scale = Scale::fitting(
+                lines.iter().flat_map(|l| l.points.iter().map(|p| p.1)),
+                50.0,
+            );
+            self.line(LineChart {
+                title: format!("{} — mean: {means}", point_label(p)),
+                x: XAxis::Numeric(Axis::linear("operation, in time order", fmt_count)),
+                y: Axis::linear("response time", fmt_lat).with_scale(scale),
+                lines,
+                bands: Vec::new(),
+            });
+        }
+        self.html.push_str("</div>");
+    }
+
     fn timelines(&mut self) {
         self.h2("timeline", "Second by second");
         self.html.push_str(r#"<p class="note">Each point's first repeat; time 0 is the start of the measured phase; the shaded stretches before it are the load and the warm-up, excluded from every other number; a fault (<code>--fault</code>) is shaded from its moment until the server held its port again. Server resources are those of the managed server (its processes summed), or of bakeoff itself for an in-process engine.</p>"#);
@@ -808,6 +1039,26 @@ impl<'a> Page<'a> {
                     "Replication lag (bytes of the stream the replica has still to apply)",
                     |s| s.replication_lag_bytes.map(|b| b as f64),
                     Axis::linear("lag", fmt_bytes_axis),
+                ));
+            }
+            if runs
+                .iter()
+                .any(|(_, r)| r.resources.iter().any(|s| s.disk_bytes > 0))
+            {
+                res.push((
+                    "Data size (the server's data directory)",
+                    |s| Some(s.disk_bytes as f64),
+                    Axis::linear("bytes on disk", fmt_bytes_axis),
+                ));
+            }
+            if runs
+                .iter()
+                .any(|(_, r)| r.resources.iter().any(|s| s.connections.is_some()))
+            {
+                res.push((
+                    "Connections the server holds",
+                    |s| s.connections.map(|c| c as f64),
+                    Axis::linear("established TCP connections", fmt_count),
                 ));
             }
             if capped {
@@ -1157,7 +1408,10 @@ impl<'a> Page<'a> {
                         match (w.duration_s, w.ops) {
                             (Some(d), _) => format!("{d} s measured"),
                             (None, Some(n)) => format!("{n} operations measured"),
-                            _ => String::new(),
+                            _ => w
+                                .ops_per_client
+                                .map(|n| format!("{n} operations per client measured"))
+                                .unwrap_or_default(),
                         },
                         w.warmup_s,
                         match w.rate {
@@ -1294,12 +1548,14 @@ impl Exporter for HtmlExporter {
         };
         let title: Vec<&str> = results.iter().map(|r| r.plan.name.as_str()).collect();
         page.header();
+        page.verdict();
         page.summary();
         if !page.view.runs.is_empty() {
             page.overview();
             page.sweeps();
             page.spectrum();
             page.timelines();
+            page.traces();
             page.steps();
         }
         page.errors();

@@ -29,8 +29,10 @@ pub mod csv;
 pub mod durability;
 pub mod html;
 pub mod markdown;
+pub mod search;
 pub mod svg;
 pub mod topology;
+pub mod verdict;
 pub mod view;
 
 /// A report format. Implementations only read the results; they never
@@ -231,6 +233,14 @@ impl Exporter for TextExporter {
                 r.runs.len(),
                 r.status
             )?;
+            let verdict = verdict::verdict(r);
+            if !verdict.is_empty() {
+                writeln!(out, "verdict:")?;
+                for line in verdict {
+                    writeln!(out, "  {line}")?;
+                }
+                writeln!(out)?;
+            }
             let (head, body) = summary_table(
                 &sources,
                 r.runs.iter().map(|run| (i, run.target.as_str(), run)),
@@ -252,6 +262,11 @@ impl Exporter for TextExporter {
                     "\ndisk per write (the server's processes, warm-up and measured phase):"
                 )?;
                 text_table(&rows, 2, out)?;
+                writeln!(out)?;
+            }
+            if let Some(rows) = search::search_rows(r) {
+                writeln!(out, "\nsearches (peak: clients doubled until throughput stopped rising; capacity: the highest open-loop rate that held the bound):")?;
+                text_table(&rows, 3, out)?;
                 writeln!(out)?;
             }
             if let Some(rows) = topology::nodes_rows(r) {

@@ -738,6 +738,7 @@ impl ManagedServer {
             bytes: d.bytes_written,
         });
         s.disk_bytes = dir_size(self.dir.path());
+        s.connections = established_to_port(self.addr.port());
         if let Some(u) = self.cap.as_ref().and_then(|c| c.usage()) {
             s.cgroup_memory_bytes = Some(u.total);
             s.cgroup_cache_bytes = Some(u.cache);
@@ -853,6 +854,37 @@ pub fn raise_open_file_limit() -> u64 {
     lim.rlim_cur
 }
 
+/// TCP connections in state ESTABLISHED whose local port is `port`, from
+/// the kernel's socket tables (IPv4 and IPv6): what a server on that port
+/// holds, whatever its architecture (PostgreSQL forks per connection,
+/// memcached threads over them).
+pub fn established_to_port(port: u16) -> Option<u64> {
+    let mut found = None;
+    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        let Ok(text) = std::fs::read_to_string(table) else {
+            continue;
+        };
+        *found.get_or_insert(0) += count_established(&text, port);
+    }
+    found
+}
+
+/// Counts the lines of a `/proc/net/tcp` table with local port `port` and
+/// state 01 (ESTABLISHED).
+fn count_established(table: &str, port: u16) -> u64 {
+    let suffix = format!(":{port:04X}");
+    table
+        .lines()
+        .skip(1)
+        .filter(|l| {
+            let mut f = l.split_whitespace();
+            let local = f.nth(1).unwrap_or("");
+            let state = f.nth(1).unwrap_or("");
+            state == "01" && local.ends_with(&suffix)
+        })
+        .count() as u64
+}
+
 /// Reads CPU time, RSS and storage I/O of process `pid` from /proc.
 pub fn proc_snapshot(pid: u32) -> Option<ProcSnapshot> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
@@ -884,6 +916,7 @@ pub fn proc_snapshot(pid: u32) -> Option<ProcSnapshot> {
         cgroup_memory_bytes: None,
         cgroup_cache_bytes: None,
         replication_lag_bytes: None,
+        connections: None,
         nodes: Vec::new(),
     })
 }
@@ -1014,6 +1047,24 @@ pub fn dir_size(dir: &Path) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn established_connections_are_counted_by_local_port_and_state() {
+        // Port 11211 is 2BCB; state 01 is ESTABLISHED, 0A LISTEN, 06 TIME_WAIT.
+        let table = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
+   0: 0100007F:2BCB 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1 1 0 100 0 0 10 0
+   1: 0100007F:2BCB 0100007F:A1B2 01 00000000:00000000 00:00000000 00000000     0        0 2 1 0 20 4 30 10 -1
+   2: 0100007F:2BCB 0100007F:A1B3 01 00000000:00000000 00:00000000 00000000     0        0 3 1 0 20 4 30 10 -1
+   3: 0100007F:A1B2 0100007F:2BCB 01 00000000:00000000 00:00000000 00000000     0        0 4 1 0 20 4 30 10 -1
+   4: 0100007F:2BCB 0100007F:A1B4 06 00000000:00000000 00:00000000 00000000     0        0 0 1 0 20 4 30 10 -1
+   5: 0100007F:12BCB 0100007F:A1B5 01 00000000:00000000 00:00000000 00000000     0        0 5 1 0 20 4 30 10 -1
+";
+        // Two established to the port; not the listener, not the client's
+        // own end, not TIME_WAIT. (Line 5's port is not 11211 either: it
+        // ends in the same digits only.)
+        assert_eq!(count_established(table, 11211), 2);
+        assert_eq!(count_established(table, 0xA1B2), 1);
+    }
 
     /// `program` started with `args` on a port of bakeoff's choosing,
     /// ready as soon as it answers, within `ready_timeout`.

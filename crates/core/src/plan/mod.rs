@@ -57,7 +57,7 @@ pub struct Plan {
     #[serde(default = "full_scale")]
     pub scale: String,
     /// What the seed report found, for the report to set beside this run.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finding: Option<String>,
     /// Targets, in order.
     pub targets: Vec<TargetSpec>,
@@ -261,7 +261,7 @@ impl Given {
             let p = declared(key, "workload", false)?;
             // A flag for one of two exclusive parameters replaces the
             // preset's other one.
-            if let Some(other) = p.excludes {
+            for other in p.excludes {
                 if given.values.get(other).is_some_and(|(_, o)| !o.from_flag) {
                     given.values.remove(other);
                 }
@@ -315,11 +315,17 @@ fn workload(given: &Given) -> Result<Workload, PlanError> {
             p.put(&mut w, &value);
         }
     }
-    if given.has("ops") {
-        if given.has("duration") {
-            return Err(given
-                .origin("ops")
-                .err("give either a duration or an operation count, not both"));
+    for counted in ["ops", "ops_per_client"] {
+        if !given.has(counted) {
+            continue;
+        }
+        if let Some(other) = ["duration", "ops", "ops_per_client"]
+            .into_iter()
+            .find(|o| *o != counted && given.has(o))
+        {
+            return Err(given.origin(counted).err(format!(
+                "give one of a duration, an operation count and a count per client, not {counted} and {other}"
+            )));
         }
         w.duration_s = None;
     }
@@ -1020,7 +1026,25 @@ mod tests {
         )
         .unwrap_err()
         .to_string();
-        assert!(e.contains("either a duration or an operation count"), "{e}");
+        assert!(
+            e.contains("give one of a duration, an operation count"),
+            "{e}"
+        );
+        let e = build(
+            "[workload]\nops = 100\nops_per_client = 10\n",
+            Overrides::default(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("not ops and ops_per_client"), "{e}");
+        // A count per client replaces a preset's duration given on the command line.
+        let mut f = Overrides::default();
+        f.workload.insert("ops_per_client".into(), "10".into());
+        let p = build("[workload]\nduration = \"5s\"\n", f).unwrap();
+        assert_eq!(
+            (p.workload.ops_per_client, p.workload.duration_s),
+            (Some(10), None)
+        );
         let mut f = Overrides::default();
         f.workload.insert("ops".into(), "100".into());
         let p = build("[workload]\nduration = \"5s\"\n", f).unwrap();

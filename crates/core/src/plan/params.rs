@@ -35,7 +35,7 @@ pub struct Param {
     pub sweep: Option<SweepFlag>,
     /// A parameter this one replaces when given by a flag, and cannot be
     /// given together with in one source (`duration` and `ops`).
-    pub excludes: Option<&'static str>,
+    pub excludes: &'static [&'static str],
     /// The field of [`Workload`] it sets (the result file's spelling).
     pub field: &'static str,
     /// Parses and checks one value, giving it as the field holds it.
@@ -214,7 +214,7 @@ pub static PARAMS: &[Param] = &[
             help: "Sweep over client counts, e.g. `1,10,100`.",
             separator: ',',
         }),
-        excludes: None,
+        excludes: &[],
         field: "clients",
         parse: |s| json(positive(s, "clients")),
         show: |w| w.clients.to_string(),
@@ -228,7 +228,7 @@ pub static PARAMS: &[Param] = &[
         default: Some("1"),
         switch: None,
         sweep: None,
-        excludes: None,
+        excludes: &[],
         field: "threads",
         parse: |s| json(positive(s, "threads")),
         show: |w| w.threads.to_string(),
@@ -242,7 +242,7 @@ pub static PARAMS: &[Param] = &[
         default: Some("1"),
         switch: None,
         sweep: None,
-        excludes: None,
+        excludes: &[],
         field: "pipeline",
         parse: |s| json(positive(s, "pipeline depth")),
         show: |w| w.pipeline.to_string(),
@@ -256,7 +256,7 @@ pub static PARAMS: &[Param] = &[
         default: Some("10s"),
         switch: None,
         sweep: None,
-        excludes: Some("ops"),
+        excludes: &["ops", "ops_per_client"],
         field: "duration_s",
         parse: |s| json(duration(s, "a duration of 0 measures nothing; use e.g. 10s")),
         show: |w| w.duration_s.map(seconds).unwrap_or_else(|| "none".into()),
@@ -270,7 +270,7 @@ pub static PARAMS: &[Param] = &[
         default: None,
         switch: None,
         sweep: None,
-        excludes: Some("duration"),
+        excludes: &["duration", "ops_per_client"],
         field: "ops",
         parse: |s| {
             json(parse_count(s).and_then(|n| match n {
@@ -281,6 +281,29 @@ pub static PARAMS: &[Param] = &[
         show: |w| w.ops.map(|n| n.to_string()).unwrap_or_else(|| "none".into()),
     },
     Param {
+        key: "ops_per_client",
+        flag: "ops-per-client",
+        short: None,
+        value_name: "COUNT",
+        help: "Measure this many operations on each client instead of a duration (001-concurrency-errors: 500 clients × 100 operations); the run ends when the last client is done.",
+        default: None,
+        switch: None,
+        sweep: None,
+        excludes: &["duration", "ops"],
+        field: "ops_per_client",
+        parse: |s| {
+            json(parse_count(s).and_then(|n| match n {
+                0 => Err("0 operations per client measures nothing; use at least 1".into()),
+                n => Ok(n),
+            }))
+        },
+        show: |w| {
+            w.ops_per_client
+                .map(|n| n.to_string())
+                .unwrap_or_else(|| "none".into())
+        },
+    },
+    Param {
         key: "warmup",
         flag: "warmup",
         short: None,
@@ -289,7 +312,7 @@ pub static PARAMS: &[Param] = &[
         default: Some("2s"),
         switch: None,
         sweep: None,
-        excludes: None,
+        excludes: &[],
         field: "warmup_s",
         parse: |s| json(duration(s, "")),
         show: |w| seconds(w.warmup_s),
@@ -303,7 +326,7 @@ pub static PARAMS: &[Param] = &[
         default: None,
         switch: None,
         sweep: None,
-        excludes: None,
+        excludes: &[],
         field: "rate",
         parse: |s| {
             let v: f64 = s
@@ -331,7 +354,7 @@ pub static PARAMS: &[Param] = &[
         default: Some("5s"),
         switch: None,
         sweep: None,
-        excludes: None,
+        excludes: &[],
         field: "timeout_s",
         parse: |s| json(duration(s, "a timeout of 0 fails every request; use e.g. 5s")),
         show: |w| seconds(w.timeout_s),
@@ -349,7 +372,7 @@ pub static PARAMS: &[Param] = &[
             help: "Sweep over value sizes, e.g. `1k,10k,100k`.",
             separator: ',',
         }),
-        excludes: None,
+        excludes: &[],
         field: "value_size",
         parse: |s| json(value_sizes(s)),
         show: |w| w.value_size.to_string(),
@@ -363,7 +386,7 @@ pub static PARAMS: &[Param] = &[
         default: Some("random"),
         switch: None,
         sweep: None,
-        excludes: None,
+        excludes: &[],
         field: "value_content",
         parse: |s| json(s.parse::<ValueContent>()),
         show: |w| word(&w.value_content),
@@ -381,7 +404,7 @@ pub static PARAMS: &[Param] = &[
             help: "Sweep over mixes, e.g. `100:0,95:5,50:50`.",
             separator: ',',
         }),
-        excludes: None,
+        excludes: &[],
         field: "mix",
         parse: |s| json(Mix::parse(s)),
         show: |w| w.mix.to_string(),
@@ -399,7 +422,7 @@ pub static PARAMS: &[Param] = &[
             help: "Sweep over record counts, e.g. `100k,1m`.",
             separator: ',',
         }),
-        excludes: None,
+        excludes: &[],
         field: "records",
         parse: |s| {
             json(parse_count(s).and_then(|v| match v {
@@ -421,7 +444,7 @@ pub static PARAMS: &[Param] = &[
         default: Some("uniform"),
         switch: None,
         sweep: None,
-        excludes: None,
+        excludes: &[],
         field: "key_distribution",
         parse: |s| json(s.parse::<KeyDistribution>()),
         show: |w| word(&w.key_distribution),
@@ -435,7 +458,7 @@ pub static PARAMS: &[Param] = &[
         default: Some("true"),
         switch: Some("false"),
         sweep: None,
-        excludes: None,
+        excludes: &[],
         field: "load",
         parse: |s| json(switch(s)),
         show: |w| w.load.to_string(),
@@ -449,7 +472,7 @@ pub static PARAMS: &[Param] = &[
         default: Some("false"),
         switch: Some("true"),
         sweep: None,
-        excludes: None,
+        excludes: &[],
         field: "grow",
         parse: |s| json(switch(s)),
         show: |w| w.grow.to_string(),
@@ -467,7 +490,7 @@ pub static PARAMS: &[Param] = &[
             help: "Sweep over memory caps, e.g. `256mb,none` (see --memory-cap).",
             separator: ',',
         }),
-        excludes: None,
+        excludes: &[],
         field: "memory_cap",
         parse: |s| json(memory_cap(s)),
         show: |w| {
@@ -485,7 +508,7 @@ pub static PARAMS: &[Param] = &[
         default: Some("auto"),
         switch: None,
         sweep: None,
-        excludes: None,
+        excludes: &[],
         field: "io",
         parse: |s| json(s.parse::<IoBackend>()),
         show: |w| word(&w.io),
@@ -499,7 +522,7 @@ pub static PARAMS: &[Param] = &[
         default: Some("kv"),
         switch: None,
         sweep: None,
-        excludes: None,
+        excludes: &[],
         field: "record",
         parse: |s| json(s.parse::<RecordKind>()),
         show: |w| word(&w.record),
@@ -517,7 +540,7 @@ pub static PARAMS: &[Param] = &[
             help: "Sweep over searches, e.g. `name,sex,location,all`.",
             separator: ',',
         }),
-        excludes: None,
+        excludes: &[],
         field: "search",
         parse: |s| json(s.parse::<SearchKind>()),
         show: |w| w.search.to_string(),
@@ -535,7 +558,7 @@ pub static PARAMS: &[Param] = &[
             help: "Sweep over indexes, e.g. `on,off`.",
             separator: ',',
         }),
-        excludes: None,
+        excludes: &[],
         field: "indexes",
         parse: |s| json(switch(s)),
         show: |w| on_off(w.indexes),
@@ -549,7 +572,7 @@ pub static PARAMS: &[Param] = &[
         default: Some("1"),
         switch: None,
         sweep: None,
-        excludes: None,
+        excludes: &[],
         field: "batch",
         parse: |s| {
             json(parse_count(s).and_then(|n| match n {
@@ -571,7 +594,7 @@ pub static PARAMS: &[Param] = &[
         default: Some("op"),
         switch: None,
         sweep: None,
-        excludes: None,
+        excludes: &[],
         field: "request",
         parse: |s| json(s.parse::<RequestMode>()),
         show: |w| w.request.name().to_string(),
@@ -585,7 +608,7 @@ pub static PARAMS: &[Param] = &[
         default: None,
         switch: None,
         sweep: None,
-        excludes: None,
+        excludes: &[],
         field: "fault",
         parse: |s| json(Fault::parse(s)),
         show: |w| w.fault.map(|f| f.to_string()).unwrap_or_else(|| "none".into()),
@@ -603,7 +626,7 @@ pub static PARAMS: &[Param] = &[
             help: "Sweep over topologies, e.g. `single,shards:4` (see --topology).",
             separator: ',',
         }),
-        excludes: None,
+        excludes: &[],
         field: "topology",
         parse: |s| json(s.parse::<Topology>()),
         show: |w| w.topology.to_string(),
@@ -621,7 +644,7 @@ pub static PARAMS: &[Param] = &[
             help: "Sweep over where reads go, e.g. `primary,replica` (see --read-from).",
             separator: ',',
         }),
-        excludes: None,
+        excludes: &[],
         field: "read_from",
         parse: |s| json(s.parse::<ReadFrom>()),
         show: |w| w.read_from.name().to_string(),
@@ -639,7 +662,7 @@ pub static PARAMS: &[Param] = &[
             help: "Sweep over links, e.g. `none;rtt=150us` (see --link; values are separated by `;`).",
             separator: ';',
         }),
-        excludes: None,
+        excludes: &[],
         field: "link",
         parse: |s| json(link(s)),
         show: |w| w.link.map(|l| l.to_string()).unwrap_or_else(|| "none".into()),
@@ -653,12 +676,69 @@ pub static PARAMS: &[Param] = &[
         default: Some("false"),
         switch: Some("true"),
         sweep: None,
-        excludes: None,
+        excludes: &[],
         field: "durability",
         parse: |s| json(switch(s)),
         show: |w| on_off(w.durability),
     },
+    Param {
+        key: "trace",
+        flag: "trace",
+        short: None,
+        value_name: "COUNT",
+        help: "Keep the latency of single measured operations in time order, up to COUNT of them (every one while they fit, then every 2nd, 4th, …, evenly over the run), for the report's chart of each operation's latency (000-set, 000-get); 0 keeps none. At most 1000000.",
+        default: Some("0"),
+        switch: None,
+        sweep: None,
+        excludes: &[],
+        field: "trace",
+        parse: |s| {
+            json(parse_count(s).and_then(|n| match n {
+                n if n > MAX_TRACE => Err(format!(
+                    "{n} traced operations would make a result file of hundreds of MB; keep at most {MAX_TRACE}"
+                )),
+                n => Ok(n as u32),
+            }))
+        },
+        show: |w| w.trace.to_string(),
+    },
+    Param {
+        key: "find_peak",
+        flag: "find-peak",
+        short: None,
+        value_name: "",
+        help: "At each point and target, find the peak: run with 1, 2, 4, … clients (threads up to --threads) until throughput rises by less than 5 % over the best twice running, or a step fails; the report gives the peak and the clients that reached it, and draws throughput against clients with the peak marked (004-peak).",
+        default: Some("false"),
+        switch: Some("true"),
+        sweep: None,
+        excludes: &["find_capacity"],
+        field: "find_peak",
+        parse: |s| json(switch(s)),
+        show: |w| on_off(w.find_peak),
+    },
+    Param {
+        key: "find_capacity",
+        flag: "find-capacity",
+        short: None,
+        value_name: "pNN<=TIME",
+        help: "At each point and target, find the capacity under a latency bound, e.g. `p99<=1ms`: a closed-loop probe finds the ceiling, then 6 open-loop steps bisect the rate (at --clients connections); a step holds when the percentile stays under the bound, nothing fails and the rate reached is within 5 % of the rate asked for. The report gives each target's capacity and draws the percentile against the offered load, every target on one chart.",
+        default: None,
+        switch: None,
+        sweep: None,
+        excludes: &["find_peak"],
+        field: "find_capacity",
+        parse: |s| {
+            json(match s.trim() {
+                "none" => Ok(None),
+                t => crate::find::LatencyBound::parse(t).map(Some),
+            })
+        },
+        show: |w| w.find_capacity.map(|b| b.to_string()).unwrap_or_else(|| "none".into()),
+    },
 ];
+
+/// Most operations a trace keeps.
+const MAX_TRACE: u64 = 1_000_000;
 
 #[cfg(test)]
 mod tests {

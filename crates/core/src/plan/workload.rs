@@ -130,6 +130,9 @@ pub struct Workload {
     pub duration_s: Option<f64>,
     /// Operations to measure (all clients together), when counted.
     pub ops: Option<u64>,
+    /// Operations each client measures, when counted per client.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ops_per_client: Option<u64>,
     /// Warm-up length in seconds (not measured).
     pub warmup_s: f64,
     /// Target rate in ops/s (open loop); `None` = closed loop.
@@ -184,6 +187,17 @@ pub struct Workload {
     /// every attempted id is read back after the run.
     #[serde(default, skip_serializing_if = "is_false")]
     pub durability: bool,
+    /// Operations whose single latencies are kept in time order (every
+    /// Nth once more are measured); 0 keeps none.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub trace: u32,
+    /// At each point, raise the clients until throughput stops rising.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub find_peak: bool,
+    /// At each point, search the highest open-loop rate at which this
+    /// bound holds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub find_capacity: Option<crate::find::LatencyBound>,
 }
 
 /// What one measured request is.
@@ -237,6 +251,10 @@ fn is_single(t: &super::Topology) -> bool {
 
 fn is_false(b: &bool) -> bool {
     !*b
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 fn one() -> u32 {

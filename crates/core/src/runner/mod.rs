@@ -27,6 +27,7 @@ use crate::value::ValuePool;
 use crate::workload::{KeyDistribution, OpKind, ZipfianConstants, OP_KINDS};
 
 mod check;
+mod search;
 
 /// What a target's link relay (`--link`) did so far.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -67,6 +68,9 @@ pub struct ProcSnapshot {
     pub cgroup_cache_bytes: Option<u64>,
     /// Replication: how far the replica is behind, bytes of the stream.
     pub replication_lag_bytes: Option<u64>,
+    /// TCP connections established to the server's port (every node's),
+    /// counted from the kernel's socket table.
+    pub connections: Option<u64>,
     /// A target of several servers: each node's own counters (the fields
     /// above are their sums), in the order of [`Target::nodes`].
     pub nodes: Vec<NodeProc>,
@@ -281,6 +285,8 @@ pub struct JobOutcome {
     pub node_sent: Vec<[u64; OP_KINDS]>,
     /// Redis Cluster: `MOVED` and `ASK` replies per node.
     pub node_redirects: Vec<[u64; 2]>,
+    /// Single measured operations in time order, when asked for.
+    pub trace: Option<crate::trace::LatencyTrace>,
 }
 
 /// Adds per-node counts `more` into `into`.
@@ -390,7 +396,10 @@ pub fn run_job(
         let handles: Vec<_> = (0..threads)
             .map(|w| {
                 let job = &job;
-                s.spawn(move || driver.run_worker(job, w))
+                s.spawn(move || {
+                    crate::pacing::least_timer_slack();
+                    driver.run_worker(job, w)
+                })
             })
             .collect();
         let mut next_sample = Duration::from_secs(1);
@@ -497,6 +506,10 @@ pub fn run_job(
             }
         }
     }
+    let trace = outputs.iter().any(|o| o.trace.is_some()).then(|| {
+        let measured = phases.get(1).map_or(0, |p| p.completed.iter().sum());
+        crate::trace::LatencyTrace::merge(outputs.iter().filter_map(|o| o.trace.as_ref()), measured)
+    });
     let warmup_end = job.warmup_end_ns();
     let last = outputs
         .iter()
@@ -540,6 +553,7 @@ pub fn run_job(
         durability,
         node_sent,
         node_redirects,
+        trace,
     })
 }
 
@@ -564,6 +578,73 @@ fn timeline_point(iv: &Interval, phase: &str) -> TimelinePoint {
         max_ns: if h.is_empty() { 0 } else { h.max() },
         client_cpu_percent: iv.cpu_ns as f64 / 1e7,
     }
+}
+
+/// An open loop's own failings: requests sent late (send lag p99 above
+/// 10 µs and above 5 % of the response time's p99), or a rate asked for
+/// that was not reached (more than 5 % under it).
+fn open_loop_notes(run: &RunResult, label: &str) -> Vec<String> {
+    let mut notes = Vec::new();
+    let Some(rate) = run.workload.rate else {
+        return notes;
+    };
+    let m = &run.measure;
+    if let Some(lag) = m.send_lag.as_ref().filter(|l| l.count > 0) {
+        if lag.p99_ns > 10_000 && lag.p99_ns as f64 > 0.05 * m.all.p99_ns as f64 {
+            notes.push(format!(
+                "run {} ({label}): requests left late, send lag p99 {} (response time p99 {}): part of the response time is bakeoff's own lateness; fewer --clients per thread or more --threads.",
+                run.index,
+                crate::units::fmt_ns(lag.p99_ns as f64),
+                crate::units::fmt_ns(m.all.p99_ns as f64)
+            ));
+        }
+    }
+    let achieved =
+        m.throughput_per_s + m.errors.values().sum::<u64>() as f64 / m.duration_s.max(1e-9);
+    if run.status == "ok" && m.duration_s > 0.0 && achieved < 0.95 * rate {
+        notes.push(format!(
+            "run {} ({label}): the rate asked for was not reached: {} of {} ({:.0} % short); the target or the client could not keep up.",
+            run.index,
+            crate::units::fmt_rate(achieved),
+            crate::units::fmt_rate(rate),
+            100.0 * (1.0 - achieved / rate)
+        ));
+    }
+    notes
+}
+
+/// What a search found, in a line for the terminal.
+fn search_note(s: &crate::result::SearchResult) -> Option<String> {
+    use crate::units::{fmt_ns, fmt_rate};
+    let point = s
+        .point
+        .iter()
+        .map(|(k, v)| format!(" {k}={v}"))
+        .collect::<String>();
+    Some(match (s.kind.as_str(), s.found) {
+        ("peak", Some(_)) => format!(
+            "{}{point}: peak {} at {} clients",
+            s.target,
+            fmt_rate(s.throughput_per_s?),
+            s.clients?
+        ),
+        ("capacity", Some(_)) => format!(
+            "{}{point}: capacity {} with {} (p{} {}); closed-loop ceiling {}",
+            s.target,
+            fmt_rate(s.rate_per_s?),
+            s.bound?,
+            s.bound?.percentile,
+            fmt_ns(s.latency_ns? as f64),
+            fmt_rate(s.ceiling_per_s.unwrap_or(0.0))
+        ),
+        ("capacity", None) => format!(
+            "{}{point}: no rate held {} (closed-loop ceiling {})",
+            s.target,
+            s.bound?,
+            fmt_rate(s.ceiling_per_s.unwrap_or(0.0))
+        ),
+        _ => format!("{}{point}: no peak found (every step failed)", s.target),
+    })
 }
 
 /// Longest wait for a replica to catch up after a run.
@@ -613,6 +694,7 @@ fn resource_sample(prev: &ProcSnapshot, now: &ProcSnapshot, dt: f64, t: f64) -> 
             .map(|(n, p)| n.fsyncs.saturating_sub(p.fsyncs) as f64 / dt),
         disk_bytes: now.disk_bytes,
         replication_lag_bytes: now.replication_lag_bytes,
+        connections: now.connections,
         cgroup_memory_bytes: now.cgroup_memory_bytes,
         cgroup_cache_bytes: now.cgroup_cache_bytes,
         nodes: now
@@ -687,6 +769,7 @@ pub fn run_experiment(
         targets: Vec::new(),
         runs: Vec::new(),
         warnings: Vec::new(),
+        searches: Vec::new(),
     };
     let mut usable = Vec::new();
     for spec in &plan.targets {
@@ -753,6 +836,13 @@ pub fn run_experiment(
     }
     // The target kept up between the checkpoints of a growth series.
     let mut kept: Option<Box<dyn Target>> = None;
+    let searching = plan.workload.find_peak || plan.workload.find_capacity.is_some();
+    let total = if searching {
+        // An estimate: a search stops when it has found what it looks for.
+        usable.len() * points.len() * search::MAX_STEPS
+    } else {
+        total
+    };
     for (p, repeat, s) in order {
         let (point, spec) = (&points[p], &usable[s]);
         if opts.stop.load(Ordering::Relaxed) {
@@ -763,61 +853,79 @@ pub fn run_experiment(
         }
         let zipf = (point.workload.key_distribution == KeyDistribution::Zipfian)
             .then(|| ZipfianConstants::new(point.workload.records));
-        {
-            {
-                let label = format!(
-                    "{}{}{}",
-                    spec.label(),
-                    point
-                        .labels
-                        .iter()
-                        .map(|(k, v)| format!(" {k}={v}"))
-                        .collect::<String>(),
-                    if plan.repeats > 1 {
-                        format!(" repeat {}", repeat + 1)
-                    } else {
-                        String::new()
-                    }
-                );
-                let w = &point.workload;
-                observer.run_started(index, total, &label, w.duration_s.map(|d| d + w.warmup_s));
-                let run = run_one(
-                    spec,
-                    plan,
-                    point,
-                    repeat,
-                    index as u32,
-                    &pool,
-                    zipf,
-                    opener,
-                    opts,
-                    observer,
-                    &mut recorded,
-                    &mut kept,
-                );
-                if run.client.client_bound {
-                    let note = format!(
-                        "run {} ({label}) was client-bound: a bakeoff thread was busy {:.0} % of the time; these numbers measure bakeoff, not the target. Add --threads or lower --clients.",
-                        run.index,
-                        run.client.thread_busy_percent.iter().cloned().fold(0.0, f64::max)
-                    );
-                    observer.note(&note);
-                    result.warnings.push(note);
+        let mut run_at = |point: &crate::plan::Point,
+                          bound: Option<&crate::find::LatencyBound>|
+         -> Result<search::StepOutcome, RunError> {
+            let label = format!(
+                "{}{}{}",
+                spec.label(),
+                point
+                    .labels
+                    .iter()
+                    .map(|(k, v)| format!(" {k}={v}"))
+                    .collect::<String>(),
+                if plan.repeats > 1 && !searching {
+                    format!(" repeat {}", repeat + 1)
+                } else {
+                    String::new()
                 }
-                if let Some(l) = run.client.link.as_ref().filter(|l| l.relay_bound) {
-                    let note = format!(
-                        "run {} ({label}): the link relay was busy {:.0} % of the time; the relay, not the link, may have set the pace. Lower --clients or --rate.",
-                        run.index, l.relay_busy_percent
-                    );
-                    observer.note(&note);
-                    result.warnings.push(note);
-                }
-                observer.run_finished(&run);
-                result.runs.push(run);
-                result.targets = merge_records(&result.targets, &recorded);
-                write(&result)?;
-                index += 1;
+            );
+            let w = &point.workload;
+            observer.run_started(index, total, &label, w.duration_s.map(|d| d + w.warmup_s));
+            let run = run_one(
+                spec,
+                plan,
+                point,
+                repeat,
+                index as u32,
+                &pool,
+                zipf,
+                opener,
+                opts,
+                observer,
+                &mut recorded,
+                &mut kept,
+            );
+            if run.client.client_bound {
+                let note = format!(
+                    "run {} ({label}) was client-bound: a bakeoff thread was busy {:.0} % of the time; these numbers measure bakeoff, not the target. Add --threads or lower --clients.",
+                    run.index,
+                    run.client.thread_busy_percent.iter().cloned().fold(0.0, f64::max)
+                );
+                observer.note(&note);
+                result.warnings.push(note);
             }
+            for note in open_loop_notes(&run, &label) {
+                observer.note(&note);
+                result.warnings.push(note);
+            }
+            if let Some(l) = run.client.link.as_ref().filter(|l| l.relay_bound) {
+                let note = format!(
+                    "run {} ({label}): the link relay was busy {:.0} % of the time; the relay, not the link, may have set the pace. Lower --clients or --rate.",
+                    run.index, l.relay_busy_percent
+                );
+                observer.note(&note);
+                result.warnings.push(note);
+            }
+            observer.run_finished(&run);
+            let outcome = search::StepOutcome::of(&run, bound);
+            result.runs.push(run);
+            result.targets = merge_records(&result.targets, &recorded);
+            write(&result)?;
+            index += 1;
+            Ok(outcome)
+        };
+        if !searching {
+            run_at(point, None)?;
+        } else if repeat == 0 {
+            // A search runs once per point and target: its steps stand for
+            // repeats.
+            let found = search::search(point, &spec.id(), &opts.stop, &mut run_at)?;
+            if let Some(note) = search_note(&found) {
+                observer.note(&note);
+            }
+            result.searches.push(found);
+            write(&result)?;
         }
     }
     result.status = if opts.stop.load(Ordering::Relaxed) {
@@ -890,6 +998,7 @@ fn run_one(
         disk: None,
         nodes: Vec::new(),
         redirections: None,
+        trace: None,
     };
     // A growth series reuses the target its first checkpoint opened.
     if kept.is_none() {
@@ -1010,6 +1119,7 @@ fn run_one(
                     run.warmup = Some(PhaseResult::from_stats(&o.phases[0], w.warmup_s));
                 }
                 run.measure = PhaseResult::from_stats(&o.phases[1], o.last_phase_s);
+                run.trace = o.trace;
                 if acked.is_some() {
                     run.measure.stale_reads = Some(o.phases[1].stale_reads);
                 }
