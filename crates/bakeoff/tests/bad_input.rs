@@ -187,9 +187,19 @@ fn default_run_skips_what_it_cannot_start_and_says_why() {
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    // PostgreSQL (and FerretDB over it) are found in their own
+    // directories, not on PATH: when they run, the run goes on with them;
+    // when nothing can start, it is a usage error.
+    let ran = ["postgres", "mongodb"]
+        .iter()
+        .any(|t| !stderr.contains(&format!("skipped {t}")));
+    assert_eq!(o.status.code(), Some(if ran { 0 } else { 2 }), "{stderr}");
     assert!(
         stderr.contains("skipped redis") && stderr.contains("apt-get install memcached"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("skipped mariadb") && stderr.contains("apt-get install mariadb-server"),
         "{stderr}"
     );
     assert!(

@@ -192,3 +192,72 @@ fn managed_servers_are_started_recorded_and_cleaned_up() {
         "redis still listening on {port}"
     );
 }
+
+/// A crowd: 10000 connections held against memcached at once for 10 s,
+/// with no error, every one counted by the server each second; and
+/// `--ops-per-client` gives each client exactly its count.
+#[test]
+fn ten_thousand_connections_are_held_and_counted_by_the_server() {
+    if !require("memcached", "memcached") {
+        return;
+    }
+    let r = run_ok(&[
+        "run",
+        "-t",
+        "memcached",
+        "--set",
+        "memcached.max_connections=12000",
+        "--records",
+        "10000",
+        "--clients",
+        "10000",
+        "--threads",
+        "2",
+        "--rate",
+        "20000",
+        "--duration",
+        "10s",
+        "--warmup",
+        "1s",
+        "--timeout",
+        "10s",
+    ]);
+    let run = &r["runs"][0];
+    assert_eq!(run["status"], "ok", "{}", run["message"]);
+    assert!(
+        run["measure"]["errors"].as_object().unwrap().is_empty(),
+        "{}",
+        run["measure"]["errors"]
+    );
+    assert!(run["measure"]["completed"].as_u64().unwrap() > 100_000);
+    // The server held every connection in the measured seconds.
+    let held = run["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s["connections"].as_u64())
+        .max()
+        .unwrap();
+    assert!(held >= 10_000, "the server held at most {held} connections");
+
+    let r = run_ok(&[
+        "run",
+        "-t",
+        "memcached",
+        "--records",
+        "1000",
+        "--clients",
+        "300",
+        "--threads",
+        "2",
+        "--ops-per-client",
+        "100",
+        "--mix",
+        "0:100",
+        "--warmup",
+        "0",
+    ]);
+    let m = &r["runs"][0]["measure"];
+    assert_eq!(m["ops"]["set"]["sent"].as_u64(), Some(300 * 100));
+    assert_eq!(m["completed"].as_u64(), Some(300 * 100));
+}
