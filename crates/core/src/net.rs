@@ -840,6 +840,8 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
     }
 
     fn run(&mut self) {
+        // This thread keeps an open loop's schedule (see crate::pacing).
+        crate::pacing::least_timer_slack();
         let start = self.now();
         let clients = self.client_inflight.len();
         for ci in 0..clients {

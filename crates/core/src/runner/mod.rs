@@ -396,10 +396,7 @@ pub fn run_job(
         let handles: Vec<_> = (0..threads)
             .map(|w| {
                 let job = &job;
-                s.spawn(move || {
-                    crate::pacing::least_timer_slack();
-                    driver.run_worker(job, w)
-                })
+                s.spawn(move || driver.run_worker(job, w))
             })
             .collect();
         let mut next_sample = Duration::from_secs(1);
