@@ -417,8 +417,8 @@ pub struct ResourceSample {
     /// replica's).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub replication_lag_bytes: Option<u64>,
-    /// TCP connections established to the server (every node's), when
-    /// bakeoff started it.
+    /// Sockets the server's processes hold (every node's): its connections
+    /// and its one or two listening sockets; when bakeoff started it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub connections: Option<u64>,
     /// Memory (RSS + page cache) charged to the target's capped cgroup,

@@ -738,7 +738,12 @@ impl ManagedServer {
             bytes: d.bytes_written,
         });
         s.disk_bytes = dir_size(self.dir.path());
-        s.connections = established_to_port(self.addr.port());
+        s.connections = Some(
+            std::iter::once(self.pid)
+                .chain(children_of(self.pid))
+                .map(sockets_of)
+                .sum(),
+        );
         if let Some(u) = self.cap.as_ref().and_then(|c| c.usage()) {
             s.cgroup_memory_bytes = Some(u.total);
             s.cgroup_cache_bytes = Some(u.cache);
@@ -854,33 +859,17 @@ pub fn raise_open_file_limit() -> u64 {
     lim.rlim_cur
 }
 
-/// TCP connections in state ESTABLISHED whose local port is `port`, from
-/// the kernel's socket tables (IPv4 and IPv6): what a server on that port
-/// holds, whatever its architecture (PostgreSQL forks per connection,
-/// memcached threads over them).
-pub fn established_to_port(port: u16) -> Option<u64> {
-    let mut found = None;
-    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
-        let Ok(text) = std::fs::read_to_string(table) else {
-            continue;
-        };
-        *found.get_or_insert(0) += count_established(&text, port);
-    }
-    found
-}
-
-/// Counts the lines of a `/proc/net/tcp` table with local port `port` and
-/// state 01 (ESTABLISHED).
-fn count_established(table: &str, port: u16) -> u64 {
-    let suffix = format!(":{port:04X}");
-    table
-        .lines()
-        .skip(1)
-        .filter(|l| {
-            let mut f = l.split_whitespace();
-            let local = f.nth(1).unwrap_or("");
-            let state = f.nth(1).unwrap_or("");
-            state == "01" && local.ends_with(&suffix)
+/// Sockets held open by process `pid` (its connections, and its listening
+/// sockets): counted from its file descriptors, so that the cost is that
+/// of the server's own sockets, not of every socket on the machine.
+pub fn sockets_of(pid: u32) -> u64 {
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return 0;
+    };
+    fds.flatten()
+        .filter(|e| {
+            std::fs::read_link(e.path())
+                .is_ok_and(|t| t.as_os_str().as_encoded_bytes().starts_with(b"socket:"))
         })
         .count() as u64
 }
@@ -1049,21 +1038,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn established_connections_are_counted_by_local_port_and_state() {
-        // Port 11211 is 2BCB; state 01 is ESTABLISHED, 0A LISTEN, 06 TIME_WAIT.
-        let table = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
-   0: 0100007F:2BCB 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1 1 0 100 0 0 10 0
-   1: 0100007F:2BCB 0100007F:A1B2 01 00000000:00000000 00:00000000 00000000     0        0 2 1 0 20 4 30 10 -1
-   2: 0100007F:2BCB 0100007F:A1B3 01 00000000:00000000 00:00000000 00000000     0        0 3 1 0 20 4 30 10 -1
-   3: 0100007F:A1B2 0100007F:2BCB 01 00000000:00000000 00:00000000 00000000     0        0 4 1 0 20 4 30 10 -1
-   4: 0100007F:2BCB 0100007F:A1B4 06 00000000:00000000 00:00000000 00000000     0        0 0 1 0 20 4 30 10 -1
-   5: 0100007F:12BCB 0100007F:A1B5 01 00000000:00000000 00:00000000 00000000     0        0 5 1 0 20 4 30 10 -1
-";
-        // Two established to the port; not the listener, not the client's
-        // own end, not TIME_WAIT. (Line 5's port is not 11211 either: it
-        // ends in the same digits only.)
-        assert_eq!(count_established(table, 11211), 2);
-        assert_eq!(count_established(table, 0xA1B2), 1);
+    fn sockets_of_counts_this_process_sockets() {
+        let before = sockets_of(std::process::id());
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let _c = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let _s = l.accept().unwrap();
+        assert_eq!(sockets_of(std::process::id()), before + 3);
     }
 
     /// `program` started with `args` on a port of bakeoff's choosing,

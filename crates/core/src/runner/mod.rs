@@ -68,8 +68,8 @@ pub struct ProcSnapshot {
     pub cgroup_cache_bytes: Option<u64>,
     /// Replication: how far the replica is behind, bytes of the stream.
     pub replication_lag_bytes: Option<u64>,
-    /// TCP connections established to the server's port (every node's),
-    /// counted from the kernel's socket table.
+    /// Sockets the server's processes hold (every node's): its
+    /// connections and its listening sockets.
     pub connections: Option<u64>,
     /// A target of several servers: each node's own counters (the fields
     /// above are their sums), in the order of [`Target::nodes`].
