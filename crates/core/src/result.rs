@@ -303,6 +303,12 @@ impl PhaseResult {
         }
     }
 
+    /// Operations finished per second, failed ones included: the rate an
+    /// open loop reached, to hold against the rate it asked for.
+    pub fn attempted_per_s(&self) -> f64 {
+        self.throughput_per_s + self.errors.values().sum::<u64>() as f64 / self.duration_s.max(1e-9)
+    }
+
     /// Builds the result of a phase from merged stats.
     pub fn from_stats(stats: &PhaseStats, duration_s: f64) -> Self {
         let mut ops = BTreeMap::new();

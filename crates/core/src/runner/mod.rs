@@ -596,8 +596,7 @@ fn open_loop_notes(run: &RunResult, label: &str) -> Vec<String> {
             ));
         }
     }
-    let achieved =
-        m.throughput_per_s + m.errors.values().sum::<u64>() as f64 / m.duration_s.max(1e-9);
+    let achieved = m.attempted_per_s();
     if run.status == "ok" && m.duration_s > 0.0 && achieved < 0.95 * rate {
         notes.push(format!(
             "run {} ({label}): the rate asked for was not reached: {} of {} ({:.0} % short); the target or the client could not keep up.",

@@ -47,7 +47,7 @@ impl StepOutcome {
         Self {
             index: run.index,
             throughput: m.throughput_per_s,
-            achieved: m.throughput_per_s + errors as f64 / m.duration_s.max(1e-9),
+            achieved: m.attempted_per_s(),
             errors,
             latency_ns,
             ok: run.status == "ok",
