@@ -4,7 +4,7 @@
 //! the writers' log ([`crate::durability::classify`]).
 
 use std::collections::BTreeSet;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::{run_job, JobContext, Observer, Target};
 use crate::driver::JobKind;
@@ -20,6 +20,30 @@ const TRIES: usize = 3;
 
 /// Pause between tries, for a server still coming back.
 const RETRY_AFTER: Duration = Duration::from_secs(1);
+
+/// How long the check waits for a server that refuses connections, or
+/// says it is still starting (PostgreSQL replaying its WAL after a power
+/// cut on a cold cache), before it gives up.
+const COME_BACK_WITHIN: Duration = Duration::from_secs(60);
+
+/// Calls `job` until it gets past connecting: a connection error is tried
+/// again after `pause` until `within` has passed; any other outcome (and
+/// the last connection error) is returned.
+fn past_connecting<T>(
+    within: Duration,
+    pause: Duration,
+    mut job: impl FnMut() -> Result<T, TargetError>,
+) -> Result<T, TargetError> {
+    let deadline = Instant::now() + within;
+    loop {
+        match job() {
+            Err(TargetError::Connect(_)) if Instant::now() + pause < deadline => {
+                std::thread::sleep(pause)
+            }
+            outcome => return outcome,
+        }
+    }
+}
 
 /// Reads back every id in `log` from `target` and classifies the run, its
 /// fault (or its end) at `fault_ns` ns since the measure job's start.
@@ -54,13 +78,15 @@ pub(super) fn read_back(
             acked: None,
             ..*ctx
         };
-        let seen = run_job(
-            target.driver(),
-            JobKind::ReadBack,
-            &job,
-            &mut || None,
-            observer,
-        )?
+        let seen = past_connecting(COME_BACK_WITHIN, RETRY_AFTER, || {
+            run_job(
+                target.driver(),
+                JobKind::ReadBack,
+                &job,
+                &mut || None,
+                observer,
+            )
+        })?
         .durability
         .unwrap_or_default();
         for (id, read) in seen.found {
@@ -85,4 +111,55 @@ pub(super) fn read_back(
         .filter(|id| log.contains(*id))
         .collect::<BTreeSet<_>>();
     Ok(classify(log, &stored, fault_ns))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::recorder::ErrorKind;
+    use crate::session::ConnectError;
+
+    fn starting_up() -> TargetError {
+        ConnectError::new(ErrorKind::ServerError, "the database system is starting up").into()
+    }
+
+    #[test]
+    fn a_server_still_starting_is_waited_for() {
+        let mut calls = 0;
+        let outcome = past_connecting(Duration::from_secs(5), Duration::from_millis(1), || {
+            calls += 1;
+            if calls < 4 {
+                Err(starting_up())
+            } else {
+                Ok(calls)
+            }
+        });
+        assert_eq!(outcome.unwrap(), 4);
+    }
+
+    #[test]
+    fn a_server_that_never_comes_back_fails_after_the_deadline() {
+        let start = Instant::now();
+        let mut calls = 0;
+        let outcome: Result<(), _> =
+            past_connecting(Duration::from_millis(50), Duration::from_millis(10), || {
+                calls += 1;
+                Err(starting_up())
+            });
+        assert!(matches!(outcome, Err(TargetError::Connect(_))));
+        assert!(calls >= 2, "{calls}");
+        assert!(start.elapsed() < Duration::from_secs(2));
+    }
+
+    #[test]
+    fn other_errors_are_not_retried() {
+        let mut calls = 0;
+        let outcome: Result<(), _> =
+            past_connecting(Duration::from_secs(5), Duration::from_millis(1), || {
+                calls += 1;
+                Err(TargetError::Server("no table".into()))
+            });
+        assert!(matches!(outcome, Err(TargetError::Server(_))));
+        assert_eq!(calls, 1);
+    }
 }
