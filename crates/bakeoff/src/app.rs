@@ -273,6 +273,10 @@ pub fn dry_run_text(plan: &bakeoff_core::plan::Plan) -> String {
     }
     let targets: Vec<String> = plan.targets.iter().map(|t| t.label()).collect();
     let _ = writeln!(s, "targets: {}", targets.join(", "));
+    for (name, differs) in plan.per_target_differences() {
+        let shown: Vec<String> = differs.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let _ = writeln!(s, "  {name} runs its own workload: {}", shown.join(", "));
+    }
     let _ = writeln!(
         s,
         "{} target(s) x {} point(s) x {} repeat(s) = {} run(s){}",

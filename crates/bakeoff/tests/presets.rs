@@ -89,6 +89,39 @@ fn every_preset_is_listed_with_its_finding_and_found_by_name() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("--scale"));
 }
 
+/// Every experiment of ../shared/SCENARIOS.md (the seeds' experiments, one
+/// table row each) is covered by a preset.
+#[test]
+fn every_seed_experiment_has_a_preset() {
+    let scenarios = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/SCENARIOS.md");
+    let Ok(text) = std::fs::read_to_string(scenarios) else {
+        panic!("{scenarios} is missing: the suite runs with ../shared beside the checkout");
+    };
+    let experiments: BTreeSet<String> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("| ")?.split(" |").next())
+        .filter(|id| {
+            id.len() > 4
+                && id.as_bytes()[..3].iter().all(u8::is_ascii_digit)
+                && id.as_bytes()[3] == b'-'
+        })
+        .map(str::to_string)
+        .collect();
+    assert_eq!(experiments.len(), 23, "{experiments:?}");
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../presets");
+    let mut covered = BTreeSet::new();
+    for name in preset_names() {
+        let text = std::fs::read_to_string(format!("{dir}/{name}.toml")).unwrap();
+        let line = text.lines().find(|l| l.starts_with("covers")).unwrap_or("");
+        covered.extend(line.split('"').skip(1).step_by(2).map(str::to_string));
+    }
+    let missing: Vec<&String> = experiments.difference(&covered).collect();
+    assert!(
+        missing.is_empty(),
+        "experiments without a preset: {missing:?}"
+    );
+}
+
 #[test]
 fn every_preset_plans_at_both_scales_and_quick_is_smaller() {
     for name in preset_names() {

@@ -146,3 +146,115 @@ fn tampered_memcached_values_are_counted_as_verification_failures() {
         assert_eq!(m["completed"], 0, "{scheme}");
     }
 }
+
+/// What the server holds for `key` (memcached's text protocol), raw bytes.
+fn memcached_get(addr: std::net::SocketAddr, key: &str) -> Vec<u8> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+        .unwrap();
+    s.write_all(format!("get {key}\r\n").as_bytes()).unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !got.ends_with(b"END\r\n") {
+        let n = s.read(&mut buf).unwrap();
+        assert!(n > 0, "memcached closed the connection");
+        got.extend_from_slice(&buf[..n]);
+    }
+    let line_end = got.windows(2).position(|w| w == b"\r\n").unwrap();
+    let head = String::from_utf8_lossy(&got[..line_end]).to_string();
+    let len: usize = head.rsplit(' ').next().unwrap().parse().unwrap();
+    got[line_end + 2..line_end + 2 + len].to_vec()
+}
+
+/// 001-serialization-compression: values the client encodes and
+/// compresses reach the server as such (bakeoff's header, then a zlib
+/// stream of PHP's serialisation of 50 integers), every read of them is
+/// decompressed and checked, a run that expects another encoding counts
+/// them as verification failures, and the client's cost is measured.
+#[test]
+fn client_encoded_values_are_stored_encoded_and_verified() {
+    if !require("memcached", "memcached") {
+        return;
+    }
+    let server = memcached();
+    let url = format!("memcached://{}", server.addr);
+    let dir = tmp();
+    let run = |extra: &[&str], name: &str| {
+        let out = dir.path().join(name);
+        let mut args = vec![
+            "run",
+            "-t",
+            &url,
+            "--records",
+            "300",
+            "--ops",
+            "1500",
+            "--warmup",
+            "0",
+            "--clients",
+            "2",
+            "--quiet",
+            "-o",
+        ];
+        let out_s = out.to_str().unwrap().to_string();
+        args.push(&out_s);
+        args.extend_from_slice(extra);
+        let o = bakeoff(&args);
+        (o.status.code(), read_json(&out))
+    };
+    let (code, r) = run(
+        &[
+            "--encoding",
+            "php-serialize",
+            "--compression",
+            "zlib",
+            "--mix",
+            "50:50",
+        ],
+        "zlib.json",
+    );
+    let m = &r["runs"][0]["measure"];
+    assert_eq!(code, Some(0), "{}", r["runs"][0]["message"]);
+    assert_eq!(m["completed"], 1500);
+    assert!(
+        m["errors"].as_object().unwrap().is_empty(),
+        "{}",
+        m["errors"]
+    );
+    let e = &r["runs"][0]["client"]["encoding"];
+    assert_eq!(e["encoding"], "php-serialize");
+    assert_eq!(e["compression"], "zlib");
+    assert_eq!(e["encoded_bytes"], 697.0);
+    let stored = e["stored_bytes"].as_f64().unwrap();
+    assert!(stored > 100.0 && stored < 697.0, "{e}");
+    assert!(e["encode_ns"].as_f64().unwrap() > 0.0 && e["decode_ns"].as_f64().unwrap() > 0.0);
+
+    // What the server holds: the 24-byte header, then zlib (0x78) of the
+    // serialised array.
+    let value = memcached_get(server.addr, &key(7));
+    assert_eq!(&value[..2], b"BK");
+    assert_eq!(value[24], 0x78, "a zlib stream follows the header");
+    let mut plain = Vec::new();
+    bakeoff_core::encoding::decompress(
+        bakeoff_core::encoding::Compression::Zlib,
+        &value[24..],
+        &mut plain,
+    )
+    .unwrap();
+    let text = String::from_utf8(plain).unwrap();
+    assert!(
+        text.starts_with("a:50:{i:0;i:") && text.ends_with(";}"),
+        "{text}"
+    );
+    assert_eq!(text.matches(";i:").count(), 50 + 49, "{text}");
+
+    // Read as if they were joined strings: none verifies.
+    let (code, r) = run(
+        &["--encoding", "joined", "--no-load", "--mix", "100:0"],
+        "joined.json",
+    );
+    assert_eq!(code, Some(1));
+    let m = &r["runs"][0]["measure"];
+    assert_eq!(m["errors"]["verification"], 1500, "{}", m["errors"]);
+}

@@ -41,6 +41,7 @@ pub mod client;
 pub mod driver;
 pub mod durability;
 pub mod embedded;
+pub mod encoding;
 pub mod environment;
 pub mod error;
 pub mod find;

@@ -467,6 +467,10 @@ pub struct ClientUsage {
     /// The link relay's use of the machine, in a run with `--link`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub link: Option<LinkUsage>,
+    /// The client's encoding of each value and what it costs, in a run
+    /// whose values are client-encoded (`--encoding`, `--compression`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub encoding: Option<crate::encoding::EncodingUsage>,
 }
 
 /// What the relay that makes a link (`--link`) cost over the measure job

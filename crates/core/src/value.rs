@@ -12,7 +12,7 @@
 //! |---|---|
 //! | 0..2 | magic `BK` |
 //! | 2 | format version (2) |
-//! | 3 | content: 0 random, 1 compressible |
+//! | 3 | content: 0 random, 1 compressible, 2 client-encoded (a payload of the run's table, see [`crate::encoding`]) |
 //! | 4..12 | record id |
 //! | 12..16 | record version (a writer's counter) |
 //! | 16..20 | total length of the value, header included |
@@ -20,6 +20,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::encoding::{EncodedPayloads, ValueForm};
 use crate::workload::Rng;
 
 /// Version of the value layout; values of another layout fail verification.
@@ -70,7 +71,13 @@ pub struct ValuePool {
     random: Vec<u8>,
     text: Vec<u8>,
     window: usize,
+    /// The run's client-encoded payloads, when its values are encoded or
+    /// compressed: every value's payload is one of them.
+    encoded: Option<EncodedPayloads>,
 }
+
+/// The content byte of a client-encoded value.
+const ENCODED: u8 = 2;
 
 impl ValuePool {
     /// A pool able to serve payloads up to `max_value` bytes.
@@ -102,6 +109,31 @@ impl ValuePool {
             random,
             text,
             window,
+            encoded: None,
+        }
+    }
+
+    /// A pool whose values are client-encoded in `form` (raw payloads of
+    /// `value_len` bytes, header included, cut from `content`'s bytes).
+    pub fn encoded(form: ValueForm, value_len: usize, content: ValueContent) -> Self {
+        let raw_len = value_len.saturating_sub(HEADER_LEN).max(1);
+        let mut pool = Self::new(value_len.max(HEADER_LEN + 1));
+        let table = EncodedPayloads::new(form, pool.bytes(content as u8), raw_len);
+        pool.encoded = Some(table);
+        pool
+    }
+
+    /// The client-encoded payloads, if the values are encoded.
+    pub fn encoded_payloads(&self) -> Option<&EncodedPayloads> {
+        self.encoded.as_ref()
+    }
+
+    /// Largest value the pool makes (header included), given the largest
+    /// size asked for.
+    pub fn max_value(&self, asked: usize) -> usize {
+        match &self.encoded {
+            Some(t) => HEADER_LEN + t.max_len(),
+            None => asked,
         }
     }
 
@@ -130,7 +162,13 @@ impl ValuePool {
         len: usize,
         content: ValueContent,
     ) -> ([u8; HEADER_LEN], &[u8]) {
-        let c = content as u8;
+        let (c, len, payload) = match &self.encoded {
+            Some(t) => {
+                let p = t.get(self.offset(key_id, version));
+                (ENCODED, HEADER_LEN + p.len(), Some(p))
+            }
+            None => (content as u8, len, None),
+        };
         let mut h = [0u8; HEADER_LEN];
         h[0..2].copy_from_slice(b"BK");
         h[2] = FORMAT_VERSION;
@@ -140,6 +178,9 @@ impl ValuePool {
         h[16..20].copy_from_slice(&(len as u32).to_le_bytes());
         let sum = header_sum(&h[..20]);
         h[20..24].copy_from_slice(&sum.to_le_bytes());
+        if let Some(p) = payload {
+            return (h, p);
+        }
         let off = self.offset(key_id, version);
         (h, &self.bytes(c)[off..off + (len - HEADER_LEN)])
     }
@@ -150,7 +191,8 @@ impl ValuePool {
         if value.len() < HEADER_LEN
             || &value[0..2] != b"BK"
             || value[2] != FORMAT_VERSION
-            || value[3] > 1
+            || value[3] > ENCODED
+            || (value[3] == ENCODED) != self.encoded.is_some()
         {
             return Err(VerifyError::NotOurs);
         }
@@ -168,6 +210,13 @@ impl ValuePool {
         }
         let version = u32::from_le_bytes(value[12..16].try_into().unwrap());
         let off = self.offset(id, version);
+        if let Some(t) = &self.encoded {
+            return if t.get(off) == &value[HEADER_LEN..] {
+                Ok(())
+            } else {
+                Err(VerifyError::Corrupt)
+            };
+        }
         let pool = self.bytes(value[3]);
         if pool.len() < off + len - HEADER_LEN
             || pool[off..off + len - HEADER_LEN] != value[HEADER_LEN..]
@@ -219,6 +268,37 @@ mod tests {
             assert_eq!(v.len(), len);
             assert_eq!(pool.verify(42, &v), Ok(()));
         }
+    }
+
+    #[test]
+    fn encoded_values_verify_and_a_plain_pool_refuses_them() {
+        use crate::encoding::{Compression, Encoding};
+        let form = ValueForm {
+            encoding: Encoding::PhpSerialize,
+            compression: Compression::Zlib,
+        };
+        let pool = ValuePool::encoded(form, 100, ValueContent::Random);
+        let (h, p) = pool.value(42, 3, 100, ValueContent::Random);
+        let v = join(h, p);
+        assert_ne!(
+            v.len(),
+            100,
+            "the encoding, not --value-size, sets the length"
+        );
+        assert!(v.len() <= pool.max_value(100));
+        assert_eq!(pool.verify(42, &v), Ok(()));
+        let mut bad = v.clone();
+        *bad.last_mut().unwrap() ^= 1;
+        assert_eq!(pool.verify(42, &bad), Err(VerifyError::Corrupt));
+        assert_eq!(pool.verify(43, &v), Err(VerifyError::WrongKey));
+        // Another version of the record is (most likely) another payload,
+        // and each verifies.
+        let (h2, p2) = pool.value(42, 4, 100, ValueContent::Random);
+        assert_eq!(pool.verify(42, &join(h2, p2)), Ok(()));
+        let plain = ValuePool::new(1000);
+        assert_eq!(plain.verify(42, &v), Err(VerifyError::NotOurs));
+        let (h, p) = plain.value(42, 3, 100, ValueContent::Random);
+        assert_eq!(pool.verify(42, &join(h, p)), Err(VerifyError::NotOurs));
     }
 
     #[test]

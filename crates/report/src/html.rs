@@ -278,6 +278,7 @@ impl<'a> Page<'a> {
         self.table(&head, &rows, 2);
         self.durability();
         self.disk();
+        self.encoding();
         self.topology();
         self.searches();
         self.html.push_str(r#"<p class="note">Latencies are response times of the measured phase (warm-up excluded), all operation kinds together; throughput counts successful operations. Per operation kind: see the CSV or Markdown report.</p>"#);
@@ -316,6 +317,26 @@ impl<'a> Page<'a> {
         self.h2("disk", "Disk per write");
         self.html.push_str(r#"<p class="note">What the server's processes sent to storage per write (set, update, delete) over the warm-up and the measured phase, from /proc/PID/io; fsyncs are counted exactly where the data directory is on bakeoff's power-cut layer. Second by second: the disk charts below.</p>"#);
         self.table(&crate::durability::DISK_HEAD, &rows, 2);
+    }
+
+    /// The client-side encoding table, when some run's values were
+    /// client-encoded.
+    fn encoding(&mut self) {
+        let rows: Vec<Vec<String>> = self
+            .view
+            .runs
+            .iter()
+            .filter_map(|rr| crate::encoding::encoding_row(rr.run))
+            .collect();
+        if rows.is_empty() {
+            return;
+        }
+        self.h2("encoding", "Client-side encoding");
+        self.html.push_str(&format!(
+            r#"<p class="note">{}</p>"#,
+            crate::encoding::ENCODING_NOTE
+        ));
+        self.table(&crate::encoding::ENCODING_HEAD, &rows, 2);
     }
 
     /// Replication drawn: write and read rates alone against with a

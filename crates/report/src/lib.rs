@@ -14,6 +14,7 @@
 //! - [`html::HtmlExporter`]: the self-contained HTML report with charts.
 //! - [`compare`]: two experiments side by side, with run-to-run noise.
 //! - [`durability`]: the durability table (lost and recovered writes).
+//! - [`encoding`]: the client-side encoding table (sizes and costs).
 //! - [`view`]: how runs are grouped into series and points (shared).
 //! - [`svg`]: the chart primitives.
 //! - [`topology`]: requests per node of sharded targets, and the link
@@ -27,6 +28,7 @@ use bakeoff_core::units::{fmt_ns, fmt_per_s, fmt_rate};
 pub mod compare;
 pub mod csv;
 pub mod durability;
+pub mod encoding;
 pub mod html;
 pub mod markdown;
 pub mod search;
@@ -260,6 +262,14 @@ impl Exporter for TextExporter {
                 writeln!(
                     out,
                     "\ndisk per write (the server's processes, warm-up and measured phase):"
+                )?;
+                text_table(&rows, 2, out)?;
+                writeln!(out)?;
+            }
+            if let Some(rows) = encoding::encoding_rows(r) {
+                writeln!(
+                    out,
+                    "\nclient-side encoding (encode and decode timed apart, on the run's values):"
                 )?;
                 text_table(&rows, 2, out)?;
                 writeln!(out)?;

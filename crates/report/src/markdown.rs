@@ -126,6 +126,11 @@ impl Exporter for MarkdownExporter {
                 writeln!(out, "What the server's processes sent to storage per write (set, update, delete), warm-up and measured phase; fsyncs are counted exactly where the data directory is on bakeoff's power-cut layer.\n")?;
                 md_table(&rows[0], &rows[1..], 2, out)?;
             }
+            if let Some(rows) = crate::encoding::encoding_rows(r) {
+                writeln!(out, "## Client-side encoding\n")?;
+                writeln!(out, "{}\n", crate::encoding::ENCODING_NOTE)?;
+                md_table(&rows[0], &rows[1..], 2, out)?;
+            }
             if let Some(rows) = crate::search::search_rows(r) {
                 writeln!(out, "## Peak and capacity\n")?;
                 writeln!(out, "{}\n", crate::search::SEARCH_NOTE)?;

@@ -63,6 +63,10 @@ pub struct Plan {
     pub targets: Vec<TargetSpec>,
     /// The base workload (before sweep values are applied).
     pub workload: Workload,
+    /// The base workload of the targets whose workload differs
+    /// (`[per_target.NAME]`), by target name; the others run `workload`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub per_target: BTreeMap<String, Workload>,
     /// Sweep axes (their cartesian product gives the points).
     pub sweep: Vec<SweepAxis>,
     /// Times each point runs on each target.
@@ -188,7 +192,7 @@ fn text_of(value: &toml::Value, origin: &Origin) -> Result<String, PlanError> {
 
 /// Values given for the workload parameters and sweep axes, flags over
 /// the preset, each with where it came from.
-#[derive(Default)]
+#[derive(Clone, Default)]
 struct Given {
     values: BTreeMap<&'static str, (String, Origin)>,
     axes: BTreeMap<&'static str, (Vec<String>, Origin)>,
@@ -293,6 +297,37 @@ impl Given {
         Ok(given)
     }
 
+    /// The values for target `target`: its `[per_target.NAME]` keys over
+    /// the preset's, each flag still over both.
+    fn for_target(
+        &self,
+        target: &str,
+        keys: &BTreeMap<String, toml::Value>,
+    ) -> Result<Self, PlanError> {
+        let section = format!("per_target.{target}");
+        let mut given = self.clone();
+        for (key, value) in keys {
+            let p = declared(key, &section, false)?;
+            let origin = Origin {
+                key: format!("{section}.{key}"),
+                ..Origin::param(p, false)
+            };
+            if let Some((_, o)) = self.axes.get(p.key) {
+                return Err(origin.err(format!(
+                    "{key} is also swept ({}); a swept parameter is the same for every target",
+                    o.describe()
+                )));
+            }
+            if self.values.get(p.key).is_some_and(|(_, o)| o.from_flag) {
+                continue;
+            }
+            given
+                .values
+                .insert(p.key, (text_of(value, &origin)?, origin));
+        }
+        Ok(given)
+    }
+
     fn has(&self, key: &str) -> bool {
         self.values.contains_key(key)
     }
@@ -382,6 +417,17 @@ fn workload(given: &Given) -> Result<Workload, PlanError> {
         };
     }
     check_mix_against_record(&w, &given.origin("mix"))?;
+    if !w.value_form().is_plain() && w.record != RecordKind::Kv {
+        return Err(given.origin("encoding").err(
+            "client-side encodings and compression are for key-value records; drop --record profile",
+        ));
+    }
+    if w.encoding != crate::encoding::Encoding::Raw && given.has("value_size") {
+        return Err(given.origin("value_size").err(format!(
+            "--encoding {} sets the value's size (the encoded array); leave out the value size",
+            w.encoding.name()
+        )));
+    }
     Ok(w)
 }
 
@@ -473,7 +519,7 @@ fn targets(
     raw: &RawPreset,
     flags: &Overrides,
     catalog: &dyn TargetCatalog,
-    points: &[Point],
+    points_of: &dyn Fn(&str) -> Vec<Point>,
 ) -> Result<Vec<TargetSpec>, PlanError> {
     let (texts, origin) = if !flags.targets.is_empty() {
         (
@@ -502,7 +548,7 @@ fn targets(
         let caps = catalog
             .capabilities(&spec.name)
             .expect("parse_target checked the name");
-        for p in points {
+        for p in &points_of(&spec.name) {
             target::check_capabilities(&spec.name, &caps, &p.workload)
                 .map_err(|m| origin.err(m))?;
             let topology = p.workload.topology;
@@ -772,7 +818,37 @@ impl Plan {
                 .map_err(|_| format!("`{s}` is not a whole number"))
         })?;
 
-        let targets = targets(&raw, flags, catalog, &points)?;
+        let mut per_target = BTreeMap::new();
+        for (name, keys) in &raw.per_target {
+            if catalog.capabilities(name).is_none() {
+                return Err(PlanError::Invalid {
+                    origin: format!("preset key per_target.{name}"),
+                    message: format!(
+                        "unknown target `{name}`; known targets: {}",
+                        catalog.names().join(", ")
+                    ),
+                });
+            }
+            let given = given.for_target(name, keys)?;
+            let w = self::workload(&given)?;
+            if (w.grow, w.find_peak, &w.find_capacity)
+                != (workload.grow, workload.find_peak, &workload.find_capacity)
+            {
+                return Err(PlanError::Invalid {
+                    origin: format!("preset key per_target.{name}"),
+                    message: "growth and searches shape the whole experiment; give them in [workload], for every target".into(),
+                });
+            }
+            for p in &sweep::expand(&w, &sweep) {
+                check_mix_against_record(&p.workload, &given.origin("mix"))?;
+            }
+            per_target.insert(name.clone(), w);
+        }
+        let points_of = |name: &str| match per_target.get(name) {
+            Some(w) => sweep::expand(w, &sweep),
+            None => points.clone(),
+        };
+        let targets = targets(&raw, flags, catalog, &points_of)?;
         let mut servers = servers(&raw, flags, catalog)?;
         variant_settings(&targets, &mut servers, catalog)?;
 
@@ -790,6 +866,7 @@ impl Plan {
             finding: raw.finding.clone(),
             targets,
             workload,
+            per_target,
             sweep,
             repeats,
             seed,
@@ -800,6 +877,32 @@ impl Plan {
     /// Every point of the matrix, in order (first axis outermost).
     pub fn points(&self) -> Vec<Point> {
         sweep::expand(&self.workload, &self.sweep)
+    }
+
+    /// The points as target `spec` runs them: the same labels as
+    /// [`Plan::points`], on its own base workload if it has one.
+    pub fn points_for(&self, spec: &TargetSpec) -> Vec<Point> {
+        match self.per_target.get(&spec.name) {
+            Some(w) => sweep::expand(w, &self.sweep),
+            None => self.points(),
+        }
+    }
+
+    /// For each target with a workload of its own: the parameters where it
+    /// differs from the others, as `(key, theirs)`, in the order of
+    /// [`PARAMS`].
+    pub fn per_target_differences(&self) -> Vec<(String, Vec<(&'static str, String)>)> {
+        self.per_target
+            .iter()
+            .map(|(name, w)| {
+                let differs = PARAMS
+                    .iter()
+                    .filter(|p| (p.show)(w) != (p.show)(&self.workload))
+                    .map(|p| (p.key, (p.show)(w)))
+                    .collect();
+                (name.clone(), differs)
+            })
+            .collect()
     }
 
     /// Number of runs: targets × points × repeats.
@@ -864,6 +967,53 @@ mod tests {
     fn build(preset: &str, f: Overrides) -> Result<Plan, PlanError> {
         let raw: RawPreset = toml::from_str(preset).unwrap();
         Plan::build(Some(("p.toml", raw)), &f, &Cat)
+    }
+
+    #[test]
+    fn a_target_runs_its_own_workload_under_the_flags() {
+        let preset = "targets = [\"redis\"]\n[workload]\nrecords = \"10k\"\nclients = 4\n[sweep]\nvalue_size = [100, 1000]\n[per_target.redis]\nrecords = \"70k\"\nclients = 2\n";
+        let p = build(preset, Overrides::default()).unwrap();
+        let redis = &p.targets[0];
+        let points = p.points_for(redis);
+        assert_eq!(points.len(), 2);
+        assert!(points.iter().all(|q| q.workload.records == 70_000));
+        assert_eq!(points[1].labels, p.points()[1].labels);
+        assert_eq!(p.points()[0].workload.records, 10_000);
+        assert_eq!(
+            p.per_target_differences(),
+            vec![(
+                "redis".to_string(),
+                vec![
+                    ("clients", "2".to_string()),
+                    ("records", "70000".to_string())
+                ]
+            )]
+        );
+        // A flag is for every target.
+        let mut f = Overrides::default();
+        f.workload.insert("records".into(), "5k".into());
+        let p = build(preset, f).unwrap();
+        assert_eq!(p.points_for(&p.targets[0])[0].workload.records, 5_000);
+        assert_eq!(p.points_for(&p.targets[0])[0].workload.clients, 2);
+    }
+
+    #[test]
+    fn a_per_target_workload_is_checked_like_the_workload() {
+        let err = |preset: &str| build(preset, Overrides::default()).unwrap_err().to_string();
+        let e = err("[per_target.redis]\nrecods = 1\n");
+        assert!(
+            e.contains("per_target.redis.recods") && e.contains("records"),
+            "{e}"
+        );
+        let e = err("[sweep]\nrecords = [1, 2]\n[per_target.redis]\nrecords = 5\n");
+        assert!(e.contains("also swept"), "{e}");
+        let e = err("[per_target.nosuch]\nrecords = 5\n");
+        assert!(e.contains("unknown target `nosuch`"), "{e}");
+        // What a target cannot do is refused for it alone.
+        let e = err("[per_target.redis]\nbatch = 10\n");
+        assert!(e.contains("cannot load in batches"), "{e}");
+        let e = err("[per_target.redis]\nclients = 0\n");
+        assert!(e.contains("per_target.redis.clients"), "{e}");
     }
 
     #[test]

@@ -74,6 +74,11 @@ pub struct RawPreset {
     /// Settings of managed servers, per target name.
     #[serde(default)]
     pub servers: BTreeMap<String, toml::Table>,
+    /// Workload keys that differ for one target (`[per_target.mariadb]`
+    /// `batch = 1`: MariaDB loads row by row where the others load in
+    /// bulk), by target name; over `[workload]`, under the flags.
+    #[serde(default)]
+    pub per_target: BTreeMap<String, BTreeMap<String, toml::Value>>,
     /// Other scales of the same experiment, by name (`[scale.quick]`):
     /// what each changes of the keys above.
     #[serde(default)]
@@ -103,6 +108,9 @@ pub struct RawScale {
     /// Sweep axes replaced (give an axis one value to hold it still).
     #[serde(default)]
     pub sweep: BTreeMap<String, toml::Value>,
+    /// Per-target workload keys replaced, target by target and key by key.
+    #[serde(default)]
+    pub per_target: BTreeMap<String, BTreeMap<String, toml::Value>>,
 }
 
 impl RawPreset {
@@ -156,6 +164,9 @@ impl RawPreset {
         self.workload.extend(scale.workload);
         self.fault.extend(scale.fault);
         self.sweep.extend(scale.sweep);
+        for (target, keys) in scale.per_target {
+            self.per_target.entry(target).or_default().extend(keys);
+        }
         Ok(self)
     }
 }

@@ -118,6 +118,12 @@ pub struct Workload {
     pub value_size: ValueSizes,
     /// Payload content.
     pub value_content: ValueContent,
+    /// How the client encodes each value (001-serialization-compression).
+    #[serde(default)]
+    pub encoding: crate::encoding::Encoding,
+    /// How the client compresses each encoded value.
+    #[serde(default)]
+    pub compression: crate::encoding::Compression,
     /// Operation mix.
     pub mix: Mix,
     /// Connections in all.
@@ -266,6 +272,14 @@ fn yes() -> bool {
 }
 
 impl Workload {
+    /// The form of the values the client stores.
+    pub fn value_form(&self) -> crate::encoding::ValueForm {
+        crate::encoding::ValueForm {
+            encoding: self.encoding,
+            compression: self.compression,
+        }
+    }
+
     /// Whether the run cuts the power: a managed server's data directory
     /// must then be on the FUSE layer that can drop unsynced bytes.
     pub fn cuts_power(&self) -> bool {

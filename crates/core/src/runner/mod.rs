@@ -335,6 +335,10 @@ pub struct ScheduledFault<'a> {
     pub inject: &'a dyn Fn() -> Result<FaultStruck, TargetError>,
 }
 
+/// CPU time spent timing the client's encoding, and again its decoding,
+/// after a run whose values are client-encoded.
+const ENCODING_TIMED_FOR: std::time::Duration = std::time::Duration::from_millis(100);
+
 /// Most clients a connection-per-request experiment loads with: fewer
 /// than the fewest connections a server can be set to take (MariaDB: 10).
 pub const LOAD_CLIENTS_MAX: u32 = 8;
@@ -800,8 +804,13 @@ pub fn run_experiment(
     write(&result)?;
 
     let points = plan.points();
-    let max_value = points
+    // Each target's own points: the same labels, its own base workload
+    // where the preset gives it one.
+    let target_points: Vec<Vec<crate::plan::Point>> =
+        usable.iter().map(|spec| plan.points_for(spec)).collect();
+    let max_value = target_points
         .iter()
+        .flatten()
         .map(|p| p.workload.value_size.max())
         .max()
         .unwrap_or(100);
@@ -840,7 +849,7 @@ pub fn run_experiment(
         total
     };
     for (p, repeat, s) in order {
-        let (point, spec) = (&points[p], &usable[s]);
+        let (point, spec) = (&target_points[s][p], &usable[s]);
         if opts.stop.load(Ordering::Relaxed) {
             break;
         }
@@ -1018,6 +1027,16 @@ fn run_one(
     // A replication run checks every read against acknowledged writes.
     let acked = (w.topology == crate::plan::Topology::PrimaryReplica)
         .then(|| crate::stale::AckedVersions::new(w.records));
+    // Client-encoded values come from a table of their own, the same for
+    // every run of the form (a growth series reads its earlier
+    // checkpoints' values back).
+    let encoded_pool;
+    let pool = if w.value_form().is_plain() {
+        pool
+    } else {
+        encoded_pool = ValuePool::encoded(w.value_form(), w.value_size.max(), w.value_content);
+        &encoded_pool
+    };
     let ctx = JobContext {
         workload: w,
         seed: plan.seed,
@@ -1161,7 +1180,19 @@ fn run_one(
                     link: link_before.and_then(|(before, at)| {
                         LinkUsage::between(&before, &target.link()?, at.elapsed())
                     }),
+                    encoding: None,
                 };
+                // What encoding and decoding cost the client, timed apart
+                // from the run (its workers never encode in the hot path).
+                if let Some(table) = pool.encoded_payloads() {
+                    match table.cost(ENCODING_TIMED_FOR) {
+                        Ok(u) => run.client.encoding = Some(u),
+                        Err(e) => {
+                            run.message = Some(format!("the client's encoding is broken: {e}"));
+                            return run;
+                        }
+                    }
+                }
             }
             Err(m) => {
                 run.message = Some(format!("measure phase failed: {m}"));

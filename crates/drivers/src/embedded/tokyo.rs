@@ -100,8 +100,13 @@ struct Api {
 /// `TDBQCSTREQ`, `TDBQCSTRINC`: string equals, string includes.
 const QC_STREQ: c_int = 0;
 const QC_STRINC: c_int = 1;
-/// `TDBITLEXICAL`, `TDBITVOID`: a lexical index, or none.
+/// `TDBQCFTSPH`: full-text phrase search, which a q-gram index serves
+/// (a plain "includes" condition never uses an index).
+const QC_FTSPH: c_int = 15;
+/// `TDBITLEXICAL`, `TDBITQGRAM`, `TDBITVOID`: a lexical index, a q-gram
+/// (text) index, or none.
 const IT_LEXICAL: c_int = 0;
+const IT_QGRAM: c_int = 3;
 const IT_VOID: c_int = 9999;
 
 /// `TCENOREC`: no record found.
@@ -349,6 +354,10 @@ pub struct TokyoDb {
     kind: Kind,
     /// Sync the file to the device after every write (setting `sync`).
     sync: bool,
+    /// How a search by part of the name is asked: a phrase search on the
+    /// q-gram index when indexes are on (as the seed's table database
+    /// answered it), else "includes", a scan.
+    name_condition: c_int,
 }
 
 // SAFETY: the handle was opened after `setmutex`, which makes Tokyo Cabinet
@@ -472,7 +481,7 @@ impl EngineSession for TokyoSession {
         let (name, sex, prov, city) = (z(&q.name_part), z(&[q.sex]), z(&q.province), z(&q.city));
         let mut conds: Vec<(&[u8], c_int, &[u8; 4])> = Vec::with_capacity(4);
         if matches!(q.kind, SearchKind::Name | SearchKind::All) {
-            conds.push((b"name\0", QC_STRINC, &name));
+            conds.push((b"name\0", d.name_condition, &name));
         }
         if matches!(q.kind, SearchKind::Sex | SearchKind::All) {
             conds.push((b"sex\0", QC_STREQ, &sex));
@@ -657,7 +666,7 @@ impl Engine for TokyoEngine {
         match kind {
             OpKind::Search => {
                 if self.db.kind == Kind::Table {
-                    "tctdbqrysearch with conditions on name (TDBQCSTRINC) / sex / province and city (TDBQCSTREQ)".into()
+                    "tctdbqrysearch with conditions on name (TDBQCFTSPH on its q-gram index with indexes on, else TDBQCSTRINC) / sex / province and city (TDBQCSTREQ)".into()
                 } else {
                     "not supported".into()
                 }
@@ -775,11 +784,13 @@ pub fn opened(
             }
         }
     };
+    let text_index = kind == Kind::Table && how.record == RecordKind::Profile && how.indexes;
     let handle = TokyoDb {
         api: api.clone(),
         db,
         kind,
         sync: settings.sync,
+        name_condition: if text_index { QC_FTSPH } else { QC_STRINC },
     };
     // SAFETY: opening our handle on a path we own.
     let opened = unsafe {
@@ -799,15 +810,21 @@ pub fn opened(
     let mut record = settings.record(kind);
     if kind == Kind::Table && how.record == RecordKind::Profile {
         let kind_of_index = if how.indexes { IT_LEXICAL } else { IT_VOID };
-        for col in [&b"sex\0"[..], b"province\0", b"city\0"] {
+        let name_index = if how.indexes { IT_QGRAM } else { IT_VOID };
+        for (col, index) in [
+            (&b"sex\0"[..], kind_of_index),
+            (b"province\0", kind_of_index),
+            (b"city\0", kind_of_index),
+            (b"name\0", name_index),
+        ] {
             // SAFETY: setting an index on our open handle; the name is
             // NUL-terminated.
-            unsafe { (api.tdb_setindex)(db, col.as_ptr().cast(), kind_of_index) };
+            unsafe { (api.tdb_setindex)(db, col.as_ptr().cast(), index) };
         }
         record.insert(
             "indexes".into(),
             if how.indexes {
-                "sex, province, city (lexical)"
+                "sex, province, city (lexical); name (q-gram, searched by phrase)"
             } else {
                 "none"
             }
