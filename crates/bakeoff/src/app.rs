@@ -211,7 +211,8 @@ pub fn run_command(
         print!("{}", dry_run_text(&plan));
         return Ok(EXIT_OK);
     }
-    bakeoff_servers::raise_open_file_limit();
+    let limit = bakeoff_servers::raise_open_file_limit();
+    check_open_files(&plan(args)?, limit)?;
     let (result, out) = run_experiment_from_args(args, stop, observer)?;
     let mut stdout = std::io::stdout();
     TextExporter
@@ -236,6 +237,37 @@ pub fn run_command(
         }
     }
     Ok(exit_code_of(&result))
+}
+
+/// Files bakeoff holds besides its clients' sockets: result and log
+/// files, pipes, its admin connections to the servers, /proc readers.
+const SPARE_FILES: u64 = 256;
+
+/// Refuses a plan whose clients need more sockets at once than this
+/// process may open (`limit`, already raised to the hard limit), before
+/// any server starts: otherwise the crowd fails one connection at a time,
+/// counted as the target's errors.
+pub fn check_open_files(plan: &Plan, limit: u64) -> Result<(), AppError> {
+    let most = plan
+        .targets
+        .iter()
+        .flat_map(|t| plan.points_for(t))
+        .map(|p| {
+            let w = &p.workload;
+            // A connection per client to every node of the target, and a
+            // second socket per client across a link's relay.
+            let relay = if w.link.is_some() { 2 } else { 1 };
+            w.clients as u64 * w.topology.nodes().max(1) as u64 * relay
+        })
+        .max()
+        .unwrap_or(0);
+    let needed = most + SPARE_FILES;
+    if limit > 0 && needed > limit {
+        return Err(AppError::Usage(format!(
+            "{most} client connections at once need about {needed} open files, and this process may open {limit} (its hard limit); raise it (`ulimit -n {needed}` in a root shell, or LimitNOFILE= / /etc/security/limits.conf) or lower --clients"
+        )));
+    }
+    Ok(())
 }
 
 /// Writes a report to `path` (through a temporary file, so a reader never

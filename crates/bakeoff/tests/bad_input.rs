@@ -411,3 +411,33 @@ fn dry_run_shows_every_setting_and_a_typo_names_the_right_one() {
     assert_eq!(o.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("did you mean `maxmemory`?"), "{stderr}");
 }
+
+/// More clients than the open-file limit allows: refused before any server
+/// starts, with the limit, what is needed and how to raise it.
+#[test]
+fn a_crowd_beyond_the_open_file_limit_is_refused_up_front() {
+    let dir = tmp();
+    let out = dir.path().join("r.json");
+    let started = std::time::Instant::now();
+    let o = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "ulimit -Sn 2000 && ulimit -Hn 2000 && exec '{}' run -t memcached --clients 5000 --duration 1s --warmup 0 -o '{}'",
+            bin().display(),
+            out.display()
+        ))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("5000 client connections")
+            && err.contains("may open 2000")
+            && err.contains("ulimit -n 5256")
+            && err.contains("--clients"),
+        "{err}"
+    );
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(!out.exists(), "nothing ran, nothing was written");
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+}
