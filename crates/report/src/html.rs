@@ -16,7 +16,7 @@ use std::io::Write;
 use bakeoff_core::result::{ExperimentResult, RunResult};
 use bakeoff_core::units::{fmt_bytes, fmt_ns};
 
-use crate::svg::{esc, Axis, Band, BarChart, BarGroup, Line, LineChart, Scale, XAxis};
+use crate::svg::{esc, Axis, Band, BarChart, BarGroup, Line, LineChart, RightAxis, Scale, XAxis};
 use crate::view::{
     client_busy, percentile_spectrum, point_label, point_without, Figure, Group, Spread, View,
 };
@@ -1126,8 +1126,73 @@ impl<'a> Page<'a> {
                     });
                 }
             }
+            if capped {
+                self.latency_and_memory(&runs, &bands);
+            }
             self.node_charts(&runs, &bands);
             self.html.push_str("</div></details>");
+        }
+    }
+
+    /// Under a memory cap (000-beyond-memory): each run's latency per
+    /// second and the memory charged to its cgroup on one timeline, so the
+    /// moment the data outgrows memory shows in both.
+    fn latency_and_memory(&mut self, runs: &[(usize, &RunResult)], bands: &[Band]) {
+        for (s, r) in runs {
+            let start = measure_start(r);
+            let latency =
+                |name: &str,
+                 style: usize,
+                 pick: fn(&bakeoff_core::result::TimelinePoint) -> u64| Line {
+                    name: name.into(),
+                    points: r
+                        .timeline
+                        .iter()
+                        .map(|t| (t.t_s as f64 - start + 0.5, pick(t) as f64))
+                        .collect(),
+                    style,
+                    markers: r.timeline.len() <= 30,
+                    ..Line::default()
+                };
+            let memory = Line {
+                name: "memory charged (RSS + page cache)".into(),
+                points: r
+                    .resources
+                    .iter()
+                    .filter_map(|x| Some((x.t_s - start, x.cgroup_memory_bytes? as f64)))
+                    .collect(),
+                style: 2,
+                markers: false,
+                ..Line::default()
+            };
+            if memory.points.is_empty() {
+                continue;
+            }
+            let chart = LineChart {
+                title: format!("Latency and memory over the run: {}", self.view.series[*s]),
+                x: XAxis::Numeric(Axis {
+                    title: "time from the start of measurement (s)".into(),
+                    scale: Scale::Linear,
+                    format: fmt_secs,
+                    from_zero: false,
+                }),
+                y: Axis::linear("latency per second", fmt_lat),
+                lines: vec![
+                    latency("p50 latency", 0, |t| t.p50_ns),
+                    latency("p99 latency", 1, |t| t.p99_ns),
+                ],
+                bands: bands.to_vec(),
+            };
+            let right = RightAxis {
+                axis: Axis::linear("memory", fmt_bytes_axis),
+                lines: vec![memory],
+            };
+            self.charts += 1;
+            let _ = write!(
+                self.html,
+                "<figure>{}</figure>",
+                chart.to_svg_with_right(&right)
+            );
         }
     }
 
@@ -1686,5 +1751,44 @@ mod tests {
         }
         assert!(page.contains("primary 127.0.0.1:7001"));
         assert!(page.contains("replica 127.0.0.1:7002"));
+    }
+
+    /// Under a memory cap, each run's latency and the memory charged to it
+    /// share one timeline, memory on an axis of its own on the right.
+    #[test]
+    fn latency_and_memory_share_a_timeline_under_a_memory_cap() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../bakeoff/tests/snapshots/mock.json");
+        let mut result = ExperimentResult::read(&path).expect("the mock snapshot reads");
+        let html = |r: &ExperimentResult| {
+            let mut out = Vec::new();
+            HtmlExporter
+                .export(std::slice::from_ref(r), &mut out)
+                .unwrap();
+            String::from_utf8(out).unwrap()
+        };
+        assert!(!html(&result).contains("Latency and memory over the run"));
+        let run = &mut result.runs[0];
+        let start = measure_start(run);
+        run.resources = (0..4)
+            .map(|k| bakeoff_core::result::ResourceSample {
+                t_s: start + k as f64,
+                cgroup_memory_bytes: Some((64 + 32 * k) << 20),
+                ..Default::default()
+            })
+            .collect();
+        let page = html(&result);
+        let at = page
+            .find("Latency and memory over the run")
+            .unwrap_or_else(|| panic!("no latency-and-memory chart"));
+        let figure = &page[at..at + page[at..].find("</svg>").unwrap()];
+        assert!(figure.contains("p99 latency"), "{figure}");
+        assert!(
+            figure.contains("memory charged (RSS + page cache) (right axis)"),
+            "{figure}"
+        );
+        // The right axis is labelled in bytes, up to the last sample.
+        assert!(figure.contains("rotate(90)"), "{figure}");
+        assert!(figure.contains("MiB"), "{figure}");
     }
 }

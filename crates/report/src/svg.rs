@@ -458,14 +458,14 @@ fn open_svg(svg: &mut String, height: f64, title: &str) {
 }
 
 /// Draws y grid lines, tick labels and the y title.
-fn y_axis(svg: &mut String, axis: &Axis, ym: &Mapper, ticks: &[f64]) {
+fn y_axis(svg: &mut String, axis: &Axis, ym: &Mapper, ticks: &[f64], right: f64) {
     let step = thin(ticks.len(), PLOT_H / ticks.len().max(1) as f64, 1);
     for (i, t) in ticks.iter().enumerate() {
         let Some(y) = ym.px(*t) else { continue };
         let _ = write!(
             svg,
             r#"<line x1="{LEFT}" x2="{:.1}" y1="{y:.1}" y2="{y:.1}" class="grid"/>"#,
-            WIDTH - RIGHT
+            WIDTH - right
         );
         if i % step == 0 {
             let _ = write!(
@@ -493,32 +493,114 @@ fn y_axis(svg: &mut String, axis: &Axis, ym: &Mapper, ticks: &[f64]) {
     );
 }
 
-fn x_title(svg: &mut String, title: &str) {
+/// Tick labels and the title of a y axis on the right (no grid lines: the
+/// left axis draws those).
+fn right_ticks(svg: &mut String, axis: &Axis, ym: &Mapper, ticks: &[f64], right: f64) {
+    let x = WIDTH - right;
+    let step = thin(ticks.len(), PLOT_H / ticks.len().max(1) as f64, 1);
+    for (i, t) in ticks.iter().enumerate() {
+        let Some(y) = ym.px(*t) else { continue };
+        let _ = write!(
+            svg,
+            r#"<line x1="{x:.1}" x2="{:.1}" y1="{y:.1}" y2="{y:.1}" class="frame"/>"#,
+            x + 4.0
+        );
+        if i % step == 0 {
+            let _ = write!(
+                svg,
+                r#"<text x="{:.1}" y="{:.1}" class="tick" text-anchor="start">{}</text>"#,
+                x + 6.0,
+                y + 4.0,
+                esc(&(axis.format)(*t))
+            );
+        }
+    }
+    let _ = write!(
+        svg,
+        r#"<text transform="translate({:.1},{:.1}) rotate(90)" class="axis" text-anchor="middle">{}</text>"#,
+        WIDTH - 14.0,
+        TOP + PLOT_H / 2.0,
+        esc(&axis.title)
+    );
+}
+
+/// Draws line `l` through its points (breaking it where a point cannot be
+/// placed).
+fn path(svg: &mut String, l: &Line, xm: &Mapper, ym: &Mapper) {
+    let mut d = String::new();
+    let mut pen_down = false;
+    for (x, y) in &l.points {
+        match (xm.px(*x), ym.px(*y)) {
+            (Some(px), Some(py)) => {
+                let _ = write!(d, "{}{px:.1},{py:.1}", if pen_down { "L" } else { "M" });
+                pen_down = true;
+            }
+            _ => pen_down = false,
+        }
+    }
+    if !d.is_empty() {
+        let _ = write!(
+            svg,
+            r#"<path d="{d}" fill="none" stroke="{}" stroke-width="2" stroke-dasharray="{}" stroke-linejoin="round"><title>{}</title></path>"#,
+            colour(l.style),
+            dash(l.style),
+            esc(&l.name)
+        );
+    }
+}
+
+fn x_title(svg: &mut String, title: &str, right: f64) {
     let _ = write!(
         svg,
         r#"<text x="{:.1}" y="{:.1}" class="axis" text-anchor="middle">{}</text>"#,
-        LEFT + (WIDTH - LEFT - RIGHT) / 2.0,
+        LEFT + (WIDTH - LEFT - right) / 2.0,
         TOP + PLOT_H + 38.0,
         esc(title)
     );
 }
 
-fn frame(svg: &mut String) {
+fn frame(svg: &mut String, right: f64) {
     let _ = write!(
         svg,
         r#"<rect x="{LEFT}" y="{TOP}" width="{:.1}" height="{PLOT_H}" class="frame"/>"#,
-        WIDTH - LEFT - RIGHT
+        WIDTH - LEFT - right
     );
+}
+
+/// Lines drawn against an axis of their own on the right of a line chart
+/// (memory beside latency on one timeline).
+pub struct RightAxis {
+    /// The right-hand y axis.
+    pub axis: Axis,
+    /// The lines measured on it.
+    pub lines: Vec<Line>,
 }
 
 impl LineChart {
     /// Renders the chart; an empty chart says "no data" instead of drawing axes.
     pub fn to_svg(&self) -> String {
+        self.render(None)
+    }
+
+    /// Renders the chart with more lines measured on a y axis of their own,
+    /// on the right.
+    pub fn to_svg_with_right(&self, right_axis: &RightAxis) -> String {
+        self.render(Some(right_axis))
+    }
+
+    fn render(&self, right_axis: Option<&RightAxis>) -> String {
+        let right = if right_axis.is_some() { LEFT } else { RIGHT };
         let entries: Vec<(String, usize)> = self
             .lines
             .iter()
             .filter(|l| !l.name.is_empty())
             .map(|l| (l.name.clone(), l.style))
+            .chain(right_axis.iter().flat_map(|r| {
+                r.lines
+                    .iter()
+                    .filter(|l| !l.name.is_empty())
+                    .map(|l| (format!("{} (right axis)", l.name), l.style))
+            }))
             .collect();
         let leg_h = legend_height(&entries);
         let height = TOP + PLOT_H + BOTTOM + leg_h;
@@ -540,10 +622,14 @@ impl LineChart {
             return no_data(svg);
         };
         let x0 = LEFT + 10.0;
-        let x1 = WIDTH - RIGHT - 10.0;
+        let x1 = WIDTH - right - 10.0;
         let xm = match &self.x {
             XAxis::Numeric(ax) => {
-                let xs = self.lines.iter().flat_map(|l| l.points.iter().map(|p| p.0));
+                let xs = self
+                    .lines
+                    .iter()
+                    .chain(right_axis.iter().flat_map(|r| r.lines.iter()))
+                    .flat_map(|l| l.points.iter().map(|p| p.0));
                 let xs: Vec<f64> = xs
                     .chain(self.bands.iter().flat_map(|b| [b.from, b.to]))
                     .collect();
@@ -609,6 +695,7 @@ impl LineChart {
                         ax.title,
                         if ax.scale == Scale::Log { ", log" } else { "" }
                     ),
+                    right,
                 );
                 m
             }
@@ -635,12 +722,23 @@ impl LineChart {
                         );
                     }
                 }
-                x_title(&mut svg, title);
+                x_title(&mut svg, title, right);
                 m
             }
         };
-        y_axis(&mut svg, &self.y, &ym, &yticks);
-        frame(&mut svg);
+        y_axis(&mut svg, &self.y, &ym, &yticks, right);
+        frame(&mut svg, right);
+        if let Some(r) = right_axis {
+            if let Some((ym2, ticks2)) = y_mapper(
+                &r.axis,
+                r.lines.iter().flat_map(|l| l.points.iter().map(|p| p.1)),
+            ) {
+                right_ticks(&mut svg, &r.axis, &ym2, &ticks2, right);
+                for l in &r.lines {
+                    path(&mut svg, l, &xm, &ym2);
+                }
+            }
+        }
         let xfmt = |x: f64| match &self.x {
             XAxis::Numeric(ax) => (ax.format)(x),
             XAxis::Categories { labels, .. } => labels.get(x as usize).cloned().unwrap_or_default(),
@@ -663,25 +761,7 @@ impl LineChart {
                     );
                 }
             }
-            let mut d = String::new();
-            let mut pen_down = false;
-            for (x, y) in &l.points {
-                match (xm.px(*x), ym.px(*y)) {
-                    (Some(px), Some(py)) => {
-                        let _ = write!(d, "{}{px:.1},{py:.1}", if pen_down { "L" } else { "M" });
-                        pen_down = true;
-                    }
-                    _ => pen_down = false,
-                }
-            }
-            if !d.is_empty() {
-                let _ = write!(
-                    svg,
-                    r#"<path d="{d}" fill="none" stroke="{c}" stroke-width="2" stroke-dasharray="{}" stroke-linejoin="round"><title>{}</title></path>"#,
-                    dash(l.style),
-                    esc(&l.name)
-                );
-            }
+            path(&mut svg, l, &xm, &ym);
             if l.markers {
                 for (x, y) in &l.points {
                     if let (Some(px), Some(py)) = (xm.px(*x), ym.px(*y)) {
@@ -735,7 +815,7 @@ impl BarChart {
             return no_data(svg);
         };
         let ylo = ym.lo_value();
-        y_axis(&mut svg, &self.y, &ym, &yticks);
+        y_axis(&mut svg, &self.y, &ym, &yticks, RIGHT);
         let n = self.categories.len().max(1);
         let slot = (WIDTH - LEFT - RIGHT) / n as f64;
         let groups = self.groups.len().max(1);
@@ -791,8 +871,8 @@ impl BarChart {
                 }
             }
         }
-        x_title(&mut svg, &self.x_title);
-        frame(&mut svg);
+        x_title(&mut svg, &self.x_title, RIGHT);
+        frame(&mut svg, RIGHT);
         legend(&mut svg, &entries, TOP + PLOT_H + BOTTOM, true, id);
         svg.push_str("</svg>");
         svg
