@@ -16,6 +16,8 @@ use std::io::Write;
 
 use serde::{Deserialize, Serialize};
 
+use crate::recorder::thread_cpu_ns;
+
 /// Integers in the seed's array.
 pub const ARRAY_LEN: usize = 50;
 
@@ -409,17 +411,6 @@ impl EncodedPayloads {
             decode_ns: decode_ns as f64 / decodes as f64,
         })
     }
-}
-
-/// CPU time of the calling thread, ns.
-fn thread_cpu_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes the timespec we own.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 #[cfg(test)]

@@ -1663,14 +1663,26 @@ mod tests {
     use bakeoff_core::plan::FaultKind;
     use bakeoff_core::result::{ExperimentResult, FaultRecord};
 
+    /// The mock run's result file, kept as the snapshot of the suite.
+    fn mock_result() -> ExperimentResult {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../bakeoff/tests/snapshots/mock.json");
+        ExperimentResult::read(&path).expect("the mock snapshot reads")
+    }
+
+    fn html(r: &ExperimentResult) -> String {
+        let mut out = Vec::new();
+        HtmlExporter
+            .export(std::slice::from_ref(r), &mut out)
+            .unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
     /// A faulted run's timeline charts mark the fault, from its moment to
     /// the server's return, beside the load and warm-up bands.
     #[test]
     fn a_fault_is_a_band_on_the_timeline() {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../bakeoff/tests/snapshots/mock.json");
-        let result = ExperimentResult::read(&path).expect("the mock snapshot reads");
-        let mut run = result.runs[0].clone();
+        let mut run = mock_result().runs[0].clone();
         let start = measure_start(&run);
         assert!(phase_bands(&[(0, &run)])
             .iter()
@@ -1703,16 +1715,7 @@ mod tests {
     fn each_node_gets_lines_of_its_own() {
         use bakeoff_core::result::{NodeOps, NodeResourceSample};
         // The mock run is of one server and was not sampled: both are set here.
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../bakeoff/tests/snapshots/mock.json");
-        let mut result = ExperimentResult::read(&path).expect("the mock snapshot reads");
-        let html = |r: &ExperimentResult| {
-            let mut out = Vec::new();
-            HtmlExporter
-                .export(std::slice::from_ref(r), &mut out)
-                .unwrap();
-            String::from_utf8(out).unwrap()
-        };
+        let mut result = mock_result();
         assert!(!html(&result).contains("of each node"));
         let run = &mut result.runs[0];
         run.workload.topology = bakeoff_core::plan::Topology::PrimaryReplica;
@@ -1757,16 +1760,7 @@ mod tests {
     /// share one timeline, memory on an axis of its own on the right.
     #[test]
     fn latency_and_memory_share_a_timeline_under_a_memory_cap() {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../bakeoff/tests/snapshots/mock.json");
-        let mut result = ExperimentResult::read(&path).expect("the mock snapshot reads");
-        let html = |r: &ExperimentResult| {
-            let mut out = Vec::new();
-            HtmlExporter
-                .export(std::slice::from_ref(r), &mut out)
-                .unwrap();
-            String::from_utf8(out).unwrap()
-        };
+        let mut result = mock_result();
         assert!(!html(&result).contains("Latency and memory over the run"));
         let run = &mut result.runs[0];
         let start = measure_start(run);
