@@ -112,6 +112,8 @@ fn steady_state_allocations_on<C: Codec>(
         key_distribution: KeyDistribution::Uniform,
         value_size: ValueSizes::Range { min: 24, max: 400 },
         value_content: ValueContent::Random,
+        encoding: Default::default(),
+        compression: Default::default(),
         mix: Mix {
             weights: [60, 20, 10, 10, 0],
         },
