@@ -305,38 +305,42 @@ impl<'a> Page<'a> {
 
     /// The disk-per-write table, when some run measured its server's disk.
     fn disk(&mut self) {
-        let rows: Vec<Vec<String>> = self
-            .view
-            .runs
-            .iter()
-            .filter_map(|rr| crate::durability::disk_row(rr.run))
-            .collect();
-        if rows.is_empty() {
-            return;
-        }
-        self.h2("disk", "Disk per write");
-        self.html.push_str(r#"<p class="note">What the server's processes sent to storage per write (set, update, delete) over the warm-up and the measured phase, from /proc/PID/io; fsyncs are counted exactly where the data directory is on bakeoff's power-cut layer. Second by second: the disk charts below.</p>"#);
-        self.table(&crate::durability::DISK_HEAD, &rows, 2);
+        self.run_table(
+            ("disk", "Disk per write"),
+            "What the server's processes sent to storage per write (set, update, delete) over the warm-up and the measured phase, from /proc/PID/io; fsyncs are counted exactly where the data directory is on bakeoff's power-cut layer. Second by second: the disk charts below.",
+            (&crate::durability::DISK_HEAD, 2),
+            crate::durability::disk_row,
+        );
     }
 
     /// The client-side encoding table, when some run's values were
     /// client-encoded.
     fn encoding(&mut self) {
-        let rows: Vec<Vec<String>> = self
-            .view
-            .runs
-            .iter()
-            .filter_map(|rr| crate::encoding::encoding_row(rr.run))
-            .collect();
+        self.run_table(
+            ("encoding", "Client-side encoding"),
+            crate::encoding::ENCODING_NOTE,
+            (&crate::encoding::ENCODING_HEAD, 2),
+            crate::encoding::encoding_row,
+        );
+    }
+
+    /// A section (`id`, `title`) with a note and a table of one row per
+    /// run that has one (`row`), under `head` with its first `left`
+    /// columns aligned left; nothing when no run has a row.
+    fn run_table(
+        &mut self,
+        (id, title): (&str, &str),
+        note: &str,
+        (head, left): (&[&str], usize),
+        row: fn(&RunResult) -> Option<Vec<String>>,
+    ) {
+        let rows: Vec<Vec<String>> = self.view.runs.iter().filter_map(|rr| row(rr.run)).collect();
         if rows.is_empty() {
             return;
         }
-        self.h2("encoding", "Client-side encoding");
-        self.html.push_str(&format!(
-            r#"<p class="note">{}</p>"#,
-            crate::encoding::ENCODING_NOTE
-        ));
-        self.table(&crate::encoding::ENCODING_HEAD, &rows, 2);
+        self.h2(id, title);
+        let _ = write!(self.html, r#"<p class="note">{note}</p>"#);
+        self.table(head, &rows, left);
     }
 
     /// Replication drawn: write and read rates alone against with a

@@ -58,6 +58,9 @@ impl Exporter for JsonExporter {
     }
 }
 
+/// A table's rows, its head first.
+type Rows = Vec<Vec<String>>;
+
 /// A side-by-side table of the runs, with units, plus checks and warnings.
 pub struct TextExporter;
 
@@ -250,49 +253,22 @@ impl Exporter for TextExporter {
             let mut rows = vec![head];
             rows.extend(body);
             text_table(&rows, 2, out)?;
-            if let Some(rows) = durability::durability_rows(r) {
-                writeln!(
-                    out,
-                    "\ndurability (every write logged as acknowledged or not, read back after the run):"
-                )?;
-                text_table(&rows, 3, out)?;
-                writeln!(out)?;
-            }
-            if let Some(rows) = durability::disk_rows(r) {
-                writeln!(
-                    out,
-                    "\ndisk per write (the server's processes, warm-up and measured phase):"
-                )?;
-                text_table(&rows, 2, out)?;
-                writeln!(out)?;
-            }
-            if let Some(rows) = encoding::encoding_rows(r) {
-                writeln!(
-                    out,
-                    "\nclient-side encoding (encode and decode timed apart, on the run's values):"
-                )?;
-                text_table(&rows, 2, out)?;
-                writeln!(out)?;
-            }
-            if let Some(rows) = search::search_rows(r) {
-                writeln!(out, "\nsearches (peak: clients doubled until throughput stopped rising; capacity: the highest open-loop rate that held the bound):")?;
-                text_table(&rows, 3, out)?;
-                writeln!(out)?;
-            }
-            if let Some(rows) = topology::nodes_rows(r) {
-                writeln!(out, "\nrequests per node (sharded targets):")?;
-                text_table(&rows, 2, out)?;
-                writeln!(out)?;
-            }
-            if let Some(rows) = topology::replication_rows(r) {
-                writeln!(out, "\nreplication (writes to the primary):")?;
-                text_table(&rows, 3, out)?;
-                writeln!(out)?;
-            }
-            if let Some(rows) = topology::link_rows(r) {
-                writeln!(out, "\nlink (bakeoff's relay between clients and servers):")?;
-                text_table(&rows, 3, out)?;
-                writeln!(out)?;
+            // The tables some runs have, each under its heading.
+            let sections: [(&str, Option<Rows>, usize); 7] = [
+                ("durability (every write logged as acknowledged or not, read back after the run):", durability::durability_rows(r), 3),
+                ("disk per write (the server's processes, warm-up and measured phase):", durability::disk_rows(r), 2),
+                ("client-side encoding (encode and decode timed apart, on the run's values):", encoding::encoding_rows(r), 2),
+                ("searches (peak: clients doubled until throughput stopped rising; capacity: the highest open-loop rate that held the bound):", search::search_rows(r), 3),
+                ("requests per node (sharded targets):", topology::nodes_rows(r), 2),
+                ("replication (writes to the primary):", topology::replication_rows(r), 3),
+                ("link (bakeoff's relay between clients and servers):", topology::link_rows(r), 3),
+            ];
+            for (heading, rows, left) in sections {
+                if let Some(rows) = rows {
+                    writeln!(out, "\n{heading}")?;
+                    text_table(&rows, left, out)?;
+                    writeln!(out)?;
+                }
             }
             for n in run_notes(r) {
                 writeln!(out, "{n}")?;
