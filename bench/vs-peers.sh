@@ -3,6 +3,9 @@
 # with the same settings: SET and GET, 100-byte values, 100000 keys filled
 # first, 50 connections, pipeline 1 and 16, same duration.
 #
+# Open-loop rows (bakeoff --rate R, Redis, pipeline 1) show what sending on
+# time costs per operation against the same client in closed loop.
+#
 # Per tool: ops/s, client CPU ns per operation (task-clock of the client
 # process / operations), system calls per operation (perf raw_syscalls),
 # user-space instructions per operation (callgrind, marginal over two run

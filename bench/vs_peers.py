@@ -135,6 +135,25 @@ class Bakeoff(Tool):
         return ops, m["throughput_per_s"], mean
 
 
+class BakeoffOpen(Bakeoff):
+    """bakeoff in open loop at a fixed rate: what sending on time costs."""
+
+    def __init__(self, name, server, pipelines, rate):
+        super().__init__(name, server, pipelines)
+        self.rate = rate
+
+    def command(self, op, pipeline, port, duration, ops=None, out=None):
+        return super().command(op, pipeline, port, duration, ops, out) + ["--rate", str(self.rate)]
+
+    def parse(self, text, out, duration):
+        r = json.load(open(out))["runs"][0]
+        m = r["measure"]
+        lag = (m.get("send_lag") or {}).get("p99_ns", 0)
+        self.extra = (f"send lag p99 {lag / 1e3:.1f} us, spin {max(r['client'].get('spin_percent') or [0]):.0f} %, "
+                      f"work {max(r['client']['thread_busy_percent']):.0f} % of the thread")
+        return super().parse(text, out, duration)
+
+
 class RedisBenchmark(Tool):
     def command(self, op, pipeline, port, duration, ops=None, out=None):
         n = ops or self.n[(op, pipeline)]
@@ -205,6 +224,8 @@ def main():
     ap.add_argument("--duration", type=int, default=4)
     ap.add_argument("--no-callgrind", action="store_true")
     ap.add_argument("--pipelines", default="1,16")
+    ap.add_argument("--open-rates", default="10000,40000",
+                    help="rates of the open-loop rows (bakeoff --rate, GET and SET on Redis, pipeline 1); empty for none")
     args = ap.parse_args()
     pipelines = [int(p) for p in args.pipelines.split(",")]
     work = tempfile.mkdtemp(prefix="bakeoff-bench-")
@@ -221,6 +242,8 @@ def main():
         ports = {"redis": rport, "memcached": mport}
         tools = [Bakeoff("bakeoff", "redis", pipelines), RedisBenchmark("redis-benchmark", "redis", pipelines),
                  Bakeoff("bakeoff", "memcached", pipelines), Memaslap("memaslap", "memcached", [1])]
+        for rate in [int(r) for r in args.open_rates.split(",") if r]:
+            tools.append(BakeoffOpen(f"bakeoff@{rate // 1000}k/s", "redis", [1], rate))
         memtier = os.environ.get("MEMTIER") or shutil.which("memtier_benchmark")
         if memtier:
             for server in ("redis", "memcached"):
@@ -263,10 +286,12 @@ def main():
                         results.setdefault(key, []).append((rate, task_ms * 1e6 / ops, calls / ops, mean, own_rate))
                         print(f"round {rnd + 1} {t.server:9} P{p:<2} {op} {t.name:16} {rate:>10.0f} ops/s "
                               f"(own report {own_rate:>9.0f}) {task_ms * 1e6 / ops:>7.0f} ns CPU/op "
-                              f"{calls / ops:6.3f} syscalls/op", file=sys.stderr)
+                              f"{calls / ops:6.3f} syscalls/op {getattr(t, 'extra', '')}", file=sys.stderr)
         ir = {}
         if not args.no_callgrind:
             for t in tools:
+                if isinstance(t, BakeoffOpen):
+                    continue
                 for p in t.pipelines:
                     small, large = 20_000, 60_000
                     try:
@@ -302,7 +327,8 @@ def report(results, ir, tools):
         calls = statistics.median(r[2] for r in rows)
         own = statistics.median(r[4] for r in rows)
         means = [r[3] for r in rows if r[3]]
-        little = f"{statistics.median(means) * own / (CLIENTS * p):.2f}" if means else "-"
+        # Little's law holds the clients' concurrency only in closed loop.
+        little = f"{statistics.median(means) * own / (CLIENTS * p):.2f}" if means and "@" not in name else "-"
         instr = ir.get((server, p, name))
         istr = f"{instr:,.0f}" if instr and op == "get" else "-"
         print(f"{server:9} {p:>3} {op:4} {name:16} {rate:>10,.0f} {own:>10,.0f} {cpu:>10,.0f} {calls:>12.3f} {istr:>9} {little:>7}")
@@ -312,7 +338,7 @@ def report(results, ir, tools):
         for p in sorted({g[1] for g in goals}):
             for op in ("get", "set"):
                 mine = [g for g in goals if g[:3] == (server, p, op) and g[3] == "bakeoff"]
-                peers = [g for g in goals if g[:3] == (server, p, op) and g[3] != "bakeoff"]
+                peers = [g for g in goals if g[:3] == (server, p, op) and not g[3].startswith("bakeoff")]
                 if not mine or not peers:
                     continue
                 m = mine[0]
@@ -320,6 +346,14 @@ def report(results, ir, tools):
                 fastest = max(peers, key=lambda g: g[4])
                 print(f"  {server:9} P{p:<2} {op}: syscalls/op {m[6]:.3f} (goal <= 1); CPU/op {m[5] / cheapest[5]:.2f} x "
                       f"cheapest peer {cheapest[3]} (goal <= 0.8); ops/s {m[4] / fastest[4]:.2f} x fastest peer {fastest[3]} (goal > 1)")
+    # Open loop: what sending on time costs against the same client in closed loop.
+    for g in goals:
+        server, p, op, name = g[:4]
+        if "@" in name:
+            closed = [c for c in goals if c[:4] == (server, p, op, "bakeoff")]
+            if closed:
+                print(f"  {server:9} P{p:<2} {op} open loop {name.split('@')[1]}: CPU/op {g[5]:,.0f} ns = "
+                      f"{g[5] / closed[0][5]:.2f} x closed loop's at {closed[0][4]:,.0f} ops/s (goal <= 3)")
     for (server, p, name), v in sorted(ir.items()):
         if name == "redis-benchmark":
             mine = ir.get((server, p, "bakeoff"))

@@ -71,11 +71,21 @@ fn managed_run(target: &str, settings: &[&str]) -> serde_json::Value {
         assert_eq!(c["bakeoff"], c["target"], "{target}: {c}");
     }
     let ratio = run["checks"]["littles_law_ratio"].as_f64().unwrap();
-    // Within 8 %: on 2 shared cores a busy client thread delays the start
-    // of some requests (0.94 seen under a parallel build).
+    // Never above 1 by more than 8 %: that would count time no request was
+    // out. Below 1 by up to 8 % plus the client thread's busy share: the
+    // client library's own work between a reply and the next request (a
+    // tokio runtime shared by the 4 connections) is a gap the clients leave,
+    // and on 2 shared cores it grows (0.914 seen in CI with the thread's
+    // share unknown, 0.94 under a parallel build).
+    let busy = run["client"]["thread_busy_percent"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b.as_f64().unwrap() / 100.0)
+        .fold(0.0, f64::max);
     assert!(
-        (ratio - 1.0).abs() < 0.08,
-        "{target}: Little's law ratio {ratio}"
+        ratio < 1.08 && ratio > 0.92 - busy,
+        "{target}: Little's law ratio {ratio} with the client thread busy {busy:.2}"
     );
     let t = r["targets"][0].clone();
     let cmd = t["settings"]["command_line"].as_str().unwrap().to_string();

@@ -479,6 +479,12 @@ impl<'j> Harness<'j> {
         self.meter.record_connect_error(phase, kind);
     }
 
+    /// The worker spun `ns` waiting for a send time.
+    #[inline]
+    pub fn spun(&mut self, ns: u64) {
+        self.meter.spun(ns);
+    }
+
     /// Drops the rest of client `ci`'s work: its target is gone for good.
     pub fn give_up(&mut self, ci: usize) {
         self.clients[ci].give_up();

@@ -81,8 +81,52 @@ const MAX_WAKE_LEAD_NS: u64 = 100_000;
 /// waiting, beyond the learnt lateness of wake-ups, ns.
 const SPIN_NS: u64 = 3_000;
 
+/// The most of a worker's time spent spinning before send times: an
+/// eighth. Past it the thread waits until the send time itself and its
+/// lateness shows in the send lag, so that a fast open loop does not burn a
+/// core (and the target's CPU on a shared machine) to look punctual.
+const SPIN_SHARE_DIVISOR: u64 = 8;
+
+/// Spin time saved up at most, ns: a quiet stretch buys no long burst.
+const MAX_SPIN_CREDIT_NS: u64 = 5_000_000;
+
 /// How often in-flight requests are checked against the timeout.
 const TIMEOUT_CHECK_EVERY_NS: u64 = 10_000_000;
+
+/// `epoll_wait` for at most `wait_ns`: with a nanosecond timeout
+/// (`epoll_pwait2`, Linux 5.11), else rounded up to a millisecond. A
+/// millisecond timeout rounded down would turn every shorter wait of an open
+/// loop into a busy poll.
+fn epoll_wait_ns(epfd: i32, events: &mut [libc::epoll_event], wait_ns: u64) -> i32 {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    static NO_PWAIT2: AtomicBool = AtomicBool::new(false);
+    if !NO_PWAIT2.load(Ordering::Relaxed) {
+        let ts = libc::timespec {
+            tv_sec: (wait_ns / 1_000_000_000) as libc::time_t,
+            tv_nsec: (wait_ns % 1_000_000_000) as libc::c_long,
+        };
+        // SAFETY: events is a valid buffer of the given length, ts lives
+        // through the call, and a null signal mask leaves the mask alone.
+        let n = unsafe {
+            libc::syscall(
+                libc::SYS_epoll_pwait2,
+                epfd,
+                events.as_mut_ptr(),
+                events.len() as libc::c_int,
+                &ts as *const libc::timespec,
+                std::ptr::null::<libc::sigset_t>(),
+                0usize,
+            )
+        } as i32;
+        if n >= 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ENOSYS) {
+            return n;
+        }
+        NO_PWAIT2.store(true, Ordering::Relaxed);
+    }
+    let ms = wait_ns.div_ceil(1_000_000) as i32;
+    // SAFETY: events is a valid buffer of the given length.
+    unsafe { libc::epoll_wait(epfd, events.as_mut_ptr(), events.len() as i32, ms) }
+}
 
 struct Conn {
     stream: Option<TcpStream>,
@@ -283,6 +327,10 @@ struct Loop<'a, C: Codec, const MULTI: bool> {
     next_timeout_check: u64,
     /// How late this thread's timed wake-ups come.
     wake: WakeLead,
+    /// Spinning this thread may still do, ns (below zero: spun ahead of
+    /// its share), and when it last earned some.
+    spin_credit_ns: i64,
+    spin_credit_at: u64,
     /// The job's `t0` on CLOCK_MONOTONIC, ns.
     t0_ns: u64,
 }
@@ -358,6 +406,8 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
             timeout_ns: (w.timeout_s * 1e9) as u64,
             next_timeout_check: 0,
             wake: WakeLead::of_tail(MAX_WAKE_LEAD_NS),
+            spin_credit_ns: 0,
+            spin_credit_at: 0,
             t0_ns: monotonic_ns().saturating_sub(job.t0.elapsed().as_nanos() as u64),
         };
         // Connect every client up front; if none can connect the job fails.
@@ -881,16 +931,32 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
                 continue;
             }
             // The wait ends at a send time: wake early by what wake-ups
-            // have been late, and spin out the rest.
-            let early = self.wake.lead_ns() + SPIN_NS;
+            // have been late, and spin out the rest, as long as the spin
+            // stays within its share of the thread.
+            self.spin_credit_ns = (self.spin_credit_ns
+                + (now.saturating_sub(self.spin_credit_at) / SPIN_SHARE_DIVISOR) as i64)
+                .min(MAX_SPIN_CREDIT_NS as i64);
+            self.spin_credit_at = now;
+            let early = if self.spin_credit_ns > 0 {
+                self.wake.lead_ns() + SPIN_NS
+            } else {
+                SPIN_NS
+            };
             if wait_ns <= early {
-                if self.has_unsubmitted() {
+                if self.has_unsubmitted() || self.has_completions() {
                     self.wait_and_handle(0);
                 } else {
+                    // A reply that comes meanwhile ends the spin: it is
+                    // handled (and timed) at once, and the spin resumes.
                     let until = now + wait_ns;
-                    while self.now() < until {
+                    let mut t = now;
+                    while t < until && !self.has_completions() {
                         std::hint::spin_loop();
+                        t = self.now();
                     }
+                    let spun = t - now;
+                    self.spin_credit_ns -= spun as i64;
+                    self.harness.spun(spun);
                 }
                 continue;
             }
@@ -903,6 +969,15 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
             }
         }
         self.drain_kernel();
+    }
+
+    /// Whether io_uring has completions waiting to be handled (epoll cannot
+    /// tell without a system call: never).
+    fn has_completions(&mut self) -> bool {
+        match &mut self.backend {
+            Backend::Uring { ring, .. } => !ring.completion().is_empty(),
+            Backend::Epoll { .. } => false,
+        }
     }
 
     /// Whether io_uring holds requests not yet submitted to the kernel.
@@ -954,11 +1029,7 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
                 completions_len == 0
             }
             Backend::Epoll { epfd, events } => {
-                let ms = (wait_ns / 1_000_000).min(100) as i32;
-                // SAFETY: events is a valid buffer of the given length.
-                let n = unsafe {
-                    libc::epoll_wait(*epfd, events.as_mut_ptr(), events.len() as i32, ms)
-                };
+                let n = epoll_wait_ns(*epfd, events, wait_ns.min(100_000_000));
                 for i in 0..n.max(0) as usize {
                     let (ci, flags) = match &self.backend {
                         Backend::Epoll { events, .. } => (events[i].u64 as usize, events[i].events),

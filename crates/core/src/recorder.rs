@@ -298,8 +298,13 @@ pub fn overlap_ns(start: u64, end: u64, from: u64, to: u64) -> u64 {
 pub struct WorkerOutput {
     /// One entry per phase of the job.
     pub phases: Vec<PhaseStats>,
-    /// CPU time of the worker thread during the last phase, ns.
+    /// CPU time of the worker thread during the last phase, ns, without
+    /// the time it spun waiting for send times (`spin_ns`).
     pub busy_cpu_ns: u64,
+    /// Time the worker spent spinning out the last microseconds before an
+    /// open loop's send times during the last phase, ns: CPU it burnt to
+    /// send on time, not work.
+    pub spin_ns: u64,
     /// Wall time of the last phase as this worker saw it, ns.
     pub busy_wall_ns: u64,
     /// Time of the last completion, ns since `t0`.
@@ -336,6 +341,10 @@ pub struct WorkerMeter {
     cpu_at_tick: u64,
     busy_cpu_start: Option<u64>,
     busy_wall_start: u64,
+    /// Spinning before send times, in the current second and since the
+    /// start of the measured phase, ns.
+    spin_in_interval: u64,
+    spin_measured: u64,
     last_completion: u64,
     window_start: u64,
     window_end: u64,
@@ -363,6 +372,8 @@ impl WorkerMeter {
             cpu_at_tick: cpu(),
             busy_cpu_start: None,
             busy_wall_start: 0,
+            spin_in_interval: 0,
+            spin_measured: 0,
             last_completion: 0,
             window_start,
             window_end,
@@ -391,12 +402,14 @@ impl WorkerMeter {
         if self.busy_cpu_start.is_none() && now >= warmup_end {
             self.busy_cpu_start = Some((self.cpu)());
             self.busy_wall_start = now;
+            self.spin_measured = 0;
         }
         while now >= self.next_tick {
             let cpu = (self.cpu)();
             let second = (self.next_tick / 1_000_000_000) as u32;
             let mut done = std::mem::replace(&mut self.interval, Interval::new(second));
-            done.cpu_ns = cpu - self.cpu_at_tick;
+            done.cpu_ns = (cpu - self.cpu_at_tick).saturating_sub(self.spin_in_interval);
+            self.spin_in_interval = 0;
             self.cpu_at_tick = cpu;
             let _ = tx.send(done);
             self.next_tick += 1_000_000_000;
@@ -431,6 +444,14 @@ impl WorkerMeter {
         );
     }
 
+    /// The worker spun `ns` waiting for a send time: CPU spent, counted
+    /// apart from work.
+    #[inline]
+    pub fn spun(&mut self, ns: u64) {
+        self.spin_in_interval += ns;
+        self.spin_measured += ns;
+    }
+
     /// Records a failed connection attempt in `phase` (no operation made).
     pub fn record_connect_error(&mut self, phase: u8, kind: ErrorKind) {
         self.stats[phase as usize].record_error(kind);
@@ -446,15 +467,17 @@ impl WorkerMeter {
     ) -> WorkerOutput {
         let cpu = (self.cpu)();
         let mut done = std::mem::replace(&mut self.interval, Interval::new(0));
-        done.cpu_ns = cpu - self.cpu_at_tick;
+        done.cpu_ns = (cpu - self.cpu_at_tick).saturating_sub(self.spin_in_interval);
         done.second = (now / 1_000_000_000) as u32;
         if done.ops + done.errors > 0 {
             let _ = tx.send(done);
         }
         let start = self.busy_cpu_start.unwrap_or(cpu);
+        let spin_ns = self.spin_measured;
         WorkerOutput {
             phases: self.stats,
-            busy_cpu_ns: cpu - start,
+            busy_cpu_ns: (cpu - start).saturating_sub(spin_ns),
+            spin_ns,
             busy_wall_ns: now.saturating_sub(self.busy_wall_start),
             last_completion_ns: self.last_completion,
             busy_in_window_ns: self.busy_in_window,

@@ -459,11 +459,17 @@ pub struct NodeResourceSample {
 pub struct ClientUsage {
     /// I/O mechanism of the network loop (`epoll`, `io_uring`, `in-process`).
     pub io_backend: String,
-    /// Busy fraction of each worker thread, percent.
+    /// Busy fraction of each worker thread, percent: its CPU time doing
+    /// work, without the spinning in `spin_percent`.
     pub thread_busy_percent: Vec<f64>,
     /// True when a worker was busy more than 90 % of the time: the client,
     /// not the target, limited the numbers.
     pub client_bound: bool,
+    /// Share of each worker thread's time spent spinning out the last
+    /// microseconds before an open loop's send times, percent: CPU burnt
+    /// to send on time (at most an eighth of the thread), not work.
+    #[serde(default)]
+    pub spin_percent: Vec<f64>,
     /// The link relay's use of the machine, in a run with `--link`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub link: Option<LinkUsage>,

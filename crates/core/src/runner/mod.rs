@@ -264,8 +264,11 @@ pub struct JobOutcome {
     pub timeline: Vec<TimelinePoint>,
     /// Resource samples taken while the job ran.
     pub resources: Vec<ResourceSample>,
-    /// Busy percent of each worker in the last phase.
+    /// Busy percent of each worker in the last phase, without spinning.
     pub busy_percent: Vec<f64>,
+    /// Percent of each worker's time in the last phase spent spinning
+    /// before send times.
+    pub spin_percent: Vec<f64>,
     /// I/O mechanism.
     pub backend: String,
     /// Length of the last phase (measure, or load), seconds.
@@ -543,6 +546,16 @@ pub fn run_job(
                 }
             })
             .collect(),
+        spin_percent: outputs
+            .iter()
+            .map(|o| {
+                if o.busy_wall_ns > 0 {
+                    100.0 * o.spin_ns as f64 / o.busy_wall_ns as f64
+                } else {
+                    0.0
+                }
+            })
+            .collect(),
         backend: outputs
             .first()
             .map(|o| o.backend.to_string())
@@ -592,8 +605,16 @@ fn open_loop_notes(run: &RunResult, label: &str) -> Vec<String> {
     let m = &run.measure;
     if let Some(lag) = m.send_lag.as_ref().filter(|l| l.count > 0) {
         if lag.p99_ns > 10_000 && lag.p99_ns as f64 > 0.05 * m.all.p99_ns as f64 {
+            // A thread whose spin reached its share woke at send times
+            // rather than before them.
+            let spin = run.client.spin_percent.iter().cloned().fold(0.0, f64::max);
+            let why = if spin >= 11.0 {
+                format!(" (a thread spent {spin:.0} % of its time spinning before send times, the most it may)")
+            } else {
+                String::new()
+            };
             notes.push(format!(
-                "run {} ({label}): requests left late, send lag p99 {} (response time p99 {}): part of the response time is bakeoff's own lateness; fewer --clients per thread or more --threads.",
+                "run {} ({label}): requests left late, send lag p99 {} (response time p99 {}){why}: part of the response time is bakeoff's own lateness; fewer --clients per thread or more --threads.",
                 run.index,
                 crate::units::fmt_ns(lag.p99_ns as f64),
                 crate::units::fmt_ns(m.all.p99_ns as f64)
@@ -1177,6 +1198,11 @@ fn run_one(
                         .map(|b| (b * 10.0).round() / 10.0)
                         .collect(),
                     client_bound: busy_max > 90.0 && !in_process,
+                    spin_percent: o
+                        .spin_percent
+                        .iter()
+                        .map(|b| (b * 10.0).round() / 10.0)
+                        .collect(),
                     link: link_before.and_then(|(before, at)| {
                         LinkUsage::between(&before, &target.link()?, at.elapsed())
                     }),
