@@ -72,7 +72,8 @@ fn managed_run(target: &str, settings: &[&str]) -> serde_json::Value {
     }
     let ratio = run["checks"]["littles_law_ratio"].as_f64().unwrap();
     // Never above 1 by more than 8 %: that would count time no request was
-    // out. Below 1 by up to 8 % plus the client thread's busy share: the
+    // out. Below 1 by up to 8 % plus the client thread's busy share (at
+    // most 10 % more): the
     // client library's own work between a reply and the next request (a
     // tokio runtime shared by the 4 connections) is a gap the clients leave,
     // and on 2 shared cores it grows (0.914 seen in CI with the thread's
@@ -84,7 +85,7 @@ fn managed_run(target: &str, settings: &[&str]) -> serde_json::Value {
         .map(|b| b.as_f64().unwrap() / 100.0)
         .fold(0.0, f64::max);
     assert!(
-        ratio < 1.08 && ratio > 0.92 - busy,
+        ratio < 1.08 && ratio > 0.92 - busy.min(0.1),
         "{target}: Little's law ratio {ratio} with the client thread busy {busy:.2}"
     );
     let t = r["targets"][0].clone();

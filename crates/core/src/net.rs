@@ -82,8 +82,9 @@ const MAX_WAKE_LEAD_NS: u64 = 100_000;
 const SPIN_NS: u64 = 3_000;
 
 /// The most of a worker's time spent spinning before send times: an
-/// eighth. Past it the thread waits until the send time itself and its
-/// lateness shows in the send lag, so that a fast open loop does not burn a
+/// eighth (plus the last SPIN_NS before each send). Past it the thread
+/// sleeps until SPIN_NS before the send time and its lateness shows in the
+/// send lag, so that a fast open loop does not burn a
 /// core (and the target's CPU on a shared machine) to look punctual.
 const SPIN_SHARE_DIVISOR: u64 = 8;
 
@@ -94,9 +95,11 @@ const MAX_SPIN_CREDIT_NS: u64 = 5_000_000;
 const TIMEOUT_CHECK_EVERY_NS: u64 = 10_000_000;
 
 /// `epoll_wait` for at most `wait_ns`: with a nanosecond timeout
-/// (`epoll_pwait2`, Linux 5.11), else rounded up to a millisecond. A
-/// millisecond timeout rounded down would turn every shorter wait of an open
-/// loop into a busy poll.
+/// (`epoll_pwait2`, Linux 5.11). A millisecond timeout rounded down would
+/// turn every shorter wait of an open loop into a busy poll; where
+/// `epoll_pwait2` fails (an older kernel, a seccomp filter), that busy poll
+/// is what remains, as the loop keeps its schedule rather than wake a
+/// millisecond late.
 fn epoll_wait_ns(epfd: i32, events: &mut [libc::epoll_event], wait_ns: u64) -> i32 {
     use std::sync::atomic::{AtomicBool, Ordering};
     static NO_PWAIT2: AtomicBool = AtomicBool::new(false);
@@ -118,12 +121,12 @@ fn epoll_wait_ns(epfd: i32, events: &mut [libc::epoll_event], wait_ns: u64) -> i
                 0usize,
             )
         } as i32;
-        if n >= 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ENOSYS) {
+        if n >= 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
             return n;
         }
         NO_PWAIT2.store(true, Ordering::Relaxed);
     }
-    let ms = wait_ns.div_ceil(1_000_000) as i32;
+    let ms = (wait_ns / 1_000_000) as i32;
     // SAFETY: events is a valid buffer of the given length.
     unsafe { libc::epoll_wait(epfd, events.as_mut_ptr(), events.len() as i32, ms) }
 }
@@ -893,6 +896,7 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
         // This thread keeps an open loop's schedule (see crate::pacing).
         crate::pacing::least_timer_slack();
         let start = self.now();
+        self.spin_credit_at = start;
         let clients = self.client_inflight.len();
         for ci in 0..clients {
             self.fill(ci, start);
@@ -935,8 +939,12 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
             // stays within its share of the thread.
             self.spin_credit_ns = (self.spin_credit_ns
                 + (now.saturating_sub(self.spin_credit_at) / SPIN_SHARE_DIVISOR) as i64)
-                .min(MAX_SPIN_CREDIT_NS as i64);
+                .clamp(-(MAX_SPIN_CREDIT_NS as i64), MAX_SPIN_CREDIT_NS as i64);
             self.spin_credit_at = now;
+            // Out of credit, the thread sleeps until just before the send
+            // time; it still spins out a wait shorter than SPIN_NS, which a
+            // sleep would turn into a wake-up tens of µs late (so the share
+            // is an eighth plus at most SPIN_NS a send).
             let early = if self.spin_credit_ns > 0 {
                 self.wake.lead_ns() + SPIN_NS
             } else {
@@ -948,13 +956,16 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
                 } else {
                     // A reply that comes meanwhile ends the spin: it is
                     // handled (and timed) at once, and the spin resumes.
+                    // The spin is timed from its own start: the sends made
+                    // above are work.
                     let until = now + wait_ns;
-                    let mut t = now;
+                    let from = self.now();
+                    let mut t = from;
                     while t < until && !self.has_completions() {
                         std::hint::spin_loop();
                         t = self.now();
                     }
-                    let spun = t - now;
+                    let spun = t - from;
                     self.spin_credit_ns -= spun as i64;
                     self.harness.spun(spun);
                 }
@@ -971,11 +982,15 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
         self.drain_kernel();
     }
 
-    /// Whether io_uring has completions waiting to be handled (epoll cannot
-    /// tell without a system call: never).
+    /// Whether io_uring has completions waiting to be handled, or (on the
+    /// tuned ring, whose receive completions wait as deferred task work
+    /// until this thread enters the kernel) work that would post some.
+    /// epoll cannot tell without a system call: never.
     fn has_completions(&mut self) -> bool {
         match &mut self.backend {
-            Backend::Uring { ring, .. } => !ring.completion().is_empty(),
+            Backend::Uring { ring, .. } => {
+                ring.submission().taskrun() || !ring.completion().is_empty()
+            }
             Backend::Epoll { .. } => false,
         }
     }

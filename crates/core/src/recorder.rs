@@ -445,7 +445,9 @@ impl WorkerMeter {
     }
 
     /// The worker spun `ns` waiting for a send time: CPU spent, counted
-    /// apart from work.
+    /// apart from work. Timed on the wall clock (a clock read per spin is
+    /// cheaper than a CPU clock's system call), so a preemption during a
+    /// spin is counted as spin.
     #[inline]
     pub fn spun(&mut self, ns: u64) {
         self.spin_in_interval += ns;
