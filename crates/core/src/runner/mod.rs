@@ -594,6 +594,26 @@ fn timeline_point(iv: &Interval, phase: &str) -> TimelinePoint {
     }
 }
 
+/// Writes that stored nothing: more than half of a run's sets or updates
+/// came back as misses (the target declined them, or found no row to
+/// change). HandlerSocket's set is an insert, which it declines for a key
+/// that exists; a store may skip an update that changes nothing. The
+/// throughput of such writes is not that of stored writes.
+fn unstored_write_notes(index: u32, measure: &PhaseResult, label: &str) -> Vec<String> {
+    ["set", "update"]
+        .iter()
+        .filter_map(|kind| {
+            let o = measure.ops.get(*kind)?;
+            (o.completed >= 100 && o.misses * 2 > o.completed).then(|| {
+                format!(
+                    "run {} ({label}): {} of {} {kind}s stored nothing (declined by the target, or no row to change; a HandlerSocket set is an insert, declined for a key that exists): the {kind} figures of this run are of requests that wrote nothing.",
+                    index, o.misses, o.completed
+                )
+            })
+        })
+        .collect()
+}
+
 /// An open loop's own failings: requests sent late (send lag p99 above
 /// 10 µs and above 5 % of the response time's p99), or a rate asked for
 /// that was not reached (more than 5 % under it).
@@ -921,7 +941,10 @@ pub fn run_experiment(
                 observer.note(&note);
                 result.warnings.push(note);
             }
-            for note in open_loop_notes(&run, &label) {
+            for note in open_loop_notes(&run, &label)
+                .into_iter()
+                .chain(unstored_write_notes(run.index, &run.measure, &label))
+            {
                 observer.note(&note);
                 result.warnings.push(note);
             }
@@ -1356,4 +1379,36 @@ fn run_one(
         });
     }
     run
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::result::OpResult;
+
+    fn measure(kind: &str, completed: u64, misses: u64) -> PhaseResult {
+        let mut m = PhaseResult::default();
+        m.ops.insert(
+            kind.to_string(),
+            OpResult {
+                completed,
+                misses,
+                ..Default::default()
+            },
+        );
+        m
+    }
+
+    #[test]
+    fn writes_that_mostly_stored_nothing_are_named() {
+        let notes = unstored_write_notes(3, &measure("set", 1000, 990), "handlersocket");
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(notes[0].starts_with("run 3 (handlersocket): 990 of 1000 sets stored nothing"));
+        let notes = unstored_write_notes(0, &measure("update", 1000, 600), "x");
+        assert!(notes[0].contains("600 of 1000 updates"), "{notes:?}");
+        // A few misses, a few requests, or misses of reads: no note.
+        assert!(unstored_write_notes(0, &measure("set", 1000, 400), "x").is_empty());
+        assert!(unstored_write_notes(0, &measure("set", 50, 50), "x").is_empty());
+        assert!(unstored_write_notes(0, &measure("get", 1000, 1000), "x").is_empty());
+    }
 }
