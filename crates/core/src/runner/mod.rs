@@ -538,23 +538,11 @@ pub fn run_job(
         resources: samples,
         busy_percent: outputs
             .iter()
-            .map(|o| {
-                if o.busy_wall_ns > 0 {
-                    100.0 * o.busy_cpu_ns as f64 / o.busy_wall_ns as f64
-                } else {
-                    0.0
-                }
-            })
+            .map(|o| share_percent(o.busy_cpu_ns, o.busy_wall_ns))
             .collect(),
         spin_percent: outputs
             .iter()
-            .map(|o| {
-                if o.busy_wall_ns > 0 {
-                    100.0 * o.spin_ns as f64 / o.busy_wall_ns as f64
-                } else {
-                    0.0
-                }
-            })
+            .map(|o| share_percent(o.spin_ns, o.busy_wall_ns))
             .collect(),
         backend: outputs
             .first()
@@ -591,6 +579,15 @@ fn timeline_point(iv: &Interval, phase: &str) -> TimelinePoint {
         p999_ns: q(0.999),
         max_ns: if h.is_empty() { 0 } else { h.max() },
         client_cpu_percent: iv.cpu_ns as f64 / 1e7,
+    }
+}
+
+/// `part` as a percentage of `whole` (0 when `whole` is 0).
+fn share_percent(part: u64, whole: u64) -> f64 {
+    if whole > 0 {
+        100.0 * part as f64 / whole as f64
+    } else {
+        0.0
     }
 }
 
