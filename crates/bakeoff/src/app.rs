@@ -91,32 +91,44 @@ pub fn main(cli: Cli) -> i32 {
             let mut progress = Progress::new(!args.quiet);
             run_command(&args, stop, &mut progress)
         }
-        Command::List => {
-            print!("{}", list_text());
-            Ok(EXIT_OK)
-        }
-        Command::Presets => crate::presets::listing().map(|text| {
-            print!("{text}");
-            EXIT_OK
-        }),
+        Command::List => emit(&list_text()).map(|()| EXIT_OK),
+        Command::Presets => crate::presets::listing()
+            .and_then(|text| emit(&text))
+            .map(|()| EXIT_OK),
         Command::Report(args) => report(&args),
         Command::Compare(args) => compare(&args),
         Command::EngineHost(args) => engine_host(&args),
-        Command::Schema => {
-            println!(
-                "{}",
-                serde_json::to_string_pretty(&bakeoff_core::result::json_schema())
-                    .expect("schema serialises")
-            );
-            Ok(EXIT_OK)
-        }
+        Command::Schema => serde_json::to_string_pretty(&bakeoff_core::result::json_schema())
+            .map_err(|e| AppError::Failed(format!("cannot write the schema: {e}")))
+            .and_then(|text| emit(&format!("{text}\n")))
+            .map(|()| EXIT_OK),
     };
     match outcome {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e}");
+            say!("error: {e}");
             e.exit_code()
         }
+    }
+}
+
+/// Writes `text` to standard output.
+fn emit(text: &str) -> Result<(), AppError> {
+    to_stdout(|out| out.write_all(text.as_bytes()))
+}
+
+/// Runs `write` on standard output. A reader that went away (`bakeoff
+/// schema | head -1`) ends the output quietly, as other Unix tools do;
+/// any other write error is a failure.
+fn to_stdout(
+    write: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>,
+) -> Result<(), AppError> {
+    let mut out = std::io::stdout().lock();
+    match write(&mut out).and_then(|()| std::io::Write::flush(&mut out)) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(AppError::Failed(format!(
+            "cannot write to standard output: {e}"
+        ))),
+        _ => Ok(()),
     }
 }
 
@@ -134,10 +146,10 @@ fn engine_host(args: &crate::cli::EngineHostArgs) -> Result<i32, AppError> {
 fn install_ctrlc(stop: Arc<AtomicBool>) {
     let _ = ctrlc::set_handler(move || {
         if stop.swap(true, Ordering::SeqCst) {
-            eprintln!("\nsecond Ctrl-C: exiting now; finished runs are in the result file");
+            say!("\nsecond Ctrl-C: exiting now; finished runs are in the result file");
             std::process::exit(EXIT_INTERRUPTED);
         }
-        eprintln!("\nCtrl-C: finishing requests in flight and writing the result (Ctrl-C again to quit at once)");
+        say!("\nCtrl-C: finishing requests in flight and writing the result (Ctrl-C again to quit at once)");
     });
 }
 
@@ -208,17 +220,16 @@ pub fn run_command(
 ) -> Result<i32, AppError> {
     if args.dry_run {
         let plan = plan(args)?;
-        print!("{}", dry_run_text(&plan));
+        emit(&dry_run_text(&plan))?;
         return Ok(EXIT_OK);
     }
     let limit = bakeoff_servers::raise_open_file_limit();
     check_open_files(&plan(args)?, limit)?;
     let (result, out) = run_experiment_from_args(args, stop, observer)?;
-    let mut stdout = std::io::stdout();
-    TextExporter
-        .export(std::slice::from_ref(&result), &mut stdout)
-        .map_err(|e| AppError::Failed(e.to_string()))?;
-    println!("result file: {}", out.display());
+    // The result is on disk already: a closed standard output loses
+    // nothing of it.
+    to_stdout(|o| TextExporter.export(std::slice::from_ref(&result), o))?;
+    emit(&format!("result file: {}\n", out.display()))?;
     if !args.no_html {
         let html = args
             .html
@@ -228,8 +239,8 @@ pub fn run_command(
         // The result file is on disk already: a report that cannot be
         // written loses nothing, so it is a warning, not a failure.
         match write_report(&HtmlExporter, std::slice::from_ref(&result), &html) {
-            Ok(()) => println!("report: {}", html.display()),
-            Err(e) => eprintln!(
+            Ok(()) => emit(&format!("report: {}\n", html.display()))?,
+            Err(e) => say!(
                 "warning: could not write the HTML report {}: {e}; make it later with `bakeoff report {} --html FILE`",
                 html.display(),
                 out.display()
@@ -496,7 +507,7 @@ fn report(args: &ReportArgs) -> Result<i32, AppError> {
     if let Some(path) = &args.html {
         write_report(&HtmlExporter, &results, Path::new(path))
             .map_err(|e| AppError::Failed(format!("cannot write the HTML report {path}: {e}")))?;
-        eprintln!("report: {path}");
+        say!("report: {path}");
         if !(args.markdown || args.csv || args.json) {
             return Ok(EXIT_OK);
         }
@@ -510,10 +521,7 @@ fn report(args: &ReportArgs) -> Result<i32, AppError> {
     } else {
         &TextExporter
     };
-    let mut stdout = std::io::stdout();
-    exporter
-        .export(&results, &mut stdout)
-        .map_err(|e| AppError::Failed(e.to_string()))?;
+    to_stdout(|o| exporter.export(&results, o))?;
     Ok(EXIT_OK)
 }
 
@@ -521,9 +529,7 @@ fn compare(args: &CompareArgs) -> Result<i32, AppError> {
     let a = ExperimentResult::read(Path::new(&args.a))?;
     let b = ExperimentResult::read(Path::new(&args.b))?;
     let c = bakeoff_report::compare::compare(&a, &b);
-    let mut stdout = std::io::stdout();
-    c.write(&a, &b, args.markdown, &mut stdout)
-        .map_err(|e| AppError::Failed(e.to_string()))?;
+    to_stdout(|o| c.write(&a, &b, args.markdown, o))?;
     if c.rows.is_empty() {
         return Err(AppError::Usage(format!(
             "{} and {} have no target and point in common",

@@ -140,11 +140,11 @@ pub struct RunArgs {
     pub workload: WorkloadFlags,
 
     /// Times each point of the matrix is run. [default: 1]
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
     pub repeats: Option<String>,
 
     /// Seed of every generator; the same seed gives the same requests. [default: 1]
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
     pub seed: Option<String>,
 
     /// A managed server setting, `TARGET.KEY=VALUE`, e.g. `redis.persistence=aof-everysec`
@@ -222,7 +222,12 @@ impl Args for WorkloadFlags {
             let mut arg = Arg::new(p.key).long(p.flag).help(p.flag_help());
             arg = match p.switch {
                 Some(_) => arg.action(ArgAction::SetTrue),
-                None => arg.value_name(p.value_name).action(ArgAction::Set),
+                // `--duration -1s` reaches the parameter's parser, which
+                // says what is wrong, instead of clap's "use '-- -1'".
+                None => arg
+                    .value_name(p.value_name)
+                    .action(ArgAction::Set)
+                    .allow_hyphen_values(true),
             };
             if let Some(c) = p.short {
                 arg = arg.short(c);
@@ -243,6 +248,7 @@ impl Args for WorkloadFlags {
                         .help(sweep.help)
                         .value_name("LIST")
                         .value_delimiter(sweep.separator)
+                        .allow_hyphen_values(true)
                         .action(ArgAction::Append),
                 );
             }

@@ -11,6 +11,24 @@
 //! - [`presets`]: the built-in presets, found by name.
 //! - [`progress`]: the live progress line on a terminal.
 
+/// `eprintln!` that never panics: a line for a standard error nobody reads
+/// any more (`bakeoff run 2>&1 | head -1`) is dropped and the run goes on
+/// to write its result.
+macro_rules! say {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($t)*);
+    }};
+}
+
+/// `eprint!` that never panics (see `say!`).
+macro_rules! say_inline {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stderr(), $($t)*);
+    }};
+}
+
 pub mod app;
 pub mod cli;
 pub mod presets;

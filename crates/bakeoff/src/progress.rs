@@ -40,7 +40,7 @@ impl Observer for Progress {
         self.total = total;
         self.expected_s = expected_s;
         self.started = Instant::now();
-        eprintln!("[{}/{}] {label}", index + 1, total);
+        say!("[{}/{}] {label}", index + 1, total);
     }
 
     fn second(&mut self, job: JobKind, p: &TimelinePoint) {
@@ -69,10 +69,10 @@ impl Observer for Progress {
 
     fn run_finished(&mut self, run: &RunResult) {
         if self.live {
-            eprint!("\r\x1b[K");
+            say_inline!("\r\x1b[K");
         }
         let m = &run.measure;
-        eprintln!(
+        say!(
             "      {}: {}, p50 {}, p99 {}, {} errors{}",
             run.target,
             fmt_rate(m.throughput_per_s),
@@ -88,8 +88,8 @@ impl Observer for Progress {
 
     fn note(&mut self, text: &str) {
         if self.live {
-            eprint!("\r\x1b[K");
+            say_inline!("\r\x1b[K");
         }
-        eprintln!("note: {text}");
+        say!("note: {text}");
     }
 }

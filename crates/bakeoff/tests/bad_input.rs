@@ -61,6 +61,55 @@ fn flags_and_values() {
         &["--set", "TARGET.KEY=VALUE"],
     );
     expect_usage_error(&["run", "-t", "redis://127.0.0.1"], &["no port"]);
+    // Values beyond what fits, or negative: a bound and a message, never a
+    // panic or an abort.
+    for flag in ["--timeout", "--duration", "--warmup"] {
+        expect_usage_error(
+            &["run", "-t", "redis", flag, "99999999999999999999h"],
+            &[flag, "longer than a year"],
+        );
+    }
+    expect_usage_error(
+        &["run", "-t", "redis", "--duration", "-1s"],
+        &["--duration", "negative"],
+    );
+    expect_usage_error(
+        &["run", "-t", "redis", "--clients", "10000000"],
+        &["--clients", "100000"],
+    );
+    expect_usage_error(
+        &["run", "-t", "redis", "--pipeline", "1000000"],
+        &["--pipeline", "4096"],
+    );
+    // A URL part the target cannot use is refused, not ignored.
+    expect_usage_error(
+        &["run", "-t", "redis://127.0.0.1:6379/3"],
+        &["does not take a database (`/3`)"],
+    );
+    expect_usage_error(
+        &["run", "-t", "memcached://127.0.0.1:11211?tls=yes"],
+        &["does not take the option `tls`"],
+    );
+}
+
+/// Output to a reader that went away ends quietly (exit 0, no panic), as
+/// with other Unix tools.
+#[test]
+fn output_to_a_closed_pipe_ends_quietly() {
+    for args in [&["schema"][..], &["list"], &["presets"]] {
+        let mut child = std::process::Command::new(bin())
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Closed before the process has written anything.
+        drop(child.stdout.take());
+        let o = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    }
 }
 
 #[test]
@@ -152,6 +201,41 @@ fn unreachable_or_refusing_servers() {
     assert!(file.contains(":***@"));
     assert!(!String::from_utf8_lossy(&o.stdout).contains("s3cret-pw"));
     assert!(!String::from_utf8_lossy(&o.stderr).contains("s3cret-pw"));
+    // The query-string forms are credentials too: used, and never shown
+    // on screen or stored in the JSON or the HTML.
+    for form in ["password", "auth"] {
+        let url = format!("redis://{}?{form}=s3cret-pw", server.addr);
+        let o = bakeoff(&[
+            "run",
+            "-t",
+            &url,
+            "--records",
+            "100",
+            "--duration",
+            "300ms",
+            "--warmup",
+            "0",
+            "--clients",
+            "2",
+            "--quiet",
+            "-o",
+            out.to_str().unwrap(),
+        ]);
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(0), "{form}: {stderr}");
+        let html = std::fs::read_to_string(out.with_extension("html")).unwrap();
+        for (what, text) in [
+            ("result file", std::fs::read_to_string(&out).unwrap()),
+            ("HTML report", html),
+            ("stdout", String::from_utf8_lossy(&o.stdout).into_owned()),
+            ("stderr", stderr.into_owned()),
+        ] {
+            assert!(
+                !text.contains("s3cret-pw"),
+                "{form}: password in the {what}"
+            );
+        }
+    }
 }
 
 #[test]

@@ -33,6 +33,7 @@ impl TargetCatalog for MockCatalog {
             faults: false,
             network: false,
             topologies: Vec::new(),
+            url_options: Vec::new(),
         })
     }
     fn names(&self) -> Vec<String> {

@@ -6,10 +6,20 @@
 
 use std::time::Duration;
 
+/// The longest duration bakeoff takes (a year): longer ones are typing
+/// mistakes, and beyond about 584 years a duration no longer fits in the
+/// clock's nanoseconds.
+pub const MAX_DURATION: Duration = Duration::from_secs(365 * 24 * 3600);
+
 /// Parses a duration such as `10s`, `500ms`, `2m`, `1h`, `1.5s` or a bare
-/// number of seconds.
+/// number of seconds, at most [`MAX_DURATION`].
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let t = text.trim();
+    if t.starts_with('-') {
+        return Err(format!(
+            "`{text}` is negative; a duration is 0 or more, e.g. `10s`"
+        ));
+    }
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .unwrap_or(t.len());
@@ -32,6 +42,11 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let secs = value * scale;
     if !secs.is_finite() || secs < 0.0 {
         return Err(format!("`{text}` is not a valid duration"));
+    }
+    if secs > MAX_DURATION.as_secs_f64() {
+        return Err(format!(
+            "`{text}` is longer than a year, the most bakeoff takes; write e.g. `10s`, `2m`, `1h`"
+        ));
     }
     Ok(Duration::from_secs_f64(secs))
 }
@@ -141,6 +156,13 @@ mod tests {
         assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
         assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
         assert_eq!(parse_duration("3").unwrap(), Duration::from_secs(3));
+        // Beyond a year, or negative: an error that says so, never a panic.
+        for long in ["99999999999999999999h", "1000000000h", "9000h"] {
+            let e = parse_duration(long).unwrap_err();
+            assert!(e.contains("longer than a year"), "{long}: {e}");
+        }
+        assert!(parse_duration("-1s").unwrap_err().contains("negative"));
+        assert_eq!(parse_duration("8760h").unwrap(), MAX_DURATION);
         assert!(parse_duration("ten").is_err());
         assert!(parse_duration("5y").is_err());
     }

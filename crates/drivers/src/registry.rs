@@ -46,6 +46,10 @@ pub struct Entry {
     /// Topologies besides `single` it can have (see
     /// `bakeoff_core::plan::Topology::kind`).
     pub topologies: &'static [&'static str],
+    /// Query-string keys its URL takes besides the credentials
+    /// (`password`, `user`), e.g. PostgreSQL's `dbname` (also the URL's
+    /// path); any other key is refused rather than ignored.
+    pub url_options: &'static [&'static str],
     /// Its settings (`[servers.NAME]`, `--set NAME.KEY=VALUE`), declared once.
     pub settings: &'static [crate::settings::Setting],
     /// Validates `[servers.NAME]` (types, and checks across settings).
@@ -96,6 +100,7 @@ pub fn entries() -> Vec<Entry> {
         managed: true,
         default: true,
         topologies: &["shards", "primary-replica", "cluster"],
+        url_options: &[],
         settings: crate::redis::SETTINGS,
         check: |t| crate::redis::RedisSettings::parse(t).map(|_| ()),
         probe: Some(crate::redis::probe),
@@ -117,6 +122,7 @@ pub fn entries() -> Vec<Entry> {
             managed: true,
             default: true,
             topologies: &["shards"],
+            url_options: &[],
             settings: crate::memcached::SETTINGS,
             check: |t| crate::memcached::MemcachedSettings::parse(t).map(|_| ()),
             probe: Some(crate::memcached::probe),
@@ -136,6 +142,7 @@ pub fn entries() -> Vec<Entry> {
             managed: true,
             default: false,
             topologies: &["shards"],
+            url_options: &[],
             settings: crate::memcached::SETTINGS,
             check: |t| crate::memcached::MemcachedSettings::parse(t).map(|_| ()),
             probe: Some(crate::memcached::probe),
@@ -157,6 +164,7 @@ pub fn entries() -> Vec<Entry> {
         managed: true,
         default: true,
         topologies: &["primary-replica"],
+        url_options: &[],
         settings: crate::mariadb::SETTINGS,
         check: crate::mariadb::check,
         probe: Some(crate::mariadb::probe),
@@ -177,6 +185,7 @@ pub fn entries() -> Vec<Entry> {
         managed: true,
         default: true,
         topologies: &[],
+        url_options: &[],
         settings: crate::mariadb::HANDLERSOCKET_SETTINGS,
         check: crate::handlersocket::check,
         probe: Some(crate::handlersocket::probe),
@@ -197,6 +206,7 @@ pub fn entries() -> Vec<Entry> {
         managed: true,
         default: true,
         topologies: &["primary-replica"],
+        url_options: &["dbname"],
         settings: crate::postgres::SETTINGS,
         check: crate::postgres::check,
         probe: Some(crate::postgres::probe),
@@ -219,6 +229,7 @@ pub fn entries() -> Vec<Entry> {
         // FerretDB served this workload at a few operations a second here.
         default: false,
         topologies: &[],
+        url_options: &[],
         settings: crate::mongodb::SETTINGS,
         check: crate::mongodb::check,
         probe: Some(crate::mongodb::probe),
@@ -238,6 +249,7 @@ pub fn entries() -> Vec<Entry> {
         managed: true,
         default: true,
         topologies: &[],
+        url_options: &[],
         settings: crate::embedded::tokyo::HASH_SETTINGS,
         check: crate::embedded::tokyo::check_hash,
         probe: None,
@@ -257,6 +269,7 @@ pub fn entries() -> Vec<Entry> {
         managed: true,
         default: true,
         topologies: &[],
+        url_options: &[],
         settings: crate::embedded::tokyo::BTREE_SETTINGS,
         check: crate::embedded::tokyo::check_btree,
         probe: None,
@@ -276,6 +289,7 @@ pub fn entries() -> Vec<Entry> {
         managed: true,
         default: true,
         topologies: &[],
+        url_options: &[],
         settings: crate::embedded::tokyo::TABLE_SETTINGS,
         check: crate::embedded::tokyo::check_table,
         probe: None,
@@ -295,6 +309,7 @@ pub fn entries() -> Vec<Entry> {
         managed: true,
         default: true,
         topologies: &[],
+        url_options: &[],
         settings: crate::embedded::lmdb::SETTINGS,
         check: crate::embedded::lmdb::check,
         probe: None,
@@ -314,6 +329,7 @@ pub fn entries() -> Vec<Entry> {
         managed: true,
         default: true,
         topologies: &[],
+        url_options: &[],
         settings: crate::embedded::rocksdb::SETTINGS,
         check: crate::embedded::rocksdb::check,
         probe: None,
@@ -333,6 +349,7 @@ pub fn entries() -> Vec<Entry> {
         managed: true,
         default: true,
         topologies: &[],
+        url_options: &[],
         settings: crate::embedded::sqlite::SETTINGS,
         check: crate::embedded::sqlite::check,
         probe: None,
@@ -366,6 +383,7 @@ impl TargetCatalog for Registry {
             // Servers are reached over TCP; engines are called in-process.
             network: !e.program.is_empty(),
             topologies: e.topologies.iter().map(|t| t.to_string()).collect(),
+            url_options: e.url_options.iter().map(|t| t.to_string()).collect(),
             url_scheme: (!e.scheme.is_empty()).then(|| e.scheme.to_string()),
         })
     }

@@ -945,6 +945,7 @@ mod tests {
                 faults: true,
                 network: true,
                 topologies: vec!["shards".into()],
+                url_options: Vec::new(),
             })
         }
         fn names(&self) -> Vec<String> {

@@ -115,13 +115,29 @@ fn json<T: Serialize>(v: Result<T, String>) -> Result<Value, String> {
     v.map(|v| serde_json::to_value(v).expect("parameter values serialise"))
 }
 
-fn positive(text: &str, what: &str) -> Result<u32, String> {
+/// A count of at least 1 and at most `most` (`why` says what the bound
+/// protects).
+fn positive(text: &str, what: &str, most: u32, why: &str) -> Result<u32, String> {
     let v = parse_count(text)?;
     if v == 0 {
         return Err(format!("0 {what} cannot run; use at least 1"));
     }
-    u32::try_from(v).map_err(|_| format!("{v} {what} is too many"))
+    if v > u64::from(most) {
+        return Err(format!(
+            "{v} {what} is more than bakeoff takes ({most}): {why}"
+        ));
+    }
+    Ok(v as u32)
 }
+
+/// Most clients: each is a socket with its buffers and histograms, and
+/// beyond this many one machine's ports and memory run out long before a
+/// server is measured.
+pub const MAX_CLIENTS: u32 = 100_000;
+/// Most worker threads.
+pub const MAX_THREADS: u32 = 1024;
+/// Most requests in flight per connection.
+pub const MAX_PIPELINE: u32 = 4096;
 
 /// `true`/`on` or `false`/`off`.
 fn switch(text: &str) -> Result<bool, String> {
@@ -216,7 +232,14 @@ pub static PARAMS: &[Param] = &[
         }),
         excludes: &[],
         field: "clients",
-        parse: |s| json(positive(s, "clients")),
+        parse: |s| {
+            json(positive(
+                s,
+                "clients",
+                MAX_CLIENTS,
+                "each is a socket with its own buffers; run more from several machines",
+            ))
+        },
         show: |w| w.clients.to_string(),
     },
     Param {
@@ -230,7 +253,14 @@ pub static PARAMS: &[Param] = &[
         sweep: None,
         excludes: &[],
         field: "threads",
-        parse: |s| json(positive(s, "threads")),
+        parse: |s| {
+            json(positive(
+                s,
+                "threads",
+                MAX_THREADS,
+                "a thread per core is the most that helps",
+            ))
+        },
         show: |w| w.threads.to_string(),
     },
     Param {
@@ -244,7 +274,14 @@ pub static PARAMS: &[Param] = &[
         sweep: None,
         excludes: &[],
         field: "pipeline",
-        parse: |s| json(positive(s, "pipeline depth")),
+        parse: |s| {
+            json(positive(
+                s,
+                "pipeline depth",
+                MAX_PIPELINE,
+                "deeper pipelines only queue in the server's buffers",
+            ))
+        },
         show: |w| w.pipeline.to_string(),
     },
     Param {

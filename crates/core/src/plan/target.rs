@@ -36,6 +36,10 @@ pub struct Capabilities {
     /// [`super::Topology::kind`]).
     #[serde(default)]
     pub topologies: Vec<String>,
+    /// Query-string keys its URL takes besides the credentials, e.g.
+    /// `dbname` (which the URL's path gives too); others are refused.
+    #[serde(default)]
+    pub url_options: Vec<String>,
 }
 
 /// The targets bakeoff knows, as the plan sees them (implemented by the
@@ -218,19 +222,59 @@ pub(super) fn parse_target(text: &str, catalog: &dyn TargetCatalog) -> Result<Ta
         )
     })?;
     let (rest, query) = rest.split_once('?').unwrap_or((rest, ""));
-    let rest = rest.trim_end_matches('/');
-    let (auth, hostport) = match rest.rsplit_once('@') {
+    let (auth, hostpath) = match rest.rsplit_once('@') {
         Some((a, h)) => (Some(a), h),
         None => (None, rest),
     };
-    let (user, password) = match auth {
+    let (mut user, mut password) = match auth {
         None => (None, None),
         Some(a) => match a.split_once(':') {
-            Some((u, p)) => ((!u.is_empty()).then(|| u.to_string()), Some(p.to_string())),
-            None => (Some(a.to_string()), None),
+            Some((u, p)) => (
+                (!u.is_empty()).then(|| percent_decode(u)),
+                Some(percent_decode(p)),
+            ),
+            None => (Some(percent_decode(a)), None),
         },
     };
-    let hostport = hostport.split('/').next().unwrap_or(hostport);
+    let (hostport, path) = hostpath.split_once('/').unwrap_or((hostpath, ""));
+    let mut options = BTreeMap::new();
+    for kv in query.split('&').filter(|s| !s.is_empty()) {
+        let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+        let v = percent_decode(v);
+        if is_secret_key(k) {
+            password = Some(v);
+        } else if USER_KEYS.contains(&k) {
+            user = Some(v);
+        } else {
+            options.insert(k.to_string(), v);
+        }
+    }
+    let path = path.trim_end_matches('/');
+    if !path.is_empty() {
+        options
+            .entry("dbname".to_string())
+            .or_insert_with(|| percent_decode(path));
+    }
+    let caps = catalog.capabilities(&name);
+    let accepted = caps.map(|c| c.url_options).unwrap_or_default();
+    for key in options.keys() {
+        if !accepted.contains(key) {
+            let what = if key == "dbname" && !path.is_empty() {
+                format!("a database (`/{path}`)")
+            } else {
+                format!("the option `{key}`")
+            };
+            let takes = if accepted.is_empty() {
+                "only host:port and the credentials".to_string()
+            } else {
+                format!("the credentials and {}", accepted.join(", "))
+            };
+            return Err(format!(
+                "URL `{}`: {name} does not take {what}; its URL takes {takes} ({scheme}://[user[:password]@]host:port[?password=…])",
+                redact(text)
+            ));
+        }
+    }
     let mut nodes = Vec::new();
     for hostport in hostport.split(',') {
         let (host, port) = hostport.rsplit_once(':').ok_or_else(|| {
@@ -242,17 +286,18 @@ pub(super) fn parse_target(text: &str, catalog: &dyn TargetCatalog) -> Result<Ta
         let port: u16 = port
             .parse()
             .map_err(|_| format!("`{port}` in `{}` is not a port number", redact(text)))?;
+        // An IPv6 literal is written in brackets (`[::1]:11211`); the
+        // address itself is what is connected to.
+        let host = host
+            .strip_prefix('[')
+            .and_then(|h| h.strip_suffix(']'))
+            .unwrap_or(host);
         if host.is_empty() {
             return Err(format!("URL `{}` has no host", redact(text)));
         }
         nodes.push((host.to_string(), port));
     }
     let (host, port) = nodes.remove(0);
-    let mut options = BTreeMap::new();
-    for kv in query.split('&').filter(|s| !s.is_empty()) {
-        let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
-        options.insert(k.to_string(), v.to_string());
-    }
     Ok(TargetSpec {
         name,
         endpoint: Endpoint::External {
@@ -268,16 +313,198 @@ pub(super) fn parse_target(text: &str, catalog: &dyn TargetCatalog) -> Result<Ta
     })
 }
 
-/// Replaces the password of a URL with `***`.
+/// Query-string keys that name the user.
+const USER_KEYS: &[&str] = &["user", "username"];
+
+/// Whether a query-string key carries a secret: the forms clients accept
+/// for a password (`password`, `pass`, `auth`, …) or a token.
+fn is_secret_key(key: &str) -> bool {
+    const SECRET_KEYS: &[&str] = &[
+        "password",
+        "pass",
+        "passwd",
+        "pwd",
+        "auth",
+        "requirepass",
+        "secret",
+        "token",
+        "apikey",
+        "api_key",
+        "sslpassword",
+    ];
+    SECRET_KEYS.iter().any(|s| s.eq_ignore_ascii_case(key))
+}
+
+/// Decodes `%XX` escapes (a password with `@` or `:` in it is written
+/// `%40`, `%3A`); anything else is kept as written.
+fn percent_decode(text: &str) -> String {
+    let b = text.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex = |c: u8| (c as char).to_digit(16);
+        if b[i] == b'%' && i + 2 < b.len() {
+            if let (Some(h), Some(l)) = (hex(b[i + 1]), hex(b[i + 2])) {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Replaces every secret in a URL with `***`: the password after the
+/// user (`user:password@`, `:password@`) and the value of every secret
+/// query key (`?password=`, `?auth=`, …). Text that is not a URL comes back
+/// unchanged.
 pub fn redact(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
         return url.to_string();
     };
+    let (rest, query) = match rest.split_once('?') {
+        Some((r, q)) => (r, Some(q)),
+        None => (rest, None),
+    };
+    let mut out = format!("{scheme}://");
     match rest.rsplit_once('@') {
-        Some((auth, host)) => match auth.split_once(':') {
-            Some((user, _)) => format!("{scheme}://{user}:***@{host}"),
-            None => url.to_string(),
-        },
-        None => url.to_string(),
+        Some((auth, host)) => {
+            match auth.split_once(':') {
+                Some((user, _)) => out.push_str(&format!("{user}:***")),
+                None => out.push_str(auth),
+            }
+            out.push('@');
+            out.push_str(host);
+        }
+        None => out.push_str(rest),
+    }
+    if let Some(q) = query {
+        let pairs: Vec<String> = q
+            .split('&')
+            .map(|kv| match kv.split_once('=') {
+                Some((k, _)) if is_secret_key(k) => format!("{k}=***"),
+                _ => kv.to_string(),
+            })
+            .collect();
+        out.push('?');
+        out.push_str(&pairs.join("&"));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `redis` takes no URL options; `postgres` takes `dbname`.
+    struct Cat;
+    impl TargetCatalog for Cat {
+        fn capabilities(&self, name: &str) -> Option<Capabilities> {
+            ["redis", "postgres"].contains(&name).then(|| Capabilities {
+                ops: Vec::new(),
+                pipelining: false,
+                managed: true,
+                url_scheme: Some(name.into()),
+                batch_load: false,
+                requests: Vec::new(),
+                faults: false,
+                network: true,
+                topologies: Vec::new(),
+                url_options: if name == "postgres" {
+                    vec!["dbname".into()]
+                } else {
+                    Vec::new()
+                },
+            })
+        }
+        fn names(&self) -> Vec<String> {
+            vec!["redis".into(), "postgres".into()]
+        }
+        fn target_for_scheme(&self, s: &str) -> Option<String> {
+            self.capabilities(s).map(|_| s.to_string())
+        }
+        fn check_settings(&self, _: &str, _: &toml::Table) -> Result<(), TargetError> {
+            Ok(())
+        }
+        fn default_targets(&self) -> Vec<String> {
+            Vec::new()
+        }
+    }
+
+    fn external(spec: &TargetSpec) -> (&str, &str, u16, &BTreeMap<String, String>) {
+        match &spec.endpoint {
+            Endpoint::External {
+                url,
+                host,
+                port,
+                options,
+                ..
+            } => (url, host, *port, options),
+            Endpoint::Managed => panic!("not external"),
+        }
+    }
+
+    /// Every form a password takes in a URL is taken as the password and
+    /// never kept in what is shown or stored.
+    #[test]
+    fn every_credential_form_is_taken_and_redacted() {
+        for (url, user) in [
+            ("redis://:SECRET@127.0.0.1:6379", None),
+            ("redis://bob:SECRET@127.0.0.1:6379", Some("bob")),
+            ("redis://127.0.0.1:6379?password=SECRET", None),
+            ("redis://127.0.0.1:6379?auth=SECRET", None),
+            ("redis://127.0.0.1:6379?user=bob&pass=SECRET", Some("bob")),
+            ("redis://127.0.0.1:6379/?Password=SECRET", None),
+            ("redis://:SEC%40RET@127.0.0.1:6379", None),
+        ] {
+            let spec = parse_target(url, &Cat).unwrap();
+            let want = if url.contains("%40") {
+                "SEC@RET"
+            } else {
+                "SECRET"
+            };
+            assert_eq!(spec.password.as_deref(), Some(want), "{url}");
+            assert_eq!(spec.user.as_deref(), user, "{url}");
+            let (shown, host, port, _) = external(&spec);
+            assert!(!shown.contains("SEC"), "{url} shown as {shown}");
+            assert!(!redact(url).contains("SEC"), "{url}");
+            assert_eq!((host, port), ("127.0.0.1", 6379));
+            let json = serde_json::to_string(&spec).unwrap();
+            assert!(!json.contains("SEC"), "{json}");
+        }
+        // Not a URL, or no secret: unchanged.
+        assert_eq!(redact("--clients"), "--clients");
+        assert_eq!(redact("redis://h:1?x=1"), "redis://h:1?x=1");
+    }
+
+    /// A database in the path is PostgreSQL's `dbname`; a target whose URL
+    /// takes no database or option refuses it rather than ignoring it.
+    #[test]
+    fn a_path_or_an_option_is_used_or_refused() {
+        let spec = parse_target("postgres://u:p@127.0.0.1:5432/shop", &Cat).unwrap();
+        assert_eq!(
+            external(&spec).3.get("dbname").map(String::as_str),
+            Some("shop")
+        );
+        let spec = parse_target("postgres://127.0.0.1:5432?dbname=x", &Cat).unwrap();
+        assert_eq!(
+            external(&spec).3.get("dbname").map(String::as_str),
+            Some("x")
+        );
+        let e = parse_target("redis://127.0.0.1:6379/2", &Cat).unwrap_err();
+        assert!(e.contains("does not take a database (`/2`)"), "{e}");
+        let e = parse_target("redis://127.0.0.1:6379?tls=1&password=SECRET", &Cat).unwrap_err();
+        assert!(e.contains("`tls`") && !e.contains("SECRET"), "{e}");
+    }
+
+    /// An IPv6 literal in brackets is the address connected to.
+    #[test]
+    fn ipv6_literals_resolve() {
+        let spec = parse_target("redis://[::1]:6379", &Cat).unwrap();
+        assert_eq!(external(&spec).1, "::1");
+        let spec = parse_target("redis://:pw@[::1]:6379", &Cat).unwrap();
+        assert_eq!((external(&spec).1, external(&spec).2), ("::1", 6379));
     }
 }
