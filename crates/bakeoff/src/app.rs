@@ -3,10 +3,11 @@
 //! Exit codes: 0 all runs clean; 1 some run had errors (failed operations,
 //! a target that died, a result file that could not be written); 2 bad
 //! input or a target that cannot be used (nothing was measured); 130
-//! interrupted by Ctrl-C (the result so far is on disk).
+//! interrupted by Ctrl-C, 128 + N by signal N (SIGTERM 143, SIGHUP 129;
+//! the result so far is on disk).
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use bakeoff_core::environment;
@@ -30,7 +31,8 @@ pub const EXIT_OK: i32 = 0;
 pub const EXIT_RUN_ERRORS: i32 = 1;
 /// Bad input or an unusable target; nothing measured.
 pub const EXIT_USAGE: i32 = 2;
-/// Stopped by Ctrl-C.
+/// Stopped by Ctrl-C (a run stopped by another signal exits with 128 +
+/// its number: 143 for SIGTERM, 129 for SIGHUP).
 pub const EXIT_INTERRUPTED: i32 = 130;
 
 /// Why a command failed.
@@ -87,7 +89,9 @@ pub fn main(cli: Cli) -> i32 {
     let outcome = match command {
         Command::Run(args) => {
             let stop = Arc::new(AtomicBool::new(false));
-            install_ctrlc(stop.clone());
+            if let Err(e) = crate::signals::install(stop.clone()) {
+                say!("warning: cannot catch Ctrl-C and SIGTERM ({e}); a signal will end bakeoff without writing the result");
+            }
             let mut progress = Progress::new(!args.quiet);
             run_command(&args, stop, &mut progress)
         }
@@ -141,16 +145,6 @@ fn engine_host(args: &crate::cli::EngineHostArgs) -> Result<i32, AppError> {
     bakeoff_drivers::embedded::host::serve_named(&args.name, &table, args.port)
         .map_err(|e| AppError::Failed(e.to_string()))?;
     Ok(EXIT_OK)
-}
-
-fn install_ctrlc(stop: Arc<AtomicBool>) {
-    let _ = ctrlc::set_handler(move || {
-        if stop.swap(true, Ordering::SeqCst) {
-            say!("\nsecond Ctrl-C: exiting now; finished runs are in the result file");
-            std::process::exit(EXIT_INTERRUPTED);
-        }
-        say!("\nCtrl-C: finishing requests in flight and writing the result (Ctrl-C again to quit at once)");
-    });
 }
 
 /// Turns `run` flags into plan overrides.
@@ -225,6 +219,13 @@ pub fn run_command(
     }
     let limit = bakeoff_servers::raise_open_file_limit();
     check_open_files(&plan(args)?, limit)?;
+    bakeoff_servers::scratch::check_temp_dir().map_err(AppError::Usage)?;
+    for dir in bakeoff_servers::scratch::remove_stale() {
+        say!(
+            "note: removed {}, left behind by a bakeoff process that no longer runs",
+            dir.display()
+        );
+    }
     let (result, out) = run_experiment_from_args(args, stop, observer)?;
     // The result is on disk already: a closed standard output loses
     // nothing of it.
@@ -425,7 +426,7 @@ fn server_settings_line(
 /// Exit code for a finished experiment.
 pub fn exit_code_of(result: &ExperimentResult) -> i32 {
     if result.status == "interrupted" {
-        EXIT_INTERRUPTED
+        crate::signals::received().map_or(EXIT_INTERRUPTED, |sig| 128 + sig)
     } else if result.runs.iter().any(|r| r.status != "ok") || result.runs.is_empty() {
         EXIT_RUN_ERRORS
     } else {

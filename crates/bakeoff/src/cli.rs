@@ -25,7 +25,8 @@ How it measures:
   every read is verified against the header bakeoff wrote into the value; operation counts are
   compared with the server's own counters; a client thread busier than 90 % is reported.
 
-Exit codes: 0 clean, 1 some run had errors, 2 bad input or unusable target, 130 interrupted.";
+Exit codes: 0 clean, 1 some run had errors, 2 bad input or unusable target, 130 interrupted
+(Ctrl-C), 143 SIGTERM, 129 SIGHUP: a signal finishes the requests in flight and writes the result.";
 
 /// bakeoff puts storage systems side by side under the same workload:
 /// throughput, latency percentiles, stability second by second, resource

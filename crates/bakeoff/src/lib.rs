@@ -10,6 +10,7 @@
 //! - [`app`]: `run`, `list`, `report`, `schema`; exit codes.
 //! - [`presets`]: the built-in presets, found by name.
 //! - [`progress`]: the live progress line on a terminal.
+//! - [`signals`]: Ctrl-C, SIGTERM, SIGHUP and SIGQUIT end a run cleanly.
 
 /// `eprintln!` that never panics: a line for a standard error nobody reads
 /// any more (`bakeoff run 2>&1 | head -1`) is dropped and the run goes on
@@ -33,3 +34,4 @@ pub mod app;
 pub mod cli;
 pub mod presets;
 pub mod progress;
+pub mod signals;

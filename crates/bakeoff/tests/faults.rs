@@ -59,11 +59,24 @@ fn killed_server_is_counted_and_the_result_is_written() {
     assert!(stdout.contains("errors by kind"), "{stdout}");
 }
 
+/// Ctrl-C, SIGTERM and SIGHUP each end a run the same way: the finished
+/// runs are written, the server stops, its directory goes, and the exit
+/// code is 128 + the signal.
 #[test]
-fn ctrl_c_keeps_finished_runs_and_stops_managed_servers() {
+fn a_stop_signal_keeps_finished_runs_and_stops_managed_servers() {
     if !require("redis-server", "redis-server") {
         return;
     }
+    for (signal, code) in [
+        (libc::SIGINT, 130),
+        (libc::SIGTERM, 143),
+        (libc::SIGHUP, 129),
+    ] {
+        signal_keeps_finished_runs(signal, code);
+    }
+}
+
+fn signal_keeps_finished_runs(signal: i32, code: i32) {
     let dir = tmp();
     let out = dir.path().join("int.json");
     let child = bakeoff_spawn(&[
@@ -86,13 +99,13 @@ fn ctrl_c_keeps_finished_runs_and_stops_managed_servers() {
     ]);
     let pid = child.id();
     std::thread::sleep(Duration::from_millis(3500));
-    // SAFETY: interrupting the bakeoff process this test started.
-    unsafe { libc::kill(pid as i32, libc::SIGINT) };
+    // SAFETY: signalling the bakeoff process this test started.
+    unsafe { libc::kill(pid as i32, signal) };
     let o = child.wait_with_output().unwrap();
     assert_eq!(
         o.status.code(),
-        Some(130),
-        "{}",
+        Some(code),
+        "signal {signal}: {}",
         String::from_utf8_lossy(&o.stderr)
     );
     let r = read_json(&out);
@@ -131,9 +144,77 @@ fn ctrl_c_keeps_finished_runs_and_stops_managed_servers() {
         "{data_dir} left behind"
     );
     assert!(
+        !std::path::Path::new(&format!("{data_dir}.lock")).exists(),
+        "{data_dir}.lock left behind"
+    );
+    assert!(
         std::net::TcpStream::connect(format!("127.0.0.1:{port}")).is_err(),
         "redis still listening on {port}"
     );
+}
+
+/// SIGKILL gives bakeoff no chance to clean up: what it started dies with
+/// it all the same (here PostgreSQL's initdb, which runs as another user),
+/// and the next run removes the directory it left.
+#[test]
+fn after_sigkill_nothing_runs_on_and_the_next_run_removes_the_directory() {
+    if !require_in("initdb", &["/usr/lib/postgresql/15/bin"], "postgresql")
+        || !require("redis-server", "redis-server")
+    {
+        return;
+    }
+    let child = bakeoff_spawn(&["run", "-t", "postgres", "--quiet", "-o", "/dev/null"]);
+    let pid = child.id();
+    let (initdb, data) = first_child(pid, |p, args| {
+        let i = args.iter().position(|a| a == "-D")?;
+        (args[0].ends_with("initdb")).then(|| (p, args[i + 1].clone()))
+    });
+    let data_dir = std::path::Path::new(&data).parent().unwrap().to_path_buf();
+    // SAFETY: killing the bakeoff process this test started.
+    unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    let _ = child.wait_with_output();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while process_lives(initdb) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "initdb ({initdb}) outlived bakeoff"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(data_dir.exists(), "the directory should still be there");
+    let dir = tmp();
+    let out = dir.path().join("next.json");
+    let o = bakeoff(&[
+        "run",
+        "-t",
+        "redis",
+        "--records",
+        "10",
+        "--duration",
+        "100ms",
+        "--warmup",
+        "0",
+        "--quiet",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{stderr}");
+    assert!(!data_dir.exists(), "{} left behind", data_dir.display());
+    assert!(
+        stderr.contains(&format!("removed {}", data_dir.display())),
+        "{stderr}"
+    );
+}
+
+/// Whether process `pid` exists and is not a zombie.
+fn process_lives(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => !stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+        Err(_) => false,
+    }
 }
 
 /// Runs redis (started by bakeoff) for 7 s with `fault` at 2 s and the

@@ -647,7 +647,7 @@ pub(crate) fn start_managed(
         let tmp = dir.join("tmp");
         std::fs::create_dir_all(&tmp)
             .map_err(|e| ServerError::Init(format!("cannot create {}: {e}", tmp.display())))?;
-        let out = std::process::Command::new(install)
+        let out = bakeoff_servers::command_as(&install, None)
             .args([
                 "--no-defaults",
                 &format!("--datadir={}", dir.join("data").display()),

@@ -26,6 +26,7 @@
 //! - [`cgroup::MemoryCap`]: a memory limit around a process for a run.
 
 pub mod cgroup;
+pub mod scratch;
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::unix::process::CommandExt;
@@ -34,6 +35,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use bakeoff_core::runner::ProcSnapshot;
+pub use scratch::ScratchDir;
 
 /// Why a server could not be started.
 #[derive(Debug, thiserror::Error)]
@@ -210,9 +212,15 @@ pub fn chown_tree(path: &Path, uid: u32, gid: u32) -> std::io::Result<()> {
     Ok(())
 }
 
-/// A command that runs as `user` when given (setgid/setuid before exec).
+/// A command that runs as `user` when given (setgid/setuid before exec)
+/// and dies with bakeoff: SIGKILL when the thread that started it ends,
+/// whatever ends it (SIGKILL included), so that no server, initdb or
+/// mariadb-install-db outlives the run that started it.
 pub fn command_as(binary: &Path, user: Option<(u32, u32)>) -> Command {
     let mut c = Command::new(binary);
+    // A process group of its own: Ctrl-C on the terminal reaches bakeoff
+    // alone, which then finishes what it started in order.
+    c.process_group(0);
     if let Some((uid, gid)) = user {
         // SAFETY: setgid/setuid are async-signal-safe; they run in the child
         // between fork and exec.
@@ -224,6 +232,20 @@ pub fn command_as(binary: &Path, user: Option<(u32, u32)>) -> Command {
                 Ok(())
             });
         }
+    }
+    // SAFETY: getpid in the parent; prctl, getppid and kill are
+    // async-signal-safe and run in the child between fork and exec. After
+    // setuid, which clears the parent-death signal.
+    let parent = unsafe { libc::getpid() };
+    unsafe {
+        c.pre_exec(move || {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            // bakeoff died between fork and prctl: nobody would kill it.
+            if libc::getppid() != parent {
+                libc::kill(libc::getpid(), libc::SIGKILL);
+            }
+            Ok(())
+        });
     }
     c
 }
@@ -280,17 +302,9 @@ fn spawn(
         .stdin(Stdio::null())
         .stdout(log)
         .stderr(log2);
-    // A process group of its own: a crash is SIGKILL to the whole group
-    // (the server and every process it forked).
-    command.process_group(0);
-    // SAFETY: prctl is async-signal-safe; this runs in the child between
-    // fork and exec and touches no memory of the parent.
-    unsafe {
-        command.pre_exec(|| {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-            Ok(())
-        });
-    }
+    // In a process group of its own (`command_as`): a crash is SIGKILL
+    // to the whole group, the server and every process it forked. It dies
+    // with bakeoff.
     Ok(ServerProcess(command.spawn()?, stop_signal))
 }
 
@@ -412,10 +426,10 @@ pub struct ManagedServer {
     process: ServerProcess,
     // Unmounted after the process stopped, before the directories go.
     disk: Option<bakeoff_lazyfs::LazyMount>,
-    dir: tempfile::TempDir,
+    dir: ScratchDir,
     /// Where the FUSE layer keeps what reached its disk; held only to be
     /// removed, after the unmount.
-    _backing: Option<tempfile::TempDir>,
+    _backing: Option<ScratchDir>,
     /// Its name (for messages), how long it may take to be ready, and
     /// the user it runs as: what a restart needs again.
     program: String,
@@ -519,15 +533,9 @@ impl ManagedServer {
                 return Err(ServerError::PortInUse { port: p });
             }
         }
-        let dir = tempfile::Builder::new()
-            .prefix(&format!("bakeoff-{}-", cmd.name))
-            .tempdir()
-            .map_err(io)?;
+        let dir = ScratchDir::new(cmd.name).map_err(io)?;
         let (disk, backing) = if cmd.lazy_disk {
-            let backing = tempfile::Builder::new()
-                .prefix(&format!("bakeoff-{}-disk-", cmd.name))
-                .tempdir()
-                .map_err(io)?;
+            let backing = ScratchDir::new(&format!("{}-disk", cmd.name)).map_err(io)?;
             let mount = bakeoff_lazyfs::LazyMount::mount(backing.path(), dir.path()).map_err(
                 |e| ServerError::Init(format!(
                     "cannot mount the power-cut layer (FUSE) on {}: {e}; it needs /dev/fuse and root",

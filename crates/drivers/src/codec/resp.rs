@@ -231,27 +231,58 @@ enum Step {
     Done(usize, Kind),
 }
 
-/// Parses one value starting at `at`; returns its end offset.
+/// Parses one value starting at `at`; returns its end offset. The elements
+/// of arrays are counted off in a loop rather than by recursion, so that no
+/// nesting (a reply may be `*1\r\n` a million times over) can overflow the
+/// stack.
 fn skip_value(buf: &[u8], at: usize) -> Step {
+    let (mut pending, mut pos) = match item(buf, at) {
+        Item::Value(step) => return step,
+        Item::Array { count, next } => (count, next),
+    };
+    while pending > 0 {
+        pending -= 1;
+        match item(buf, pos) {
+            Item::Value(Step::Done(next, _)) => pos = next,
+            Item::Value(other) => return other,
+            Item::Array { count, next } => {
+                pending = pending.saturating_add(count);
+                pos = next;
+            }
+        }
+    }
+    Step::Done(pos, Kind::Array)
+}
+
+/// A value, or the head of an array: its element count and where the
+/// elements start.
+enum Item {
+    Value(Step),
+    Array { count: usize, next: usize },
+}
+
+/// Parses the value at `at`, or only the head of an array.
+#[inline]
+fn item(buf: &[u8], at: usize) -> Item {
     if at >= buf.len() {
-        return Step::Incomplete;
+        return Item::Value(Step::Incomplete);
     }
     let Some(eol) = find_crlf(&buf[at..]) else {
         // A line without its CRLF yet; but bytes that cannot start a reply are
         // invalid right away.
-        return if b"+-:$*_".contains(&buf[at]) {
+        return Item::Value(if b"+-:$*_".contains(&buf[at]) {
             Step::Incomplete
         } else {
             Step::Invalid
-        };
+        });
     };
     if eol == 0 {
         // An empty line has no type byte.
-        return Step::Invalid;
+        return Item::Value(Step::Invalid);
     }
     let line = &buf[at + 1..at + eol];
     let next = at + eol + 2;
-    match buf[at] {
+    Item::Value(match buf[at] {
         b'+' => Step::Done(next, Kind::Simple),
         b'-' => Step::Done(next, Kind::Error),
         b'_' => Step::Done(next, Kind::Null),
@@ -260,48 +291,40 @@ fn skip_value(buf: &[u8], at: usize) -> Step {
                 Some((b'-', rest)) => (true, rest),
                 _ => (false, line),
             };
-            match parse_decimal(digits) {
-                Some(n) => Step::Done(
-                    next,
-                    Kind::Integer(if neg { -(n as i64) } else { n as i64 }),
-                ),
+            // A signed 64-bit integer: -2^63 is one, 2^63 is not.
+            let n = parse_decimal(digits).map(|n| if neg { -(n as i128) } else { n as i128 });
+            match n.and_then(|n| i64::try_from(n).ok()) {
+                Some(n) => Step::Done(next, Kind::Integer(n)),
                 None => Step::Invalid,
             }
         }
         b'$' => {
             if line == b"-1" {
-                return Step::Done(next, Kind::Null);
+                return Item::Value(Step::Done(next, Kind::Null));
             }
             let Some(n) = parse_decimal(line).filter(|&n| n <= MAX_DECLARED_LEN) else {
-                return Step::Invalid;
+                return Item::Value(Step::Invalid);
             };
             let end = next + n;
             if buf.len() < end + 2 {
-                return Step::Incomplete;
+                return Item::Value(Step::Incomplete);
             }
             if &buf[end..end + 2] != b"\r\n" {
-                return Step::Invalid;
+                return Item::Value(Step::Invalid);
             }
             Step::Done(end + 2, Kind::Bulk(next, end))
         }
         b'*' => {
             if line == b"-1" {
-                return Step::Done(next, Kind::Null);
+                return Item::Value(Step::Done(next, Kind::Null));
             }
-            let Some(n) = parse_decimal(line).filter(|&n| n <= MAX_DECLARED_LEN) else {
-                return Step::Invalid;
-            };
-            let mut pos = next;
-            for _ in 0..n {
-                match skip_value(buf, pos) {
-                    Step::Done(p, _) => pos = p,
-                    other => return other,
-                }
+            match parse_decimal(line).filter(|&n| n <= MAX_DECLARED_LEN) {
+                Some(count) => return Item::Array { count, next },
+                None => Step::Invalid,
             }
-            Step::Done(pos, Kind::Array)
         }
         _ => Step::Invalid,
-    }
+    })
 }
 
 #[cfg(test)]
@@ -518,6 +541,64 @@ mod tests {
         assert_eq!(dec(b"?", OpKind::Get), Decoded::Invalid);
         assert_eq!(dec(b"\r\n", OpKind::Get), Decoded::Invalid);
         assert_eq!(dec(b"$99999999999\r\n", OpKind::Get), Decoded::Invalid);
+    }
+
+    /// A crash input of the `resp` fuzz target (fuzz/): `-(n as i64)`
+    /// overflowed on `:-9223372036854775808` (a panic with overflow checks),
+    /// and integers beyond 64 bits wrapped instead of being refused.
+    #[test]
+    fn integers_are_signed_64_bit() {
+        let ok = |b: &[u8]| Decoded::Complete {
+            len: b.len(),
+            reply: Reply::Ok,
+        };
+        for reply in [
+            &b":-9223372036854775808\r\n"[..],
+            b":9223372036854775807\r\n",
+            b":-0\r\n",
+        ] {
+            assert_eq!(dec(reply, OpKind::Set), ok(reply));
+        }
+        for reply in [
+            &b":9223372036854775808\r\n"[..],
+            b":-9223372036854775809\r\n",
+            b":9999999999999999999\r\n",
+        ] {
+            assert_eq!(dec(reply, OpKind::Set), Decoded::Invalid);
+        }
+    }
+
+    /// A crash input of the `resp` fuzz target (fuzz/), 400 KB: arrays
+    /// nested a hundred thousand deep, which a server may send, overflowed
+    /// the stack when each level was a recursive call.
+    #[test]
+    fn deeply_nested_arrays_do_not_overflow_the_stack() {
+        let depth = 1 << 20;
+        let mut reply = b"*1\r\n".repeat(depth);
+        assert_eq!(dec(&reply, OpKind::Get), Decoded::Incomplete);
+        reply.extend_from_slice(b"+OK\r\n");
+        assert_eq!(
+            dec(&reply, OpKind::Get),
+            Decoded::Complete {
+                len: reply.len(),
+                reply: Reply::Ok
+            }
+        );
+        reply.truncate(4 * depth);
+        reply.extend_from_slice(b"?\r\n");
+        assert_eq!(dec(&reply, OpKind::Get), Decoded::Invalid);
+        // Arrays of arrays: every element is counted.
+        assert_eq!(
+            dec(b"*3\r\n*2\r\n:1\r\n:2\r\n*0\r\n+OK\r\n+OK\r\n", OpKind::Get),
+            Decoded::Complete {
+                len: 25,
+                reply: Reply::Ok
+            }
+        );
+        assert_eq!(
+            dec(b"*2\r\n*2\r\n:1\r\n:2\r\n", OpKind::Get),
+            Decoded::Incomplete
+        );
     }
 
     #[test]

@@ -82,7 +82,7 @@ impl<E: Engine> Driver for EmbeddedDriver<E> {
 /// Where an engine keeps its files.
 pub enum DataDir {
     /// A temporary directory, removed when the run ends.
-    Temp(tempfile::TempDir),
+    Temp(bakeoff_servers::ScratchDir),
     /// A directory the user named; left in place.
     Named(PathBuf),
 }
@@ -97,9 +97,7 @@ impl DataDir {
                 })?;
                 Ok(DataDir::Named(PathBuf::from(d)))
             }
-            None => tempfile::Builder::new()
-                .prefix(&format!("bakeoff-{target}-"))
-                .tempdir()
+            None => bakeoff_servers::ScratchDir::new(target)
                 .map(DataDir::Temp)
                 .map_err(|e| {
                     TargetError::Engine(format!("cannot create a temporary directory: {e}"))
