@@ -231,12 +231,7 @@ pub fn run_command(
     // nothing of it.
     to_stdout(|o| TextExporter.export(std::slice::from_ref(&result), o))?;
     emit(&format!("result file: {}\n", out.display()))?;
-    if !args.no_html {
-        let html = args
-            .html
-            .as_ref()
-            .map(PathBuf::from)
-            .unwrap_or_else(|| out.with_extension("html"));
+    if let Some(html) = html_path(args, &out) {
         // The result file is on disk already: a report that cannot be
         // written loses nothing, so it is a warning, not a failure.
         match write_report(&HtmlExporter, std::slice::from_ref(&result), &html) {
@@ -446,6 +441,7 @@ pub fn run_experiment_from_args(
         .as_ref()
         .map(PathBuf::from)
         .unwrap_or_else(|| default_out(&plan));
+    check_outputs(&out, html_path(args, &out).as_deref())?;
     // The default comparison skips what this machine cannot start; a target
     // the user named must work or the run does not start.
     let skip_unavailable = args.targets.is_empty() && args.preset.is_none();
@@ -463,6 +459,80 @@ pub fn run_experiment_from_args(
         )));
     }
     Ok((r, out))
+}
+
+/// Where the HTML report goes, unless there is none.
+fn html_path(args: &RunArgs, out: &Path) -> Option<PathBuf> {
+    (!args.no_html).then(|| {
+        args.html
+            .as_ref()
+            .map(PathBuf::from)
+            .unwrap_or_else(|| out.with_extension("html"))
+    })
+}
+
+/// Checks, before anything starts, that the result file can be written
+/// where asked and that nothing will overwrite it: a run is never lost
+/// to a path found wrong at its end.
+pub fn check_outputs(out: &Path, html: Option<&Path>) -> Result<(), AppError> {
+    let bad = |m: String| Err(AppError::Usage(m));
+    let ext = out
+        .extension()
+        .map(|e| e.to_string_lossy().to_ascii_lowercase());
+    if matches!(ext.as_deref(), Some("html" | "htm")) {
+        return bad(format!(
+            "-o {}: the result file is JSON and the report would replace it; write -o {} (the report goes beside it as .html), or --html for the report's own name",
+            out.display(),
+            out.with_extension("json").display()
+        ));
+    }
+    if let Some(h) = html {
+        let same =
+            h == out || matches!((h.canonicalize(), out.canonicalize()), (Ok(a), Ok(b)) if a == b);
+        if same {
+            return bad(format!(
+                "--html {} is the result file (-o) too, and the report would replace it; give the report another name",
+                h.display()
+            ));
+        }
+    }
+    if out.is_relative() {
+        if let Err(e) = std::env::current_dir() {
+            return bad(format!(
+                "the current directory cannot be used ({e}): the result file {} is relative to it; cd to an existing directory or give -o an absolute path",
+                out.display()
+            ));
+        }
+    }
+    if out.is_dir() {
+        return bad(format!(
+            "-o {} is a directory; give a file name, e.g. -o {}",
+            out.display(),
+            out.join("result.json").display()
+        ));
+    }
+    let dir = out
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    if let Err(e) = std::fs::create_dir_all(dir) {
+        return bad(format!(
+            "cannot create {} for the result file {}: {e}; choose another place with -o",
+            dir.display(),
+            out.display()
+        ));
+    }
+    if let Err(e) = tempfile::Builder::new()
+        .prefix(".bakeoff-probe-")
+        .tempfile_in(dir)
+    {
+        return bad(format!(
+            "cannot write the result file {} in {}: {e}; choose another place with -o",
+            out.display(),
+            dir.display()
+        ));
+    }
+    Ok(())
 }
 
 /// `bakeoff list`.

@@ -92,6 +92,121 @@ fn flags_and_values() {
     );
 }
 
+/// Output paths, presets and settings that would lose or misreport a run
+/// are refused before anything starts, each with the path or key named.
+#[test]
+fn what_would_lose_or_misreport_a_run_is_refused_up_front() {
+    let dir = tmp();
+    let d = dir.path();
+    let json = d.join("r.json");
+    let html = d.join("r.html");
+    expect_usage_error(
+        &["run", "-t", "redis", "-o", html.to_str().unwrap()],
+        &["-o", "r.html", "is JSON", "r.json"],
+    );
+    expect_usage_error(
+        &[
+            "run",
+            "-t",
+            "redis",
+            "-o",
+            json.to_str().unwrap(),
+            "--html",
+            json.to_str().unwrap(),
+        ],
+        &["--html", "is the result file"],
+    );
+    expect_usage_error(
+        &["run", "-t", "redis", "-o", "/proc/r.json"],
+        &["cannot write the result file /proc/r.json"],
+    );
+    let o = std::process::Command::new(bin())
+        .args(["run", "-t", "redis", "-o", json.to_str().unwrap()])
+        .env("TMPDIR", "/nonexistent")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("/nonexistent") && stderr.contains("TMPDIR"),
+        "{stderr}"
+    );
+    assert!(!json.exists(), "nothing was to start");
+    // Presets: a device, an empty file, a name that leaves results/.
+    expect_usage_error(&["run", "/dev/urandom"], &["/dev/urandom", "device"]);
+    let p = d.join("p.toml");
+    std::fs::write(&p, "# nothing\n").unwrap();
+    expect_usage_error(&["run", p.to_str().unwrap()], &["p.toml", "is empty"]);
+    std::fs::write(&p, "name = \"../../x\"\ntargets = [\"redis\"]\n").unwrap();
+    expect_usage_error(&["run", p.to_str().unwrap()], &["../../x", "plain name"]);
+    std::fs::write(&p, vec![b'#'; 2 << 20]).unwrap();
+    expect_usage_error(&["run", p.to_str().unwrap()], &["larger than"]);
+    // What bakeoff can only do to a server it starts.
+    expect_usage_error(
+        &[
+            "run",
+            "-t",
+            "redis://127.0.0.1:6379",
+            "--set",
+            "redis.persistence=aof-always",
+        ],
+        &["--set redis.persistence", "did not start"],
+    );
+    expect_usage_error(
+        &[
+            "run",
+            "-t",
+            "redis://127.0.0.1:6379",
+            "--memory-cap",
+            "64mb",
+        ],
+        &["memory cap", "-t redis"],
+    );
+    expect_usage_error(
+        &["run", "-t", "redis", "--rate", "1e30"],
+        &["--rate", "a nanosecond"],
+    );
+}
+
+/// A run that measured nothing is not a clean run: exit 1, and the result
+/// says why.
+#[test]
+fn a_run_that_measured_nothing_does_not_exit_0() {
+    if !require("redis-server", "redis-server") {
+        return;
+    }
+    let dir = tmp();
+    let out = dir.path().join("nothing.json");
+    let o = bakeoff(&[
+        "run",
+        "-t",
+        "redis",
+        "--records",
+        "10",
+        "--duration",
+        "1us",
+        "--warmup",
+        "0",
+        "--quiet",
+        "--no-html",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{stderr}");
+    let r = read_json(&out);
+    assert_eq!(r["runs"][0]["measure"]["completed"], 0);
+    assert_eq!(r["runs"][0]["status"], "errors");
+    assert!(
+        r["runs"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("completed no operation"),
+        "{}",
+        r["runs"][0]["message"]
+    );
+}
+
 /// Output to a reader that went away ends quietly (exit 0, no panic), as
 /// with other Unix tools.
 #[test]
@@ -524,4 +639,105 @@ fn a_crowd_beyond_the_open_file_limit_is_refused_up_front() {
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     assert!(!out.exists(), "nothing ran, nothing was written");
     assert!(started.elapsed() < std::time::Duration::from_secs(10));
+}
+
+/// A listener on 127.0.0.1 that, for every connection, sends endless
+/// pseudo-random bytes (`garbage`) or says nothing and holds it open.
+fn hostile_server(garbage: bool) -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { return };
+            std::thread::spawn(move || {
+                use std::io::Write;
+                let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+                let mut block = vec![0u8; 4096];
+                loop {
+                    if garbage {
+                        for b in block.iter_mut() {
+                            x ^= x << 13;
+                            x ^= x >> 7;
+                            x ^= x << 17;
+                            *b = x as u8;
+                        }
+                        if conn.write_all(&block).is_err() {
+                            return;
+                        }
+                    } else {
+                        std::thread::sleep(std::time::Duration::from_secs(60));
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    port
+}
+
+/// A server that speaks garbage, or accepts and never answers, is an
+/// unusable target: exit 2 with a message, within the deadlines (5 s a
+/// wait), never a hang or a busy loop, for every network protocol.
+#[test]
+fn garbage_speaking_or_silent_servers_are_refused_in_time() {
+    let garbage = hostile_server(true);
+    let silent = hostile_server(false);
+    let mut runs = Vec::new();
+    for scheme in [
+        "redis",
+        "memcached",
+        "memcached-binary",
+        "postgres",
+        "mariadb",
+        "mongodb",
+    ] {
+        for (what, port) in [("garbage", garbage), ("silent", silent)] {
+            runs.push(std::thread::spawn(move || {
+                let url = format!("{scheme}://127.0.0.1:{port}");
+                let t = std::time::Instant::now();
+                let mut child = std::process::Command::new(bin())
+                    .args([
+                        "run",
+                        "-t",
+                        &url,
+                        "--duration",
+                        "1s",
+                        "--no-html",
+                        "-o",
+                        "/dev/null",
+                    ])
+                    .stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .unwrap();
+                let status = loop {
+                    if let Some(s) = child.try_wait().unwrap() {
+                        break s;
+                    }
+                    if t.elapsed() > std::time::Duration::from_secs(40) {
+                        let _ = child.kill();
+                        let _ = child.wait();
+                        panic!("{what} {url}: bakeoff hung");
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(50));
+                };
+                let mut stderr = String::new();
+                std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr)
+                    .unwrap();
+                (what, url, status.code(), t.elapsed(), stderr)
+            }));
+        }
+    }
+    for r in runs {
+        let (what, url, code, took, stderr) = r.join().unwrap();
+        assert_eq!(code, Some(2), "{what} {url}: {stderr}");
+        assert!(
+            stderr.starts_with("error: ") && !stderr.contains("panicked"),
+            "{what} {url}: {stderr}"
+        );
+        assert!(
+            took < std::time::Duration::from_secs(20),
+            "{what} {url} took {took:?}: {stderr}"
+        );
+    }
 }

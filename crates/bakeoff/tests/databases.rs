@@ -310,6 +310,107 @@ fn killed_postgres_is_counted_and_the_result_is_written() {
     assert_eq!(r["runs"][0]["status"], "errors");
 }
 
+/// A server that stops answering mid-run (SIGSTOP, as a stuck disk or a
+/// paused VM would) never hangs bakeoff: each request waiting on it fails
+/// as a timeout after --timeout, the run ends on time with the timeouts
+/// counted, and exits 1.
+#[test]
+fn a_stalled_postgres_ends_in_timeouts_not_a_hang() {
+    if !require_in("postgres", PG_DIRS, "postgresql") {
+        return;
+    }
+    let server = bakeoff_drivers::postgres::start(None, None).unwrap();
+    let dir = tmp();
+    let out = dir.path().join("stalled.json");
+    let url = format!("postgres://bakeoff@127.0.0.1:{}", server.addr.port());
+    // The server's own processes (checkpointer, writers, launchers).
+    let own = bakeoff_servers::descendants_of(server.pid).len();
+    let child = std::process::Command::new(bin())
+        .args([
+            "run",
+            "-t",
+            &url,
+            "--records",
+            "1000",
+            "--clients",
+            "4",
+            "--duration",
+            "4s",
+            "--warmup",
+            "0",
+            "--timeout",
+            "1s",
+            "--quiet",
+            "-o",
+            out.to_str().unwrap(),
+        ])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    // Stalled once the measured phase runs (its connections are up).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let mut stopped = Vec::new();
+    while std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        let backends = bakeoff_servers::descendants_of(server.pid);
+        // A backend per client: the load (a second at most), then the
+        // measured phase, 1.5 s into which the server stalls.
+        if backends.len() >= own + 4 {
+            std::thread::sleep(std::time::Duration::from_millis(1500));
+            stopped = std::iter::once(server.pid)
+                .chain(bakeoff_servers::descendants_of(server.pid))
+                .collect();
+            for p in &stopped {
+                // SAFETY: stopping the server this test started and its
+                // backends, by pid.
+                unsafe { libc::kill(*p as i32, libc::SIGSTOP) };
+            }
+            break;
+        }
+    }
+    assert!(!stopped.is_empty(), "the measured phase never began");
+    let stalled_at = std::time::Instant::now();
+    let mut child = child;
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if stalled_at.elapsed() > std::time::Duration::from_secs(40) {
+            // SAFETY: the bakeoff process this test started.
+            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+            for p in &stopped {
+                // SAFETY: as above.
+                unsafe { libc::kill(*p as i32, libc::SIGCONT) };
+            }
+            panic!("bakeoff hung on a stalled server");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    let waited = stalled_at.elapsed();
+    for p in &stopped {
+        // SAFETY: as above.
+        unsafe { libc::kill(*p as i32, libc::SIGCONT) };
+    }
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    // The rest of the 4 s phase, a timeout, then the counters' own
+    // deadline (5 s) and the verdict.
+    assert!(
+        waited < std::time::Duration::from_secs(15),
+        "ended {waited:?} after the stall"
+    );
+    let r = read_json(&out);
+    let m = &r["runs"][0]["measure"];
+    assert!(
+        m["errors"]["timeout"].as_u64().unwrap_or(0) > 0,
+        "the stall shows as timeouts: {}",
+        m["errors"]
+    );
+    assert_eq!(r["runs"][0]["status"], "errors");
+}
+
 /// 000-search on every table engine: the same searches return the same rows
 /// on PostgreSQL, MariaDB and SQLite (the reference), indexes on and off,
 /// and each search is counted by the server.

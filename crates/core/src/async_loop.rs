@@ -10,13 +10,52 @@
 
 use std::cell::RefCell;
 use std::future::Future;
+use std::time::Duration;
 
 use crate::driver::{Job, JobKind, WorkerOutput};
 use crate::error::TargetError;
 use crate::harness::{key_of, Harness, Outcome, Request, KEY_LEN, RECONNECT_EVERY_NS};
 use crate::plan::RequestMode;
 use crate::recorder::{monotonic_ns, ErrorKind};
-use crate::session::{outcome, perform, Answer, ConnectError, OpBuffers, Session, SessionResult};
+use crate::session::{
+    outcome, perform, Answer, ConnectError, OpBuffers, Session, SessionError, SessionResult,
+};
+
+/// `work` on a server, or a timeout after `limit`: every await on a server
+/// has a deadline, so a server that stops answering fails requests as
+/// timeouts (and the loop opens new connections) instead of hanging the
+/// run.
+async fn within<T>(
+    limit: Duration,
+    work: impl Future<Output = SessionResult<T>>,
+) -> SessionResult<T> {
+    tokio::time::timeout(limit, work)
+        .await
+        .unwrap_or(Err(SessionError::TimedOut(limit)))
+}
+
+/// Connecting, within `limit` (see [`within`]).
+async fn connect_within<S>(
+    limit: Duration,
+    connecting: impl Future<Output = Result<S, ConnectError>>,
+) -> Result<S, ConnectError> {
+    tokio::time::timeout(limit, connecting)
+        .await
+        .unwrap_or_else(|_| {
+            Err(ConnectError::new(
+                ErrorKind::Timeout,
+                format!(
+                    "no connection within {limit:?}: the server accepts but does not answer (stalled?)"
+                ),
+            ))
+        })
+}
+
+/// Whether a failure leaves the connection unusable: lost, or in an
+/// unknown state after a timeout.
+fn drops_connection(kind: ErrorKind) -> bool {
+    matches!(kind, ErrorKind::Reset | ErrorKind::Timeout)
+}
 use crate::workload::OP_KINDS;
 
 /// Runs worker `worker`'s share of `job`, opening one session per client
@@ -42,6 +81,7 @@ where
     let now_ns = move || monotonic_ns().saturating_sub(t0_ns);
     let w = job.workload;
     let timeout_ns = (w.timeout_s * 1e9) as u64;
+    let limit = Duration::from_nanos(timeout_ns);
     // Requests that open their own connection: measured ones only; the
     // load keeps one connection per client.
     let mode = match job.kind {
@@ -62,7 +102,7 @@ where
                 sessions.push(None);
                 continue;
             }
-            match connect().await {
+            match connect_within(limit, connect()).await {
                 Ok(s) => sessions.push(Some(s)),
                 Err(e) => {
                     first_err.get_or_insert(e);
@@ -80,7 +120,7 @@ where
         if mode != RequestMode::Op {
             for s in sessions.iter_mut() {
                 if let Some(s) = s.take() {
-                    let _ = s.close().await;
+                    let _ = within(limit, s.close()).await;
                 }
             }
         }
@@ -94,6 +134,7 @@ where
                 now_ns: &now_ns,
                 mode,
                 timeout_ns,
+                limit,
             };
             tasks.push(client.run(session));
         }
@@ -117,6 +158,8 @@ struct Client<'h, 'j, F, N> {
     now_ns: &'h N,
     mode: RequestMode,
     timeout_ns: u64,
+    /// The request timeout, every await's deadline.
+    limit: Duration,
 }
 
 impl<'j, S, F, Fut, N> Client<'_, 'j, F, N>
@@ -146,7 +189,7 @@ where
                 if !self.harness.borrow().has_work_left(ci, now) {
                     break;
                 }
-                match (self.connect)().await {
+                match connect_within(self.limit, (self.connect)()).await {
                     Ok(s) => {
                         session = Some(s);
                         lost_since = None;
@@ -179,7 +222,7 @@ where
                     self.count_node(s.nodes(), s.node_of(req.kind), req.kind);
                 }
                 let result = self.load_batch(s, req).await;
-                if matches!(result, Outcome::Failed(ErrorKind::Reset)) {
+                if matches!(result, Outcome::Failed(k) if drops_connection(k)) {
                     session = None;
                     lost_since = Some(now_ns());
                 }
@@ -193,24 +236,24 @@ where
                     if s.nodes() > 1 {
                         self.count_node(s.nodes(), s.node_of(op.req.kind), op.req.kind);
                     }
-                    let result = perform(s, &op, read).await;
-                    if matches!(&result, Err(e) if e.kind() == ErrorKind::Reset) {
+                    let result = within(self.limit, perform(s, &op, read)).await;
+                    if matches!(&result, Err(e) if drops_connection(e.kind())) {
                         session = None;
                         lost_since = Some(now_ns());
                     }
                     Ok(result)
                 }
-                RequestMode::Connect => match (self.connect)().await {
+                RequestMode::Connect => match connect_within(self.limit, (self.connect)()).await {
                     Err(e) => Err(e.kind),
                     Ok(mut s) => {
-                        let result = perform(&mut s, &op, read).await;
-                        let closed = s.close().await;
+                        let result = within(self.limit, perform(&mut s, &op, read)).await;
+                        let closed = within(self.limit, s.close()).await;
                         Ok(result.and_then(|r| closed.map(|()| r)))
                     }
                 },
-                RequestMode::Phases => match (self.connect)().await {
+                RequestMode::Phases => match connect_within(self.limit, (self.connect)()).await {
                     Err(e) => Err(e.kind),
-                    Ok(s) => Ok(self.phased(s, &req, op.value).await),
+                    Ok(s) => Ok(within(self.limit, self.phased(s, &req, op.value)).await),
                 },
             };
             let done = now_ns();
@@ -292,7 +335,7 @@ where
         }
         let refs: Vec<&[u8]> = values.iter().map(|v| &v[..]).collect();
         first.sent = (self.now_ns)();
-        let result = s.put_batch(&keys, &refs).await;
+        let result = within(self.limit, s.put_batch(&keys, &refs)).await;
         let done = (self.now_ns)();
         let outcome = match result {
             Ok(()) => Outcome::Rows(keys.len() as u64),

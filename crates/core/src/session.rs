@@ -24,6 +24,10 @@ pub enum SessionError {
     /// new one.
     #[error("connection lost: {0}")]
     Lost(String),
+    /// No reply within the request timeout; the connection, in an unknown
+    /// state, is dropped and a new one opened.
+    #[error("no reply within {0:?}")]
+    TimedOut(std::time::Duration),
 }
 
 impl SessionError {
@@ -32,6 +36,7 @@ impl SessionError {
         match self {
             SessionError::Server(_) => ErrorKind::ServerError,
             SessionError::Lost(_) => ErrorKind::Reset,
+            SessionError::TimedOut(_) => ErrorKind::Timeout,
         }
     }
 }

@@ -4,7 +4,7 @@
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bakeoff_core::driver::{Codec, Decoded, Reply};
 use bakeoff_core::error::TargetError;
@@ -59,11 +59,79 @@ pub enum RespReply {
     Null,
 }
 
+/// How long a whole administrative reply may take to arrive.
+pub const REPLY_WITHIN: Duration = Duration::from_secs(5);
+/// Largest RESP reply read (a value of the largest size bakeoff writes,
+/// 64 MiB, and room to spare).
+const RESP_REPLY_MAX: usize = 80 << 20;
+/// Largest memcache text reply read (`stats` is a few KiB).
+const MEMCACHE_REPLY_MAX: usize = 1 << 20;
+
+/// Reads more of a reply into `buf`: within [`REPLY_WITHIN`] of `since`
+/// and up to `max` bytes in all, so that a server that stalls or speaks
+/// something else (random bytes, another protocol) ends in an error
+/// rather than a hang or a buffer without bound.
+fn read_more(
+    stream: &mut TcpStream,
+    buf: &mut Vec<u8>,
+    since: Instant,
+    max: usize,
+    protocol: &str,
+) -> std::io::Result<()> {
+    let left = REPLY_WITHIN.saturating_sub(since.elapsed());
+    if left.is_zero() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::TimedOut,
+            format!(
+                "no whole {protocol} reply within {} s ({} bytes came): is the server stalled, or not a {protocol} server?",
+                REPLY_WITHIN.as_secs(),
+                buf.len()
+            ),
+        ));
+    }
+    if buf.len() >= max {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!(
+                "the reply grew past {} MiB without ending as {protocol} does: is this a {protocol} server?",
+                max >> 20
+            ),
+        ));
+    }
+    stream.set_read_timeout(Some(left))?;
+    let mut chunk = [0u8; 65536];
+    let n = match stream.read(&mut chunk) {
+        Err(e)
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+            ) =>
+        {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!(
+                    "no {protocol} reply within {} s: is the server stalled?",
+                    REPLY_WITHIN.as_secs()
+                ),
+            ))
+        }
+        r => r?,
+    };
+    if n == 0 {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::UnexpectedEof,
+            "the server closed the connection",
+        ));
+    }
+    buf.extend_from_slice(&chunk[..n]);
+    Ok(())
+}
+
 /// Sends one RESP command and reads its whole reply.
 pub fn resp_call(stream: &mut TcpStream, words: &[&[u8]]) -> std::io::Result<RespReply> {
     stream.write_all(&resp_command(words))?;
+    let since = Instant::now();
     let mut buf = Vec::with_capacity(4096);
-    let mut chunk = [0u8; 65536];
     loop {
         match RespCodec.decode(&buf, OpKind::Get) {
             Decoded::Complete { len, reply } => {
@@ -83,14 +151,7 @@ pub fn resp_call(stream: &mut TcpStream, words: &[&[u8]]) -> std::io::Result<Res
             }
             Decoded::Incomplete => {}
         }
-        let n = stream.read(&mut chunk)?;
-        if n == 0 {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::UnexpectedEof,
-                "the server closed the connection",
-            ));
-        }
-        buf.extend_from_slice(&chunk[..n]);
+        read_more(stream, &mut buf, since, RESP_REPLY_MAX, "RESP")?;
     }
 }
 
@@ -120,8 +181,8 @@ pub fn memcache_lines(
     ends: &[&str],
 ) -> std::io::Result<Vec<String>> {
     stream.write_all(command.as_bytes())?;
+    let since = Instant::now();
     let mut buf = Vec::new();
-    let mut chunk = [0u8; 16384];
     loop {
         let text = String::from_utf8_lossy(&buf);
         let lines: Vec<&str> = text.split("\r\n").collect();
@@ -132,14 +193,7 @@ pub fn memcache_lines(
                 return Ok(lines[..=pos].iter().map(|s| s.to_string()).collect());
             }
         }
-        let n = stream.read(&mut chunk)?;
-        if n == 0 {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::UnexpectedEof,
-                "the server closed the connection",
-            ));
-        }
-        buf.extend_from_slice(&chunk[..n]);
+        read_more(stream, &mut buf, since, MEMCACHE_REPLY_MAX, "memcache")?;
     }
 }
 
@@ -152,6 +206,43 @@ mod tests {
         let v = parse_info("# Server\r\nredis_version:7.0.15\r\ncmdstat_get:calls=3,usec=1\r\n");
         assert_eq!(v[0], ("redis_version".into(), "7.0.15".into()));
         assert_eq!(v[1].0, "cmdstat_get");
+    }
+
+    /// A server that sends random bytes, or nothing, ends an admin call
+    /// with an error naming the protocol, within the deadline and without
+    /// an unbounded buffer.
+    #[test]
+    fn garbage_or_silence_ends_in_an_error_not_a_hang() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = std::thread::spawn(move || {
+            // First connection: endless bytes that never end a reply.
+            let (mut garbage, _) = listener.accept().unwrap();
+            let noise: Vec<u8> = (0..65536u32)
+                .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8 | 1)
+                .collect();
+            let noise: Vec<u8> = noise
+                .into_iter()
+                .map(|b| if b == b'\r' || b == b'\n' { b'x' } else { b })
+                .collect();
+            std::thread::spawn(move || while garbage.write_all(&noise).is_ok() {});
+            // Second: silence, held open.
+            let (silent, _) = listener.accept().unwrap();
+            std::thread::sleep(REPLY_WITHIN + Duration::from_secs(2));
+            drop(silent);
+        });
+        let t = Instant::now();
+        let mut s = connect(addr, "memcached").unwrap();
+        let e = memcache_lines(&mut s, "stats\r\n", &["END"]).unwrap_err();
+        assert!(e.to_string().contains("memcache"), "{e}");
+        assert!(t.elapsed() < REPLY_WITHIN + Duration::from_secs(1));
+        let t = Instant::now();
+        let mut s = connect(addr, "redis").unwrap();
+        let e = resp_call(&mut s, &[b"PING"]).unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::TimedOut, "{e}");
+        assert!(t.elapsed() < REPLY_WITHIN + Duration::from_secs(1));
+        drop(s);
+        server.join().unwrap();
     }
 
     #[test]

@@ -182,15 +182,49 @@ where
     }
 }
 
-/// Runs `f` on a fresh single-threaded runtime (admin queries, probing).
+/// How long setting a server up may take (creating and emptying tables,
+/// indexes on an empty table, a replica following): far longer than it
+/// should, but not for ever.
+pub const SETUP_WITHIN: std::time::Duration = std::time::Duration::from_secs(120);
+/// How long a quick admin query may take (probing, counters, counting
+/// rows, replication lag).
+pub const QUICK_WITHIN: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Runs the set-up work `f` on a fresh single-threaded runtime, within
+/// [`SETUP_WITHIN`].
 pub fn block<T>(
+    f: impl std::future::Future<Output = Result<T, TargetError>>,
+) -> Result<T, TargetError> {
+    block_within(SETUP_WITHIN, f)
+}
+
+/// Runs the quick admin query `f` (probing, counters) on a fresh
+/// single-threaded runtime, within [`QUICK_WITHIN`].
+pub fn block_quick<T>(
+    f: impl std::future::Future<Output = Result<T, TargetError>>,
+) -> Result<T, TargetError> {
+    block_within(QUICK_WITHIN, f)
+}
+
+/// Runs `f` on a fresh single-threaded runtime; a server that has not
+/// finished it within `limit` (stalled, or not the server it should be)
+/// is an error, not a hang.
+pub fn block_within<T>(
+    limit: std::time::Duration,
     f: impl std::future::Future<Output = Result<T, TargetError>>,
 ) -> Result<T, TargetError> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| TargetError::Client(format!("cannot start an async runtime: {e}")))?
-        .block_on(f)
+        .block_on(async {
+            tokio::time::timeout(limit, f).await.unwrap_or_else(|_| {
+                Err(TargetError::Server(format!(
+                    "the server did not finish within {} s: is it stalled, or is something else listening on its port?",
+                    limit.as_secs()
+                )))
+            })
+        })
 }
 
 /// The profile row's text columns: name, sex, province, city.

@@ -26,7 +26,9 @@ use bakeoff_servers::{ManagedServer, ServerCommand, ServerError};
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Opts, OptsBuilder, Statement};
 
-use crate::async_target::{block, profile_columns, run_reached, AsyncDriver, AsyncTarget, Reach};
+use crate::async_target::{
+    block, block_quick, profile_columns, run_reached, AsyncDriver, AsyncTarget, Reach,
+};
 use crate::nodes::{Layout, MultiNode};
 use crate::settings::{Kind, Setting, Settings, PORT};
 use crate::sql::{batch_insert, search_params, search_statements};
@@ -211,7 +213,7 @@ pub(crate) async fn connect(dsn: &Dsn, db: Option<&str>) -> Result<Conn, Connect
         Err(_) => Err(ConnectError::new(
             ErrorKind::Timeout,
             format!(
-                "cannot connect to {}: timed out; is the server running?",
+                "cannot connect to {}: no handshake within 5 s; is the server running and answering, and is it a MariaDB or MySQL server?",
                 dsn.describe()
             ),
         )),
@@ -225,7 +227,7 @@ pub(crate) async fn connect(dsn: &Dsn, db: Option<&str>) -> Result<Conn, Connect
                     dsn.describe()
                 )
             } else {
-                format!("cannot connect to {}: {text}; is the server running, and are host and port right?", dsn.describe())
+                format!("cannot connect to {}: {text}; is the server running, are host and port right, and is it a MariaDB or MySQL server?", dsn.describe())
             };
             Err(ConnectError::new(kind, message))
         }
@@ -532,7 +534,7 @@ pub fn probe(spec: &TargetSpec, plan: &Plan) -> Result<(), TargetError> {
             ))),
             _ => Ok(()),
         },
-        Some(dsn) => block(async {
+        Some(dsn) => block_quick(async {
             let mut c = connect(&dsn, None).await?;
             c.query_drop("SELECT 1").await.map_err(|e| TargetError::Server(e.to_string()))
         }),
@@ -684,7 +686,7 @@ pub(crate) fn start_managed(
             a
         },
         ready: &|addr| {
-            block(async { Ok(connect(&local(addr.port()), None).await.map(|_| ())?) }).is_ok()
+            block_quick(async { Ok(connect(&local(addr.port()), None).await.map(|_| ())?) }).is_ok()
                 && extra_ready(addr)
         },
         ready_timeout: Duration::from_secs(60),
@@ -710,7 +712,7 @@ pub(crate) fn status_counters(dsn: &Dsn, names: &[&str]) -> Option<Counters> {
         .map(|n| format!("'{n}'"))
         .collect::<Vec<_>>()
         .join(", ");
-    block(async move {
+    block_quick(async move {
         let mut c = connect(&dsn, None).await?;
         let rows: Vec<(String, String)> = c
             .query(format!(
@@ -924,7 +926,7 @@ fn open_replicated(
         // Only clients run prepared statements: the replica applies row
         // events.
         read_counters: &["Com_stmt_execute"],
-        lag: Box::new(move || block(binlog_lag(&p, &r)).ok()),
+        lag: Box::new(move || block_quick(binlog_lag(&p, &r)).ok()),
     };
     Ok(Box::new(MultiNode::replicated_with(
         Box::new(primary_target),

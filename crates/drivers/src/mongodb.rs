@@ -29,7 +29,7 @@ use mongodb::bson::{doc, spec::BinarySubtype, Binary, Bson, Document};
 use mongodb::options::{ClientOptions, Credential, ServerAddress};
 use mongodb::{Client, Collection};
 
-use crate::async_target::{block, profile_columns, AsyncDriver, AsyncTarget};
+use crate::async_target::{block, block_quick, profile_columns, AsyncDriver, AsyncTarget};
 use crate::settings::{Kind, Setting, Settings, PORT};
 
 /// `[servers.mongodb]`.
@@ -192,7 +192,7 @@ impl Dsn {
     }
 
     fn explain(&self, e: mongodb::error::Error) -> String {
-        let text = e.to_string();
+        let text = short_cause(&e);
         if text.contains("Authentication") || text.contains("auth") {
             format!(
                 "{} refused the credentials: {text}; check the user and password in the URL",
@@ -200,10 +200,28 @@ impl Dsn {
             )
         } else {
             format!(
-                "cannot connect to {}: {text}; is the server running, and are host and port right?",
+                "cannot connect to {}: {text}; is the server running, are host and port right, and is it a MongoDB server?",
                 self.describe()
             )
         }
+    }
+}
+
+/// What went wrong, in a sentence: the driver's own text, except for a
+/// failed server selection, whose text is a dump of its whole topology;
+/// from that, the one server's error, if it had one.
+fn short_cause(e: &mongodb::error::Error) -> String {
+    match &*e.kind {
+        mongodb::error::ErrorKind::ServerSelection { message, .. } => {
+            match message.split_once("Error: Kind: ") {
+                Some((_, cause)) => format!(
+                    "its answer was not MongoDB's ({})",
+                    cause.split(", labels").next().unwrap_or(cause).trim()
+                ),
+                None => "no MongoDB server answered in time".into(),
+            }
+        }
+        kind => kind.to_string(),
     }
 }
 
@@ -489,7 +507,7 @@ impl AsyncDriver for MongoDriver {
             return ferretdb_counters(addr).ok();
         }
         let dsn = self.dsn.clone();
-        block(async move {
+        block_quick(async move {
             let c = dsn.connect(1).await?;
             let status = c
                 .database("admin")
@@ -572,7 +590,7 @@ pub fn probe(spec: &TargetSpec, plan: &Plan) -> Result<(), TargetError> {
                 _ => Ok(()),
             }
         }
-        Some(dsn) => block(async { Ok(dsn.connect(1).await.map(|_| ())?) }),
+        Some(dsn) => block_quick(async { Ok(dsn.connect(1).await.map(|_| ())?) }),
     }
 }
 
@@ -672,7 +690,7 @@ pub fn start_on(table: Option<&toml::Table>, lazy_disk: bool) -> Result<Started,
         port: settings.port,
         args: &|port, dir| settings.args(which, port, dir, metrics_port),
         ready: &|addr| {
-            block(async { Ok(local(addr.port()).connect(1).await.map(|_| ())?) }).is_ok()
+            block_quick(async { Ok(local(addr.port()).connect(1).await.map(|_| ())?) }).is_ok()
         },
         ready_timeout: Duration::from_secs(30),
         extra_dirs: BIN_DIRS,

@@ -25,7 +25,9 @@ use bakeoff_servers::{ManagedServer, ServerCommand, ServerError};
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, Config, NoTls, Statement};
 
-use crate::async_target::{block, profile_columns, run_reached, AsyncDriver, AsyncTarget, Reach};
+use crate::async_target::{
+    block, block_quick, profile_columns, run_reached, AsyncDriver, AsyncTarget, Reach,
+};
 use crate::nodes::{Layout, MultiNode};
 use crate::settings::{Kind, Setting, Settings, PORT};
 use crate::sql::{batch_insert, search_params, search_statements};
@@ -164,13 +166,38 @@ impl Dsn {
     }
 }
 
+/// How long connecting may take, the start-up handshake included
+/// (tokio-postgres's own connect timeout covers the TCP connect alone, so
+/// a port that accepts and never answers would otherwise hang).
+const CONNECT_WITHIN: Duration = Duration::from_secs(5);
+
+/// Opens a connection within [`CONNECT_WITHIN`]; the connection's own
+/// task is left to the caller to spawn.
+async fn open_connection(
+    dsn: &Dsn,
+) -> Result<
+    (
+        Client,
+        tokio_postgres::Connection<tokio_postgres::Socket, tokio_postgres::tls::NoTlsStream>,
+    ),
+    ConnectError,
+> {
+    match tokio::time::timeout(CONNECT_WITHIN, dsn.config().connect(NoTls)).await {
+        Ok(r) => r.map_err(|e| ConnectError::new(connect_kind(&e), explain(dsn, e))),
+        Err(_) => Err(ConnectError::new(
+            ErrorKind::Timeout,
+            format!(
+                "{} accepted the connection but did not finish the PostgreSQL handshake within {} s: is it stalled, or is it not a PostgreSQL server?",
+                dsn.describe(),
+                CONNECT_WITHIN.as_secs()
+            ),
+        )),
+    }
+}
+
 /// Connects and drives the connection on the current runtime.
 async fn connect(dsn: &Dsn) -> Result<Client, ConnectError> {
-    let (client, conn) = dsn
-        .config()
-        .connect(NoTls)
-        .await
-        .map_err(|e| ConnectError::new(connect_kind(&e), explain(dsn, e)))?;
+    let (client, conn) = open_connection(dsn).await?;
     tokio::spawn(async move {
         let _ = conn.await;
     });
@@ -179,11 +206,7 @@ async fn connect(dsn: &Dsn) -> Result<Client, ConnectError> {
 
 /// Connects from inside the worker loop (a LocalSet).
 async fn connect_local(dsn: &Dsn) -> Result<Client, ConnectError> {
-    let (client, conn) = dsn
-        .config()
-        .connect(NoTls)
-        .await
-        .map_err(|e| ConnectError::new(connect_kind(&e), explain(dsn, e)))?;
+    let (client, conn) = open_connection(dsn).await?;
     tokio::task::spawn_local(async move {
         let _ = conn.await;
     });
@@ -225,6 +248,11 @@ fn explain(dsn: &Dsn, e: tokio_postgres::Error) -> String {
     } else if text.contains("connect") || text.contains("refused") || text.contains("timed out") {
         format!(
             "cannot connect to {}: {text}; is the server running, and are host and port right?",
+            dsn.describe()
+        )
+    } else if detail.is_empty() {
+        format!(
+            "{}: {text}; is it a PostgreSQL server, and is it answering?",
             dsn.describe()
         )
     } else {
@@ -484,7 +512,7 @@ pub fn probe(spec: &TargetSpec, plan: &Plan) -> Result<(), TargetError> {
             ))),
             _ => Ok(()),
         },
-        Some(dsn) => block(async {
+        Some(dsn) => block_quick(async {
             let c = connect(&dsn).await?;
             c.simple_query("SELECT 1")
                 .await
@@ -667,7 +695,7 @@ fn start_as(
                 password: password.map(str::to_string),
                 ..Dsn::managed(addr.port())
             };
-            block(async { Ok(connect(&dsn).await.map(|_| ())?) }).is_ok()
+            block_quick(async { Ok(connect(&dsn).await.map(|_| ())?) }).is_ok()
         },
         ready_timeout: Duration::from_secs(30),
         extra_dirs: BIN_DIRS,
@@ -726,7 +754,7 @@ fn node_target(
     endpoint: Option<String>,
     reach: impl FnOnce(Dsn) -> Reach<Dsn>,
 ) -> Result<(AsyncTarget<PgDriver>, Dsn), TargetError> {
-    let (version, recorded) = block(server_facts(dsn))?;
+    let (version, recorded) = block_quick(server_facts(dsn))?;
     // With a link, every connection of the driver goes through its relay.
     let (host, port, relay) = crate::link::dial_host(workload, &dsn.host, dsn.port)?;
     let linked = Dsn {
@@ -794,7 +822,7 @@ fn open_replicated(
         reads,
         // Statements only clients run: WAL replay runs none.
         read_counters: &["get", "search"],
-        lag: Box::new(move || block(wal_lag(&p)).ok()),
+        lag: Box::new(move || block_quick(wal_lag(&p)).ok()),
     };
     Ok(Box::new(MultiNode::replicated_with(
         Box::new(primary_target),
@@ -913,7 +941,7 @@ impl AsyncDriver for PgDriver {
             ("put", PROFILE_PUT.into()),
         ];
         statements.extend(search_statements(|n| format!("${n}")).map(|s| ("search", s)));
-        block(async move {
+        block_quick(async move {
             let c = connect(&dsn).await?;
             let mut out = Counters::new();
             for (name, sql) in statements {

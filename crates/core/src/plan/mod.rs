@@ -452,16 +452,27 @@ fn check_mix_against_record(w: &Workload, origin: &Origin) -> Result<(), PlanErr
     Ok(())
 }
 
+/// Most points a sweep may make (the product of its axes' lengths): the
+/// matrix is built whole, and each point is a run per target and repeat.
+pub const MAX_POINTS: usize = 10_000;
+
 /// Sweep axes in the order of [`PARAMS`] (the first outermost), each value
 /// parsed and checked as its parameter's.
 fn sweep(given: &Given, base: &Workload) -> Result<Vec<SweepAxis>, PlanError> {
     let mut axes = Vec::new();
+    let mut points = 1usize;
     for p in PARAMS {
         let Some((texts, origin)) = given.axes.get(p.key) else {
             continue;
         };
         if texts.is_empty() {
             return Err(origin.err("the list is empty; give at least one value"));
+        }
+        points = points.saturating_mul(texts.len());
+        if points > MAX_POINTS {
+            return Err(origin.err(format!(
+                "the sweep makes more than {MAX_POINTS} points (the product of its axes' lengths), each a run per target; sweep fewer values"
+            )));
         }
         let values = texts
             .iter()
@@ -674,6 +685,50 @@ fn split_outside_brackets(text: &str) -> Vec<&str> {
 /// Managed servers' settings: the preset's tables, then each `--set` over
 /// them, every one checked against its target's declaration (an error
 /// names the table or the flag at fault).
+/// Refuses what bakeoff can only do to a server it starts, asked of one
+/// reached by URL: a `--set` setting of a target that is external only,
+/// and a memory cap. Neither could be applied, and a result that recorded
+/// them would be wrong.
+fn refuse_for_external(
+    targets: &[TargetSpec],
+    flags: &Overrides,
+    points_of: &dyn Fn(&str) -> Vec<Point>,
+) -> Result<(), PlanError> {
+    let external = |t: &TargetSpec| matches!(t.endpoint, Endpoint::External { .. });
+    for (name, key, _) in &flags.server_settings {
+        let of_name: Vec<&TargetSpec> = targets.iter().filter(|t| &t.name == name).collect();
+        if let Some(t) = of_name
+            .iter()
+            .find(|t| external(t))
+            .filter(|_| of_name.iter().all(|t| external(t)))
+        {
+            return Err(PlanError::Invalid {
+                origin: format!("flag --set {name}.{key}"),
+                message: format!(
+                    "{} is a server bakeoff did not start, and bakeoff does not change those; set it on the server itself, or use -t {name} to let bakeoff start one with it",
+                    t.label()
+                ),
+            });
+        }
+    }
+    for t in targets.iter().filter(|t| external(t)) {
+        if points_of(&t.name)
+            .iter()
+            .any(|p| p.workload.memory_cap.is_some())
+        {
+            return Err(PlanError::Invalid {
+                origin: "memory_cap (--memory-cap, or the preset's workload.memory_cap)".into(),
+                message: format!(
+                    "a memory cap is put on servers bakeoff starts, in a cgroup; {} is not one of them: use -t {} instead, or leave the cap out",
+                    t.label(),
+                    t.name
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
 fn servers(
     raw: &RawPreset,
     flags: &Overrides,
@@ -849,15 +904,37 @@ impl Plan {
             None => points.clone(),
         };
         let targets = targets(&raw, flags, catalog, &points_of)?;
+        refuse_for_external(&targets, flags, &points_of)?;
         let mut servers = servers(&raw, flags, catalog)?;
         variant_settings(&targets, &mut servers, catalog)?;
 
-        let name = raw.name.clone().unwrap_or_else(|| {
-            path.as_deref()
+        // The name is part of the result file's name: a plain one, so
+        // that the file lands in results/ and nowhere else.
+        let plain = |c: char| c.is_ascii_alphanumeric() || "-_.".contains(c);
+        let name = match &raw.name {
+            Some(n) if n.is_empty() || n.len() > 100 || n.starts_with('.') || !n.chars().all(plain) => {
+                return Err(PlanError::Invalid {
+                    origin: "preset key name".into(),
+                    message: format!(
+                        "`{n}` is not a plain name; it names the result file, so use letters, digits, `-`, `_` and `.` (not first), at most 100"
+                    ),
+                })
+            }
+            Some(n) => n.clone(),
+            None => path
+                .as_deref()
                 .and_then(|p| std::path::Path::new(p).file_stem())
-                .map(|s| s.to_string_lossy().into_owned())
-                .unwrap_or_else(|| "default".to_string())
-        });
+                .map(|s| {
+                    s.to_string_lossy()
+                        .chars()
+                        .map(|c| if plain(c) { c } else { '-' })
+                        .collect::<String>()
+                        .trim_start_matches('.')
+                        .to_string()
+                })
+                .filter(|n| !n.is_empty())
+                .unwrap_or_else(|| "default".to_string()),
+        };
         Ok(Plan {
             name,
             description: raw.description.clone().unwrap_or_default(),
@@ -996,6 +1073,30 @@ mod tests {
         let p = build(preset, f).unwrap();
         assert_eq!(p.points_for(&p.targets[0])[0].workload.records, 5_000);
         assert_eq!(p.points_for(&p.targets[0])[0].workload.clients, 2);
+    }
+
+    /// A crash input of the `flags` fuzz target (fuzz/): three sweeps of
+    /// 700 values, 4 KB of flags, asked for a 100 GB matrix and aborted.
+    #[test]
+    fn a_sweep_is_bounded() {
+        let list = |n: usize| vec!["1".to_string(); n];
+        let mut f = Overrides::default();
+        f.sweep.insert("clients".into(), list(700));
+        f.sweep.insert("records".into(), list(700));
+        f.sweep.insert("mix".into(), list(700));
+        let e = build("", f).unwrap_err().to_string();
+        assert!(e.contains("more than 10000 points"), "{e}");
+        let e = build(
+            &format!("[sweep]\nclients = {:?}\n", [1; MAX_POINTS + 1]),
+            Overrides::default(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("sweep.clients") && e.contains("points"), "{e}");
+        let mut f = Overrides::default();
+        f.sweep.insert("clients".into(), list(100));
+        f.sweep.insert("records".into(), list(100));
+        assert_eq!(build("", f).unwrap().points().len(), MAX_POINTS);
     }
 
     #[test]

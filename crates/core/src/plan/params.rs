@@ -374,6 +374,12 @@ pub static PARAMS: &[Param] = &[
             if !(v >= 0.0 && v.is_finite()) {
                 return Err(format!("`{s}` is not a rate in ops/s"));
             }
+            // A request a nanosecond is more than the clock can schedule.
+            if v > 1e9 {
+                return Err(format!(
+                    "{s} ops/s is more than a request a nanosecond, the most an open loop can schedule; leave --rate out for a closed loop at full speed"
+                ));
+            }
             json(Ok((v > 0.0).then_some(v)))
         },
         show: |w| {

@@ -85,6 +85,9 @@ pub struct RawPreset {
     pub scale: BTreeMap<String, RawScale>,
 }
 
+/// Largest preset file read (the built-in ones are a few KiB).
+pub const MAX_PRESET_BYTES: u64 = 1 << 20;
+
 /// The default scale's name: the preset as written.
 pub const FULL_SCALE: &str = "full";
 
@@ -117,19 +120,57 @@ impl RawPreset {
     /// Reads and parses a preset file; unknown top-level keys are errors
     /// here, unknown parameters when the plan is built.
     pub fn load(path: &str) -> Result<Self, PlanError> {
-        let text = std::fs::read_to_string(path).map_err(|source| PlanError::Read {
+        use std::io::Read;
+        let read = |source| PlanError::Read {
             path: path.to_string(),
             source,
-        })?;
+        };
+        let syntax = |message: String| PlanError::Syntax {
+            path: path.to_string(),
+            message,
+        };
+        let file = std::fs::File::open(path).map_err(read)?;
+        let kind = file.metadata().map_err(read)?.file_type();
+        {
+            use std::os::unix::fs::FileTypeExt;
+            if kind.is_dir() {
+                return Err(syntax("is a directory; give a preset file (TOML)".into()));
+            }
+            if kind.is_char_device() || kind.is_block_device() || kind.is_socket() {
+                return Err(syntax("is a device, not a preset file (TOML)".into()));
+            }
+        }
+        // A bound, so that a pipe that never ends cannot hold bakeoff.
+        let mut bytes = Vec::new();
+        file.take(MAX_PRESET_BYTES + 1)
+            .read_to_end(&mut bytes)
+            .map_err(read)?;
+        if bytes.len() as u64 > MAX_PRESET_BYTES {
+            return Err(syntax(format!(
+                "is larger than {} KiB, more than any preset; is it a preset file (TOML)?",
+                MAX_PRESET_BYTES >> 10
+            )));
+        }
+        let text = String::from_utf8(bytes)
+            .map_err(|_| syntax("is not text (UTF-8); is it a preset file (TOML)?".into()))?;
         Self::parse(&text, path)
     }
 
-    /// Parses a preset's text; `origin` names it in errors.
+    /// Parses a preset's text; `origin` names it in errors. A preset that
+    /// sets nothing is refused: run without one for the default comparison.
     pub fn parse(text: &str, origin: &str) -> Result<Self, PlanError> {
-        toml::from_str(text).map_err(|e| PlanError::Syntax {
+        let syntax = |message: String| PlanError::Syntax {
             path: origin.to_string(),
-            message: e.to_string().trim().replace('\n', "\n  "),
-        })
+            message,
+        };
+        let raw: RawPreset =
+            toml::from_str(text).map_err(|e| syntax(e.to_string().trim().replace('\n', "\n  ")))?;
+        if toml::from_str::<toml::Table>(text).is_ok_and(|t| t.is_empty()) {
+            return Err(syntax(
+                "is empty: it names no target and no workload; write e.g. `targets = [\"redis\"]` and a [workload] table, or run `bakeoff run` without a preset for the default comparison".into(),
+            ));
+        }
+        Ok(raw)
     }
 
     /// The scales a preset has: `full` (as written) and those of its

@@ -1358,6 +1358,14 @@ fn run_one(
         run.message = Some(format!(
             "{errors} operations or connection attempts failed{split}; see errors by kind"
         ));
+    } else if run.measure.completed == 0 && !ctx.stop.load(Ordering::Relaxed) {
+        // Nothing to report is not a clean result: a phase too short for
+        // one reply, or clients that never got to send.
+        run.status = "errors".into();
+        run.message = Some(format!(
+            "the measured phase ({:.3} s) completed no operation, so there is nothing to report; measure longer (--duration) or check the target",
+            run.measure.duration_s
+        ));
     } else {
         run.status = "ok".into();
     }
