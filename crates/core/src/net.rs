@@ -351,7 +351,10 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
         let harness = Harness::new(job, worker);
         let pipeline = w.pipeline.max(1) as usize;
         let wcap = pipeline * (w.value_size.max() + 128) + 4096;
-        let rcap = (pipeline * (w.value_size.max() + 128)).max(64 * 1024);
+        // Room for a pipeline's replies; it grows (doubling) when a reply
+        // is larger. Small to begin with: a crowd of 10000 connections
+        // holds 10000 of these.
+        let rcap = (pipeline * (w.value_size.max() + 128)).max(16 * 1024);
         let mut conns = Vec::new();
         for _ in 0..harness.clients() * nodes {
             conns.push(Conn {

@@ -126,6 +126,11 @@ impl RedisSettings {
             "yes",
             "--logfile",
             "",
+            // As many clients as bakeoff may bring (its 10000 default
+            // would refuse a crowd of 10000 plus bakeoff's own admin
+            // connection); Redis lowers it to what its file limit allows.
+            "--maxclients",
+            "100100",
         ]
         .iter()
         .map(|s| s.to_string())

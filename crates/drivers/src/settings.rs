@@ -91,6 +91,7 @@ pub const DIR: Setting = Setting {
 
 use bakeoff_core::error::TargetError;
 pub use bakeoff_core::suggest::did_you_mean;
+use std::path::Path;
 
 /// A declared setting as a run uses it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -296,13 +297,64 @@ impl<'a> Settings<'a> {
 
     /// A path.
     pub fn path(&self, key: &str) -> Result<Option<String>, TargetError> {
-        self.raw(key, |k| k == Kind::Path)
+        let path = self.raw(key, |k| k == Kind::Path)?;
+        if let Some(p) = &path {
+            usable_dir(Path::new(p))
+                .map_err(|why| TargetError::Settings(format!("`{key}` = {p}: {why}")))?;
+        }
+        Ok(path)
     }
+}
+
+/// Whether bakeoff could make and use directory `dir`: it is one, or its
+/// nearest existing ancestor is a directory this process can make one
+/// in. Nothing is left behind: this runs while the plan is checked,
+/// before anything starts (a dry run included).
+fn usable_dir(dir: &Path) -> Result<(), String> {
+    let mut at = dir;
+    loop {
+        match std::fs::metadata(at) {
+            Ok(m) if !m.is_dir() => return Err(format!("{} is not a directory", at.display())),
+            Ok(_) => break,
+            Err(e)
+                if e.kind() == std::io::ErrorKind::NotFound
+                    || e.raw_os_error() == Some(libc::ENOTDIR) =>
+            {
+                match at.parent() {
+                    Some(p) if !p.as_os_str().is_empty() => at = p,
+                    _ => return Ok(()), // relative: made in the current directory
+                }
+            }
+            Err(e) => return Err(format!("{} cannot be used: {e}", at.display())),
+        }
+    }
+    // Tried, not judged from the mode bits: root passes those checks
+    // where the file system still refuses (/proc, a read-only mount).
+    tempfile::Builder::new()
+        .prefix(".bakeoff-probe-")
+        .tempdir_in(at)
+        .map(drop)
+        .map_err(|e| {
+            format!(
+                "nothing can be made in {} ({e}); choose a directory bakeoff may write in",
+                at.display()
+            )
+        })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A directory that cannot be made or written is named up front.
+    #[test]
+    fn unusable_directories_are_named() {
+        assert!(usable_dir(Path::new("/tmp/bakeoff-no/such/dir")).is_ok());
+        let e = usable_dir(Path::new("/proc/nope/x")).unwrap_err();
+        assert!(e.contains("/proc"), "{e}");
+        let e = usable_dir(Path::new("/etc/hostname/x")).unwrap_err();
+        assert!(e.contains("not a directory"), "{e}");
+    }
 
     const DECL: &[Setting] = &[
         Setting {
