@@ -153,6 +153,10 @@ fn what_would_lose_or_misreport_a_run_is_refused_up_front() {
         &["--set redis.persistence", "did not start"],
     );
     expect_usage_error(
+        &["run", "-t", "redis", "--set", "memcached.memory=64mb"],
+        &["--set memcached.memory", "not among this run's targets"],
+    );
+    expect_usage_error(
         &[
             "run",
             "-t",
@@ -710,17 +714,8 @@ fn garbage_speaking_or_silent_servers_are_refused_in_time() {
                     .stderr(std::process::Stdio::piped())
                     .spawn()
                     .unwrap();
-                let status = loop {
-                    if let Some(s) = child.try_wait().unwrap() {
-                        break s;
-                    }
-                    if t.elapsed() > std::time::Duration::from_secs(40) {
-                        let _ = child.kill();
-                        let _ = child.wait();
-                        panic!("{what} {url}: bakeoff hung");
-                    }
-                    std::thread::sleep(std::time::Duration::from_millis(50));
-                };
+                let status = wait_within(&mut child, std::time::Duration::from_secs(40))
+                    .unwrap_or_else(|| panic!("{what} {url}: bakeoff hung"));
                 let mut stderr = String::new();
                 std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr)
                     .unwrap();

@@ -430,7 +430,9 @@ fn a_power_cut_loses_exactly_what_was_not_fsynced() {
     assert!(!dirs.is_empty(), "no directory in the command lines");
     for d in &dirs {
         assert!(
-            !mounts.lines().any(|m| m.contains("bakeoff-lazyfs") && m.contains(d.as_str())),
+            !mounts
+                .lines()
+                .any(|m| m.contains("bakeoff-lazyfs") && m.contains(d.as_str())),
             "the mount on {d} outlived the run"
         );
     }

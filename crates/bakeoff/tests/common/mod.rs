@@ -240,3 +240,23 @@ pub fn children_with_cmdline(parent: u32) -> Vec<(u32, Vec<String>)> {
     }
     out
 }
+
+/// Waits up to `limit` for `child` to end; a child still running then is
+/// killed, and `None` says it hung.
+pub fn wait_within(
+    child: &mut std::process::Child,
+    limit: std::time::Duration,
+) -> Option<std::process::ExitStatus> {
+    let t = std::time::Instant::now();
+    loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            return Some(s);
+        }
+        if t.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}

@@ -682,14 +682,11 @@ fn split_outside_brackets(text: &str) -> Vec<&str> {
     parts
 }
 
-/// Managed servers' settings: the preset's tables, then each `--set` over
-/// them, every one checked against its target's declaration (an error
-/// names the table or the flag at fault).
-/// Refuses what bakeoff can only do to a server it starts, asked of one
-/// reached by URL: a `--set` setting of a target that is external only,
-/// and a memory cap. Neither could be applied, and a result that recorded
-/// them would be wrong.
-fn refuse_for_external(
+/// Refuses a `--set` for a target the run does not have, and what
+/// bakeoff can only do to a server it starts, asked of one reached by URL:
+/// a `--set` setting of a target that is external only, and a memory cap.
+/// None could be applied, and a result that recorded them would be wrong.
+fn refuse_what_cannot_apply(
     targets: &[TargetSpec],
     flags: &Overrides,
     points_of: &dyn Fn(&str) -> Vec<Point>,
@@ -697,6 +694,16 @@ fn refuse_for_external(
     let external = |t: &TargetSpec| matches!(t.endpoint, Endpoint::External { .. });
     for (name, key, _) in &flags.server_settings {
         let of_name: Vec<&TargetSpec> = targets.iter().filter(|t| &t.name == name).collect();
+        if of_name.is_empty() {
+            let names: Vec<String> = targets.iter().map(|t| t.label()).collect();
+            return Err(PlanError::Invalid {
+                origin: format!("flag --set {name}.{key}"),
+                message: format!(
+                    "{name} is not among this run's targets ({}), so the setting would do nothing; add -t {name}, or leave the flag out",
+                    names.join(", ")
+                ),
+            });
+        }
         if let Some(t) = of_name
             .iter()
             .find(|t| external(t))
@@ -729,6 +736,9 @@ fn refuse_for_external(
     Ok(())
 }
 
+/// Managed servers' settings: the preset's tables, then each `--set` over
+/// them, every one checked against its target's declaration (an error
+/// names the table or the flag at fault).
 fn servers(
     raw: &RawPreset,
     flags: &Overrides,
@@ -904,7 +914,7 @@ impl Plan {
             None => points.clone(),
         };
         let targets = targets(&raw, flags, catalog, &points_of)?;
-        refuse_for_external(&targets, flags, &points_of)?;
+        refuse_what_cannot_apply(&targets, flags, &points_of)?;
         let mut servers = servers(&raw, flags, catalog)?;
         variant_settings(&targets, &mut servers, catalog)?;
 
