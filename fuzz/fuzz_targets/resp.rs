@@ -1,0 +1,66 @@
+//! RESP: replies as the Redis client reads them (`RespCodec`, and
+//! `RespWaitCodec`'s reply pairs), requests as the engine host reads them
+//! (`decode_request`), and requests encoded then read back.
+//!
+//! Input: a byte choosing the request kinds and WAIT's replica count, then
+//! the bytes received.
+#![no_main]
+
+use bakeoff_core::driver::{Codec, Reply};
+use bakeoff_core::workload::OpKind;
+use bakeoff_drivers::codec::resp::{decode_request, Request, RespCodec, RespWaitCodec, MAX_ARGS};
+use bakeoff_fuzz::{check_encode, check_stream, cuts, Rules};
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let Some((&seed, buf)) = data.split_first() else {
+        return;
+    };
+    for (at, len, reply) in check_stream(&RespCodec, seed, buf, Rules::default()) {
+        if let Reply::Redirect(r) = reply {
+            // The node named runs to the end of the error line.
+            assert!(r.start > 1 && r.end + 2 == len, "{at}: {r:?} in {len}");
+        }
+    }
+    check_stream(&RespWaitCodec::new(u64::from(seed % 4), 0), seed, buf, Rules::default());
+
+    // The engine host's loop over what a client sent.
+    let mut at = 0;
+    while at < buf.len() {
+        let rest = &buf[at..];
+        match decode_request(rest) {
+            Request::Complete { len, argc, args } => {
+                assert!(len > 0 && len <= rest.len());
+                assert!(argc >= 1);
+                for &(s, e) in &args[..argc.min(MAX_ARGS)] {
+                    assert!(s <= e && e <= len);
+                }
+                for cut in cuts(len) {
+                    assert_eq!(decode_request(&rest[..cut]), Request::Incomplete, "{cut} of {len}");
+                }
+                at += len;
+            }
+            Request::Incomplete | Request::Invalid => break,
+        }
+    }
+
+    // What the client sends is what the engine host reads.
+    check_encode(&RespCodec, buf);
+    let kind = OpKind::ALL[seed as usize % OpKind::ALL.len()];
+    let (key, rest) = buf.split_at(buf.len().min(seed as usize % 32));
+    let (header, payload) = rest.split_at(rest.len() / 2);
+    let mut out = Vec::new();
+    RespCodec.encode(kind, key, header, payload, &mut out);
+    let Request::Complete { len, argc, args } = decode_request(&out) else {
+        panic!("an encoded request does not read back");
+    };
+    assert_eq!(len, out.len());
+    let arg = |i: usize| &out[args[i].0..args[i].1];
+    assert_eq!(arg(1), key);
+    if kind.writes_value() {
+        assert_eq!((argc, arg(0)), (3, &b"SET"[..]));
+        assert_eq!(arg(2), [header, payload].concat());
+    } else {
+        assert_eq!(argc, 2);
+    }
+});
