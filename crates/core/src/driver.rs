@@ -92,10 +92,13 @@ pub trait Codec: Send + Sync + 'static {
 }
 
 /// Opens connections to a network target. Called once per client at the
-/// start and again after a connection is lost; may block.
+/// start and again after a connection is lost; blocks the loop meanwhile,
+/// so it keeps to its deadline.
 pub trait Connector: Send + Sync {
-    /// A connected stream on which any handshake (AUTH, …) is done.
-    fn connect(&self) -> std::io::Result<TcpStream>;
+    /// A connected stream on which any handshake (AUTH, …) is done, or an
+    /// error (`TimedOut` when the server did not finish in time) within
+    /// about `within`.
+    fn connect(&self, within: std::time::Duration) -> std::io::Result<TcpStream>;
 }
 
 /// Which job a worker runs.

@@ -440,7 +440,10 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
     }
 
     fn connect(&mut self, ci: usize) -> std::io::Result<()> {
-        let stream = self.connectors[ci % self.nodes].connect()?;
+        // Within the request timeout: a stalled server holds the loop no
+        // longer per connection than it would hold a request.
+        let within = std::time::Duration::from_nanos(self.timeout_ns);
+        let stream = self.connectors[ci % self.nodes].connect(within)?;
         stream.set_nonblocking(true)?;
         if let Backend::Epoll { epfd, .. } = &self.backend {
             let mut ev = libc::epoll_event {

@@ -21,17 +21,35 @@ pub fn resolve(host: &str, port: u16) -> Result<SocketAddr, TargetError> {
         .ok_or_else(|| TargetError::Server(format!("{host}:{port} resolves to no address")))
 }
 
+/// How long a connection for an admin call or a probe may take to open,
+/// its handshake included.
+pub const ADMIN_CONNECT_WITHIN: Duration = Duration::from_secs(5);
+
 /// Connects with a timeout and TCP_NODELAY; explains refusals.
 pub fn connect(addr: SocketAddr, what: &str) -> std::io::Result<TcpStream> {
-    let s = TcpStream::connect_timeout(&addr, Duration::from_secs(3)).map_err(|e| {
+    let s = connect_within(addr, what, Duration::from_secs(3))?;
+    s.set_read_timeout(Some(Duration::from_secs(10)))?;
+    s.set_write_timeout(Some(Duration::from_secs(10)))?;
+    Ok(s)
+}
+
+/// Connects within `within`, with TCP_NODELAY, reads and writes bounded by
+/// `within` too (for a handshake); explains refusals.
+pub fn connect_within(
+    addr: SocketAddr,
+    what: &str,
+    within: Duration,
+) -> std::io::Result<TcpStream> {
+    let within = within.max(Duration::from_millis(1));
+    let s = TcpStream::connect_timeout(&addr, within).map_err(|e| {
         std::io::Error::new(
             e.kind(),
             format!("cannot connect to {what} at {addr}: {e}; is the server running, and are host and port right?"),
         )
     })?;
     s.set_nodelay(true)?;
-    s.set_read_timeout(Some(Duration::from_secs(10)))?;
-    s.set_write_timeout(Some(Duration::from_secs(10)))?;
+    s.set_read_timeout(Some(within))?;
+    s.set_write_timeout(Some(within))?;
     Ok(s)
 }
 

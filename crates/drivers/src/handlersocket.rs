@@ -36,7 +36,7 @@ use bakeoff_servers::ManagedServer;
 
 use crate::running::RunningServer;
 
-use crate::admin::{connect, resolve};
+use crate::admin::resolve;
 use crate::codec::handlersocket::{
     parse_setup_reply, setup_requests, HandlerSocketCodec, SetupReply, UNAUTH,
 };
@@ -95,8 +95,8 @@ pub struct HsConnector {
 }
 
 impl Connector for HsConnector {
-    fn connect(&self) -> std::io::Result<TcpStream> {
-        let mut s = connect(self.addr, "handlersocket")?;
+    fn connect(&self, within: Duration) -> std::io::Result<TcpStream> {
+        let mut s = crate::admin::connect_within(self.addr, "handlersocket", within)?;
         let (setup, replies) = setup_requests(self.secret.as_deref(), "bakeoff", "kv");
         s.write_all(&setup)?;
         let mut buf = Vec::with_capacity(256);
@@ -171,7 +171,7 @@ pub fn probe(spec: &TargetSpec, plan: &Plan) -> Result<(), TargetError> {
                 addr: resolve(host, *port)?,
                 secret: spec.password.as_ref().map(|p| p.as_bytes().to_vec()),
             };
-            connector.connect().map(|_| ()).map_err(|e| TargetError::Server(e.to_string()))
+            connector.connect(crate::admin::ADMIN_CONNECT_WITHIN).map(|_| ()).map_err(|e| TargetError::Server(e.to_string()))
         }
     }
 }

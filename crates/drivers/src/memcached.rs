@@ -111,8 +111,8 @@ pub struct MemcachedConnector {
 }
 
 impl Connector for MemcachedConnector {
-    fn connect(&self) -> std::io::Result<TcpStream> {
-        let s = connect(self.addr, "memcached")?;
+    fn connect(&self, within: std::time::Duration) -> std::io::Result<TcpStream> {
+        let s = crate::admin::connect_within(self.addr, "memcached", within)?;
         s.set_read_timeout(None)?;
         s.set_write_timeout(None)?;
         Ok(s)

@@ -23,7 +23,9 @@ use bakeoff_servers::{ManagedServer, ServerCommand};
 use crate::nodes::{Layout, MultiNode, Node};
 use crate::running::RunningServer;
 
-use crate::admin::{connect, parse_info, resolve, resp_call, RespReply};
+use crate::admin::{
+    connect_within, parse_info, resolve, resp_call, RespReply, ADMIN_CONNECT_WITHIN,
+};
 use crate::codec::resp::{RespCodec, RespWaitCodec};
 use crate::settings::{Kind, Setting, Settings, PORT};
 use bakeoff_core::net::CodecDriver;
@@ -172,8 +174,8 @@ pub struct RedisConnector {
 }
 
 impl Connector for RedisConnector {
-    fn connect(&self) -> std::io::Result<TcpStream> {
-        let mut s = connect(self.addr, "redis")?;
+    fn connect(&self, within: Duration) -> std::io::Result<TcpStream> {
+        let mut s = connect_within(self.addr, "redis", within)?;
         if let Some(p) = &self.password {
             let reply = match &self.user {
                 Some(u) => resp_call(&mut s, &[b"AUTH", u.as_bytes(), p.as_bytes()])?,
@@ -232,7 +234,7 @@ pub fn probe(spec: &TargetSpec, plan: &Plan) -> Result<(), TargetError> {
                 password: spec.password.clone(),
             };
             let mut s = c
-                .connect()
+                .connect(ADMIN_CONNECT_WITHIN)
                 .map_err(|e| TargetError::Server(e.to_string()))?;
             s.set_read_timeout(Some(Duration::from_secs(5)))
                 .map_err(|e| TargetError::Server(e.to_string()))?;
@@ -559,7 +561,7 @@ impl RedisTarget {
             user: self.user.clone(),
             password: self.password.clone(),
         }
-        .connect()?;
+        .connect(ADMIN_CONNECT_WITHIN)?;
         s.set_read_timeout(Some(Duration::from_secs(10)))?;
         Ok(s)
     }

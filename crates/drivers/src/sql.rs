@@ -59,3 +59,19 @@ pub fn batch_insert(rows: usize, ph: impl Fn(usize) -> String, tail: &str) -> St
         .collect();
     format!("INSERT INTO kv (k, v) VALUES {} {tail}", values.join(", "))
 }
+
+/// Whether the SQL targets' wire codecs on the network loop can run `job`:
+/// key-value operations on `kv`, one connection kept per client, the load
+/// one row per request. Searches, the profile table, a connection per
+/// request, phased requests and batched loads go through the client
+/// libraries.
+pub fn wire_serves(job: &bakeoff_core::driver::Job) -> bool {
+    use bakeoff_core::driver::JobKind;
+    use bakeoff_core::plan::RequestMode;
+    use bakeoff_core::profile::RecordKind;
+    let w = job.workload;
+    w.record == RecordKind::Kv
+        && w.request == RequestMode::Op
+        && w.mix.weights[OpKind::Search as usize] == 0
+        && !(job.kind == JobKind::Load && w.batch > 1)
+}

@@ -47,7 +47,7 @@ static GLOBAL: Counting = Counting;
 
 struct Plain(SocketAddr);
 impl Connector for Plain {
-    fn connect(&self) -> std::io::Result<TcpStream> {
+    fn connect(&self, _within: std::time::Duration) -> std::io::Result<TcpStream> {
         let s = TcpStream::connect(self.0)?;
         s.set_nodelay(true)?;
         Ok(s)

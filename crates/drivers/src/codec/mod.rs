@@ -6,6 +6,7 @@
 pub mod handlersocket;
 pub mod memcache_binary;
 pub mod memcache_text;
+pub mod postgres;
 pub mod resp;
 
 /// Largest length a reply may declare (1 GiB): beyond it the stream is

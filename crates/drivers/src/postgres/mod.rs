@@ -12,9 +12,10 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use bakeoff_core::driver::{Driver, Job, WorkerOutput};
+use bakeoff_core::driver::{Connector, Driver, Job, WorkerOutput};
 use bakeoff_core::error::TargetError;
 use bakeoff_core::harness::KEY_LEN;
+use bakeoff_core::net::{CodecDriver, Route};
 use bakeoff_core::plan::{Endpoint, Plan, ReadFrom, TargetSpec, Topology, Workload};
 use bakeoff_core::profile::{Profile, Query, RecordKind};
 use bakeoff_core::recorder::ErrorKind;
@@ -25,12 +26,17 @@ use bakeoff_servers::{ManagedServer, ServerCommand, ServerError};
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, Config, NoTls, Statement};
 
+use crate::admin::resolve;
 use crate::async_target::{
     block, block_quick, profile_columns, run_reached, AsyncDriver, AsyncTarget, Reach,
 };
+use crate::codec::postgres::PostgresCodec;
 use crate::nodes::{Layout, MultiNode};
 use crate::settings::{Kind, Setting, Settings, PORT};
 use crate::sql::{batch_insert, search_params, search_statements};
+
+mod wire;
+use wire::PgConnector;
 
 const BIN_DIRS: &[&str] = &["/usr/lib/postgresql/*/bin"];
 /// `[servers.postgres]`.
@@ -428,10 +434,7 @@ fn fail(e: tokio_postgres::Error) -> SessionError {
     }
 }
 
-const GET: &str = "SELECT v FROM kv WHERE k = $1";
-const PUT: &str =
-    "INSERT INTO kv (k, v) VALUES ($1, $2) ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v";
-const DEL: &str = "DELETE FROM kv WHERE k = $1";
+use crate::codec::postgres::{DEL, GET, PUT};
 const BATCH_TAIL: &str = "ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v";
 const PROFILE_TABLE: &str = "CREATE TABLE IF NOT EXISTS profile (id BIGINT PRIMARY KEY, \
      name TEXT NOT NULL, sex TEXT NOT NULL, province TEXT NOT NULL, city TEXT NOT NULL, \
@@ -441,14 +444,54 @@ const PROFILE_PUT: &str = "INSERT INTO profile (id, name, sex, province, city, p
      sex = EXCLUDED.sex, province = EXCLUDED.province, city = EXCLUDED.city, \
      payload = EXCLUDED.payload";
 
-/// The driver: opens sessions inside the shared async loop.
+/// The driver: the key-value operations through the wire codec on the
+/// network loop; searches, profile rows, a connection per request and
+/// batched loads through tokio-postgres sessions on the async loop.
 pub struct PgDriver {
     reach: Reach<Dsn>,
     profile: bool,
+    /// The same servers as `reach`, through [`PostgresCodec`].
+    wire: CodecDriver<PostgresCodec>,
+}
+
+impl PgDriver {
+    /// A driver for the servers of `reach` (resolved here for the codec's
+    /// connections).
+    fn new(reach: Reach<Dsn>, profile: bool) -> Result<Self, TargetError> {
+        let connector = |dsn: &Dsn| -> Result<Box<dyn Connector>, TargetError> {
+            Ok(Box::new(PgConnector {
+                addr: resolve(&dsn.host, dsn.port)?,
+                dsn: dsn.clone(),
+            }))
+        };
+        let wire = match &reach {
+            Reach::One(dsn)
+            | Reach::Pair {
+                primary: dsn,
+                reads: None,
+            } => CodecDriver::new(PostgresCodec, connector(dsn)?),
+            Reach::Pair {
+                primary,
+                reads: Some(replica),
+            } => CodecDriver::routed(
+                PostgresCodec,
+                vec![connector(primary)?, connector(replica)?],
+                Route::ReadWrite { reads: 1 },
+            ),
+        };
+        Ok(PgDriver {
+            reach,
+            profile,
+            wire,
+        })
+    }
 }
 
 impl Driver for PgDriver {
     fn run_worker(&self, job: &Job, worker: usize) -> Result<WorkerOutput, TargetError> {
+        if crate::sql::wire_serves(job) {
+            return self.wire.run_worker(job, worker);
+        }
         let profile = self.profile;
         run_reached(
             &self.reach,
@@ -459,7 +502,11 @@ impl Driver for PgDriver {
     }
 
     fn describe(&self, kind: OpKind) -> String {
-        crate::sql::describe(kind, [GET, PUT, DEL], PROFILE_PUT, self.profile)
+        if self.profile || kind == OpKind::Search {
+            crate::sql::describe(kind, [GET, PUT, DEL], PROFILE_PUT, self.profile)
+        } else {
+            self.wire.describe(kind)
+        }
     }
 }
 
@@ -768,10 +815,10 @@ fn node_target(
         format!("PostgreSQL {version}"),
         recorded,
         server,
-        PgDriver {
-            reach: reach(linked.clone()),
-            profile: workload.record == RecordKind::Profile,
-        },
+        PgDriver::new(
+            reach(linked.clone()),
+            workload.record == RecordKind::Profile,
+        )?,
     )
     .linked(relay);
     Ok((target, linked))
@@ -811,13 +858,13 @@ fn open_replicated(
         node_target(spec, workload, Some(replica), &r, None, Reach::One)?;
     let (primary_target, p_linked) =
         node_target(spec, workload, Some(primary), &p, None, Reach::One)?;
-    let driver = PgDriver {
-        reach: Reach::Pair {
+    let driver = PgDriver::new(
+        Reach::Pair {
             primary: p_linked,
             reads: (reads == 1).then_some(r_linked),
         },
-        profile: workload.record == RecordKind::Profile,
-    };
+        workload.record == RecordKind::Profile,
+    )?;
     let layout = Layout::PrimaryReplica {
         reads,
         // Statements only clients run: WAL replay runs none.
