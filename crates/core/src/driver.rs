@@ -65,6 +65,10 @@ pub enum Decoded {
     Invalid,
 }
 
+/// Numbers the server gave one connection that its requests must carry
+/// (MySQL's prepared statement ids); zeros for protocols without any.
+pub type Handles = [u32; 4];
+
 /// A wire protocol: encodes requests into a buffer and decodes replies in
 /// place. Implementations hold no per-connection state, allocate nothing
 /// per call (beyond growing `out` to its high-water mark) and never read
@@ -73,6 +77,22 @@ pub trait Codec: Send + Sync + 'static {
     /// Appends the request for `kind` on `key` to `out`; `header` and
     /// `payload` together are the value for writes (empty otherwise).
     fn encode(&self, kind: OpKind, key: &[u8], header: &[u8], payload: &[u8], out: &mut Vec<u8>);
+    /// As [`Codec::encode`], on a connection the server gave `handles`:
+    /// what the loop calls. Only protocols with per-connection numbers
+    /// look at them.
+    #[inline]
+    fn encode_on(
+        &self,
+        handles: &Handles,
+        kind: OpKind,
+        key: &[u8],
+        header: &[u8],
+        payload: &[u8],
+        out: &mut Vec<u8>,
+    ) {
+        let _ = handles;
+        self.encode(kind, key, header, payload, out)
+    }
     /// Decodes the reply at the front of `buf` to a request of `kind`.
     fn decode(&self, buf: &[u8], kind: OpKind) -> Decoded;
     /// Whether values travel escaped, so that a [`Reply::Value`] must go
@@ -98,7 +118,24 @@ pub trait Connector: Send + Sync {
     /// A connected stream on which any handshake (AUTH, …) is done, or an
     /// error (`TimedOut` when the server did not finish in time) within
     /// about `within`.
-    fn connect(&self, within: std::time::Duration) -> std::io::Result<TcpStream>;
+    fn connect(&self, within: std::time::Duration) -> std::io::Result<Connected>;
+}
+
+/// A connection a [`Connector`] opened.
+pub struct Connected {
+    /// The stream, its handshake done.
+    pub stream: TcpStream,
+    /// What the server numbered for this connection.
+    pub handles: Handles,
+}
+
+impl From<TcpStream> for Connected {
+    fn from(stream: TcpStream) -> Self {
+        Connected {
+            stream,
+            handles: Handles::default(),
+        }
+    }
 }
 
 /// Which job a worker runs.

@@ -41,7 +41,9 @@ use std::os::fd::AsRawFd;
 
 use io_uring::{opcode, types, IoUring};
 
-use crate::driver::{Codec, Connector, Decoded, Driver, Job, Reply, WorkerOutput};
+use crate::driver::{
+    Codec, Connected, Connector, Decoded, Driver, Handles, Job, Reply, WorkerOutput,
+};
 use crate::error::TargetError;
 use crate::harness::{format_key, Harness, Outcome, Request, KEY_LEN, RECONNECT_EVERY_NS};
 use crate::ketama::Ketama;
@@ -133,6 +135,8 @@ fn epoll_wait_ns(epfd: i32, events: &mut [libc::epoll_event], wait_ns: u64) -> i
 
 struct Conn {
     stream: Option<TcpStream>,
+    /// What the server numbered for this connection (see [`Codec::encode_on`]).
+    handles: Handles,
     /// Requests made since the last send was started.
     wbuf: Vec<u8>,
     /// Bytes being sent (with io_uring the kernel holds a pointer into it
@@ -359,6 +363,7 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
         for _ in 0..harness.clients() * nodes {
             conns.push(Conn {
                 stream: None,
+                handles: Handles::default(),
                 wbuf: Vec::with_capacity(wcap),
                 sending: Vec::with_capacity(wcap),
                 spos: 0,
@@ -443,7 +448,7 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
         // Within the request timeout: a stalled server holds the loop no
         // longer per connection than it would hold a request.
         let within = std::time::Duration::from_nanos(self.timeout_ns);
-        let stream = self.connectors[ci % self.nodes].connect(within)?;
+        let Connected { stream, handles } = self.connectors[ci % self.nodes].connect(within)?;
         stream.set_nonblocking(true)?;
         if let Backend::Epoll { epfd, .. } = &self.backend {
             let mut ev = libc::epoll_event {
@@ -459,6 +464,7 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
         }
         let c = &mut self.conns[ci];
         c.stream = Some(stream);
+        c.handles = handles;
         c.reset_buffers();
         c.closing = false;
         c.dead_since = None;
@@ -535,10 +541,10 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
         if req.kind.writes_value() {
             let (h, p) = self.harness.value(req.client as usize, req.key);
             self.codec
-                .encode(req.kind, &self.key_buf, &h, p, &mut c.wbuf);
+                .encode_on(&c.handles, req.kind, &self.key_buf, &h, p, &mut c.wbuf);
         } else {
             self.codec
-                .encode(req.kind, &self.key_buf, &[], &[], &mut c.wbuf);
+                .encode_on(&c.handles, req.kind, &self.key_buf, &[], &[], &mut c.wbuf);
         }
         c.inflight.push_back(req);
     }

@@ -95,7 +95,7 @@ pub struct HsConnector {
 }
 
 impl Connector for HsConnector {
-    fn connect(&self, within: Duration) -> std::io::Result<TcpStream> {
+    fn connect(&self, within: Duration) -> std::io::Result<bakeoff_core::driver::Connected> {
         let mut s = crate::admin::connect_within(self.addr, "handlersocket", within)?;
         let (setup, replies) = setup_requests(self.secret.as_deref(), "bakeoff", "kv");
         s.write_all(&setup)?;
@@ -151,7 +151,7 @@ impl Connector for HsConnector {
         }
         s.set_read_timeout(None)?;
         s.set_write_timeout(None)?;
-        Ok(s)
+        Ok(s.into())
     }
 }
 

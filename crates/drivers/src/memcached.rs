@@ -5,7 +5,7 @@
 //! External: `memcached://host:port` or `memcached-binary://host:port`.
 
 use std::collections::BTreeMap;
-use std::net::{SocketAddr, TcpStream};
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use bakeoff_core::driver::{Codec, Connector, Driver};
@@ -111,11 +111,14 @@ pub struct MemcachedConnector {
 }
 
 impl Connector for MemcachedConnector {
-    fn connect(&self, within: std::time::Duration) -> std::io::Result<TcpStream> {
+    fn connect(
+        &self,
+        within: std::time::Duration,
+    ) -> std::io::Result<bakeoff_core::driver::Connected> {
         let s = crate::admin::connect_within(self.addr, "memcached", within)?;
         s.set_read_timeout(None)?;
         s.set_write_timeout(None)?;
-        Ok(s)
+        Ok(s.into())
     }
 }
 

@@ -174,7 +174,7 @@ pub struct RedisConnector {
 }
 
 impl Connector for RedisConnector {
-    fn connect(&self, within: Duration) -> std::io::Result<TcpStream> {
+    fn connect(&self, within: Duration) -> std::io::Result<bakeoff_core::driver::Connected> {
         let mut s = connect_within(self.addr, "redis", within)?;
         if let Some(p) = &self.password {
             let reply = match &self.user {
@@ -193,7 +193,7 @@ impl Connector for RedisConnector {
         }
         s.set_read_timeout(None)?;
         s.set_write_timeout(None)?;
-        Ok(s)
+        Ok(s.into())
     }
 }
 
@@ -235,7 +235,8 @@ pub fn probe(spec: &TargetSpec, plan: &Plan) -> Result<(), TargetError> {
             };
             let mut s = c
                 .connect(ADMIN_CONNECT_WITHIN)
-                .map_err(|e| TargetError::Server(e.to_string()))?;
+                .map_err(|e| TargetError::Server(e.to_string()))?
+                .stream;
             s.set_read_timeout(Some(Duration::from_secs(5)))
                 .map_err(|e| TargetError::Server(e.to_string()))?;
             match resp_call(&mut s, &[b"PING"]) {
@@ -561,7 +562,8 @@ impl RedisTarget {
             user: self.user.clone(),
             password: self.password.clone(),
         }
-        .connect(ADMIN_CONNECT_WITHIN)?;
+        .connect(ADMIN_CONNECT_WITHIN)?
+        .stream;
         s.set_read_timeout(Some(Duration::from_secs(10)))?;
         Ok(s)
     }

@@ -6,6 +6,7 @@
 pub mod handlersocket;
 pub mod memcache_binary;
 pub mod memcache_text;
+pub mod mysql;
 pub mod postgres;
 pub mod resp;
 

@@ -436,6 +436,7 @@ fn fail(e: tokio_postgres::Error) -> SessionError {
 
 use crate::codec::postgres::{DEL, GET, PUT};
 const BATCH_TAIL: &str = "ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v";
+const KV_TABLE: &str = "CREATE TABLE IF NOT EXISTS kv (k TEXT PRIMARY KEY, v BYTEA NOT NULL)";
 const PROFILE_TABLE: &str = "CREATE TABLE IF NOT EXISTS profile (id BIGINT PRIMARY KEY, \
      name TEXT NOT NULL, sex TEXT NOT NULL, province TEXT NOT NULL, city TEXT NOT NULL, \
      payload BYTEA NOT NULL)";
@@ -577,7 +578,7 @@ async fn prepare_table(dsn: &Dsn, workload: &Workload) -> Result<(), TargetError
         r.map(|_| ())
             .map_err(|e| TargetError::Server(e.to_string()))
     };
-    e(q("CREATE TABLE IF NOT EXISTS kv (k TEXT PRIMARY KEY, v BYTEA NOT NULL)").await)?;
+    e(q(KV_TABLE).await)?;
     if workload.record == RecordKind::Profile {
         e(q(PROFILE_TABLE).await)?;
         if workload.load {
@@ -643,6 +644,29 @@ pub fn start(
     password: Option<&str>,
 ) -> Result<ManagedServer, TargetError> {
     start_on(table, password, false)
+}
+
+/// Starts a PostgreSQL server with the table `kv` and returns it with a
+/// connector of the wire codec ([`PostgresCodec`]) to it, for tests of
+/// the network loop.
+pub fn start_with_kv(
+    table: Option<&toml::Table>,
+) -> Result<(ManagedServer, Box<dyn Connector>), TargetError> {
+    let server = start(table, None)?;
+    let dsn = Dsn::managed(server.addr.port());
+    let sql = dsn.clone();
+    block(async move {
+        connect(&sql)
+            .await?
+            .simple_query(KV_TABLE)
+            .await
+            .map_err(|e| TargetError::Server(e.to_string()))
+    })?;
+    let connector = PgConnector {
+        addr: server.addr,
+        dsn,
+    };
+    Ok((server, Box::new(connector)))
 }
 
 /// [`start`], with the data directory on the power-cut layer when

@@ -216,7 +216,7 @@ impl PgConnector {
 }
 
 impl Connector for PgConnector {
-    fn connect(&self, within: Duration) -> std::io::Result<TcpStream> {
+    fn connect(&self, within: Duration) -> std::io::Result<bakeoff_core::driver::Connected> {
         let deadline = Instant::now() + within;
         let mut s = crate::admin::connect_within(self.addr, "postgres", within)?;
         let mut buf = BytesMut::with_capacity(4096);
@@ -230,6 +230,6 @@ impl Connector for PgConnector {
         }
         s.set_read_timeout(None)?;
         s.set_write_timeout(None)?;
-        Ok(s)
+        Ok(s.into())
     }
 }

@@ -13,9 +13,10 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
 
-use bakeoff_core::driver::{Driver, Job, JobKind, WorkerOutput};
+use bakeoff_core::driver::{Connector, Driver, Job, JobKind, WorkerOutput};
 use bakeoff_core::error::TargetError;
 use bakeoff_core::harness::KEY_LEN;
+use bakeoff_core::net::{CodecDriver, Route};
 use bakeoff_core::plan::{Endpoint, Plan, ReadFrom, RequestMode, TargetSpec, Topology, Workload};
 use bakeoff_core::profile::{Profile, Query, RecordKind};
 use bakeoff_core::recorder::ErrorKind;
@@ -26,15 +27,20 @@ use bakeoff_servers::{ManagedServer, ServerCommand, ServerError};
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Opts, OptsBuilder, Statement};
 
+use crate::admin::resolve;
 use crate::async_target::{
     block, block_quick, profile_columns, run_reached, AsyncDriver, AsyncTarget, Reach,
 };
+use crate::codec::mysql::MysqlCodec;
 use crate::nodes::{Layout, MultiNode};
 use crate::settings::{Kind, Setting, Settings, PORT};
 use crate::sql::{batch_insert, search_params, search_statements};
 
 /// What `[servers.mariadb]` and `[servers.handlersocket]` share: the
 /// server's own settings.
+mod wire;
+use wire::MariaConnector;
+
 const BUFFER_POOL: Setting = Setting {
     name: "innodb_buffer_pool_size",
     kind: Kind::Bytes,
@@ -252,9 +258,7 @@ fn connect_kind(e: &mysql_async::Error) -> ErrorKind {
     }
 }
 
-const GET: &str = "SELECT v FROM kv WHERE k = ?";
-const PUT: &str = "INSERT INTO kv (k, v) VALUES (?, ?) ON DUPLICATE KEY UPDATE v = VALUES(v)";
-const DEL: &str = "DELETE FROM kv WHERE k = ?";
+use crate::codec::mysql::{DEL, GET, PUT};
 // ASCII with binary collation: the same comparisons as the other targets.
 const PROFILE_TABLE: &str = "CREATE TABLE IF NOT EXISTS bakeoff.profile (id BIGINT PRIMARY KEY, \
      name VARCHAR(8) CHARACTER SET ascii COLLATE ascii_bin NOT NULL, \
@@ -467,16 +471,61 @@ fn fail(e: mysql_async::Error) -> SessionError {
     }
 }
 
-/// The driver: opens sessions inside the shared async loop.
+/// The driver: the key-value operations through the wire codec on the
+/// network loop; searches, profile rows, a connection per request, phased
+/// requests and batched loads through mysql_async sessions on the async
+/// loop.
 pub struct MariaDriver {
     reach: Reach<Dsn>,
     profile: bool,
     /// Measured requests are the phased script (000-mysql-phases).
     phased: bool,
+    /// The same servers as `reach`, through [`MysqlCodec`].
+    wire: CodecDriver<MysqlCodec>,
+}
+
+impl MariaDriver {
+    /// A driver for the servers of `reach` (resolved here for the codec's
+    /// connections).
+    fn new(reach: Reach<Dsn>, profile: bool, phased: bool) -> Result<Self, TargetError> {
+        let connector = |dsn: &Dsn| -> Result<Box<dyn Connector>, TargetError> {
+            Ok(Box::new(MariaConnector {
+                addr: resolve(&dsn.host, dsn.port)?,
+                dsn: dsn.clone(),
+            }))
+        };
+        let wire = match &reach {
+            Reach::One(dsn)
+            | Reach::Pair {
+                primary: dsn,
+                reads: None,
+            } => CodecDriver::new(MysqlCodec, connector(dsn)?),
+            Reach::Pair {
+                primary,
+                reads: Some(replica),
+            } => CodecDriver::routed(
+                MysqlCodec,
+                vec![connector(primary)?, connector(replica)?],
+                Route::ReadWrite { reads: 1 },
+            ),
+        };
+        Ok(MariaDriver {
+            reach,
+            profile,
+            phased,
+            wire,
+        })
+    }
 }
 
 impl Driver for MariaDriver {
     fn run_worker(&self, job: &Job, worker: usize) -> Result<WorkerOutput, TargetError> {
+        // A value must fit one packet (16 MiB).
+        if crate::sql::wire_serves(job)
+            && job.workload.value_size.max() + 1024 < crate::codec::mysql::MAX_PAYLOAD
+        {
+            return self.wire.run_worker(job, worker);
+        }
         let profile = self.profile;
         let phased = job.kind == JobKind::Measure && job.workload.request == RequestMode::Phases;
         run_reached(
@@ -491,7 +540,11 @@ impl Driver for MariaDriver {
         if kind == OpKind::Update && self.phased {
             return "request: connect; USE bakeoff; SET NAMES utf8mb4; UPDATE kv SET v = X'…' WHERE k IN (10 keys); SELECT k, v FROM kv WHERE k IN (10 keys); INSERT INTO requests (k, v) VALUES ('key', X'…'); close".into();
         }
-        crate::sql::describe(kind, [GET, PUT, DEL], PROFILE_PUT, self.profile)
+        if self.profile || kind == OpKind::Search {
+            crate::sql::describe(kind, [GET, PUT, DEL], PROFILE_PUT, self.profile)
+        } else {
+            self.wire.describe(kind)
+        }
     }
 }
 
@@ -633,6 +686,26 @@ async fn facts(c: &mut Conn) -> Result<(String, BTreeMap<String, String>), Targe
 /// it answers SQL and `extra_ready` says so; caps its memory if the
 /// workload asks (`memory_cap`, bytes). Returns the server and where it
 /// takes SQL.
+/// Starts a MariaDB server with the table `bakeoff.kv` and returns it
+/// with a connector of the wire codec ([`MysqlCodec`]) to it, for tests of
+/// the network loop.
+pub fn start_with_kv(
+    table: Option<&toml::Table>,
+) -> Result<(ManagedServer, Box<dyn Connector>), TargetError> {
+    let settings = MariaSettings::parse(table)?;
+    let (server, dsn) = start_managed(&settings, &|_| Vec::new(), &|_| true, None, false)?;
+    let sql = dsn.clone();
+    block(async move {
+        let mut c = connect(&sql, None).await?;
+        create_kv(&mut c).await
+    })?;
+    let connector = MariaConnector {
+        addr: server.addr,
+        dsn,
+    };
+    Ok((server, Box::new(connector)))
+}
+
 pub(crate) fn start_managed(
     settings: &MariaSettings,
     extra: &dyn Fn(&Path) -> Vec<String>,
@@ -815,11 +888,11 @@ fn node_target(
         format!("MariaDB {version}"),
         recorded,
         server,
-        MariaDriver {
-            reach: reach(linked.clone()),
-            profile: workload.record == RecordKind::Profile,
-            phased: workload.request == RequestMode::Phases,
-        },
+        MariaDriver::new(
+            reach(linked.clone()),
+            workload.record == RecordKind::Profile,
+            workload.request == RequestMode::Phases,
+        )?,
     )
     .linked(relay);
     Ok((target, linked))
@@ -913,14 +986,14 @@ fn open_replicated(
         recorded,
         Reach::One,
     )?;
-    let driver = MariaDriver {
-        reach: Reach::Pair {
+    let driver = MariaDriver::new(
+        Reach::Pair {
             primary: p_linked,
             reads: (reads == 1).then_some(r_linked),
         },
-        profile: workload.record == RecordKind::Profile,
-        phased: workload.request == RequestMode::Phases,
-    };
+        workload.record == RecordKind::Profile,
+        workload.request == RequestMode::Phases,
+    )?;
     let layout = Layout::PrimaryReplica {
         reads,
         // Only clients run prepared statements: the replica applies row

@@ -1,0 +1,415 @@
+//! The MySQL/MariaDB client protocol's prepared statements, for the
+//! key-value operations.
+//!
+//! Each connection prepares three statements once, [`STATEMENTS`] (the
+//! connector does it; the ids the server gave them travel with the
+//! connection as its [`Handles`], in that order); an operation is then one
+//! `COM_STMT_EXECUTE` with its parameters bound, and its reply the binary
+//! result set or OK packet that follows. The server reads commands off the
+//! socket one after another, so several can be in flight (pipelining).
+//!
+//! A packet is a 3-byte little-endian payload length, a sequence number
+//! and the payload. With `CLIENT_DEPRECATE_EOF` (the connector requires
+//! it), a read's reply is the column count (1), one column definition,
+//! a binary row (`0x00`, the NULL bitmap, the value as a length-encoded
+//! string) when the key exists, and an OK packet that starts with `0xfe`;
+//! a write's is an OK packet (`0x00`, affected rows, ...); an error is an
+//! ERR packet (`0xff`) in place of either.
+
+use bakeoff_core::driver::{Codec, Decoded, Handles, Reply};
+use bakeoff_core::workload::OpKind;
+
+/// The read.
+pub const GET: &str = "SELECT v FROM kv WHERE k = ?";
+/// The write (set and update): an upsert.
+pub const PUT: &str = "INSERT INTO kv (k, v) VALUES (?, ?) ON DUPLICATE KEY UPDATE v = VALUES(v)";
+/// The delete.
+pub const DEL: &str = "DELETE FROM kv WHERE k = ?";
+
+/// The statements each connection prepares; their ids are its
+/// [`Handles`] in this order.
+pub const STATEMENTS: [&str; 3] = [GET, PUT, DEL];
+
+/// The ids a freshly started server gives its first connection's
+/// statements: what [`Codec::encode`], without a connection, uses.
+pub const FIRST_IDS: Handles = [1, 2, 3, 0];
+
+/// `COM_STMT_EXECUTE`.
+const COM_STMT_EXECUTE: u8 = 0x17;
+/// Parameter types: the key a string (`MYSQL_TYPE_STRING`), the value a
+/// blob (`MYSQL_TYPE_BLOB`); neither unsigned.
+const KEY_TYPE: [u8; 2] = [0xfe, 0];
+const VALUE_TYPE: [u8; 2] = [0xfc, 0];
+
+/// The largest payload one packet carries; a longer one would be split,
+/// which the codec does not do (the driver keeps larger values off it).
+pub const MAX_PAYLOAD: usize = 0xff_ffff;
+
+/// The MySQL/MariaDB codec (prepared statements, binary protocol).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct MysqlCodec;
+
+/// Bytes of the length-encoded integer `n`.
+#[inline]
+fn lenenc_len(n: usize) -> usize {
+    match n {
+        0..=250 => 1,
+        251..=0xffff => 3,
+        0x1_0000..=0xff_ffff => 4,
+        _ => 9,
+    }
+}
+
+/// Appends the length-encoded integer `n`.
+#[inline]
+fn push_lenenc(out: &mut Vec<u8>, n: usize) {
+    match lenenc_len(n) {
+        1 => out.push(n as u8),
+        3 => {
+            out.push(0xfc);
+            out.extend_from_slice(&(n as u16).to_le_bytes());
+        }
+        4 => {
+            out.push(0xfd);
+            out.extend_from_slice(&(n as u32).to_le_bytes()[..3]);
+        }
+        _ => {
+            out.push(0xfe);
+            out.extend_from_slice(&(n as u64).to_le_bytes());
+        }
+    }
+}
+
+/// Reads a length-encoded integer at the front of `b`: (value, bytes).
+#[inline]
+fn read_lenenc(b: &[u8]) -> Option<(u64, usize)> {
+    match *b.first()? {
+        n @ 0..=250 => Some((u64::from(n), 1)),
+        0xfc => Some((u64::from(u16::from_le_bytes([*b.get(1)?, *b.get(2)?])), 3)),
+        0xfd => Some((
+            u64::from(u32::from_le_bytes([*b.get(1)?, *b.get(2)?, *b.get(3)?, 0])),
+            4,
+        )),
+        0xfe => Some((u64::from_le_bytes(b.get(1..9)?.try_into().ok()?), 9)),
+        _ => None,
+    }
+}
+
+/// The payload of the packet at `at`, the reply's packet number `seq`
+/// (a reply's packets count from 1): `Ok(None)` while incomplete, `Err`
+/// for one out of sequence (not this protocol) or split over several (a
+/// length of 2^24 - 1).
+#[inline]
+fn packet(buf: &[u8], at: usize, seq: u8) -> Result<Option<(usize, usize)>, ()> {
+    let Some(h) = buf.get(at..at + 4) else {
+        return Ok(None);
+    };
+    let len = u32::from_le_bytes([h[0], h[1], h[2], 0]) as usize;
+    if len == MAX_PAYLOAD || h[3] != seq {
+        return Err(());
+    }
+    let end = at + 4 + len;
+    Ok((end <= buf.len()).then_some((at + 4, end)))
+}
+
+/// Appends `COM_STMT_EXECUTE` of statement `id` with `params`, each made
+/// of pieces, typed as `types` says.
+#[inline]
+fn push_execute(out: &mut Vec<u8>, id: u32, types: &[[u8; 2]], params: &[&[&[u8]]]) {
+    let data: usize = params
+        .iter()
+        .map(|p| {
+            let n = p.iter().map(|piece| piece.len()).sum();
+            lenenc_len(n) + n
+        })
+        .sum();
+    // Command (1), id (4), flags (1), iterations (4), NULL bitmap (1 for up
+    // to 8 parameters), "types follow" (1), types, values.
+    let len = 1 + 4 + 1 + 4 + 1 + 1 + 2 * types.len() + data;
+    out.extend_from_slice(&(len as u32).to_le_bytes()[..3]);
+    out.push(0);
+    out.push(COM_STMT_EXECUTE);
+    out.extend_from_slice(&id.to_le_bytes());
+    out.extend_from_slice(&[0, 1, 0, 0, 0, 0, 1]);
+    for t in types {
+        out.extend_from_slice(t);
+    }
+    for p in params {
+        push_lenenc(out, p.iter().map(|piece| piece.len()).sum());
+        for piece in *p {
+            out.extend_from_slice(piece);
+        }
+    }
+}
+
+impl MysqlCodec {
+    /// A read's reply: the result set from the packet at `at` (after the
+    /// column count), or the ERR packet in its place.
+    fn decode_rows(buf: &[u8], columns: u64, mut at: usize) -> Decoded {
+        if columns != 1 {
+            return Decoded::Invalid;
+        }
+        // The column definition.
+        match packet(buf, at, 2) {
+            Err(()) => return Decoded::Invalid,
+            Ok(None) => return Decoded::Incomplete,
+            Ok(Some((_, end))) => at = end,
+        }
+        let mut value = None;
+        let mut seq = 3u8;
+        loop {
+            let (start, end) = match packet(buf, at, seq) {
+                Err(()) => return Decoded::Invalid,
+                Ok(None) => return Decoded::Incomplete,
+                Ok(Some(p)) => p,
+            };
+            let p = &buf[start..end];
+            match p.first() {
+                // A binary row: header, NULL bitmap (offset 2: one byte
+                // for one column), the value.
+                Some(0x00) => {
+                    let Some(&nulls) = p.get(1) else {
+                        return Decoded::Invalid;
+                    };
+                    if nulls & 0b100 == 0 {
+                        let Some((n, used)) = read_lenenc(&p[2..]) else {
+                            return Decoded::Invalid;
+                        };
+                        let from = start + 2 + used;
+                        if from as u64 + n != end as u64 {
+                            return Decoded::Invalid;
+                        }
+                        value = Some((from, end));
+                    } else if p.len() != 2 {
+                        return Decoded::Invalid;
+                    }
+                }
+                // The end of the rows (an OK packet headed 0xfe).
+                Some(0xfe) => {
+                    let reply = match value {
+                        Some((start, end)) => Reply::Value { start, end },
+                        None => Reply::Miss,
+                    };
+                    return Decoded::Complete { len: end, reply };
+                }
+                Some(0xff) => {
+                    return Decoded::Complete {
+                        len: end,
+                        reply: Reply::ServerError,
+                    }
+                }
+                _ => return Decoded::Invalid,
+            }
+            at = end;
+            seq = seq.wrapping_add(1);
+        }
+    }
+}
+
+impl Codec for MysqlCodec {
+    #[inline]
+    fn encode(&self, kind: OpKind, key: &[u8], header: &[u8], payload: &[u8], out: &mut Vec<u8>) {
+        self.encode_on(&FIRST_IDS, kind, key, header, payload, out)
+    }
+
+    #[inline]
+    fn encode_on(
+        &self,
+        ids: &Handles,
+        kind: OpKind,
+        key: &[u8],
+        header: &[u8],
+        payload: &[u8],
+        out: &mut Vec<u8>,
+    ) {
+        match kind {
+            // Search never reaches the codec (the driver runs it through
+            // the client library).
+            OpKind::Get | OpKind::Search => push_execute(out, ids[0], &[KEY_TYPE], &[&[key]]),
+            OpKind::Delete => push_execute(out, ids[2], &[KEY_TYPE], &[&[key]]),
+            OpKind::Set | OpKind::Update => push_execute(
+                out,
+                ids[1],
+                &[KEY_TYPE, VALUE_TYPE],
+                &[&[key], &[header, payload]],
+            ),
+        }
+    }
+
+    #[inline]
+    fn decode(&self, buf: &[u8], kind: OpKind) -> Decoded {
+        let (start, end) = match packet(buf, 0, 1) {
+            Err(()) => return Decoded::Invalid,
+            Ok(None) => return Decoded::Incomplete,
+            Ok(Some(p)) => p,
+        };
+        let p = &buf[start..end];
+        let reads = matches!(kind, OpKind::Get | OpKind::Search);
+        match p.first() {
+            Some(0xff) => Decoded::Complete {
+                len: end,
+                reply: Reply::ServerError,
+            },
+            // OK: affected rows next.
+            Some(0x00) if !reads => match read_lenenc(&p[1..]) {
+                None => Decoded::Invalid,
+                Some((0, _)) if kind == OpKind::Delete => Decoded::Complete {
+                    len: end,
+                    reply: Reply::Miss,
+                },
+                Some(_) => Decoded::Complete {
+                    len: end,
+                    reply: Reply::Ok,
+                },
+            },
+            Some(_) if reads => match read_lenenc(p) {
+                Some((columns, used)) if used == p.len() => Self::decode_rows(buf, columns, end),
+                _ => Decoded::Invalid,
+            },
+            _ => Decoded::Invalid,
+        }
+    }
+
+    fn describe(&self, kind: OpKind) -> String {
+        let sql = match kind {
+            OpKind::Get | OpKind::Search => GET,
+            OpKind::Set | OpKind::Update => PUT,
+            OpKind::Delete => DEL,
+        };
+        format!("{sql} (prepared once per connection; COM_STMT_EXECUTE per operation)")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn packet_of(seq: u8, payload: &[u8]) -> Vec<u8> {
+        let mut p = (payload.len() as u32).to_le_bytes()[..3].to_vec();
+        p.push(seq);
+        p.extend_from_slice(payload);
+        p
+    }
+
+    /// A read's reply: column count, definition, rows, the closing OK.
+    fn result_set(value: Option<&[u8]>) -> Vec<u8> {
+        let mut r = packet_of(1, &[1]);
+        r.extend(packet_of(
+            2,
+            b"\x03def\x07bakeoff\x02kv\x02kv\x01v\x01v\x0c?\0\xff\xff\xff\xff\xfc\x90\0\0\0\0",
+        ));
+        let mut seq = 3;
+        if let Some(v) = value {
+            let mut row = vec![0, 0];
+            push_lenenc(&mut row, v.len());
+            row.extend_from_slice(v);
+            r.extend(packet_of(seq, &row));
+            seq += 1;
+        }
+        r.extend(packet_of(seq, &[0xfe, 0, 0, 0x22, 0, 0, 0]));
+        r
+    }
+
+    #[test]
+    fn an_execute_binds_the_key_and_value_with_their_types() {
+        let mut out = Vec::new();
+        MysqlCodec.encode(OpKind::Set, b"key1", b"hd", b"payload", &mut out);
+        let len = u32::from_le_bytes([out[0], out[1], out[2], 0]) as usize;
+        assert_eq!(len + 4, out.len());
+        let mut want = vec![0x17, 2, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0xfe, 0, 0xfc, 0, 4];
+        want.extend_from_slice(b"key1");
+        want.push(9);
+        want.extend_from_slice(b"hdpayload");
+        assert_eq!(&out[4..], &want[..]);
+        // A long value's length takes three bytes.
+        let big = vec![7u8; 300];
+        out.clear();
+        MysqlCodec.encode(OpKind::Update, b"k", b"", &big, &mut out);
+        assert_eq!(&out[out.len() - 303..out.len() - 300], &[0xfc, 0x2c, 0x01]);
+    }
+
+    #[test]
+    fn reads_writes_and_errors_decode_in_place() {
+        let c = MysqlCodec;
+        let hit = result_set(Some(b"value"));
+        let Decoded::Complete { len, reply } = c.decode(&hit, OpKind::Get) else {
+            panic!("{:?}", c.decode(&hit, OpKind::Get))
+        };
+        assert_eq!(len, hit.len());
+        let Reply::Value { start, end } = reply else {
+            panic!("{reply:?}")
+        };
+        assert_eq!(&hit[start..end], b"value");
+        for cut in 0..hit.len() {
+            assert_eq!(c.decode(&hit[..cut], OpKind::Get), Decoded::Incomplete);
+        }
+        let miss = result_set(None);
+        assert_eq!(
+            c.decode(&miss, OpKind::Get),
+            Decoded::Complete {
+                len: miss.len(),
+                reply: Reply::Miss
+            }
+        );
+        let ok = |affected: u8| packet_of(1, &[0, affected, 0, 2, 0, 0, 0]);
+        assert_eq!(
+            c.decode(&ok(0), OpKind::Delete),
+            Decoded::Complete {
+                len: 11,
+                reply: Reply::Miss
+            }
+        );
+        assert_eq!(
+            c.decode(&ok(1), OpKind::Delete),
+            Decoded::Complete {
+                len: 11,
+                reply: Reply::Ok
+            }
+        );
+        // An upsert that changed nothing still did as asked.
+        assert_eq!(
+            c.decode(&ok(0), OpKind::Set),
+            Decoded::Complete {
+                len: 11,
+                reply: Reply::Ok
+            }
+        );
+        let err = packet_of(1, b"\xff\x7a\x04#HY000Lock wait timeout");
+        for kind in [OpKind::Get, OpKind::Set] {
+            assert_eq!(
+                c.decode(&err, kind),
+                Decoded::Complete {
+                    len: err.len(),
+                    reply: Reply::ServerError
+                }
+            );
+        }
+        // The next reply behind this one is left alone.
+        let mut two = ok(1);
+        two.extend(ok(1));
+        assert!(matches!(
+            c.decode(&two, OpKind::Set),
+            Decoded::Complete { len: 11, .. }
+        ));
+    }
+
+    #[test]
+    fn garbage_is_invalid() {
+        let c = MysqlCodec;
+        // A row whose value runs past its packet.
+        let mut bad = result_set(Some(b"value"));
+        let row_at = bad.len() - 11 - 12;
+        bad[row_at + 6] = 9;
+        assert_eq!(c.decode(&bad, OpKind::Get), Decoded::Invalid);
+        // An OK where a read's result set belongs, a result set for a write.
+        let ok = packet_of(1, &[0, 1, 0, 2, 0, 0, 0]);
+        assert_eq!(c.decode(&ok, OpKind::Get), Decoded::Invalid);
+        assert_eq!(c.decode(&result_set(None), OpKind::Set), Decoded::Invalid);
+        // A packet split over several (2^24 - 1 bytes long).
+        assert_eq!(
+            c.decode(&[0xff, 0xff, 0xff, 0, 0], OpKind::Get),
+            Decoded::Invalid
+        );
+        assert_eq!(c.decode(b"HTTP/1.1 400 Bad", OpKind::Get), Decoded::Invalid);
+    }
+}
