@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# bakeoff against the SQL load generators people use today, on one
+# PostgreSQL and one MariaDB server started by bakeoff's own recipes, table
+# kv of 100000 rows (100-byte values) loaded once: pgbench (custom scripts,
+# -M prepared) and sysbench (a Lua script with a prepared point SELECT and
+# an UPDATE by key) side by side with bakeoff, at 1, 16 and 64 connections,
+# mixes 100:0 and 50:50 (bakeoff's update is its upsert of an existing
+# row), every tool on one thread (pgbench -j 1; sysbench's threads are its
+# connections), in interleaved rounds.
+#
+# Per tool: ops/s (its own measured rate), client CPU per statement
+# (task-clock of the client process / statements the server counted),
+# system calls per statement (perf raw_syscalls), and the mean latency it
+# reports with the Little's-law ratio. Timings vary 10-40 % on shared
+# machines: the table shows the median of the rounds.
+#
+#   bench/vs-sql-peers.sh [--rounds 3] [--duration 5] [--connections 1,16,64]
+#                         [--mixes 100:0,50:50] [--servers postgres,mariadb]
+#
+# Needs: postgresql (pgbench, psql), mariadb-server and mariadb-client,
+# sysbench, linux-perf (installed when missing).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+missing=()
+for pair in pgbench:postgresql-client psql:postgresql-client mariadb:mariadb-client sysbench:sysbench perf:linux-perf; do
+  command -v "${pair%%:*}" >/dev/null 2>&1 || missing+=("${pair##*:}")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing: ${missing[*]}"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+cargo build --release --quiet
+cargo build --release --quiet -p bakeoff-drivers --example sql_servers
+exec python3 bench/vs_sql_peers.py "$@"

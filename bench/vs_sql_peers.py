@@ -1,0 +1,237 @@
+"""Driver of bench/vs-sql-peers.sh: see that script for what is measured."""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+from vs_peers import BAKEOFF, perf_run
+
+RECORDS = 100_000
+VALUE = 100
+# The same 100 bytes every update: the peers' scripts write a constant.
+VALUE_HEX = "61" * VALUE
+# Keys as bakeoff writes them: bk: and the id in 12 digits.
+KEY_PG = "'bk:' || lpad(:n::text, 12, '0')"
+
+MIXES = {"100:0": 100, "50:50": 50}
+
+
+def pg_scripts(work):
+    get = os.path.join(work, "get.sql")
+    upd = os.path.join(work, "update.sql")
+    with open(get, "w") as f:
+        f.write(f"\\set n random(0, {RECORDS - 1})\nSELECT v FROM kv WHERE k = {KEY_PG};\n")
+    with open(upd, "w") as f:
+        f.write(f"\\set n random(0, {RECORDS - 1})\nUPDATE kv SET v = '\\x{VALUE_HEX}'::bytea WHERE k = {KEY_PG};\n")
+    return get, upd
+
+
+SYSBENCH_LUA = """
+-- A prepared point SELECT (read_pct of the events) or UPDATE by key on
+-- bakeoff.kv, keys bk:%%012d of 0..records-1.
+sysbench.cmdline.options = {
+  read_pct = {"percentage of point SELECTs", 100},
+  records = {"records in kv", 100000},
+}
+function thread_init()
+  drv = sysbench.sql.driver()
+  con = drv:connect()
+  sel = con:prepare("SELECT v FROM kv WHERE k = ?")
+  sel_k = sel:bind_create(sysbench.sql.type.VARCHAR, 32)
+  sel:bind_param(sel_k)
+  upd = con:prepare("UPDATE kv SET v = ? WHERE k = ?")
+  upd_v = upd:bind_create(sysbench.sql.type.VARCHAR, 256)
+  upd_k = upd:bind_create(sysbench.sql.type.VARCHAR, 32)
+  upd:bind_param(upd_v, upd_k)
+  value = string.rep("a", %d)
+end
+function event()
+  local key = string.format("bk:%%012d", sysbench.rand.uniform(0, sysbench.opt.records - 1))
+  if sysbench.rand.uniform(1, 100) <= sysbench.opt.read_pct then
+    sel_k:set(key)
+    sel:execute()
+  else
+    upd_v:set(value)
+    upd_k:set(key)
+    upd:execute()
+  end
+end
+function thread_done()
+  sel:close()
+  upd:close()
+  con:disconnect()
+end
+""" % VALUE
+
+
+def psql(port, sql):
+    p = subprocess.run(["psql", "-h", "127.0.0.1", "-p", str(port), "-U", "bakeoff", "-d", "postgres", "-At", "-c", sql],
+                       capture_output=True, text=True, check=True)
+    return p.stdout.strip()
+
+
+def maria(port, sql):
+    p = subprocess.run(["mariadb", "-h", "127.0.0.1", "-P", str(port), "-u", "root", "-N", "-B", "-e", sql],
+                       capture_output=True, text=True, check=True)
+    return p.stdout.strip()
+
+
+def server_ops(server, port):
+    """Statements the server counted: PostgreSQL's committed transactions
+    (every statement here is one), MariaDB's executed prepared
+    statements."""
+    if server == "postgres":
+        # Statistics reach shared memory when a backend ends or within a
+        # second; the tools have all disconnected by now.
+        time.sleep(1.1)
+        return int(psql(port, "SELECT xact_commit FROM pg_stat_database WHERE datname = 'postgres'"))
+    return int(maria(port, "SHOW GLOBAL STATUS LIKE 'Com_stmt_execute'").split()[1])
+
+
+class Tool:
+    def __init__(self, name, server):
+        self.name, self.server = name, server
+
+
+class Bakeoff(Tool):
+    def command(self, url, mix, conns, duration, out, work):
+        m = "100:0" if mix == "100:0" else "50:0:50"
+        return [BAKEOFF, "run", "-t", url, "--no-load", "--records", str(RECORDS), "--value-size", str(VALUE),
+                "--mix", m, "--clients", str(conns), "--warmup", "0", "--duration", f"{duration}s", "-q", "-o", out]
+
+    def parse(self, text, out, conns):
+        r = json.load(open(out))["runs"][0]
+        m = r["measure"]
+        self.backend = r["client"]["io_backend"]
+        return m["throughput_per_s"], m["all"]["mean_ns"] / 1e9
+
+
+class Pgbench(Tool):
+    def command(self, url, mix, conns, duration, out, work):
+        get, upd = pg_scripts(work)
+        port = url.rsplit(":", 1)[1].split("/")[0]
+        scripts = ["-f", f"{get}@100"] if mix == "100:0" else ["-f", f"{get}@50", "-f", f"{upd}@50"]
+        return ["pgbench", "-h", "127.0.0.1", "-p", port, "-U", "bakeoff", "-n", "-M", "prepared", "-c", str(conns),
+                "-j", "1", "-T", str(duration)] + scripts + ["postgres"]
+
+    def parse(self, text, out, conns):
+        tps = re.search(r"tps = ([\d.]+) \(without initial connection time\)", text)
+        lat = re.search(r"latency average = ([\d.]+) ms", text)
+        if not tps:
+            raise RuntimeError("pgbench printed no tps: " + text[-400:])
+        return float(tps.group(1)), float(lat.group(1)) / 1e3 if lat else None
+
+
+class Sysbench(Tool):
+    def command(self, url, mix, conns, duration, out, work):
+        lua = os.path.join(work, "kv.lua")
+        with open(lua, "w") as f:
+            f.write(SYSBENCH_LUA)
+        port = url.rsplit(":", 1)[1]
+        return ["sysbench", lua, "--db-driver=mysql", "--mysql-host=127.0.0.1", f"--mysql-port={port}",
+                "--mysql-user=root", "--mysql-db=bakeoff", f"--threads={conns}", f"--time={duration}",
+                f"--read_pct={MIXES[mix]}", f"--records={RECORDS}", "--report-interval=0", "run"]
+
+    def parse(self, text, out, conns):
+        ev = re.search(r"transactions:\s+\d+\s+\(([\d.]+) per sec\.\)", text)
+        avg = re.search(r"avg:\s+([\d.]+)", text)
+        if not ev:
+            raise RuntimeError("sysbench printed no transactions per second: " + text[-400:])
+        return float(ev.group(1)), float(avg.group(1)) / 1e3 if avg else None
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--duration", type=int, default=5)
+    ap.add_argument("--connections", default="1,16,64")
+    ap.add_argument("--mixes", default="100:0,50:50")
+    ap.add_argument("--servers", default="postgres,mariadb")
+    args = ap.parse_args()
+    conns_list = [int(c) for c in args.connections.split(",")]
+    mixes = args.mixes.split(",")
+    wanted = args.servers.split(",")
+    work = tempfile.mkdtemp(prefix="bakeoff-sqlbench-")
+    starter = subprocess.Popen(["target/release/examples/sql_servers"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               text=True)
+    try:
+        urls = {}
+        for _ in range(4):
+            line = starter.stdout.readline().strip()
+            if not line:
+                raise SystemExit("the servers did not start (see above)")
+            if "://" in line:
+                urls[line.split("://")[0]] = line
+        tools = []
+        if "postgres" in wanted:
+            tools += [Bakeoff("bakeoff", "postgres"), Pgbench("pgbench", "postgres")]
+        if "mariadb" in wanted:
+            tools += [Bakeoff("bakeoff", "mariadb"), Sysbench("sysbench", "mariadb")]
+        for server in {t.server for t in tools}:
+            subprocess.run([BAKEOFF, "run", "-t", urls[server], "--records", str(RECORDS), "--value-size", str(VALUE),
+                            "--ops", "1", "--warmup", "0", "--clients", "16", "-q", "-o", os.path.join(work, "fill.json")],
+                           check=True, capture_output=True)
+        ports = {s: int(re.search(r":(\d+)", u.split("@")[1]).group(1)) for s, u in urls.items()}
+        results = {}
+        for rnd in range(args.rounds):
+            for conns in conns_list:
+                for mix in mixes:
+                    for t in tools:
+                        out = os.path.join(work, f"{t.name}-{t.server}.json")
+                        cmd = t.command(urls[t.server], mix, conns, args.duration, out, work)
+                        before = server_ops(t.server, ports[t.server])
+                        started = time.monotonic()
+                        text, task_ms, calls = perf_run(cmd, timeout=args.duration * 10 + 120)
+                        wall = time.monotonic() - started
+                        ops = server_ops(t.server, ports[t.server]) - before
+                        rate, mean = t.parse(text, out, conns)
+                        little = mean * rate / conns if mean else None
+                        key = (t.server, conns, mix, t.name)
+                        results.setdefault(key, []).append((rate, task_ms * 1e6 / ops, calls / ops, mean, little, ops / wall))
+                        print(f"round {rnd + 1} {t.server:8} c{conns:<3} {mix:6} {t.name:9} {rate:>9.0f} ops/s "
+                              f"{task_ms * 1e6 / ops:>7.0f} ns CPU/op {calls / ops:6.3f} syscalls/op "
+                              f"mean {mean * 1e6 if mean else 0:>7.0f} us", file=sys.stderr)
+        report(results, tools)
+    finally:
+        starter.stdin.close()
+        starter.wait(timeout=60)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def report(results, tools):
+    backend = next((getattr(t, "backend", None) for t in tools if hasattr(t, "backend")), "?")
+    print(f"\nmedians of interleaved rounds; table kv of {RECORDS} rows, {VALUE}-byte values, point SELECT by key and "
+          f"UPDATE by key; bakeoff I/O: {backend}")
+    print("ops/s: each tool's own measured rate; CPU and system calls per statement the server counted "
+          "(PostgreSQL xact_commit, MariaDB Com_stmt_execute) over the client's whole life;")
+    print("Little: mean latency x ops/s / connections (1.00 when the reported latency is what the clients waited).")
+    print(f"{'server':8} {'conns':>5} {'mix':6} {'tool':9} {'ops/s':>9} {'CPU us/op':>10} {'syscalls/op':>12} "
+          f"{'mean us':>8} {'Little':>7}")
+    rows = {}
+    for key in sorted(results):
+        server, conns, mix, name = key
+        r = results[key]
+        med = [statistics.median(x[i] for x in r) if all(x[i] is not None for x in r) else None for i in range(5)]
+        rows[key] = med
+        little = f"{med[4]:.2f}" if med[4] is not None else "-"
+        mean = f"{med[3] * 1e6:.0f}" if med[3] is not None else "-"
+        print(f"{server:8} {conns:>5} {mix:6} {name:9} {med[0]:>9,.0f} {med[1] / 1e3:>10.1f} {med[2]:>12.3f} "
+              f"{mean:>8} {little:>7}")
+    print("\ngoals (bakeoff vs the peer in the same run): CPU/op <= 0.5 x, ops/s >= 1.1 x")
+    for (server, conns, mix, name), mine in sorted(rows.items()):
+        if name != "bakeoff":
+            continue
+        peer = next((v for k, v in rows.items() if k[:3] == (server, conns, mix) and k[3] != "bakeoff"), None)
+        if peer:
+            print(f"  {server:8} c{conns:<3} {mix:6}: CPU/op {mine[1] / peer[1]:.2f} x, ops/s {mine[0] / peer[0]:.2f} x")
+
+
+if __name__ == "__main__":
+    main()
