@@ -21,6 +21,35 @@ pub fn resolve(host: &str, port: u16) -> Result<SocketAddr, TargetError> {
         .ok_or_else(|| TargetError::Server(format!("{host}:{port} resolves to no address")))
 }
 
+/// Reads what the server sent of a handshake into `chunk` by `deadline`;
+/// returns how much. Nothing in time is a `TimedOut` error saying the
+/// server accepted the connection but did not finish `protocol`'s
+/// handshake; a close is an `UnexpectedEof` error. Each names `who`.
+pub fn read_handshake(
+    s: &mut TcpStream,
+    deadline: std::time::Instant,
+    chunk: &mut [u8],
+    who: &str,
+    protocol: &str,
+) -> std::io::Result<usize> {
+    let left = deadline.saturating_duration_since(std::time::Instant::now());
+    s.set_read_timeout(Some(left.max(Duration::from_millis(1))))?;
+    match std::io::Read::read(s, chunk) {
+        Ok(0) => Err(std::io::Error::new(
+            std::io::ErrorKind::UnexpectedEof,
+            format!("{who}: closed the connection during the handshake"),
+        )),
+        Ok(n) => Ok(n),
+        Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
+            Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!("{who}: accepted the connection but did not finish the {protocol} handshake in time: is it stalled, or is it not a {protocol} server?"),
+            ))
+        }
+        Err(e) => Err(e),
+    }
+}
+
 /// How long a connection for an admin call or a probe may take to open,
 /// its handshake included.
 pub const ADMIN_CONNECT_WITHIN: Duration = Duration::from_secs(5);

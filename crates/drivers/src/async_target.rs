@@ -149,6 +149,34 @@ impl<A> Reach<A> {
     }
 }
 
+impl<A> Reach<A> {
+    /// A driver of `codec` on the network loop for the same servers, its
+    /// connections opened by what `connector` makes of each: writes to the
+    /// primary, reads to the replica when there is one to read from.
+    pub fn codec_driver<C: bakeoff_core::driver::Codec>(
+        &self,
+        codec: C,
+        connector: impl Fn(&A) -> Result<Box<dyn bakeoff_core::driver::Connector>, TargetError>,
+    ) -> Result<bakeoff_core::net::CodecDriver<C>, TargetError> {
+        use bakeoff_core::net::{CodecDriver, Route};
+        Ok(match self {
+            Reach::One(a)
+            | Reach::Pair {
+                primary: a,
+                reads: None,
+            } => CodecDriver::new(codec, connector(a)?),
+            Reach::Pair {
+                primary,
+                reads: Some(replica),
+            } => CodecDriver::routed(
+                codec,
+                vec![connector(primary)?, connector(replica)?],
+                Route::ReadWrite { reads: 1 },
+            ),
+        })
+    }
+}
+
 /// Runs worker `worker`'s share of `job` on the async loop, each client's
 /// session opened by `open` on the server of `reach` it is given (a
 /// [`ReadWrite`] pair of sessions for a primary and its replica).

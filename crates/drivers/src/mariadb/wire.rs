@@ -4,7 +4,7 @@
 //! statements prepared and their ids checked, on a blocking socket bounded
 //! in time; the network loop takes the socket from there.
 
-use std::io::{Error, ErrorKind, Read, Write};
+use std::io::{Error, ErrorKind, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
@@ -15,6 +15,7 @@ use mysql_common::packets::{AuthPlugin, ErrPacket, HandshakePacket, HandshakeRes
 use mysql_common::proto::MySerialize;
 
 use super::{Dsn, ER_ACCESS_DENIED, ER_CON_COUNT};
+use crate::admin::read_handshake;
 use crate::codec::mysql::STATEMENTS;
 
 /// What bakeoff asks of the server; the first five it cannot do without.
@@ -67,23 +68,9 @@ impl Wire<'_> {
                     return Ok((seq, payload));
                 }
             }
-            let left = self.deadline.saturating_duration_since(Instant::now());
-            self.s
-                .set_read_timeout(Some(left.max(Duration::from_millis(1))))?;
             let mut chunk = [0u8; 4096];
-            let n = self.s.read(&mut chunk).map_err(|e| match e.kind() {
-                ErrorKind::WouldBlock | ErrorKind::TimedOut => self.fail(
-                    ErrorKind::TimedOut,
-                    "accepted the connection but did not finish the MySQL handshake in time: is it stalled, or is it not a MariaDB or MySQL server?".into(),
-                ),
-                _ => e,
-            })?;
-            if n == 0 {
-                return Err(self.fail(
-                    ErrorKind::UnexpectedEof,
-                    "closed the connection during the handshake".into(),
-                ));
-            }
+            let who = self.c.dsn.describe();
+            let n = read_handshake(&mut self.s, self.deadline, &mut chunk, &who, "MySQL")?;
             self.buf.extend_from_slice(&chunk[..n]);
         }
     }

@@ -15,7 +15,7 @@ use std::time::Duration;
 use bakeoff_core::driver::{Connector, Driver, Job, WorkerOutput};
 use bakeoff_core::error::TargetError;
 use bakeoff_core::harness::KEY_LEN;
-use bakeoff_core::net::{CodecDriver, Route};
+use bakeoff_core::net::CodecDriver;
 use bakeoff_core::plan::{Endpoint, Plan, ReadFrom, TargetSpec, Topology, Workload};
 use bakeoff_core::profile::{Profile, Query, RecordKind};
 use bakeoff_core::recorder::ErrorKind;
@@ -459,27 +459,12 @@ impl PgDriver {
     /// A driver for the servers of `reach` (resolved here for the codec's
     /// connections).
     fn new(reach: Reach<Dsn>, profile: bool) -> Result<Self, TargetError> {
-        let connector = |dsn: &Dsn| -> Result<Box<dyn Connector>, TargetError> {
+        let wire = reach.codec_driver(PostgresCodec, |dsn| {
             Ok(Box::new(PgConnector {
                 addr: resolve(&dsn.host, dsn.port)?,
                 dsn: dsn.clone(),
             }))
-        };
-        let wire = match &reach {
-            Reach::One(dsn)
-            | Reach::Pair {
-                primary: dsn,
-                reads: None,
-            } => CodecDriver::new(PostgresCodec, connector(dsn)?),
-            Reach::Pair {
-                primary,
-                reads: Some(replica),
-            } => CodecDriver::routed(
-                PostgresCodec,
-                vec![connector(primary)?, connector(replica)?],
-                Route::ReadWrite { reads: 1 },
-            ),
-        };
+        })?;
         Ok(PgDriver {
             reach,
             profile,

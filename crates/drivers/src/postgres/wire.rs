@@ -3,7 +3,7 @@
 //! SCRAM), then the codec's statements prepared, on a blocking socket
 //! bounded in time; the network loop takes the socket from there.
 
-use std::io::{Error, ErrorKind, Read, Write};
+use std::io::{Error, ErrorKind, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
@@ -15,6 +15,7 @@ use postgres_protocol::message::backend::{ErrorResponseBody, Message};
 use postgres_protocol::message::frontend;
 
 use super::Dsn;
+use crate::admin::read_handshake;
 use crate::codec::postgres::STATEMENTS;
 
 /// SQLSTATE of "too many connections": the server turning a client away.
@@ -78,23 +79,9 @@ impl PgConnector {
                     ))
                 }
             }
-            let left = deadline.saturating_duration_since(Instant::now());
-            s.set_read_timeout(Some(left.max(Duration::from_millis(1))))?;
             let mut chunk = [0u8; 4096];
-            let n = s.read(&mut chunk).map_err(|e| match e.kind() {
-                ErrorKind::WouldBlock | ErrorKind::TimedOut => self.fail(
-                    ErrorKind::TimedOut,
-                    "accepted the connection but did not finish the PostgreSQL handshake in time: is it stalled, or is it not a PostgreSQL server?"
-                        .into(),
-                ),
-                _ => e,
-            })?;
-            if n == 0 {
-                return Err(self.fail(
-                    ErrorKind::UnexpectedEof,
-                    "closed the connection during the handshake".into(),
-                ));
-            }
+            let who = self.dsn.describe();
+            let n = read_handshake(s, deadline, &mut chunk, &who, "PostgreSQL")?;
             buf.extend_from_slice(&chunk[..n]);
         }
     }
