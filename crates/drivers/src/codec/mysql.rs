@@ -175,8 +175,9 @@ impl MysqlCodec {
                         let Some((n, used)) = read_lenenc(&p[2..]) else {
                             return Decoded::Invalid;
                         };
+                        // (`from` is inside the packet: the length was.)
                         let from = start + 2 + used;
-                        if from as u64 + n != end as u64 {
+                        if n != (end - from) as u64 {
                             return Decoded::Invalid;
                         }
                         value = Some((from, end));
@@ -401,6 +402,14 @@ mod tests {
         let row_at = bad.len() - 11 - 12;
         bad[row_at + 6] = 9;
         assert_eq!(c.decode(&bad, OpKind::Get), Decoded::Invalid);
+        // A row whose value declares 2^64 - 1 bytes (found by fuzzing: the
+        // sum of its offset and length overflowed).
+        let mut huge = packet_of(1, &[1]);
+        huge.extend(packet_of(2, b"def"));
+        let mut row = vec![0, 0, 0xfe];
+        row.extend_from_slice(&u64::MAX.to_le_bytes());
+        huge.extend(packet_of(3, &row));
+        assert_eq!(c.decode(&huge, OpKind::Get), Decoded::Invalid);
         // An OK where a read's result set belongs, a result set for a write.
         let ok = packet_of(1, &[0, 1, 0, 2, 0, 0, 0]);
         assert_eq!(c.decode(&ok, OpKind::Get), Decoded::Invalid);
