@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # bakeoff against the SQL load generators people use today, on one
 # PostgreSQL and one MariaDB server started by bakeoff's own recipes, table
-# kv of 100000 rows (100-byte values) loaded once: pgbench (custom scripts,
+# kv of 200000 rows (100-byte values) loaded once, bakeoff on the first
+# half and the peers on the second (their updates write a constant that
+# bakeoff would count as corrupt): pgbench (custom scripts,
 # -M prepared) and sysbench (a Lua script with a prepared point SELECT and
 # an UPDATE by key) side by side with bakeoff, at 1, 16 and 64 connections,
 # mixes 100:0 and 50:50 (bakeoff's update is its upsert of an existing

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the whole test suite: installs the servers the tests start (real
 # redis-server and memcached, never mocks) and Chromium for the HTML report,
-# then unit, codec, integration and snapshot tests, plus formatting and lint checks.
+# then unit, codec, integration and snapshot tests, plus formatting and lint
+# checks, and last each fuzz target of fuzz/ for 10 s from its corpus.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh --no-run
@@ -25,3 +26,12 @@ trap 'rm -f "$log"' EXIT
 cargo test --workspace --release --quiet --no-fail-fast 2>&1 | tee "$log"
 # Summary line for whoever reads the log from the end.
 awk '/^test result:/ { split($0, a, " "); p += a[4]; f += a[6] } END { printf "%d passed, %d failed\n", p, f }' "$log"
+# The fuzz targets, briefly: a codec or parser change that panics on an
+# input of the corpus, or on one found within 10 s, fails here. cargo-fuzz
+# comes from crates.io (about a minute to build once); the targets build
+# on the nightly toolchain in fuzz/target (about 4 minutes the first time).
+if ! cargo +nightly fuzz --version >/dev/null 2>&1; then
+  echo "installing cargo-fuzz (crates.io) for the fuzz targets"
+  cargo install --locked --quiet cargo-fuzz
+fi
+bench/fuzz.sh --ci

@@ -60,7 +60,8 @@ fn overrides(lines: &str) -> Option<Overrides> {
     }
     // clap refuses flags declared in conflict.
     for p in PARAMS {
-        if o.workload.contains_key(p.key) && p.excludes.iter().any(|x| o.workload.contains_key(*x)) {
+        if o.workload.contains_key(p.key) && p.excludes.iter().any(|x| o.workload.contains_key(*x))
+        {
             return None;
         }
     }

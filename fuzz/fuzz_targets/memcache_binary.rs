@@ -16,7 +16,10 @@ fuzz_target!(|data: &[u8]| {
         // A response: its 24-byte header, then the body it declares.
         let r = &buf[at..at + len];
         assert!(len >= 24 && r[0] == 0x81);
-        assert_eq!(len - 24, u32::from_be_bytes([r[8], r[9], r[10], r[11]]) as usize);
+        assert_eq!(
+            len - 24,
+            u32::from_be_bytes([r[8], r[9], r[10], r[11]]) as usize
+        );
         if let Reply::Value { start, end } = reply {
             assert!(start >= 24 && end == len);
         }

@@ -22,7 +22,10 @@ fuzz_target!(|data: &[u8]| {
             return;
         }
     };
-    let _ = (raw.scales(), raw.clone().at_scale("no-such-scale", "fuzz.toml"));
+    let _ = (
+        raw.scales(),
+        raw.clone().at_scale("no-such-scale", "fuzz.toml"),
+    );
     for scale in raw.scales().into_iter().take(3) {
         let flags = Overrides {
             scale: Some(scale),

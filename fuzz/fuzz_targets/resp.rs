@@ -22,7 +22,12 @@ fuzz_target!(|data: &[u8]| {
             assert!(r.start > 1 && r.end + 2 == len, "{at}: {r:?} in {len}");
         }
     }
-    check_stream(&RespWaitCodec::new(u64::from(seed % 4), 0), seed, buf, Rules::default());
+    check_stream(
+        &RespWaitCodec::new(u64::from(seed % 4), 0),
+        seed,
+        buf,
+        Rules::default(),
+    );
 
     // The engine host's loop over what a client sent.
     let mut at = 0;
@@ -36,7 +41,11 @@ fuzz_target!(|data: &[u8]| {
                     assert!(s <= e && e <= len);
                 }
                 for cut in cuts(len) {
-                    assert_eq!(decode_request(&rest[..cut]), Request::Incomplete, "{cut} of {len}");
+                    assert_eq!(
+                        decode_request(&rest[..cut]),
+                        Request::Incomplete,
+                        "{cut} of {len}"
+                    );
                 }
                 at += len;
             }

@@ -66,7 +66,12 @@ pub fn check_stream<C: Codec>(
                         assert!(start <= end && end <= len, "value {start}..{end} of {len}")
                     }
                     Reply::Redirect(r) => {
-                        assert!(r.start <= r.end && r.end <= len, "node {}..{} of {len}", r.start, r.end)
+                        assert!(
+                            r.start <= r.end && r.end <= len,
+                            "node {}..{} of {len}",
+                            r.start,
+                            r.end
+                        )
                     }
                     Reply::Ok | Reply::Miss | Reply::ServerError => {}
                 }
