@@ -15,6 +15,7 @@ fuzz_target!(|data: &[u8]| {
     // A line that has not ended within 2048 bytes is garbage.
     let rules = Rules {
         line_limit: Some(2048),
+        ..Rules::default()
     };
     for (at, len, reply) in check_stream(&MemcacheTextCodec, seed, buf, rules) {
         let r = &buf[at..at + len];

@@ -34,6 +34,8 @@ pub struct Rules {
     /// A first line longer than this without its end is invalid (memcache
     /// text's 2048 bytes), even where the whole line would be accepted.
     pub line_limit: Option<usize>,
+    /// The replies are to batched loads ([`Codec::decode_batch`]).
+    pub batches: bool,
 }
 
 fn has_crlf(b: &[u8]) -> bool {
@@ -49,6 +51,13 @@ pub fn check_stream<C: Codec>(
     buf: &[u8],
     rules: Rules,
 ) -> Vec<(usize, usize, Reply)> {
+    let decode = |b: &[u8], kind| {
+        if rules.batches {
+            codec.decode_batch(b)
+        } else {
+            codec.decode(b, kind)
+        }
+    };
     let mut owned = buf.to_vec();
     let mut replies = Vec::new();
     let mut at = 0;
@@ -56,7 +65,7 @@ pub fn check_stream<C: Codec>(
     while at < buf.len() {
         let kind = kind_of(seed, i);
         let rest = &buf[at..];
-        let got = codec.decode(rest, kind);
+        let got = decode(rest, kind);
         match got {
             Decoded::Complete { len, reply } => {
                 assert!(len > 0, "a whole reply of 0 bytes: the loop would spin");
@@ -76,11 +85,11 @@ pub fn check_stream<C: Codec>(
                     Reply::Ok | Reply::Miss | Reply::ServerError => {}
                 }
                 // The reply is read the same with nothing after it…
-                assert_eq!(codec.decode(&rest[..len], kind), got, "alone");
+                assert_eq!(decode(&rest[..len], kind), got, "alone");
                 // …and is only waited for while it arrives.
                 for cut in cuts(len) {
                     let part = &rest[..cut];
-                    let d = codec.decode(part, kind);
+                    let d = decode(part, kind);
                     let long_line = rules
                         .line_limit
                         .is_some_and(|l| part.len() > l && !has_crlf(part));
@@ -104,7 +113,7 @@ pub fn check_stream<C: Codec>(
                 // Waiting for the rest: no shorter part of it is invalid.
                 for cut in cuts(rest.len()) {
                     let part = &rest[..cut];
-                    let d = codec.decode(part, kind);
+                    let d = decode(part, kind);
                     let long_line = rules
                         .line_limit
                         .is_some_and(|l| part.len() > l && !has_crlf(part));
@@ -133,6 +142,24 @@ pub fn check_encode<C: Codec>(codec: &C, data: &[u8]) {
         assert_eq!(out[0], b'x');
         assert!(out.len() > 1 + key.len());
         assert!(!codec.describe(kind).is_empty());
+    }
+    if C::BATCHES {
+        use bakeoff_core::driver::BatchRow;
+        let rows: Vec<BatchRow> = payload
+            .chunks(payload.len() / 3 + 1)
+            .chain([&[][..]])
+            .enumerate()
+            .map(|(i, p)| BatchRow {
+                key: bakeoff_core::harness::key_of(i as u64),
+                header: [i as u8; bakeoff_core::value::HEADER_LEN],
+                payload: p,
+            })
+            .collect();
+        let mut out = b"x".to_vec();
+        codec.encode_batch(&Default::default(), &rows, &mut out);
+        assert_eq!(out[0], b'x');
+        let least: usize = rows.iter().map(|r| r.key.len() + r.payload.len()).sum();
+        assert!(out.len() > 1 + least);
     }
 }
 

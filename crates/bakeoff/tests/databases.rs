@@ -769,6 +769,73 @@ fn growth_checkpoints_load_in_batches_on_one_server() {
     }
 }
 
+/// The SQL servers' wire codecs pipeline operations (`--pipeline`) and
+/// load in batches (`--batch`), a client's last batch shorter: every
+/// record loaded once, every read verified, counts equal the server's.
+#[test]
+fn sql_operations_pipeline_and_load_in_uneven_batches() {
+    if !require_in("postgres", PG_DIRS, "postgresql")
+        || !require_in("mariadbd", &["/usr/sbin"], "mariadb-server")
+    {
+        return;
+    }
+    let dir = tmp();
+    let out = dir.path().join("pipe.json");
+    let o = bakeoff(&[
+        "run",
+        "-t",
+        "postgres,mariadb",
+        "--records",
+        "2000",
+        "--batch",
+        "64",
+        "--pipeline",
+        "8",
+        "--mix",
+        "70:20:5:5",
+        "--clients",
+        "3",
+        "--duration",
+        "1s",
+        "--warmup",
+        "0",
+        "--quiet",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let r = read_json(&out);
+    for run in r["runs"].as_array().unwrap() {
+        let target = &run["target"];
+        assert_eq!(run["checks"]["records_after_load"], 2000, "{target}");
+        // 667, 667 and 666 records: 11 batches each, the last shorter.
+        let set = &run["load"]["ops"]["set"];
+        assert_eq!(set["rows"].as_u64().unwrap(), 2000, "{target}: {set}");
+        assert_eq!(set["completed"].as_u64().unwrap(), 33, "{target}: {set}");
+        let m = &run["measure"];
+        assert!(
+            m["errors"].as_object().unwrap().is_empty(),
+            "{target}: {}",
+            m["errors"]
+        );
+        assert!(
+            m["ops"]["get"]["completed"].as_u64().unwrap() > 100,
+            "{target}"
+        );
+        let counters = run["checks"]["counters"].as_array().unwrap();
+        assert!(counters.len() >= 2, "{target}: {counters:?}");
+        for c in counters {
+            assert_eq!(c["bakeoff"], c["target"], "{target}: {c}");
+        }
+        assert_eq!(run["workload"]["pipeline"], 8, "{target}");
+    }
+}
+
 /// 000-mysql-phases: each request's named steps are timed apart, every step
 /// of every request is counted, and the steps add up to the request.
 #[test]

@@ -69,6 +69,18 @@ pub enum Decoded {
 /// (MySQL's prepared statement ids); zeros for protocols without any.
 pub type Handles = [u32; 4];
 
+/// One record of a batched load's request: its key, and the value as the
+/// header and payload [`Codec::encode`] takes for a write.
+#[derive(Clone, Copy, Debug)]
+pub struct BatchRow<'v> {
+    /// The record's key.
+    pub key: [u8; crate::harness::KEY_LEN],
+    /// The value's header.
+    pub header: [u8; crate::value::HEADER_LEN],
+    /// The rest of the value.
+    pub payload: &'v [u8],
+}
+
 /// A wire protocol: encodes requests into a buffer and decodes replies in
 /// place. Implementations hold no per-connection state, allocate nothing
 /// per call (beyond growing `out` to its high-water mark) and never read
@@ -92,6 +104,23 @@ pub trait Codec: Send + Sync + 'static {
     ) {
         let _ = handles;
         self.encode(kind, key, header, payload, out)
+    }
+    /// Whether [`Codec::encode_batch`] is there: the protocol can write
+    /// many records in one request (a batched load, `--batch`).
+    const BATCHES: bool = false;
+    /// Appends one request that writes every record of `rows` (at least
+    /// one), on a connection the server gave `handles`; its reply is read by
+    /// [`Codec::decode_batch`]. The loop calls it only when
+    /// [`Codec::BATCHES`] says so.
+    #[inline]
+    fn encode_batch(&self, handles: &Handles, rows: &[BatchRow], out: &mut Vec<u8>) {
+        let _ = (handles, rows, out);
+    }
+    /// Decodes the reply at the front of `buf` to a request of
+    /// [`Codec::encode_batch`]: by default, a write's.
+    #[inline]
+    fn decode_batch(&self, buf: &[u8]) -> Decoded {
+        self.decode(buf, OpKind::Set)
     }
     /// Decodes the reply at the front of `buf` to a request of `kind`.
     fn decode(&self, buf: &[u8], kind: OpKind) -> Decoded;

@@ -88,6 +88,9 @@ pub struct Request {
     pub redirects: u8,
     /// Redis Cluster: sent after `ASKING`, whose reply comes first.
     pub asking: bool,
+    /// Records it writes: 1, or a batched load's count (the records
+    /// after the first ride on it, not counted as requests of their own).
+    pub rows: u32,
 }
 
 /// What became of a request, as the driver read it from the reply or the
@@ -343,6 +346,7 @@ impl<'j> Harness<'j> {
             version,
             redirects: 0,
             asking: false,
+            rows: 1,
         }
     }
 

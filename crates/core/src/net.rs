@@ -42,10 +42,11 @@ use std::os::fd::AsRawFd;
 use io_uring::{opcode, types, IoUring};
 
 use crate::driver::{
-    Codec, Connected, Connector, Decoded, Driver, Handles, Job, Reply, WorkerOutput,
+    BatchRow, Codec, Connected, Connector, Decoded, Driver, Handles, Job, JobKind, Reply,
+    WorkerOutput,
 };
 use crate::error::TargetError;
-use crate::harness::{format_key, Harness, Outcome, Request, KEY_LEN, RECONNECT_EVERY_NS};
+use crate::harness::{format_key, key_of, Harness, Outcome, Request, KEY_LEN, RECONNECT_EVERY_NS};
 use crate::ketama::Ketama;
 use crate::pacing::WakeLead;
 use crate::slots::{key_slot, Redirect, SlotMap};
@@ -330,6 +331,10 @@ struct Loop<'a, C: Codec, const MULTI: bool> {
     backend_name: String,
     key_buf: [u8; KEY_LEN],
     pipeline: usize,
+    /// Records per request: a batched load's `--batch`, 1 otherwise.
+    batch: usize,
+    /// The rows of the batch being encoded (kept for its capacity).
+    batch_rows: Vec<BatchRow<'a>>,
     timeout_ns: u64,
     next_timeout_check: u64,
     /// How late this thread's timed wake-ups come.
@@ -354,6 +359,15 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
         let w = job.workload;
         let harness = Harness::new(job, worker);
         let pipeline = w.pipeline.max(1) as usize;
+        let batch = match job.kind {
+            JobKind::Load if w.batch > 1 && !C::BATCHES => {
+                return Err(TargetError::Client(
+                    "this target's protocol cannot load in batches; use --batch 1".into(),
+                ))
+            }
+            JobKind::Load => w.batch.max(1) as usize,
+            _ => 1,
+        };
         let wcap = pipeline * (w.value_size.max() + 128) + 4096;
         // Room for a pipeline's replies; it grows (doubling) when a reply
         // is larger. Small to begin with: a crowd of 10000 connections
@@ -414,6 +428,8 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
             backend_name,
             key_buf: [0; KEY_LEN],
             pipeline,
+            batch,
+            batch_rows: Vec::with_capacity(if batch > 1 { batch } else { 0 }),
             timeout_ns: (w.timeout_s * 1e9) as u64,
             next_timeout_check: 0,
             wake: WakeLead::of_tail(MAX_WAKE_LEAD_NS),
@@ -510,6 +526,14 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
     /// connection to its key's node.
     #[inline]
     fn issue(&mut self, ci: usize, req: Request) {
+        let k = self.conn_for(ci, &req);
+        self.encode_on(k, req);
+    }
+
+    /// The connection of client `ci` that request `req` goes on, counted
+    /// there as sent; leaves its key in `key_buf`.
+    #[inline]
+    fn conn_for(&mut self, ci: usize, req: &Request) -> usize {
         format_key(req.key, &mut self.key_buf);
         let k = match self.route {
             _ if !MULTI => ci,
@@ -528,7 +552,40 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
         if MULTI {
             self.client_inflight[ci] += 1;
         }
-        self.encode_on(k, req);
+        k
+    }
+
+    /// A batched load: `first` and up to `batch - 1` records client `ci`
+    /// may write after it, in one request. Out of line: only loads with
+    /// `--batch` come here.
+    #[inline(never)]
+    fn issue_batch(&mut self, ci: usize, mut first: Request, now: u64) {
+        self.batch_rows.clear();
+        let mut key = first.key;
+        loop {
+            let (header, payload) = self.harness.value(ci, key);
+            self.batch_rows.push(BatchRow {
+                key: key_of(key),
+                header,
+                payload,
+            });
+            if self.batch_rows.len() == self.batch {
+                break;
+            }
+            // The records after the first ride on its request: drawn from
+            // the stream, but not counted as requests of their own.
+            let Some(next) = self.harness.begin_due(ci, now) else {
+                break;
+            };
+            self.harness.not_sent(&next);
+            key = next.key;
+        }
+        first.rows = self.batch_rows.len() as u32;
+        let k = self.conn_for(ci, &first);
+        let c = &mut self.conns[k];
+        self.codec
+            .encode_batch(&c.handles, &self.batch_rows, &mut c.wbuf);
+        c.inflight.push_back(first);
     }
 
     /// Encodes `req` (its key in `key_buf`) on connection `k`.
@@ -585,7 +642,11 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
             let Some(req) = self.harness.begin_due(ci, now) else {
                 return;
             };
-            self.issue(ci, req);
+            if self.batch > 1 {
+                self.issue_batch(ci, req, now);
+            } else {
+                self.issue(ci, req);
+            }
         }
     }
 
@@ -757,7 +818,12 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
                     }
                 }
             }
-            match self.codec.decode(buf, front.kind) {
+            let decoded = if self.batch > 1 {
+                self.codec.decode_batch(buf)
+            } else {
+                self.codec.decode(buf, front.kind)
+            };
+            match decoded {
                 Decoded::Incomplete => break,
                 Decoded::Invalid => return self.fail(ci, ErrorKind::Protocol, now),
                 Decoded::Complete {
@@ -779,6 +845,7 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
                     // One clock read per reply, where it is parsed.
                     let t = self.now();
                     let outcome = match reply {
+                        Reply::Ok if self.batch > 1 => Outcome::Rows(front.rows.into()),
                         Reply::Ok => Outcome::Ok,
                         Reply::Miss => Outcome::Miss,
                         Reply::ServerError | Reply::Redirect(_) => {

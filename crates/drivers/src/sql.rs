@@ -61,11 +61,12 @@ pub fn batch_insert(rows: usize, ph: impl Fn(usize) -> String, tail: &str) -> St
 }
 
 /// Whether the SQL targets' wire codecs on the network loop can run `job`:
-/// key-value operations on `kv`, one connection kept per client, the load
-/// one row per request. Searches, the profile table, a connection per
-/// request, phased requests and batched loads go through the client
+/// key-value operations on `kv` (batched loads too, when
+/// `batch_fits(rows)` says a request of that many rows fits the protocol),
+/// one connection kept per client. Searches, the profile table, a
+/// connection per request and phased requests go through the client
 /// libraries.
-pub fn wire_serves(job: &bakeoff_core::driver::Job) -> bool {
+pub fn wire_serves(job: &bakeoff_core::driver::Job, batch_fits: impl Fn(usize) -> bool) -> bool {
     use bakeoff_core::driver::JobKind;
     use bakeoff_core::plan::RequestMode;
     use bakeoff_core::profile::RecordKind;
@@ -73,5 +74,5 @@ pub fn wire_serves(job: &bakeoff_core::driver::Job) -> bool {
     w.record == RecordKind::Kv
         && w.request == RequestMode::Op
         && w.mix.weights[OpKind::Search as usize] == 0
-        && !(job.kind == JobKind::Load && w.batch > 1)
+        && (job.kind != JobKind::Load || w.batch <= 1 || batch_fits(w.batch as usize))
 }

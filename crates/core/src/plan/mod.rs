@@ -1126,6 +1126,13 @@ mod tests {
         assert!(e.contains("cannot load in batches"), "{e}");
         let e = err("[per_target.redis]\nclients = 0\n");
         assert!(e.contains("per_target.redis.clients"), "{e}");
+        // Pipelining is for key-value operations: searches would ignore it.
+        let e = err("[workload]\npipeline = 4\nrecord = \"profile\"\nmix = \"0:0:0:0:1\"\n");
+        assert!(
+            e.contains("--pipeline 4") && e.contains("searches are not pipelined"),
+            "{e}"
+        );
+        assert!(build("[workload]\npipeline = 4\n", Overrides::default()).is_ok());
     }
 
     #[test]

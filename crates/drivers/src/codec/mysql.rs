@@ -16,7 +16,7 @@
 //! a write's is an OK packet (`0x00`, affected rows, ...); an error is an
 //! ERR packet (`0xff`) in place of either.
 
-use bakeoff_core::driver::{Codec, Decoded, Handles, Reply};
+use bakeoff_core::driver::{BatchRow, Codec, Decoded, Handles, Reply};
 use bakeoff_core::workload::OpKind;
 
 /// The read.
@@ -40,6 +40,24 @@ const COM_STMT_EXECUTE: u8 = 0x17;
 /// blob (`MYSQL_TYPE_BLOB`); neither unsigned.
 const KEY_TYPE: [u8; 2] = [0xfe, 0];
 const VALUE_TYPE: [u8; 2] = [0xfc, 0];
+
+/// `COM_STMT_PREPARE`, `COM_STMT_CLOSE`: a batched load's statement.
+const COM_STMT_PREPARE: u8 = 0x16;
+const COM_STMT_CLOSE: u8 = 0x19;
+/// MariaDB's id for "the statement this connection prepared last", so that
+/// a statement can be prepared, executed and closed without waiting for
+/// its id.
+const LAST_STATEMENT: u32 = u32::MAX;
+
+/// The conflict clause of every upsert.
+pub const BATCH_TAIL: &str = "ON DUPLICATE KEY UPDATE v = VALUES(v)";
+
+/// The largest packet a batched load of `rows` records of at most
+/// `value_len` bytes each sends: what must stay under [`MAX_PAYLOAD`] (the
+/// driver keeps larger batches off the codec).
+pub fn batch_len(rows: usize, value_len: usize) -> usize {
+    64 + BATCH_TAIL.len() + rows * (bakeoff_core::harness::KEY_LEN + value_len + 16)
+}
 
 /// The largest payload one packet carries; a longer one would be split,
 /// which the codec does not do (the driver keeps larger values off it).
@@ -142,6 +160,53 @@ fn push_execute(out: &mut Vec<u8>, id: u32, types: &[[u8; 2]], params: &[&[&[u8]
     }
 }
 
+/// Appends a batched load of `rows`, MariaDB's way of running a
+/// statement in one round trip: `COM_STMT_PREPARE` of the multi-row upsert
+/// ([`crate::sql::batch_insert`]'s text, as the client library prepares
+/// it), `COM_STMT_EXECUTE` of [`LAST_STATEMENT`] with every key and value
+/// bound, and `COM_STMT_CLOSE` of it (which has no reply).
+fn push_batch(out: &mut Vec<u8>, rows: &[BatchRow]) {
+    let at = out.len();
+    out.extend_from_slice(&[0, 0, 0, 0, COM_STMT_PREPARE]);
+    out.extend_from_slice(b"INSERT INTO kv (k, v) VALUES ");
+    for i in 0..rows.len() {
+        out.extend_from_slice(if i == 0 { b"(?, ?)" } else { b", (?, ?)" });
+    }
+    out.push(b' ');
+    out.extend_from_slice(BATCH_TAIL.as_bytes());
+    end_packet(out, at);
+    let at = out.len();
+    out.extend_from_slice(&[0, 0, 0, 0, COM_STMT_EXECUTE]);
+    out.extend_from_slice(&LAST_STATEMENT.to_le_bytes());
+    // No cursor, one iteration, no NULLs, types follow.
+    out.extend_from_slice(&[0, 1, 0, 0, 0]);
+    out.resize(out.len() + (2 * rows.len()).div_ceil(8), 0);
+    out.push(1);
+    for _ in rows {
+        out.extend_from_slice(&KEY_TYPE);
+        out.extend_from_slice(&VALUE_TYPE);
+    }
+    for r in rows {
+        push_lenenc(out, r.key.len());
+        out.extend_from_slice(&r.key);
+        push_lenenc(out, r.header.len() + r.payload.len());
+        out.extend_from_slice(&r.header);
+        out.extend_from_slice(r.payload);
+    }
+    end_packet(out, at);
+    out.extend_from_slice(&[5, 0, 0, 0, COM_STMT_CLOSE]);
+    out.extend_from_slice(&LAST_STATEMENT.to_le_bytes());
+}
+
+/// Writes the payload length of the packet (sequence number 0) started
+/// at `at`, which ends here.
+#[inline]
+fn end_packet(out: &mut [u8], at: usize) {
+    let len = out.len() - at - 4;
+    debug_assert!(len < MAX_PAYLOAD, "the driver keeps batches under a packet");
+    out[at..at + 3].copy_from_slice(&(len as u32).to_le_bytes()[..3]);
+}
+
 impl MysqlCodec {
     /// A read's reply: the result set from the packet at `at` (after the
     /// column count), or the ERR packet in its place.
@@ -237,6 +302,47 @@ impl Codec for MysqlCodec {
         }
     }
 
+    const BATCHES: bool = true;
+
+    fn encode_batch(&self, _: &Handles, rows: &[BatchRow], out: &mut Vec<u8>) {
+        push_batch(out, rows)
+    }
+
+    fn decode_batch(&self, buf: &[u8]) -> Decoded {
+        // The prepare's reply: its OK (id, columns, parameters) and a
+        // definition per parameter and column, or an ERR.
+        let (start, mut end) = match packet(buf, 0, 1) {
+            Err(()) => return Decoded::Invalid,
+            Ok(None) => return Decoded::Incomplete,
+            Ok(Some(p)) => p,
+        };
+        let prepared = match buf[start..end] {
+            [0x00, _, _, _, _, c0, c1, p0, p1, ..] => {
+                let definitions = usize::from(u16::from_le_bytes([c0, c1]))
+                    + usize::from(u16::from_le_bytes([p0, p1]));
+                for seq in 2..2 + definitions {
+                    end = match packet(buf, end, seq as u8) {
+                        Err(()) => return Decoded::Invalid,
+                        Ok(None) => return Decoded::Incomplete,
+                        Ok(Some((_, e))) => e,
+                    };
+                }
+                true
+            }
+            [0xff, ..] => false,
+            _ => return Decoded::Invalid,
+        };
+        // Then the execute's: a write's reply (which fails when the
+        // prepare did).
+        match self.decode(&buf[end..], OpKind::Set) {
+            Decoded::Complete { len, reply } => Decoded::Complete {
+                len: end + len,
+                reply: if prepared { reply } else { Reply::ServerError },
+            },
+            other => other,
+        }
+    }
+
     #[inline]
     fn decode(&self, buf: &[u8], kind: OpKind) -> Decoded {
         let (start, end) = match packet(buf, 0, 1) {
@@ -327,6 +433,107 @@ mod tests {
         out.clear();
         MysqlCodec.encode(OpKind::Update, b"k", b"", &big, &mut out);
         assert_eq!(&out[out.len() - 303..out.len() - 300], &[0xfc, 0x2c, 0x01]);
+    }
+
+    #[test]
+    fn a_batch_prepares_executes_and_closes_the_library_paths_upsert() {
+        let rows: Vec<BatchRow> = [(b'a', b"p0".as_slice()), (b'b', b"\x00'\\")]
+            .iter()
+            .map(|&(k, payload)| BatchRow {
+                key: [k; bakeoff_core::harness::KEY_LEN],
+                header: [0xab; bakeoff_core::value::HEADER_LEN],
+                payload,
+            })
+            .collect();
+        let mut out = Vec::new();
+        MysqlCodec.encode_batch(&Handles::default(), &rows, &mut out);
+        let mut packets = Vec::new();
+        let mut at = 0;
+        while at < out.len() {
+            let len = u32::from_le_bytes([out[at], out[at + 1], out[at + 2], 0]) as usize;
+            assert_eq!(out[at + 3], 0, "each a command's first packet");
+            packets.push(&out[at + 4..at + 4 + len]);
+            at += 4 + len;
+        }
+        assert_eq!(at, out.len());
+        let [prepare, execute, close] = packets[..] else {
+            panic!("{} packets", packets.len())
+        };
+        // The library path's statement, prepared.
+        assert_eq!(prepare[0], COM_STMT_PREPARE);
+        let sql = crate::sql::batch_insert(2, |_| "?".into(), BATCH_TAIL);
+        assert_eq!(&prepare[1..], sql.as_bytes());
+        // Executed as the last prepared: no NULLs, four typed parameters.
+        let mut want = vec![
+            COM_STMT_EXECUTE,
+            0xff,
+            0xff,
+            0xff,
+            0xff,
+            0,
+            1,
+            0,
+            0,
+            0,
+            0,
+            1,
+        ];
+        for _ in 0..2 {
+            want.extend_from_slice(&[0xfe, 0, 0xfc, 0]);
+        }
+        for r in &rows {
+            want.push(r.key.len() as u8);
+            want.extend_from_slice(&r.key);
+            want.push((r.header.len() + r.payload.len()) as u8);
+            want.extend_from_slice(&r.header);
+            want.extend_from_slice(r.payload);
+        }
+        assert_eq!(execute, &want[..]);
+        assert_eq!(close, &[COM_STMT_CLOSE, 0xff, 0xff, 0xff, 0xff]);
+        // What the driver checks against a packet's limit is no less.
+        let longest = bakeoff_core::value::HEADER_LEN + 3;
+        assert!(batch_len(2, longest) >= execute.len().max(prepare.len()));
+
+        // The reply: the prepare's OK and four parameter definitions, then
+        // the execute's OK.
+        let mut reply = packet_of(1, &[0, 7, 0, 0, 0, 0, 0, 4, 0, 0, 0, 0]);
+        for seq in 2..6 {
+            reply.extend(packet_of(
+                seq,
+                b"\x03def\0\0\0\x01?\0\x0c?\0\0\0\0\0\xfd\x80\0\0\0\0",
+            ));
+        }
+        let ok = packet_of(1, &[0, 2, 0, 2, 0, 0, 0]);
+        reply.extend(&ok);
+        let c = MysqlCodec;
+        assert_eq!(
+            c.decode_batch(&reply),
+            Decoded::Complete {
+                len: reply.len(),
+                reply: Reply::Ok
+            }
+        );
+        for cut in 0..reply.len() {
+            assert_eq!(c.decode_batch(&reply[..cut]), Decoded::Incomplete, "{cut}");
+        }
+        // A failed prepare: its ERR, then the execute's.
+        let err = packet_of(1, b"\xff\x28\x04#42000syntax");
+        let failed = [err.clone(), err].concat();
+        assert_eq!(
+            c.decode_batch(&failed),
+            Decoded::Complete {
+                len: failed.len(),
+                reply: Reply::ServerError
+            }
+        );
+        // The most definitions a prepare can declare are waited for, not
+        // an overflow (found by fuzzing).
+        let most = packet_of(1, &[0, 7, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0, 0, 0]);
+        assert_eq!(c.decode_batch(&most), Decoded::Incomplete);
+        // A definition out of sequence is not this protocol.
+        let mut bad = reply.clone();
+        bad[16 + 3] = 9;
+        assert_eq!(c.decode_batch(&bad), Decoded::Invalid);
     }
 
     #[test]

@@ -16,7 +16,7 @@
 //! `ReadyForQuery`. Notices, parameter changes and notifications may come
 //! between them at any time and are skipped.
 
-use bakeoff_core::driver::{Codec, Decoded, Reply};
+use bakeoff_core::driver::{BatchRow, Codec, Decoded, Handles, Reply};
 use bakeoff_core::workload::OpKind;
 
 use super::MAX_DECLARED_LEN;
@@ -83,6 +83,73 @@ fn push_bind(out: &mut Vec<u8>, name: &str, params: &[&[&[u8]]]) {
     out.extend_from_slice(&[0, 1, 0, 1]);
 }
 
+/// Starts a frontend message of type `t` whose length is patched in by
+/// [`end_message`]; returns where it starts.
+#[inline]
+fn start_message(out: &mut Vec<u8>, t: u8) -> usize {
+    let at = out.len();
+    out.push(t);
+    out.extend_from_slice(&[0; 4]);
+    at
+}
+
+/// Writes the length of the message started at `at`, which ends here.
+#[inline]
+fn end_message(out: &mut [u8], at: usize) {
+    let len = (out.len() - at - 1) as u32;
+    out[at + 1..at + 5].copy_from_slice(&len.to_be_bytes());
+}
+
+/// Appends a batched load of `rows`: `Parse` of the unnamed statement (a
+/// multi-row upsert, [`crate::sql::batch_insert`]'s text), `Bind` of every
+/// key and value in binary, `Execute`, `Sync`. The statement is parsed per
+/// batch: its size varies (a client's last batch is shorter), and one
+/// parse per many rows is a small part of the work.
+fn push_batch(out: &mut Vec<u8>, rows: &[BatchRow]) {
+    let at = start_message(out, b'P');
+    out.extend_from_slice(b"\0INSERT INTO kv (k, v) VALUES ");
+    for i in 0..rows.len() {
+        if i > 0 {
+            out.extend_from_slice(b", ");
+        }
+        out.extend_from_slice(b"($");
+        super::push_decimal(out, 2 * i + 1);
+        out.extend_from_slice(b", $");
+        super::push_decimal(out, 2 * i + 2);
+        out.push(b')');
+    }
+    out.push(b' ');
+    out.extend_from_slice(BATCH_TAIL.as_bytes());
+    out.push(0);
+    out.extend_from_slice(&(2 * rows.len() as u16).to_be_bytes());
+    for _ in rows {
+        out.extend_from_slice(&TEXT_OID.to_be_bytes());
+        out.extend_from_slice(&BYTEA_OID.to_be_bytes());
+    }
+    end_message(out, at);
+    let at = start_message(out, b'B');
+    // Portal "", statement "", every parameter in binary.
+    out.extend_from_slice(&[0, 0, 0, 1, 0, 1]);
+    out.extend_from_slice(&(2 * rows.len() as u16).to_be_bytes());
+    for r in rows {
+        out.extend_from_slice(&(r.key.len() as u32).to_be_bytes());
+        out.extend_from_slice(&r.key);
+        out.extend_from_slice(&((r.header.len() + r.payload.len()) as u32).to_be_bytes());
+        out.extend_from_slice(&r.header);
+        out.extend_from_slice(r.payload);
+    }
+    out.extend_from_slice(&[0, 1, 0, 1]);
+    end_message(out, at);
+    out.extend_from_slice(EXECUTE_SYNC);
+}
+
+/// The conflict clause of every upsert.
+pub const BATCH_TAIL: &str = "ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v";
+
+/// Most rows one batched load request carries: each is two parameters,
+/// and `Bind` counts them in 16 bits.
+pub const MAX_BATCH: u32 = u16::MAX as u32 / 2;
+
 /// The row count at the end of a `CommandComplete` tag (`SELECT 1`,
 /// `INSERT 0 1`, `DELETE 0`), NUL-terminated in `body`.
 fn tag_rows(body: &[u8]) -> Option<u64> {
@@ -104,6 +171,12 @@ impl Codec for PostgresCodec {
         out.extend_from_slice(EXECUTE_SYNC);
     }
 
+    const BATCHES: bool = true;
+
+    fn encode_batch(&self, _: &Handles, rows: &[BatchRow], out: &mut Vec<u8>) {
+        push_batch(out, rows)
+    }
+
     #[inline]
     fn decode(&self, buf: &[u8], kind: OpKind) -> Decoded {
         let mut at = 0;
@@ -123,8 +196,8 @@ impl Codec for PostgresCodec {
                 return Decoded::Incomplete;
             };
             match head[0] {
-                // BindComplete.
-                b'2' if len == 4 => {}
+                // BindComplete, and ParseComplete before it (a batch).
+                b'2' | b'1' if len == 4 => {}
                 // DataRow: one column, its length (-1: NULL), its bytes.
                 b'D' => {
                     if body.len() < 6 || body[..2] != [0, 1] {
@@ -229,6 +302,56 @@ mod tests {
         want.extend_from_slice(&[0, 1, 0, 1]);
         assert_eq!(bind, &want[..]);
         assert_eq!(&out[1 + len..], EXECUTE_SYNC);
+    }
+
+    #[test]
+    fn a_batch_parses_the_library_paths_upsert_and_binds_every_row() {
+        let payloads = [b"p0".as_slice(), b"payload1", b""];
+        let rows: Vec<BatchRow> = (0..3u8)
+            .map(|i| BatchRow {
+                key: [b'a' + i; bakeoff_core::harness::KEY_LEN],
+                header: [i; bakeoff_core::value::HEADER_LEN],
+                payload: payloads[i as usize],
+            })
+            .collect();
+        let mut out = Vec::new();
+        PostgresCodec.encode_batch(&Handles::default(), &rows, &mut out);
+        // Parse: the unnamed statement, the same text as the library's.
+        assert_eq!(out[0], b'P');
+        let plen = u32::from_be_bytes(out[1..5].try_into().unwrap()) as usize;
+        let parse = &out[5..1 + plen];
+        let sql = crate::sql::batch_insert(3, |i| format!("${i}"), BATCH_TAIL);
+        assert_eq!(&parse[..sql.len() + 2], format!("\0{sql}\0").as_bytes());
+        let types = &parse[sql.len() + 2..];
+        assert_eq!(&types[..2], &6u16.to_be_bytes());
+        assert_eq!(types.len(), 2 + 6 * 4);
+        assert_eq!(&types[6..10], &BYTEA_OID.to_be_bytes());
+        // Bind: six parameters, each row's key then its whole value.
+        let bind = &out[1 + plen..];
+        assert_eq!(bind[0], b'B');
+        let blen = u32::from_be_bytes(bind[1..5].try_into().unwrap()) as usize;
+        let body = &bind[5..1 + blen];
+        assert_eq!(&body[..8], &[0, 0, 0, 1, 0, 1, 0, 6]);
+        let mut at = 8;
+        for r in &rows {
+            let want_value = [&r.header[..], r.payload].concat();
+            for want in [&r.key[..], &want_value[..]] {
+                let n = u32::from_be_bytes(body[at..at + 4].try_into().unwrap()) as usize;
+                assert_eq!(&body[at + 4..at + 4 + n], want);
+                at += 4 + n;
+            }
+        }
+        assert_eq!(&body[at..], &[0, 1, 0, 1]);
+        assert_eq!(&bind[1 + blen..], EXECUTE_SYNC);
+        // Its reply: ParseComplete first, then as a write's.
+        let reply = sequence(&[msg(b'1', b""), msg(b'2', b""), msg(b'C', b"INSERT 0 3\0")]);
+        assert_eq!(
+            PostgresCodec.decode(&reply, OpKind::Set),
+            Decoded::Complete {
+                len: reply.len(),
+                reply: Reply::Ok
+            }
+        );
     }
 
     #[test]

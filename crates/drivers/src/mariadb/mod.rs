@@ -381,7 +381,7 @@ impl Session for MariaSession {
     async fn put_batch(&mut self, keys: &[[u8; KEY_LEN]], values: &[&[u8]]) -> SessionResult<()> {
         let n = keys.len();
         if !self.batches.contains_key(&n) {
-            let sql = batch_insert(n, |_| "?".into(), "ON DUPLICATE KEY UPDATE v = VALUES(v)");
+            let sql = batch_insert(n, |_| "?".into(), crate::codec::mysql::BATCH_TAIL);
             let st = self.conn.prep(sql).await.map_err(fail)?;
             self.batches.insert(n, st);
         }
@@ -505,10 +505,11 @@ impl MariaDriver {
 
 impl Driver for MariaDriver {
     fn run_worker(&self, job: &Job, worker: usize) -> Result<WorkerOutput, TargetError> {
-        // A value must fit one packet (16 MiB).
-        if crate::sql::wire_serves(job)
-            && job.workload.value_size.max() + 1024 < crate::codec::mysql::MAX_PAYLOAD
-        {
+        // A value, and a batch, must fit one packet (16 MiB).
+        use crate::codec::mysql::{batch_len, MAX_PAYLOAD};
+        let longest = job.workload.value_size.max();
+        let fits = |rows| batch_len(rows, longest) < MAX_PAYLOAD;
+        if crate::sql::wire_serves(job, fits) && longest + 1024 < MAX_PAYLOAD {
             return self.wire.run_worker(job, worker);
         }
         let profile = self.profile;

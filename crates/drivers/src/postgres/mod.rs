@@ -31,6 +31,7 @@ use crate::async_target::{
     block, block_quick, profile_columns, run_reached, AsyncDriver, AsyncTarget, Reach,
 };
 use crate::codec::postgres::PostgresCodec;
+use crate::codec::postgres::BATCH_TAIL;
 use crate::nodes::{Layout, MultiNode};
 use crate::settings::{Kind, Setting, Settings, PORT};
 use crate::sql::{batch_insert, search_params, search_statements};
@@ -435,7 +436,6 @@ fn fail(e: tokio_postgres::Error) -> SessionError {
 }
 
 use crate::codec::postgres::{DEL, GET, PUT};
-const BATCH_TAIL: &str = "ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v";
 const KV_TABLE: &str = "CREATE TABLE IF NOT EXISTS kv (k TEXT PRIMARY KEY, v BYTEA NOT NULL)";
 const PROFILE_TABLE: &str = "CREATE TABLE IF NOT EXISTS profile (id BIGINT PRIMARY KEY, \
      name TEXT NOT NULL, sex TEXT NOT NULL, province TEXT NOT NULL, city TEXT NOT NULL, \
@@ -475,7 +475,8 @@ impl PgDriver {
 
 impl Driver for PgDriver {
     fn run_worker(&self, job: &Job, worker: usize) -> Result<WorkerOutput, TargetError> {
-        if crate::sql::wire_serves(job) {
+        let fits = |rows| rows <= crate::codec::postgres::MAX_BATCH as usize;
+        if crate::sql::wire_serves(job, fits) {
             return self.wire.run_worker(job, worker);
         }
         let profile = self.profile;
