@@ -13,18 +13,24 @@
 # Per tool: ops/s (its own measured rate), client CPU per statement
 # (task-clock of the client process / statements the server counted),
 # system calls per statement (perf raw_syscalls), and the mean latency it
-# reports with the Little's-law ratio. Timings vary 10-40 % on shared
-# machines: the table shows the median of the rounds.
+# reports with the Little's-law ratio. bakeoff warms up for a second (its
+# connections are made before the measured phase, as pgbench's rate leaves
+# out its connection time). Then, once, instructions per statement at 16
+# connections, 100:0 (callgrind: two runs of different lengths, their
+# difference over the statements the server counted). Timings vary 10-40 %
+# on shared machines: the table shows the median of the rounds; the
+# instruction counts are exact.
 #
 #   bench/vs-sql-peers.sh [--rounds 3] [--duration 5] [--connections 1,16,64]
 #                         [--mixes 100:0,50:50] [--servers postgres,mariadb]
+#                         [--no-callgrind]
 #
 # Needs: postgresql (pgbench, psql), mariadb-server and mariadb-client,
-# sysbench, linux-perf (installed when missing).
+# sysbench, linux-perf, valgrind (installed when missing).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 missing=()
-for pair in pgbench:postgresql-client psql:postgresql-client mariadb:mariadb-client sysbench:sysbench perf:linux-perf; do
+for pair in pgbench:postgresql-client psql:postgresql-client mariadb:mariadb-client sysbench:sysbench perf:linux-perf valgrind:valgrind; do
   command -v "${pair%%:*}" >/dev/null 2>&1 || missing+=("${pair##*:}")
 done
 if [ ${#missing[@]} -gt 0 ]; then

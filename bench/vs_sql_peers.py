@@ -1,6 +1,7 @@
 """Driver of bench/vs-sql-peers.sh: see that script for what is measured."""
 
 import argparse
+import glob
 import json
 import os
 import re
@@ -11,7 +12,7 @@ import sys
 import tempfile
 import time
 
-from vs_peers import BAKEOFF, perf_run
+from vs_peers import BAKEOFF, callgrind_ir, perf_run
 
 RECORDS = 100_000
 # The peers read and write records RECORDS..2*RECORDS-1 of the same table:
@@ -25,6 +26,10 @@ VALUE_HEX = "61" * VALUE
 KEY_PG = "'bk:' || lpad(:n::text, 12, '0')"
 
 MIXES = {"100:0": 100, "50:50": 50}
+
+# pgbench itself, not Debian's wrapper script (whose Perl would be counted
+# as pgbench's CPU, and which valgrind would trace instead).
+PGBENCH = next(iter(sorted(glob.glob("/usr/lib/postgresql/*/bin/pgbench"), reverse=True)), "pgbench")
 
 
 def pg_scripts(work):
@@ -106,10 +111,13 @@ class Tool:
 
 
 class Bakeoff(Tool):
-    def command(self, url, mix, conns, duration, out, work):
+    def command(self, url, mix, conns, duration, out, work, ops=None):
         m = "100:0" if mix == "100:0" else "50:0:50"
+        # A second of warm-up: the connections are made before the
+        # measured phase, as pgbench's rate leaves out its connection time.
+        run = ["--ops", str(ops), "--warmup", "0"] if ops else ["--warmup", "1s", "--duration", f"{duration}s"]
         return [BAKEOFF, "run", "-t", url, "--no-load", "--records", str(RECORDS), "--value-size", str(VALUE),
-                "--mix", m, "--clients", str(conns), "--warmup", "0", "--duration", f"{duration}s", "-q", "-o", out]
+                "--mix", m, "--clients", str(conns), "-q", "-o", out] + run
 
     def parse(self, text, out, conns):
         r = json.load(open(out))["runs"][0]
@@ -119,12 +127,13 @@ class Bakeoff(Tool):
 
 
 class Pgbench(Tool):
-    def command(self, url, mix, conns, duration, out, work):
+    def command(self, url, mix, conns, duration, out, work, ops=None):
         get, upd = pg_scripts(work)
         port = url.rsplit(":", 1)[1].split("/")[0]
         scripts = ["-f", f"{get}@100"] if mix == "100:0" else ["-f", f"{get}@50", "-f", f"{upd}@50"]
-        return ["pgbench", "-h", "127.0.0.1", "-p", port, "-U", "bakeoff", "-n", "-M", "prepared", "-c", str(conns),
-                "-j", "1", "-T", str(duration)] + scripts + ["postgres"]
+        run = ["-t", str(ops // conns)] if ops else ["-T", str(duration)]
+        return [PGBENCH, "-h", "127.0.0.1", "-p", port, "-U", "bakeoff", "-n", "-M", "prepared", "-c", str(conns),
+                "-j", "1"] + run + scripts + ["postgres"]
 
     def parse(self, text, out, conns):
         tps = re.search(r"tps = ([\d.]+) \(without initial connection time\)", text)
@@ -135,13 +144,14 @@ class Pgbench(Tool):
 
 
 class Sysbench(Tool):
-    def command(self, url, mix, conns, duration, out, work):
+    def command(self, url, mix, conns, duration, out, work, ops=None):
         lua = os.path.join(work, "kv.lua")
         with open(lua, "w") as f:
             f.write(SYSBENCH_LUA)
         port = url.rsplit(":", 1)[1]
         return ["sysbench", lua, "--db-driver=mysql", "--mysql-host=127.0.0.1", f"--mysql-port={port}",
-                "--mysql-user=root", "--mysql-db=bakeoff", f"--threads={conns}", f"--time={duration}",
+                "--mysql-user=root", "--mysql-db=bakeoff", f"--threads={conns}",
+                *([f"--events={ops}", "--time=0"] if ops else [f"--time={duration}"]),
                 f"--read_pct={MIXES[mix]}", f"--records={RECORDS}", f"--first={PEER_FIRST}", "--report-interval=0", "run"]
 
     def parse(self, text, out, conns):
@@ -159,6 +169,8 @@ def main():
     ap.add_argument("--connections", default="1,16,64")
     ap.add_argument("--mixes", default="100:0,50:50")
     ap.add_argument("--servers", default="postgres,mariadb")
+    ap.add_argument("--no-callgrind", action="store_true",
+                    help="skip counting instructions per statement under valgrind")
     args = ap.parse_args()
     conns_list = [int(c) for c in args.connections.split(",")]
     mixes = args.mixes.split(",")
@@ -203,14 +215,32 @@ def main():
                         print(f"round {rnd + 1} {t.server:8} c{conns:<3} {mix:6} {t.name:9} {rate:>9.0f} ops/s "
                               f"{task_ms * 1e6 / ops:>7.0f} ns CPU/op {calls / ops:6.3f} syscalls/op "
                               f"mean {mean * 1e6 if mean else 0:>7.0f} us", file=sys.stderr)
-        report(results, tools)
+        ir = {}
+        if not args.no_callgrind:
+            # Instructions per statement: two runs of different lengths at
+            # 16 connections, 100:0, their difference over the statements
+            # the server counted (start-up and connections cancel out).
+            conns, small, large = 16, 16_000, 48_000
+            for t in tools:
+                try:
+                    out = os.path.join(work, "cg.json")
+                    counts = []
+                    for n in (small, large):
+                        before = server_ops(t.server, ports[t.server])
+                        ins = callgrind_ir(t.command(urls[t.server], "100:0", conns, 0, out, work, ops=n))
+                        counts.append((ins, server_ops(t.server, ports[t.server]) - before))
+                    (a, na), (b, nb) = counts
+                    ir[(t.server, t.name)] = (b - a) / (nb - na)
+                except Exception as e:  # a tool that cannot run under valgrind is reported, not fatal
+                    print(f"callgrind {t.name} {t.server}: {e}", file=sys.stderr)
+        report(results, ir, tools)
     finally:
         starter.stdin.close()
         starter.wait(timeout=60)
         shutil.rmtree(work, ignore_errors=True)
 
 
-def report(results, tools):
+def report(results, ir, tools):
     backend = next((getattr(t, "backend", None) for t in tools if hasattr(t, "backend")), "?")
     print(f"\nmedians of interleaved rounds; table kv of {RECORDS} rows, {VALUE}-byte values, point SELECT by key and "
           f"UPDATE by key; bakeoff I/O: {backend}")
@@ -236,6 +266,12 @@ def report(results, tools):
         peer = next((v for k, v in rows.items() if k[:3] == (server, conns, mix) and k[3] != "bakeoff"), None)
         if peer:
             print(f"  {server:8} c{conns:<3} {mix:6}: CPU/op {mine[1] / peer[1]:.2f} x, ops/s {mine[0] / peer[0]:.2f} x")
+    if ir:
+        print("\ninstructions per statement (callgrind, 16 connections, 100:0, the client process):")
+        for (server, name), n in sorted(ir.items()):
+            peer = next((v for k, v in ir.items() if k[0] == server and k[1] != name), None)
+            ratio = f" ({n / peer:.2f} x the peer)" if peer and name == "bakeoff" else ""
+            print(f"  {server:8} {name:9} {n:>8,.0f}{ratio}")
 
 
 if __name__ == "__main__":
