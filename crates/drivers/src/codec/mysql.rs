@@ -134,30 +134,23 @@ fn packet(buf: &[u8], at: usize, seq: u8) -> Result<Option<(usize, usize)>, ()> 
 /// of pieces, typed as `types` says.
 #[inline]
 fn push_execute(out: &mut Vec<u8>, id: u32, types: &[[u8; 2]], params: &[&[&[u8]]]) {
-    let data: usize = params
-        .iter()
-        .map(|p| {
-            let n = p.iter().map(|piece| piece.len()).sum();
-            lenenc_len(n) + n
-        })
-        .sum();
-    // Command (1), id (4), flags (1), iterations (4), NULL bitmap (1 for up
-    // to 8 parameters), "types follow" (1), types, values.
-    let len = 1 + 4 + 1 + 4 + 1 + 1 + 2 * types.len() + data;
-    out.extend_from_slice(&(len as u32).to_le_bytes()[..3]);
-    out.push(0);
-    out.push(COM_STMT_EXECUTE);
+    let at = out.len();
+    out.extend_from_slice(&[0, 0, 0, 0, COM_STMT_EXECUTE]);
     out.extend_from_slice(&id.to_le_bytes());
+    // No cursor, one iteration, the NULL bitmap (one byte for up to 8
+    // parameters, none NULL), types follow.
     out.extend_from_slice(&[0, 1, 0, 0, 0, 0, 1]);
     for t in types {
         out.extend_from_slice(t);
     }
     for p in params {
+        // (A length-encoded length: its width depends on the sum.)
         push_lenenc(out, p.iter().map(|piece| piece.len()).sum());
         for piece in *p {
             out.extend_from_slice(piece);
         }
     }
+    end_packet(out, at);
 }
 
 /// Appends a batched load of `rows`, MariaDB's way of running a
@@ -203,7 +196,10 @@ fn push_batch(out: &mut Vec<u8>, rows: &[BatchRow]) {
 #[inline]
 fn end_packet(out: &mut [u8], at: usize) {
     let len = out.len() - at - 4;
-    debug_assert!(len < MAX_PAYLOAD, "the driver keeps batches under a packet");
+    debug_assert!(
+        len < MAX_PAYLOAD,
+        "the driver keeps requests under a packet"
+    );
     out[at..at + 3].copy_from_slice(&(len as u32).to_le_bytes()[..3]);
 }
 
@@ -378,11 +374,7 @@ impl Codec for MysqlCodec {
     }
 
     fn describe(&self, kind: OpKind) -> String {
-        let sql = match kind {
-            OpKind::Get | OpKind::Search => GET,
-            OpKind::Set | OpKind::Update => PUT,
-            OpKind::Delete => DEL,
-        };
+        let sql = crate::sql::describe(kind, [GET, PUT, DEL], PUT, false);
         format!("{sql} (prepared once per connection; COM_STMT_EXECUTE per operation)")
     }
 }

@@ -58,29 +58,25 @@ pub struct PostgresCodec;
 /// parameter (`params`, each made of pieces) and the result in binary.
 #[inline]
 fn push_bind(out: &mut Vec<u8>, name: &str, params: &[&[&[u8]]]) {
-    let data: usize = params
-        .iter()
-        .map(|p| 4 + p.iter().map(|piece| piece.len()).sum::<usize>())
-        .sum();
-    // Length (4), portal "" (1), name and its NUL, one parameter format
-    // code (2 + 2), the parameter count (2), the parameters, one result
-    // format code (2 + 2).
-    let len = 4 + 1 + name.len() + 1 + 4 + 2 + data + 4;
-    out.push(b'B');
-    out.extend_from_slice(&(len as u32).to_be_bytes());
+    let at = start_message(out, b'B');
+    // Portal "", the statement, one format code for every parameter
+    // (binary).
     out.push(0);
     out.extend_from_slice(name.as_bytes());
-    out.push(0);
-    out.extend_from_slice(&[0, 1, 0, 1]);
+    out.extend_from_slice(&[0, 0, 1, 0, 1]);
     out.extend_from_slice(&(params.len() as u16).to_be_bytes());
     for p in params {
-        let n: usize = p.iter().map(|piece| piece.len()).sum();
-        out.extend_from_slice(&(n as u32).to_be_bytes());
+        let len_at = out.len();
+        out.extend_from_slice(&[0; 4]);
         for piece in *p {
             out.extend_from_slice(piece);
         }
+        let n = (out.len() - len_at - 4) as u32;
+        out[len_at..len_at + 4].copy_from_slice(&n.to_be_bytes());
     }
+    // One result format code: binary.
     out.extend_from_slice(&[0, 1, 0, 1]);
+    end_message(out, at);
 }
 
 /// Starts a frontend message of type `t` whose length is patched in by
@@ -246,11 +242,7 @@ impl Codec for PostgresCodec {
     }
 
     fn describe(&self, kind: OpKind) -> String {
-        let sql = match kind {
-            OpKind::Get | OpKind::Search => GET,
-            OpKind::Set | OpKind::Update => PUT,
-            OpKind::Delete => DEL,
-        };
+        let sql = crate::sql::describe(kind, [GET, PUT, DEL], PUT, false);
         format!("{sql} (prepared once per connection; Bind, Execute, Sync per operation)")
     }
 }

@@ -149,17 +149,12 @@ impl PgConnector {
                     scram = Some(s);
                 }
                 Message::AuthenticationSaslContinue(body) => {
-                    let s = scram.as_mut().ok_or_else(|| {
-                        self.fail(ErrorKind::InvalidData, "SASL out of order".into())
-                    })?;
+                    let s = self.scram_started(&mut scram)?;
                     s.update(body.data())?;
                     frontend::sasl_response(s.message(), &mut out)?;
                 }
                 Message::AuthenticationSaslFinal(body) => {
-                    let s = scram.as_mut().ok_or_else(|| {
-                        self.fail(ErrorKind::InvalidData, "SASL out of order".into())
-                    })?;
-                    s.finish(body.data())?;
+                    self.scram_started(&mut scram)?.finish(body.data())?;
                     continue;
                 }
                 _ => {
@@ -171,6 +166,17 @@ impl PgConnector {
             }
             s.write_all(&out)?;
         }
+    }
+
+    /// The SCRAM exchange the server continues: an error when it never
+    /// asked for one.
+    fn scram_started<'s>(
+        &self,
+        scram: &'s mut Option<sasl::ScramSha256>,
+    ) -> std::io::Result<&'s mut sasl::ScramSha256> {
+        scram
+            .as_mut()
+            .ok_or_else(|| self.fail(ErrorKind::InvalidData, "SASL out of order".into()))
     }
 
     /// Prepares the codec's statements.
