@@ -7,11 +7,13 @@
 # whose input is kept in fuzz/artifacts/TARGET/ with the command that
 # replays it.
 #
-#   bench/fuzz.sh [--seconds N] [--ci] [--no-save] [TARGET...]
+#   bench/fuzz.sh [--seconds N] [--ci] [--no-save] [--build-only] [TARGET...]
 #
 #   --seconds N  time per target (default 60; 10 with --ci)
 #   --ci         the test suite's short run: 10 s per target, the committed
 #                corpus only read
+#   --build-only build the targets and stop (the test suite builds them
+#                while its tests run)
 #   --no-save    leave fuzz/corpus as it is (by default the inputs that
 #                reach new code are merged into it, to be committed)
 #   TARGET       resp memcache_text memcache_binary handlersocket postgres
@@ -23,13 +25,14 @@
 # builds only what changed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-seconds="" ci=0 save=1 targets=()
+seconds="" ci=0 save=1 build_only=0 targets=()
 while [ $# -gt 0 ]; do
   case $1 in
     --seconds) [ $# -ge 2 ] || { echo "--seconds needs a number" >&2; exit 2; }; seconds=$2; shift 2 ;;
     --seconds=*) seconds=${1#*=}; shift ;;
     --ci) ci=1 save=0; shift ;;
     --no-save) save=0; shift ;;
+    --build-only) build_only=1; shift ;;
     -h|--help) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     -*) echo "unknown option $1 (see $0 --help)" >&2; exit 2 ;;
     *) targets+=("$1"); shift ;;
@@ -59,6 +62,7 @@ done
 # Safe Rust: libFuzzer's own checks, without AddressSanitizer (twice as
 # fast); release code with debug assertions and overflow checks.
 nice -n 19 cargo +nightly fuzz build -s none
+[ "$build_only" = 0 ] || exit 0
 bin=target/$(rustc +nightly -vV | sed -n 's/^host: //p')/release
 work=$(mktemp -d /tmp/bakeoff-fuzz.XXXXXX)
 trap 'rm -rf "$work"' EXIT

@@ -250,10 +250,21 @@ fn broken_presets() {
     );
 }
 
+/// What the unreachable-server tests rely on: a closed port refuses
+/// connections and no server started meanwhile can take it.
+#[test]
+fn a_closed_port_refuses_and_cannot_be_taken() {
+    let (_closed, port) = closed_port();
+    let e = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap_err();
+    assert_eq!(e.kind(), std::io::ErrorKind::ConnectionRefused, "{e}");
+    let e = std::net::TcpListener::bind(("127.0.0.1", port)).unwrap_err();
+    assert_eq!(e.kind(), std::io::ErrorKind::AddrInUse, "{e}");
+}
+
 #[test]
 fn unreachable_or_refusing_servers() {
-    // A port nobody listens on (bound then released).
-    let port = bakeoff_servers::free_port().unwrap();
+    // A port nobody listens on, held so that nothing else takes it.
+    let (_closed, port) = closed_port();
     let url = format!("redis://127.0.0.1:{port}");
     expect_usage_error(
         &["run", "-t", &url, "--duration", "1s"],

@@ -152,7 +152,7 @@ fn managed_mariadb_loads_verifies_and_cleans_up() {
 
 #[test]
 fn unreachable_postgres_url_is_a_clear_error() {
-    let port = bakeoff_servers::free_port().unwrap();
+    let (_closed, port) = closed_port();
     let o = bakeoff(&[
         "run",
         "-t",
@@ -171,7 +171,7 @@ fn unreachable_postgres_url_is_a_clear_error() {
 
 #[test]
 fn unreachable_mariadb_url_is_a_clear_error() {
-    let port = bakeoff_servers::free_port().unwrap();
+    let (_closed, port) = closed_port();
     let o = bakeoff(&[
         "run",
         "-t",
@@ -592,7 +592,7 @@ fn mongodb_by_url_works_against_a_wire_compatible_server() {
 
 #[test]
 fn unreachable_mongodb_url_is_a_clear_error() {
-    let port = bakeoff_servers::free_port().unwrap();
+    let (_closed, port) = closed_port();
     let o = bakeoff(&[
         "run",
         "-t",

@@ -10,6 +10,39 @@ use std::time::Duration;
 
 use bakeoff_servers::{ManagedServer, ServerCommand};
 
+/// A loopback port nothing listens on and nothing else can take while the
+/// returned socket lives: bound, never listening, so connecting to it is
+/// refused. (A port merely found free can be taken meanwhile by a server
+/// another test starts: a URL meant to be unreachable then reaches it.)
+pub fn closed_port() -> (std::os::fd::OwnedFd, u16) {
+    use std::os::fd::FromRawFd;
+    // SAFETY: plain socket calls on a descriptor this function owns, with
+    // a sockaddr_in of the size passed.
+    unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+        assert!(fd >= 0, "socket: {}", std::io::Error::last_os_error());
+        let owned = std::os::fd::OwnedFd::from_raw_fd(fd);
+        let mut addr: libc::sockaddr_in = std::mem::zeroed();
+        addr.sin_family = libc::AF_INET as libc::sa_family_t;
+        addr.sin_addr.s_addr = u32::from(std::net::Ipv4Addr::LOCALHOST).to_be();
+        let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+        let rc = libc::bind(
+            fd,
+            &addr as *const libc::sockaddr_in as *const libc::sockaddr,
+            len,
+        );
+        assert_eq!(rc, 0, "bind: {}", std::io::Error::last_os_error());
+        let mut got_len = len;
+        let rc = libc::getsockname(
+            fd,
+            &mut addr as *mut libc::sockaddr_in as *mut libc::sockaddr,
+            &mut got_len,
+        );
+        assert_eq!(rc, 0, "getsockname: {}", std::io::Error::last_os_error());
+        (owned, u16::from_be(addr.sin_port))
+    }
+}
+
 /// Fails under CI when a server is missing; skips with a reason elsewhere.
 pub fn require(program: &str, package: &str) -> bool {
     if bakeoff_servers::find_on_path(program).is_some() {
