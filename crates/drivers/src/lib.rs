@@ -19,7 +19,8 @@
 //! - [`nodes`]: several servers of one kind as one target: shards (keys
 //!   spread by ketama) or a primary and a replica (`--topology`).
 //! - [`settings`]: typed reading of `[servers.NAME]` tables.
-//! - [`sql`]: what the SQL targets share.
+//! - [`sql`]: what the SQL targets share (their codecs use it too, so it
+//!   needs no feature).
 //! - [`embedded`]: engines opened in-process (Tokyo Cabinet, …), loaded
 //!   with [`dl`] at run time.
 
@@ -49,5 +50,4 @@ mod redis_cluster;
 pub mod registry;
 pub mod running;
 pub mod settings;
-#[cfg(any(feature = "postgres", feature = "mariadb"))]
 pub mod sql;
