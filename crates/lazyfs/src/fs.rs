@@ -308,8 +308,15 @@ impl Shared {
 
     /// Attributes as the kernel must see them: the backing file's, with the
     /// logical size (and last write time) while there is dirty data.
-    fn attr(&self, node: &Node, st: &libc::stat) -> FileAttr {
+    ///
+    /// The backing file is stat'ed under the inode's data lock: stat'ed
+    /// before it, an fsync could write the dirty tail back and mark the
+    /// inode clean in between, and the size answered would be the one from
+    /// before the last writes; the kernel takes it, and the next `O_APPEND`
+    /// write lands on top of them.
+    fn attr(&self, node: &Node) -> io::Result<FileAttr> {
         let d = lock(&node.data);
+        let st = sys::fstat(node.fd.as_raw_fd())?;
         let (size, mtime) = match d.dirty.size() {
             Some(s) => (s, d.mtime),
             None => (st.st_size as u64, None),
@@ -320,7 +327,7 @@ impl Shared {
         } else {
             0
         });
-        FileAttr {
+        Ok(FileAttr {
             ino: INodeNo(node.ino),
             size,
             blocks,
@@ -336,12 +343,12 @@ impl Shared {
             rdev: st.st_rdev as u32,
             blksize: st.st_blksize as u32,
             flags: 0,
-        }
+        })
     }
 
     fn entry(&self, parent: &Node, name: &OsStr) -> Result<FileAttr, Errno> {
-        let (n, st) = self.lookup_child(parent, name).map_err(errno)?;
-        Ok(self.attr(&n, &st))
+        let (n, _) = self.lookup_child(parent, name).map_err(errno)?;
+        self.attr(&n).map_err(errno)
     }
 
     /// Gives a file created on behalf of a client the client's ownership
@@ -638,8 +645,9 @@ macro_rules! tri {
 }
 
 impl LazyFs {
-    fn reply_attr(&self, node: &Node, st: &libc::stat, reply: ReplyAttr) {
-        reply.attr(&TTL, &self.shared.attr(node, st));
+    fn reply_attr(&self, node: &Node, reply: ReplyAttr) {
+        let attr = tri!(reply, self.shared.attr(node).map_err(errno));
+        reply.attr(&TTL, &attr);
     }
 
     fn set_size(&self, node: &Node, fh: Option<FileHandle>, size: u64) -> Result<(), Errno> {
@@ -678,15 +686,9 @@ impl Filesystem for LazyFs {
         }
     }
 
-    fn getattr(&self, _req: &Request, ino: INodeNo, fh: Option<FileHandle>, reply: ReplyAttr) {
-        let s = &self.shared;
-        let n = tri!(reply, s.node(ino));
-        let st = match fh.and_then(|fh| s.handle(fh).ok()).as_deref() {
-            Some(Handle::File(of)) => sys::fstat(of.file.as_raw_fd()),
-            _ => sys::fstat(n.fd.as_raw_fd()),
-        };
-        let st = tri!(reply, st.map_err(errno));
-        self.reply_attr(&n, &st, reply);
+    fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
+        let n = tri!(reply, self.shared.node(ino));
+        self.reply_attr(&n, reply);
     }
 
     fn setattr(
@@ -739,8 +741,7 @@ impl Filesystem for LazyFs {
                 lock(&n.data).mtime = None;
             }
         }
-        let st = tri!(reply, sys::fstat(fd).map_err(errno));
-        self.reply_attr(&n, &st, reply);
+        self.reply_attr(&n, reply);
     }
 
     fn readlink(&self, _req: &Request, ino: INodeNo, reply: ReplyData) {
@@ -777,8 +778,8 @@ impl Filesystem for LazyFs {
         // Our own umask applied to mknod; set the mode the client asked for.
         let _ = sys::chmod_fd(n.fd.as_raw_fd(), perm);
         let _ = s.own(req, &p, n.fd.as_raw_fd());
-        let st = tri!(reply, sys::fstat(n.fd.as_raw_fd()).map_err(errno));
-        reply.entry(&TTL, &s.attr(&n, &st), Generation(0));
+        let attr = tri!(reply, s.attr(&n).map_err(errno));
+        reply.entry(&TTL, &attr, Generation(0));
     }
 
     fn mkdir(
@@ -805,8 +806,8 @@ impl Filesystem for LazyFs {
         }
         let _ = sys::chmod_fd(n.fd.as_raw_fd(), perm);
         let _ = s.own(req, &p, n.fd.as_raw_fd());
-        let st = tri!(reply, sys::fstat(n.fd.as_raw_fd()).map_err(errno));
-        reply.entry(&TTL, &s.attr(&n, &st), Generation(0));
+        let attr = tri!(reply, s.attr(&n).map_err(errno));
+        reply.entry(&TTL, &attr, Generation(0));
     }
 
     fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
@@ -849,8 +850,8 @@ impl Filesystem for LazyFs {
         );
         let (n, _) = tri!(reply, s.lookup_child(&p, link_name).map_err(errno));
         let _ = s.own(req, &p, n.fd.as_raw_fd());
-        let st = tri!(reply, sys::fstat(n.fd.as_raw_fd()).map_err(errno));
-        reply.entry(&TTL, &s.attr(&n, &st), Generation(0));
+        let attr = tri!(reply, s.attr(&n).map_err(errno));
+        reply.entry(&TTL, &attr, Generation(0));
     }
 
     fn rename(
@@ -1192,9 +1193,8 @@ impl Filesystem for LazyFs {
         if !created && flags & libc::O_TRUNC != 0 {
             tri!(reply, s.truncate(&n, Some(&file), 0).map_err(errno));
         }
-        let st = tri!(reply, sys::fstat(file.as_raw_fd()).map_err(errno));
+        let attr = tri!(reply, s.attr(&n).map_err(errno));
         lock(&n.data).open += 1;
-        let attr = s.attr(&n, &st);
         let fh = s.add_handle(Handle::File(OpenFile {
             node: n,
             file,
