@@ -47,6 +47,7 @@ pub mod error;
 pub mod find;
 pub mod harness;
 pub mod ketama;
+pub mod merge;
 pub mod mock;
 pub mod net;
 pub mod pacing;

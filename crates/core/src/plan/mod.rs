@@ -19,6 +19,7 @@ pub mod fault;
 pub mod link;
 pub mod params;
 pub mod raw;
+pub mod shard;
 pub mod sweep;
 pub mod target;
 pub mod topology;
