@@ -22,7 +22,7 @@ use bakeoff_report::html::HtmlExporter;
 use bakeoff_report::markdown::MarkdownExporter;
 use bakeoff_report::{Exporter, JsonExporter, TextExporter};
 
-use crate::cli::{Cli, Command, CompareArgs, ReportArgs, RunArgs};
+use crate::cli::{Cli, Command, CompareArgs, MergeArgs, ReportArgs, RunArgs};
 use crate::progress::Progress;
 
 /// Every run clean.
@@ -101,6 +101,7 @@ pub fn main(cli: Cli) -> i32 {
             .map(|()| EXIT_OK),
         Command::Report(args) => report(&args),
         Command::Compare(args) => compare(&args),
+        Command::Merge(args) => merge(&args),
         Command::EngineHost(args) => engine_host(&args),
         Command::Schema => serde_json::to_string_pretty(&bakeoff_core::result::json_schema())
             .map_err(|e| AppError::Failed(format!("cannot write the schema: {e}")))
@@ -593,6 +594,37 @@ fn report(args: &ReportArgs) -> Result<i32, AppError> {
         &TextExporter
     };
     to_stdout(|o| exporter.export(&results, o))?;
+    Ok(EXIT_OK)
+}
+
+fn merge(args: &MergeArgs) -> Result<i32, AppError> {
+    if !args.output.ends_with(".json") {
+        return Err(AppError::Usage(format!(
+            "-o {}: the merged file is JSON; write -o NAME.json (the report goes beside it as .html)",
+            args.output
+        )));
+    }
+    let files = args
+        .files
+        .iter()
+        .map(|f| ExperimentResult::read(Path::new(f)).map(|r| (f.clone(), r)))
+        .collect::<Result<Vec<_>, _>>()?;
+    let merged = bakeoff_core::merge::merge_results(&files)
+        .map_err(|e| AppError::Usage(format!("cannot merge: {e}")))?;
+    let out = Path::new(&args.output);
+    merged
+        .write_atomic(out)
+        .map_err(|e| AppError::Failed(format!("cannot write {}: {e}", args.output)))?;
+    let html = out.with_extension("html");
+    write_report(&HtmlExporter, std::slice::from_ref(&merged), &html).map_err(|e| {
+        AppError::Failed(format!("cannot write the HTML report {}: {e}", html.display()))
+    })?;
+    say!(
+        "merged {} shards into {} (report: {})",
+        files.len(),
+        args.output,
+        html.display()
+    );
     Ok(EXIT_OK)
 }
 

@@ -86,6 +86,17 @@ pub enum Command {
     ///
     ///   bakeoff compare before.json after.json
     Compare(CompareArgs),
+    /// Merge the result files of every shard of one experiment (`run
+    /// --shard i/N` on several machines) into one result file.
+    ///
+    /// Histograms are added bucket by bucket, counts and errors summed;
+    /// the files must share the plan, bakeoff's version and the shard
+    /// count, and hold each shard once. The merged file is an ordinary
+    /// result file (report, compare and the HTML work on it) with a table
+    /// of what each shard did. Example:
+    ///
+    ///   bakeoff merge shard-*.json -o merged.json
+    Merge(MergeArgs),
     /// Print the JSON Schema of result files.
     Schema,
     /// Serve an embedded engine over RESP on a loopback port until SIGTERM.
@@ -93,6 +104,17 @@ pub enum Command {
     /// and restart the engine; not meant to be run by hand.
     #[command(name = "engine-host", hide = true)]
     EngineHost(EngineHostArgs),
+}
+
+/// Arguments of `bakeoff merge`.
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// Every shard's result file.
+    #[arg(required = true, value_name = "SHARD.json")]
+    pub files: Vec<String>,
+    /// The merged result file (JSON; the HTML report goes beside it).
+    #[arg(short = 'o', long = "output", value_name = "FILE.json")]
+    pub output: String,
 }
 
 /// Arguments of the hidden `engine-host` command.

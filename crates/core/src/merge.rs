@@ -7,11 +7,55 @@ use std::collections::BTreeMap;
 
 use hdrhistogram::Histogram;
 
-use crate::result::{decode_histogram, LatencySummary, OpResult, PhaseResult};
+use crate::result::{
+    decode_histogram, ClientUsage, ExperimentResult, LatencySummary, OpResult, PhaseResult,
+    RunResult, ShardSummary, TimelinePoint,
+};
 
 /// Why results cannot be merged.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum MergeError {
+    /// No file was given.
+    #[error("no shard files to merge; give every shard's result file, e.g. bakeoff merge shard-*.json -o merged.json")]
+    Empty,
+    /// A file that is no shard's.
+    #[error("{file} is not a shard's result: it was not run with --shard INDEX/COUNT")]
+    NotAShard {
+        /// The file.
+        file: String,
+    },
+    /// Files of different plans, versions or shard counts.
+    #[error("{file} and {first} are not shards of one experiment: their {what} differ ({theirs} against {ours})")]
+    Differs {
+        /// The file that differs.
+        file: String,
+        /// The first file, what it is held against.
+        first: String,
+        /// What differs: plan hash, bakeoff version, shard count, runs.
+        what: &'static str,
+        /// The first file's.
+        ours: String,
+        /// This file's.
+        theirs: String,
+    },
+    /// A shard given twice.
+    #[error("shard {index} is given twice ({first} and {file}); give each shard's file once")]
+    Duplicate {
+        /// The shard.
+        index: u32,
+        /// Its first file.
+        first: String,
+        /// The second.
+        file: String,
+    },
+    /// Shards missing.
+    #[error("shards {missing:?} of {count} are missing: every shard's file is needed for an exact merge")]
+    Missing {
+        /// Their indexes.
+        missing: Vec<u32>,
+        /// Shards in all.
+        count: u32,
+    },
     /// A histogram does not decode.
     #[error("{what}: {message}")]
     Histogram {
@@ -167,6 +211,201 @@ fn add_steps(
         .collect()
 }
 
+/// Merges the result files of every shard of one experiment, `(file name,
+/// its result)`: they must share the plan, the bakeoff version and the
+/// shard count, and hold each index once. The merged file is an ordinary
+/// result file: its runs add the shards' runs up (see [`add_phases`]), and
+/// [`ExperimentResult::shards`] keeps what each shard did.
+pub fn merge_results(files: &[(String, ExperimentResult)]) -> Result<ExperimentResult, MergeError> {
+    let (first_name, first) = files.first().ok_or(MergeError::Empty)?;
+    let shard_of = |(name, r): &(String, ExperimentResult)| {
+        r.shard.clone().ok_or_else(|| MergeError::NotAShard { file: name.clone() })
+    };
+    let ours = shard_of(&files[0])?;
+    let mut by_index: BTreeMap<u32, &String> = BTreeMap::new();
+    for f in files {
+        let theirs = shard_of(f)?;
+        let differs = |what, ours: String, theirs: String| MergeError::Differs {
+            file: f.0.clone(),
+            first: first_name.clone(),
+            what,
+            ours,
+            theirs,
+        };
+        if theirs.plan_hash != ours.plan_hash {
+            return Err(differs("plan hashes", ours.plan_hash.clone(), theirs.plan_hash));
+        }
+        let (v0, v) = (&first.environment.bakeoff_version, &f.1.environment.bakeoff_version);
+        if v != v0 {
+            return Err(differs("bakeoff versions", v0.clone(), v.clone()));
+        }
+        if theirs.count != ours.count {
+            return Err(differs("shard counts", ours.count.to_string(), theirs.count.to_string()));
+        }
+        let runs = |r: &ExperimentResult| {
+            r.runs
+                .iter()
+                .map(|run| format!("{} {:?} #{}", run.target, run.point, run.repeat))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        if runs(&f.1) != runs(first) {
+            return Err(differs("runs", runs(first), runs(&f.1)));
+        }
+        if let Some(seen) = by_index.insert(theirs.index, &f.0) {
+            return Err(MergeError::Duplicate {
+                index: theirs.index,
+                first: seen.clone(),
+                file: f.0.clone(),
+            });
+        }
+    }
+    let missing: Vec<u32> = (0..ours.count).filter(|i| !by_index.contains_key(i)).collect();
+    if !missing.is_empty() {
+        return Err(MergeError::Missing {
+            missing,
+            count: ours.count,
+        });
+    }
+    let mut runs = Vec::with_capacity(first.runs.len());
+    for k in 0..first.runs.len() {
+        let parts: Vec<&RunResult> = files.iter().map(|(_, r)| &r.runs[k]).collect();
+        runs.push(add_runs(&parts)?);
+    }
+    let mut merged = first.clone();
+    merged.runs = runs;
+    merged.shard = None;
+    merged.started_at = files
+        .iter()
+        .map(|(_, r)| r.started_at.clone())
+        .min()
+        .unwrap_or_default();
+    merged.status = files
+        .iter()
+        .map(|(_, r)| r.status.clone())
+        .find(|s| s != "complete")
+        .unwrap_or_else(|| "complete".into());
+    merged.warnings = files
+        .iter()
+        .flat_map(|(name, r)| r.warnings.iter().map(move |w| format!("{name}: {w}")))
+        .collect();
+    merged.shards = files
+        .iter()
+        .map(|(name, r)| {
+            let shard = r.shard.clone().expect("checked above");
+            ShardSummary {
+                start_skew_s: shard
+                    .planned_start
+                    .as_deref()
+                    .and_then(|p| seconds_between(p, &shard.started_at)),
+                shard,
+                file: name.clone(),
+                reached_per_s: r.runs.iter().map(|run| run.measure.attempted_per_s()).collect(),
+                asked_per_s: r.runs.iter().map(|run| run.workload.rate).collect(),
+                client_bound: r.runs.iter().any(|run| run.client.client_bound),
+            }
+        })
+        .collect();
+    merged.shards.sort_by_key(|s| s.shard.index);
+    Ok(merged)
+}
+
+/// Seconds from the RFC 3339 time `from` to `to` (UTC), when both read.
+fn seconds_between(from: &str, to: &str) -> Option<f64> {
+    let at = |t: &str| humantime::parse_rfc3339(t).ok();
+    let (from, to) = (at(from)?, at(to)?);
+    Some(match to.duration_since(from) {
+        Ok(d) => d.as_secs_f64(),
+        Err(e) => -e.duration().as_secs_f64(),
+    })
+}
+
+/// One run of every shard, added up: the clients and the rate the shards
+/// ran together, their phases and timelines summed, each shard's client
+/// threads side by side.
+fn add_runs(parts: &[&RunResult]) -> Result<RunResult, MergeError> {
+    let first = parts[0];
+    let what = format!("run {} ({})", first.index, first.target);
+    let phase = |pick: fn(&RunResult) -> Option<&PhaseResult>, window: fn(&[f64]) -> f64, name| {
+        let ps: Option<Vec<&PhaseResult>> = parts.iter().map(|r| pick(r)).collect();
+        ps.map(|ps| {
+            let durations: Vec<f64> = ps.iter().map(|p| p.duration_s).collect();
+            add_phases(&ps, window(&durations), &format!("{what}, {name}"))
+        })
+        .transpose()
+    };
+    let longest = |d: &[f64]| d.iter().copied().fold(0.0, f64::max);
+    let common = |d: &[f64]| d.iter().copied().fold(f64::INFINITY, f64::min);
+    let mut run = first.clone();
+    // The load: the shards' parts side by side, done when the last is.
+    run.load = phase(|r| r.load.as_ref(), longest, "load")?;
+    run.warmup = phase(|r| r.warmup.as_ref(), common, "warm-up")?;
+    run.measure = phase(|r| Some(&r.measure), common, "measure")?.expect("every run measures");
+    run.workload.clients = parts.iter().map(|r| r.workload.clients).sum();
+    run.workload.threads = parts.iter().map(|r| r.workload.threads).sum();
+    run.workload.rate = parts
+        .iter()
+        .map(|r| r.workload.rate)
+        .sum::<Option<f64>>();
+    run.status = if parts.iter().any(|r| r.status == "failed") {
+        "failed".into()
+    } else if parts.iter().any(|r| r.status == "errors") {
+        "errors".into()
+    } else {
+        first.status.clone()
+    };
+    let messages: Vec<String> = parts.iter().filter_map(|r| r.message.clone()).collect();
+    run.message = (!messages.is_empty()).then(|| messages.join("; "));
+    run.timeline = add_timelines(parts);
+    run.client = ClientUsage {
+        thread_busy_percent: parts
+            .iter()
+            .flat_map(|r| r.client.thread_busy_percent.iter().copied())
+            .collect(),
+        spin_percent: parts
+            .iter()
+            .flat_map(|r| r.client.spin_percent.iter().copied())
+            .collect(),
+        client_bound: parts.iter().any(|r| r.client.client_bound),
+        ..first.client.clone()
+    };
+    // Each shard compared the server's counters, which every shard moved,
+    // with its own requests: no such check holds for one shard, and the
+    // server's counts over the whole window are not in the files.
+    run.checks.counters = Vec::new();
+    run.checks.littles_law_ratio = None;
+    run.checks.records_after_load = parts.iter().filter_map(|r| r.checks.records_after_load).max();
+    run.trace = None;
+    run.nodes = Vec::new();
+    Ok(run)
+}
+
+/// The shards' timelines second by second: operations, errors and misses
+/// summed; each second's percentiles the highest any shard saw (an upper
+/// bound: the seconds' histograms are not kept).
+fn add_timelines(parts: &[&RunResult]) -> Vec<TimelinePoint> {
+    let mut by_second: BTreeMap<(u8, u32), TimelinePoint> = BTreeMap::new();
+    for r in parts {
+        for p in &r.timeline {
+            let order = u8::from(p.phase != "warmup");
+            let m = by_second.entry((order, p.t_s)).or_insert_with(|| TimelinePoint {
+                t_s: p.t_s,
+                phase: p.phase.clone(),
+                ..TimelinePoint::default()
+            });
+            m.ops_per_s += p.ops_per_s;
+            m.errors += p.errors;
+            m.misses += p.misses;
+            m.p50_ns = m.p50_ns.max(p.p50_ns);
+            m.p99_ns = m.p99_ns.max(p.p99_ns);
+            m.p999_ns = m.p999_ns.max(p.p999_ns);
+            m.max_ns = m.max_ns.max(p.max_ns);
+            m.client_cpu_percent += p.client_cpu_percent;
+        }
+    }
+    by_second.into_values().collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -227,6 +466,80 @@ mod tests {
         assert_eq!(merged.errors["timeout"], 3);
         assert_eq!(merged.duration_s, 5.0);
         assert!((merged.throughput_per_s - 302.0).abs() < 1e-9);
+    }
+
+    /// The mock run's result file as shard `index` of `count`.
+    fn shard_file(index: u32, count: u32) -> (String, ExperimentResult) {
+        let mut r: ExperimentResult =
+            serde_json::from_str(include_str!("../../bakeoff/tests/snapshots/mock.json"))
+                .expect("the mock snapshot is a result");
+        r.shard = Some(crate::result::ShardRecord {
+            index,
+            count,
+            plan_hash: "plan-1".into(),
+            planned_start: Some("2026-11-26T08:00:00Z".into()),
+            started_at: format!("2026-11-26T08:00:00.{:03}Z", 10 * index),
+            ended_at: "2026-11-26T08:00:05Z".into(),
+            clock_offset_ns: Some(0),
+        });
+        (format!("shard-{index}.json"), r)
+    }
+
+    #[test]
+    fn shards_add_up_run_by_run_and_keep_their_own_table() {
+        let files: Vec<_> = [2, 0, 1].iter().map(|&i| shard_file(i, 3)).collect();
+        let merged = merge_results(&files).unwrap();
+        let one = &files[0].1;
+        assert_eq!(merged.runs.len(), one.runs.len());
+        assert!(merged.shard.is_none());
+        for (m, o) in merged.runs.iter().zip(&one.runs) {
+            assert_eq!(m.measure.completed, 3 * o.measure.completed);
+            assert_eq!(m.measure.all.count, 3 * o.measure.all.count);
+            assert_eq!(m.workload.clients, 3 * o.workload.clients);
+            // Three copies of one histogram: the same percentiles.
+            assert_eq!(m.measure.all.p99_ns, o.measure.all.p99_ns);
+            for (kind, op) in &o.measure.ops {
+                assert_eq!(m.measure.ops[kind].sent, 3 * op.sent, "{kind}");
+            }
+            let ops = |r: &RunResult| r.timeline.iter().map(|p| p.ops_per_s).sum::<u64>();
+            assert_eq!(ops(m), 3 * ops(o));
+        }
+        // The table: in index order, each start's skew.
+        let skews: Vec<Option<f64>> = merged.shards.iter().map(|s| s.start_skew_s).collect();
+        assert_eq!(merged.shards[0].file, "shard-0.json");
+        assert!((skews[2].unwrap() - 0.02).abs() < 1e-9, "{skews:?}");
+        // A merged file reads back as a result file.
+        let text = serde_json::to_string(&merged).unwrap();
+        let back: ExperimentResult = serde_json::from_str(&text).unwrap();
+        assert_eq!(back.shards.len(), 3);
+    }
+
+    #[test]
+    fn files_that_are_not_one_experiments_shards_are_refused() {
+        let three = || -> Vec<(String, ExperimentResult)> { (0..3).map(|i| shard_file(i, 3)).collect() };
+        let mut other = three();
+        other[1].1.shard.as_mut().unwrap().plan_hash = "plan-2".into();
+        let e = merge_results(&other).unwrap_err();
+        assert!(e.to_string().contains("plan hashes differ"), "{e}");
+        let mut twice = three();
+        twice[2] = shard_file(1, 3);
+        let e = merge_results(&twice).unwrap_err();
+        assert!(matches!(e, MergeError::Duplicate { index: 1, .. }), "{e}");
+        let e = merge_results(&three()[..2]).unwrap_err();
+        assert_eq!(
+            e,
+            MergeError::Missing {
+                missing: vec![2],
+                count: 3
+            }
+        );
+        let mut plain = three();
+        plain[0].1.shard = None;
+        assert!(matches!(merge_results(&plain).unwrap_err(), MergeError::NotAShard { .. }));
+        let mut count = three();
+        count[1] = shard_file(1, 4);
+        assert!(merge_results(&count).unwrap_err().to_string().contains("shard counts"));
+        assert_eq!(merge_results(&[]).unwrap_err(), MergeError::Empty);
     }
 
     #[test]

@@ -46,6 +46,55 @@ pub struct ExperimentResult {
     /// per point and target, naming the runs that were its steps.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub searches: Vec<SearchResult>,
+    /// The shard of an experiment run from several machines this file is
+    /// (`--shard i/N`), if it is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<ShardRecord>,
+    /// A merged file (`bakeoff merge`): what each shard did.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shards: Vec<ShardSummary>,
+}
+
+/// What a shard records of itself, for `bakeoff merge`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ShardRecord {
+    /// This shard, from 0.
+    pub index: u32,
+    /// Shards in all.
+    pub count: u32,
+    /// Hash of the plan every shard ran (the plan without the shard's
+    /// index): files of different plans are not merged.
+    pub plan_hash: String,
+    /// When the measured phase was to start (`--start-at`, RFC 3339), if
+    /// the shards started together.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub planned_start: Option<String>,
+    /// When this shard's first measured phase started (RFC 3339, UTC).
+    pub started_at: String,
+    /// When its last measured phase ended.
+    pub ended_at: String,
+    /// This machine's clock minus the target's, ns, as measured before
+    /// the start, if it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock_offset_ns: Option<i64>,
+}
+
+/// One shard's part of a merged run, in the merged file.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ShardSummary {
+    /// The shard's own record.
+    pub shard: ShardRecord,
+    /// The file it came from.
+    pub file: String,
+    /// Per run of the merged file (in its order): the rate the shard
+    /// reached, ops/s (failed operations included).
+    pub reached_per_s: Vec<f64>,
+    /// The open-loop rate it was asked for, per run (`None`: closed loop).
+    pub asked_per_s: Vec<Option<f64>>,
+    /// Its start after the planned start, seconds (`None` without one).
+    pub start_skew_s: Option<f64>,
+    /// Whether any of its runs was limited by the client.
+    pub client_bound: bool,
 }
 
 /// Where the numbers were measured.

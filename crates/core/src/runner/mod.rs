@@ -808,6 +808,8 @@ pub fn run_experiment(
         runs: Vec::new(),
         warnings: Vec::new(),
         searches: Vec::new(),
+        shard: None,
+        shards: Vec::new(),
     };
     let mut usable = Vec::new();
     for spec in &plan.targets {
