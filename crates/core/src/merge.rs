@@ -326,7 +326,9 @@ fn seconds_between(from: &str, to: &str) -> Option<f64> {
 fn add_runs(parts: &[&RunResult]) -> Result<RunResult, MergeError> {
     let first = parts[0];
     let what = format!("run {} ({})", first.index, first.target);
-    let phase = |pick: fn(&RunResult) -> Option<&PhaseResult>, window: fn(&[f64]) -> f64, name| {
+    let phase = |pick: fn(&RunResult) -> Option<&PhaseResult>,
+                 window: fn(&[f64]) -> f64,
+                 name: &str| {
         let ps: Option<Vec<&PhaseResult>> = parts.iter().map(|r| pick(r)).collect();
         ps.map(|ps| {
             let durations: Vec<f64> = ps.iter().map(|p| p.duration_s).collect();
@@ -338,9 +340,10 @@ fn add_runs(parts: &[&RunResult]) -> Result<RunResult, MergeError> {
     let common = |d: &[f64]| d.iter().copied().fold(f64::INFINITY, f64::min);
     let mut run = first.clone();
     // The load: the shards' parts side by side, done when the last is.
-    run.load = phase(|r| r.load.as_ref(), longest, "load")?;
-    run.warmup = phase(|r| r.warmup.as_ref(), common, "warm-up")?;
-    run.measure = phase(|r| Some(&r.measure), common, "measure")?.expect("every run measures");
+    run.load = phase(|r: &RunResult| r.load.as_ref(), longest, "load")?;
+    run.warmup = phase(|r: &RunResult| r.warmup.as_ref(), common, "warm-up")?;
+    run.measure = phase(|r: &RunResult| Some(&r.measure), common, "measure")?
+        .expect("every run measures");
     run.workload.clients = parts.iter().map(|r| r.workload.clients).sum();
     run.workload.threads = parts.iter().map(|r| r.workload.threads).sum();
     run.workload.rate = parts
