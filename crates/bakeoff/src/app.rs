@@ -617,7 +617,10 @@ fn merge(args: &MergeArgs) -> Result<i32, AppError> {
         .map_err(|e| AppError::Failed(format!("cannot write {}: {e}", args.output)))?;
     let html = out.with_extension("html");
     write_report(&HtmlExporter, std::slice::from_ref(&merged), &html).map_err(|e| {
-        AppError::Failed(format!("cannot write the HTML report {}: {e}", html.display()))
+        AppError::Failed(format!(
+            "cannot write the HTML report {}: {e}",
+            html.display()
+        ))
     })?;
     say!(
         "merged {} shards into {} (report: {})",

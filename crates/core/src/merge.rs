@@ -219,7 +219,9 @@ fn add_steps(
 pub fn merge_results(files: &[(String, ExperimentResult)]) -> Result<ExperimentResult, MergeError> {
     let (first_name, first) = files.first().ok_or(MergeError::Empty)?;
     let shard_of = |(name, r): &(String, ExperimentResult)| {
-        r.shard.clone().ok_or_else(|| MergeError::NotAShard { file: name.clone() })
+        r.shard
+            .clone()
+            .ok_or_else(|| MergeError::NotAShard { file: name.clone() })
     };
     let ours = shard_of(&files[0])?;
     let mut by_index: BTreeMap<u32, &String> = BTreeMap::new();
@@ -233,14 +235,25 @@ pub fn merge_results(files: &[(String, ExperimentResult)]) -> Result<ExperimentR
             theirs,
         };
         if theirs.plan_hash != ours.plan_hash {
-            return Err(differs("plan hashes", ours.plan_hash.clone(), theirs.plan_hash));
+            return Err(differs(
+                "plan hashes",
+                ours.plan_hash.clone(),
+                theirs.plan_hash,
+            ));
         }
-        let (v0, v) = (&first.environment.bakeoff_version, &f.1.environment.bakeoff_version);
+        let (v0, v) = (
+            &first.environment.bakeoff_version,
+            &f.1.environment.bakeoff_version,
+        );
         if v != v0 {
             return Err(differs("bakeoff versions", v0.clone(), v.clone()));
         }
         if theirs.count != ours.count {
-            return Err(differs("shard counts", ours.count.to_string(), theirs.count.to_string()));
+            return Err(differs(
+                "shard counts",
+                ours.count.to_string(),
+                theirs.count.to_string(),
+            ));
         }
         let runs = |r: &ExperimentResult| {
             r.runs
@@ -260,7 +273,9 @@ pub fn merge_results(files: &[(String, ExperimentResult)]) -> Result<ExperimentR
             });
         }
     }
-    let missing: Vec<u32> = (0..ours.count).filter(|i| !by_index.contains_key(i)).collect();
+    let missing: Vec<u32> = (0..ours.count)
+        .filter(|i| !by_index.contains_key(i))
+        .collect();
     if !missing.is_empty() {
         return Err(MergeError::Missing {
             missing,
@@ -300,7 +315,11 @@ pub fn merge_results(files: &[(String, ExperimentResult)]) -> Result<ExperimentR
                     .and_then(|p| seconds_between(p, &shard.started_at)),
                 shard,
                 file: name.clone(),
-                reached_per_s: r.runs.iter().map(|run| run.measure.attempted_per_s()).collect(),
+                reached_per_s: r
+                    .runs
+                    .iter()
+                    .map(|run| run.measure.attempted_per_s())
+                    .collect(),
                 asked_per_s: r.runs.iter().map(|run| run.workload.rate).collect(),
                 client_bound: r.runs.iter().any(|run| run.client.client_bound),
             }
@@ -326,30 +345,26 @@ fn seconds_between(from: &str, to: &str) -> Option<f64> {
 fn add_runs(parts: &[&RunResult]) -> Result<RunResult, MergeError> {
     let first = parts[0];
     let what = format!("run {} ({})", first.index, first.target);
-    let phase = |pick: fn(&RunResult) -> Option<&PhaseResult>,
-                 window: fn(&[f64]) -> f64,
-                 name: &str| {
-        let ps: Option<Vec<&PhaseResult>> = parts.iter().map(|r| pick(r)).collect();
-        ps.map(|ps| {
-            let durations: Vec<f64> = ps.iter().map(|p| p.duration_s).collect();
-            add_phases(&ps, window(&durations), &format!("{what}, {name}"))
-        })
-        .transpose()
-    };
+    let phase =
+        |pick: fn(&RunResult) -> Option<&PhaseResult>, window: fn(&[f64]) -> f64, name: &str| {
+            let ps: Option<Vec<&PhaseResult>> = parts.iter().map(|r| pick(r)).collect();
+            ps.map(|ps| {
+                let durations: Vec<f64> = ps.iter().map(|p| p.duration_s).collect();
+                add_phases(&ps, window(&durations), &format!("{what}, {name}"))
+            })
+            .transpose()
+        };
     let longest = |d: &[f64]| d.iter().copied().fold(0.0, f64::max);
     let common = |d: &[f64]| d.iter().copied().fold(f64::INFINITY, f64::min);
     let mut run = first.clone();
     // The load: the shards' parts side by side, done when the last is.
     run.load = phase(|r: &RunResult| r.load.as_ref(), longest, "load")?;
     run.warmup = phase(|r: &RunResult| r.warmup.as_ref(), common, "warm-up")?;
-    run.measure = phase(|r: &RunResult| Some(&r.measure), common, "measure")?
-        .expect("every run measures");
+    run.measure =
+        phase(|r: &RunResult| Some(&r.measure), common, "measure")?.expect("every run measures");
     run.workload.clients = parts.iter().map(|r| r.workload.clients).sum();
     run.workload.threads = parts.iter().map(|r| r.workload.threads).sum();
-    run.workload.rate = parts
-        .iter()
-        .map(|r| r.workload.rate)
-        .sum::<Option<f64>>();
+    run.workload.rate = parts.iter().map(|r| r.workload.rate).sum::<Option<f64>>();
     run.status = if parts.iter().any(|r| r.status == "failed") {
         "failed".into()
     } else if parts.iter().any(|r| r.status == "errors") {
@@ -377,7 +392,10 @@ fn add_runs(parts: &[&RunResult]) -> Result<RunResult, MergeError> {
     // server's counts over the whole window are not in the files.
     run.checks.counters = Vec::new();
     run.checks.littles_law_ratio = None;
-    run.checks.records_after_load = parts.iter().filter_map(|r| r.checks.records_after_load).max();
+    run.checks.records_after_load = parts
+        .iter()
+        .filter_map(|r| r.checks.records_after_load)
+        .max();
     run.trace = None;
     run.nodes = Vec::new();
     Ok(run)
@@ -391,11 +409,13 @@ fn add_timelines(parts: &[&RunResult]) -> Vec<TimelinePoint> {
     for r in parts {
         for p in &r.timeline {
             let order = u8::from(p.phase != "warmup");
-            let m = by_second.entry((order, p.t_s)).or_insert_with(|| TimelinePoint {
-                t_s: p.t_s,
-                phase: p.phase.clone(),
-                ..TimelinePoint::default()
-            });
+            let m = by_second
+                .entry((order, p.t_s))
+                .or_insert_with(|| TimelinePoint {
+                    t_s: p.t_s,
+                    phase: p.phase.clone(),
+                    ..TimelinePoint::default()
+                });
             m.ops_per_s += p.ops_per_s;
             m.errors += p.errors;
             m.misses += p.misses;
@@ -454,8 +474,12 @@ mod tests {
         let a: Vec<u64> = (1..=1000).map(|i| i * 1000).collect();
         let b: Vec<u64> = (1..=10).map(|i| i * 5_000_000).collect();
         let c: Vec<u64> = vec![42_000; 500];
-        let merged = add_phases(&[&phase(&a, 1), &phase(&b, 0), &phase(&c, 2)], 5.0, "measure")
-            .unwrap();
+        let merged = add_phases(
+            &[&phase(&a, 1), &phase(&b, 0), &phase(&c, 2)],
+            5.0,
+            "measure",
+        )
+        .unwrap();
         let everything: Vec<u64> = a.iter().chain(&b).chain(&c).copied().collect();
         let one = summary(&everything);
         assert_eq!(merged.all.count, 1510);
@@ -519,7 +543,8 @@ mod tests {
 
     #[test]
     fn files_that_are_not_one_experiments_shards_are_refused() {
-        let three = || -> Vec<(String, ExperimentResult)> { (0..3).map(|i| shard_file(i, 3)).collect() };
+        let three =
+            || -> Vec<(String, ExperimentResult)> { (0..3).map(|i| shard_file(i, 3)).collect() };
         let mut other = three();
         other[1].1.shard.as_mut().unwrap().plan_hash = "plan-2".into();
         let e = merge_results(&other).unwrap_err();
@@ -538,10 +563,16 @@ mod tests {
         );
         let mut plain = three();
         plain[0].1.shard = None;
-        assert!(matches!(merge_results(&plain).unwrap_err(), MergeError::NotAShard { .. }));
+        assert!(matches!(
+            merge_results(&plain).unwrap_err(),
+            MergeError::NotAShard { .. }
+        ));
         let mut count = three();
         count[1] = shard_file(1, 4);
-        assert!(merge_results(&count).unwrap_err().to_string().contains("shard counts"));
+        assert!(merge_results(&count)
+            .unwrap_err()
+            .to_string()
+            .contains("shard counts"));
         assert_eq!(merge_results(&[]).unwrap_err(), MergeError::Empty);
     }
 

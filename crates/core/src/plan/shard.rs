@@ -29,7 +29,8 @@ pub struct Shard {
 impl Shard {
     /// Parses `i/N` (`--shard 0/3`).
     pub fn parse(text: &str) -> Result<Shard, String> {
-        let usage = "write the shard as INDEX/COUNT, counting from 0, e.g. 0/3 for the first of three";
+        let usage =
+            "write the shard as INDEX/COUNT, counting from 0, e.g. 0/3 for the first of three";
         let (i, n) = text
             .split_once('/')
             .ok_or_else(|| format!("`{text}` is not INDEX/COUNT; {usage}"))?;
@@ -135,13 +136,16 @@ mod tests {
 
     #[test]
     fn the_environment_gives_both_or_neither() {
-        let env = |i: Option<&str>, n: Option<&str>| {
+        fn env(
+            i: Option<&'static str>,
+            n: Option<&'static str>,
+        ) -> impl Fn(&str) -> Option<String> {
             move |k: &str| match k {
                 INDEX_ENV => i.map(String::from),
                 COUNT_ENV => n.map(String::from),
                 _ => None,
             }
-        };
+        }
         assert_eq!(Shard::from_env(env(None, None)), Ok(None));
         assert_eq!(
             Shard::from_env(env(Some("1"), Some("4"))),
@@ -169,16 +173,22 @@ mod tests {
                 assert_eq!(next, 17 + total);
             }
         }
-        let rate: f64 = (0..3).map(|index| Shard { index, count: 3 }.rate_share(1000.0)).sum();
+        let rate: f64 = (0..3)
+            .map(|index| Shard { index, count: 3 }.rate_share(1000.0))
+            .sum();
         assert!((rate - 1000.0).abs() < 1e-9);
     }
 
     #[test]
     fn each_shard_draws_its_own_seed() {
-        let seeds: std::collections::BTreeSet<u64> =
-            (0..100).map(|index| Shard { index, count: 100 }.seed(1)).collect();
+        let seeds: std::collections::BTreeSet<u64> = (0..100)
+            .map(|index| Shard { index, count: 100 }.seed(1))
+            .collect();
         assert_eq!(seeds.len(), 100);
         assert_eq!(Shard { index: 0, count: 1 }.seed(42), 42);
-        assert_eq!(Shard { index: 3, count: 5 }.seed(42), Shard { index: 3, count: 5 }.seed(42));
+        assert_eq!(
+            Shard { index: 3, count: 5 }.seed(42),
+            Shard { index: 3, count: 5 }.seed(42)
+        );
     }
 }
