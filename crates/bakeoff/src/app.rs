@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use bakeoff_core::environment;
 use bakeoff_core::error::{PlanError, RunError};
-use bakeoff_core::plan::{Overrides, Plan};
+use bakeoff_core::plan::{Overrides, Plan, Shard};
 use bakeoff_core::result::{ExperimentResult, ResultFileError};
 use bakeoff_core::runner::{run_experiment, ExperimentOptions, Observer};
 use bakeoff_drivers::registry::{entries, Registry};
@@ -65,7 +65,7 @@ impl From<ResultFileError> for AppError {
 impl From<RunError> for AppError {
     fn from(e: RunError) -> Self {
         match e {
-            e @ RunError::Setup { .. } => AppError::Usage(e.to_string()),
+            e @ (RunError::Setup { .. } | RunError::Start { .. }) => AppError::Usage(e.to_string()),
             e => AppError::Failed(format!(
                 "{e}; the runs finished before it are in the file if it could be written"
             )),
@@ -164,7 +164,17 @@ pub fn overrides(args: &RunArgs) -> Result<Overrides, AppError> {
             }
         }
     }
+    let shard = match &args.shard {
+        Some(text) => {
+            Some(Shard::parse(text).map_err(|m| AppError::Usage(format!("flag --shard: {m}")))?)
+        }
+        None => Shard::from_env(|k| std::env::var(k).ok())
+            .map_err(|m| AppError::Usage(format!("environment: {m}")))?,
+    };
     Ok(Overrides {
+        shard,
+        start_at: args.start_at.clone(),
+        start_tolerance: args.start_tolerance.clone(),
         targets: args.targets.clone(),
         repeats: args.repeats.clone(),
         seed: args.seed.clone(),

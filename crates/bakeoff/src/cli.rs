@@ -170,6 +170,27 @@ pub struct RunArgs {
     #[arg(long, value_name = "N", allow_hyphen_values = true)]
     pub seed: Option<String>,
 
+    /// Run shard INDEX of COUNT of the experiment (from 0: `--shard 0/3`),
+    /// one per client machine: its part of the load's ids, of the clients
+    /// and of the rate, with a seed of its own; `bakeoff merge` adds the
+    /// shards' files up. A Kubernetes Indexed Job gives it instead with
+    /// JOB_COMPLETION_INDEX and BAKEOFF_SHARDS (see `bakeoff kubernetes`).
+    #[arg(long, value_name = "INDEX/COUNT")]
+    pub shard: Option<String>,
+
+    /// Start the measured run (its warm-up first) at this time, RFC 3339 in
+    /// UTC (`2026-11-26T10:00:00Z`): the target is opened and loaded
+    /// before, and the run waits for it. A shard ready later than the time
+    /// plus --start-tolerance, or whose clock is further than that from the
+    /// server's, refuses to run (exit 2).
+    #[arg(long, value_name = "TIME")]
+    pub start_at: Option<String>,
+
+    /// How late a --start-at run may start, and how far this machine's
+    /// clock may be from the server's. [default: 250ms]
+    #[arg(long, value_name = "DURATION")]
+    pub start_tolerance: Option<String>,
+
     /// A managed server setting, `TARGET.KEY=VALUE`, e.g. `redis.persistence=aof-everysec`
     /// or `memcached.memory=64mb` (see `bakeoff list`). Repeatable.
     #[arg(long = "set", value_name = "T.K=V")]

@@ -226,8 +226,13 @@ impl Job<'_> {
 
     /// Record ids client `client` writes in a load job.
     pub fn load_range(&self, client: u32) -> Range<u64> {
-        let from = self.workload.load_from.min(self.workload.records);
-        let n = (self.workload.records - from) as u128;
+        let to = self
+            .workload
+            .load_to
+            .unwrap_or(self.workload.records)
+            .min(self.workload.records);
+        let from = self.workload.load_from.min(to);
+        let n = (to - from) as u128;
         let c = self.workload.clients as u128;
         let i = client as u128;
         (from + (n * i / c) as u64)..(from + (n * (i + 1) / c) as u64)

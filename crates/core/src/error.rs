@@ -43,6 +43,15 @@ pub enum RunError {
         /// What is wrong and how to fix it.
         source: TargetError,
     },
+    /// A synchronised start (`--start-at`) could not be kept: nothing was
+    /// measured.
+    #[error("target {target}: {source}")]
+    Start {
+        /// Target name.
+        target: String,
+        /// Why.
+        source: crate::runner::start::StartError,
+    },
     /// The result file could not be written.
     #[error("cannot write result file {path}: {source}")]
     Write {

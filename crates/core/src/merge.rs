@@ -166,11 +166,11 @@ pub fn add_phases(
     Ok(PhaseResult {
         duration_s: window_s,
         completed,
-        throughput_per_s: if window_s > 0.0 {
-            completed as f64 / window_s
-        } else {
-            0.0
-        },
+        // Each shard's rate over its own phase, summed: the shards ran side
+        // by side, so over the window they share this is the rate the
+        // server saw (one shard's longer phase does not dilute it, nor a
+        // shorter one inflate it).
+        throughput_per_s: parts.iter().map(|p| p.throughput_per_s).sum(),
         misses: parts.iter().map(|p| p.misses).sum(),
         errors,
         ops,
@@ -362,6 +362,14 @@ fn add_runs(parts: &[&RunResult]) -> Result<RunResult, MergeError> {
     run.warmup = phase(|r: &RunResult| r.warmup.as_ref(), common, "warm-up")?;
     run.measure =
         phase(|r: &RunResult| Some(&r.measure), common, "measure")?.expect("every run measures");
+    // The measured window all shards share, from their clocks: the latest
+    // start of a measured phase to the earliest end.
+    if let Some(window) = common_window(parts) {
+        run.measure.duration_s = window;
+    }
+    run.started_at = parts.iter().filter_map(|r| r.started_at.clone()).min();
+    run.ended_at = parts.iter().filter_map(|r| r.ended_at.clone()).max();
+    run.clock_offset_ns = None;
     run.workload.clients = parts.iter().map(|r| r.workload.clients).sum();
     run.workload.threads = parts.iter().map(|r| r.workload.threads).sum();
     run.workload.rate = parts.iter().map(|r| r.workload.rate).sum::<Option<f64>>();
@@ -399,6 +407,23 @@ fn add_runs(parts: &[&RunResult]) -> Result<RunResult, MergeError> {
     run.trace = None;
     run.nodes = Vec::new();
     Ok(run)
+}
+
+/// Seconds from the latest start of the shards' measured phases (their
+/// measure job's start plus the warm-up) to the earliest end, when every
+/// shard recorded its times; 0 when they did not overlap.
+fn common_window(parts: &[&RunResult]) -> Option<f64> {
+    let at = |t: &Option<String>| humantime::parse_rfc3339(t.as_deref()?).ok();
+    let mut latest_start = None;
+    let mut earliest_end = None;
+    for r in parts {
+        let start = at(&r.started_at)? + std::time::Duration::from_secs_f64(r.workload.warmup_s);
+        let end = at(&r.ended_at)?;
+        latest_start = latest_start.max(Some(start));
+        earliest_end = Some(earliest_end.map_or(end, |e: std::time::SystemTime| e.min(end)));
+    }
+    let (from, to) = (latest_start?, earliest_end?);
+    Some(to.duration_since(from).map_or(0.0, |d| d.as_secs_f64()))
 }
 
 /// The shards' timelines second by second: operations, errors and misses
@@ -456,6 +481,7 @@ mod tests {
         PhaseResult {
             duration_s: 10.0,
             completed: values.len() as u64,
+            throughput_per_s: values.len() as f64 / 10.0,
             errors: if errors > 0 {
                 BTreeMap::from([("timeout".to_string(), errors)])
             } else {
@@ -492,7 +518,8 @@ mod tests {
         assert_eq!(merged.completed, 1510);
         assert_eq!(merged.errors["timeout"], 3);
         assert_eq!(merged.duration_s, 5.0);
-        assert!((merged.throughput_per_s - 302.0).abs() < 1e-9);
+        // Each shard's rate over its own 10 s, summed.
+        assert!((merged.throughput_per_s - 151.0).abs() < 1e-9);
     }
 
     /// The mock run's result file as shard `index` of `count`.

@@ -641,6 +641,16 @@ pub struct RunResult {
     pub warmup: Option<PhaseResult>,
     /// The measured phase.
     pub measure: PhaseResult,
+    /// When the measure job (its warm-up first) started, RFC 3339 in UTC.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<String>,
+    /// When it ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_at: Option<String>,
+    /// This machine's clock minus the target's, ns, as measured before a
+    /// synchronised start (`--start-at`), when the target tells the time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock_offset_ns: Option<i64>,
     /// Per-second timeline of warm-up and measure phases.
     pub timeline: Vec<TimelinePoint>,
     /// Server (or process) resource samples, one a second.

@@ -220,8 +220,14 @@ impl KeyChooser {
 /// FNV-1a over the 8 bytes of `v`.
 #[inline]
 pub fn fnv1a64(v: u64) -> u64 {
+    fnv1a64_bytes(&v.to_le_bytes())
+}
+
+/// FNV-1a, 64 bits, of `bytes`.
+#[inline]
+pub fn fnv1a64_bytes(bytes: &[u8]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in v.to_le_bytes() {
+    for &b in bytes {
         h ^= b as u64;
         h = h.wrapping_mul(0x0000_0100_0000_01b3);
     }

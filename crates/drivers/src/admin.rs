@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use bakeoff_core::driver::{Codec, Decoded, Reply};
 use bakeoff_core::error::TargetError;
+use bakeoff_core::runner::start::ClockReading;
 use bakeoff_core::workload::OpKind;
 
 use crate::codec::resp::RespCodec;
@@ -202,6 +203,61 @@ pub fn resp_call(stream: &mut TcpStream, words: &[&[u8]]) -> std::io::Result<Res
     }
 }
 
+/// The server's clock by RESP `TIME` (seconds and microseconds, an array
+/// of two bulk strings), between two readings of this machine's.
+pub fn resp_time(stream: &mut TcpStream) -> std::io::Result<ClockReading> {
+    let command = resp_command(&[b"TIME"]);
+    let mut buf = Vec::with_capacity(64);
+    let since = Instant::now();
+    let sent = std::time::SystemTime::now();
+    stream.write_all(&command)?;
+    loop {
+        if let Some(server) = parse_resp_time(&buf)? {
+            return Ok(ClockReading {
+                sent,
+                server,
+                received: std::time::SystemTime::now(),
+            });
+        }
+        read_more(stream, &mut buf, since, 1024, "RESP")?;
+    }
+}
+
+/// A whole `TIME` reply in `buf` (`None`: not all of it yet).
+fn parse_resp_time(buf: &[u8]) -> std::io::Result<Option<std::time::SystemTime>> {
+    let bad = || {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!(
+                "the reply to TIME is not two numbers: {:?}",
+                String::from_utf8_lossy(&buf[..buf.len().min(80)])
+            ),
+        )
+    };
+    let text = std::str::from_utf8(buf).map_err(|_| bad())?;
+    let lines: Vec<&str> = text.split("\r\n").collect();
+    // `*2`, `$N`, seconds, `$N`, microseconds, and the empty rest.
+    if lines.len() < 6 {
+        if !text.is_empty() && !text.starts_with('*') {
+            return Err(bad());
+        }
+        return Ok(None);
+    }
+    if lines[0] != "*2" {
+        return Err(bad());
+    }
+    let secs: u64 = lines[2].parse().map_err(|_| bad())?;
+    let micros: u64 = lines[4].parse().map_err(|_| bad())?;
+    if micros >= 1_000_000 {
+        return Err(bad());
+    }
+    Ok(Some(
+        std::time::UNIX_EPOCH
+            + std::time::Duration::from_secs(secs)
+            + std::time::Duration::from_micros(micros),
+    ))
+}
+
 /// Whether a RESP server answers PING on `addr` with PONG (the readiness
 /// check of redis-server and of bakeoff's engine host).
 pub fn resp_pings(addr: std::net::SocketAddr, what: &str) -> bool {
@@ -246,6 +302,22 @@ pub fn memcache_lines(
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_time_reply_is_read_whole_or_refused() {
+        let whole = b"*2\r\n$10\r\n1764151200\r\n$6\r\n250000\r\n";
+        let t = parse_resp_time(whole).unwrap().unwrap();
+        assert_eq!(
+            t.duration_since(std::time::UNIX_EPOCH).unwrap().as_micros(),
+            1_764_151_200_250_000
+        );
+        for cut in 0..whole.len() {
+            assert_eq!(parse_resp_time(&whole[..cut]).unwrap(), None, "{cut}");
+        }
+        assert!(parse_resp_time(b"-ERR unknown command\r\n").is_err());
+        assert!(parse_resp_time(b"*2\r\n$1\r\nx\r\n$1\r\n1\r\n").is_err());
+    }
+
     use super::*;
 
     #[test]

@@ -613,7 +613,7 @@ async fn prepare(
     let e = |r: mongodb::error::Error| TargetError::Server(r.to_string());
     let profile = workload.record == RecordKind::Profile;
     let coll: Collection<Document> = db.collection(if profile { "profile" } else { "kv" });
-    if workload.load {
+    if workload.empties_before_load() {
         coll.delete_many(doc! {}).await.map_err(e)?;
     }
     if profile {

@@ -641,6 +641,13 @@ impl Target for RedisTarget {
         compare_counters(RULES, before, after, sent)
     }
 
+    fn clock(&self) -> Option<std::io::Result<bakeoff_core::runner::start::ClockReading>> {
+        Some(
+            self.admin()
+                .and_then(|mut s| crate::admin::resp_time(&mut s)),
+        )
+    }
+
     fn record_count(&self) -> Option<u64> {
         let mut s = self.admin().ok()?;
         match resp_call(&mut s, &[b"DBSIZE"]).ok()? {

@@ -38,6 +38,7 @@ use params::{param, Param, PARAMS};
 pub use fault::{Fault, FaultKind};
 pub use link::Link;
 pub use raw::{Overrides, RawPreset, Scalar};
+pub use shard::{Shard, StartAt};
 pub use sweep::{Point, SweepAxis};
 pub use target::{redact, Capabilities, Endpoint, TargetCatalog, TargetSpec};
 pub use topology::{ReadFrom, Topology};
@@ -79,6 +80,14 @@ pub struct Plan {
     /// variant's settings over it).
     #[schemars(with = "BTreeMap<String, serde_json::Value>")]
     pub servers: BTreeMap<String, toml::Table>,
+    /// The shard of the experiment this process runs (`--shard i/N`), when
+    /// several machines run it together.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<Shard>,
+    /// When the measured run starts (`--start-at`), for shards that start
+    /// together.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start: Option<StartAt>,
 }
 
 fn full_scale() -> String {
@@ -687,6 +696,83 @@ fn split_outside_brackets(text: &str) -> Vec<&str> {
 /// bakeoff can only do to a server it starts, asked of one reached by URL:
 /// a `--set` setting of a target that is external only, and a memory cap.
 /// None could be applied, and a result that recorded them would be wrong.
+/// `--start-at` and `--start-tolerance`, checked.
+fn start_at(flags: &Overrides) -> Result<Option<StartAt>, PlanError> {
+    let tolerance = match &flags.start_tolerance {
+        None => shard::START_TOLERANCE,
+        Some(t) => {
+            let origin = Origin::other("--start-tolerance", "", true);
+            let d = crate::units::parse_duration(t).map_err(|m| origin.err(m))?;
+            if d.is_zero() {
+                return Err(origin.err(
+                    "a tolerance of 0 can never be kept: no two clocks agree to the nanosecond; give e.g. 250ms",
+                ));
+            }
+            d
+        }
+    };
+    match &flags.start_at {
+        None if flags.start_tolerance.is_some() => {
+            Err(Origin::other("--start-tolerance", "", true).err(
+                "it applies to --start-at, which is not given; add --start-at TIME or leave it out",
+            ))
+        }
+        None => Ok(None),
+        Some(at) => StartAt::parse(at, tolerance)
+            .map(Some)
+            .map_err(|m| Origin::other("--start-at", "", true).err(m)),
+    }
+}
+
+/// What a shard (`--shard`) and a synchronised start (`--start-at`) need:
+/// servers someone runs for all shards (a server bakeoff started would be
+/// each shard's own), a client for every shard at every point, and one run
+/// to start at the time.
+fn refuse_what_shards_cannot_run(
+    targets: &[TargetSpec],
+    flags: &Overrides,
+    start: Option<&StartAt>,
+    repeats: u32,
+    points_of: &dyn Fn(&str) -> Vec<Point>,
+) -> Result<(), PlanError> {
+    if let Some(shard) = flags.shard {
+        let origin = Origin::other("--shard", "", true);
+        if let Some(t) = targets
+            .iter()
+            .find(|t| !matches!(t.endpoint, Endpoint::External { .. }))
+        {
+            return Err(origin.err(format!(
+                "{shard}: target {} is a server bakeoff would start, one per shard, and the shards would not share it; give every shard the server's URL, e.g. -t {}://HOST:PORT",
+                t.label(),
+                t.name
+            )));
+        }
+        for t in targets {
+            for p in points_of(&t.name) {
+                if u64::from(p.workload.clients) < u64::from(shard.count) {
+                    return Err(origin.err(format!(
+                        "{shard}: {} clients cannot be split between {} shards; give at least --clients {}",
+                        p.workload.clients, shard.count, shard.count
+                    )));
+                }
+            }
+        }
+    }
+    if start.is_some() {
+        let runs = repeats as usize
+            * targets
+                .iter()
+                .map(|t| points_of(&t.name).len())
+                .sum::<usize>();
+        if runs != 1 {
+            return Err(Origin::other("--start-at", "", true).err(format!(
+                "the plan makes {runs} runs, and a synchronised start times one; run each target and point as an experiment of its own"
+            )));
+        }
+    }
+    Ok(())
+}
+
 fn refuse_what_cannot_apply(
     targets: &[TargetSpec],
     flags: &Overrides,
@@ -946,6 +1032,8 @@ impl Plan {
                 .filter(|n| !n.is_empty())
                 .unwrap_or_else(|| "default".to_string()),
         };
+        let start = start_at(flags)?;
+        refuse_what_shards_cannot_run(&targets, flags, start.as_ref(), repeats, &points_of)?;
         Ok(Plan {
             name,
             description: raw.description.clone().unwrap_or_default(),
@@ -959,7 +1047,30 @@ impl Plan {
             repeats,
             seed,
             servers,
+            shard: flags.shard,
+            start,
         })
+    }
+
+    /// The seed this process's generators draw from: the plan's, or a
+    /// shard's own derived from it.
+    pub fn run_seed(&self) -> u64 {
+        self.shard.map_or(self.seed, |s| s.seed(self.seed))
+    }
+
+    /// The workload this process runs of `w`: all of it, or its shard's
+    /// part.
+    pub fn own_part(&self, w: &Workload) -> Workload {
+        self.shard.map_or_else(|| w.clone(), |s| s.workload(w))
+    }
+
+    /// A hash of the plan every shard runs (this plan without the shard's
+    /// index), hex: shards' files merge only when theirs are equal.
+    pub fn hash(&self) -> String {
+        let mut common = self.clone();
+        common.shard = self.shard.map(|s| Shard { index: 0, ..s });
+        let text = serde_json::to_string(&common).expect("a plan serialises");
+        format!("{:016x}", crate::workload::fnv1a64_bytes(text.as_bytes()))
     }
 
     /// Every point of the matrix, in order (first axis outermost).

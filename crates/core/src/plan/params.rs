@@ -848,7 +848,10 @@ mod tests {
             panic!()
         };
         for k in all.keys() {
-            assert!(k == "load_from" || fields.contains(k.as_str()), "{k}");
+            assert!(
+                k == "load_from" || k == "load_to" || fields.contains(k.as_str()),
+                "{k}"
+            );
         }
     }
 

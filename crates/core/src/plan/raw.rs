@@ -230,4 +230,10 @@ pub struct Overrides {
     pub server_settings: Vec<(String, String, String)>,
     /// `--scale`: a scale of the preset other than `full`.
     pub scale: Option<String>,
+    /// `--shard i/N` (or the Indexed Job's environment), read at the edge.
+    pub shard: Option<super::Shard>,
+    /// `--start-at`: an RFC 3339 time.
+    pub start_at: Option<String>,
+    /// `--start-tolerance`: a duration.
+    pub start_tolerance: Option<String>,
 }

@@ -5,8 +5,11 @@
 //! The parts of the N shards add up to the whole, with nothing twice.
 
 use std::ops::Range;
+use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
+
+use super::Workload;
 
 /// The environment variable a Kubernetes Indexed Job sets to the pod's
 /// index.
@@ -99,6 +102,22 @@ impl Shard {
         at(i)..at(i + 1)
     }
 
+    /// The workload this shard runs of `w`: its share of the clients (and
+    /// of the worker threads, at most one per client), of the open loop's
+    /// rate and of an operation count, and its part of the ids the load
+    /// adds. The key space it draws from stays the whole of `w.records`.
+    pub fn workload(&self, w: &Workload) -> Workload {
+        let mut mine = w.clone();
+        mine.clients = self.share(u64::from(w.clients)) as u32;
+        mine.threads = w.threads.min(mine.clients).max(1);
+        mine.rate = w.rate.map(|r| self.rate_share(r));
+        mine.ops = w.ops.map(|n| self.share(n));
+        let ids = self.part(w.load_from..w.load_to.unwrap_or(w.records).min(w.records));
+        mine.load_from = ids.start;
+        mine.load_to = Some(ids.end);
+        mine
+    }
+
     /// The seed of this shard's generators, derived from the plan's: each
     /// shard draws its own stream over the whole key space.
     pub fn seed(&self, plan_seed: u64) -> u64 {
@@ -111,6 +130,48 @@ impl Shard {
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
         z ^ (z >> 31)
+    }
+}
+
+/// How far from the planned start a shard may start, and how far its
+/// clock may be from the server's, unless `--start-tolerance` says.
+pub const START_TOLERANCE: Duration = Duration::from_millis(250);
+
+/// A synchronised start (`--start-at`): every shard opens its target and
+/// loads, then waits for this time to start its measured run (warm-up
+/// first), so that the shards' measured phases coincide.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct StartAt {
+    /// The time, RFC 3339 in UTC (`2026-11-26T10:00:00Z`).
+    pub at: String,
+    /// How late a shard may start, and how far its clock may be from the
+    /// server's, seconds.
+    pub tolerance_s: f64,
+}
+
+impl StartAt {
+    /// Reads `text` as an RFC 3339 time in UTC.
+    pub fn parse(text: &str, tolerance: Duration) -> Result<StartAt, String> {
+        let at = humantime::parse_rfc3339(text.trim()).map_err(|e| {
+            format!(
+                "`{text}` is not an RFC 3339 time in UTC ({e}); write e.g. {}, as `date -u +%FT%TZ -d '+2 min'` prints",
+                humantime::format_rfc3339_seconds(std::time::SystemTime::now())
+            )
+        })?;
+        Ok(StartAt {
+            at: humantime::format_rfc3339_nanos(at).to_string(),
+            tolerance_s: tolerance.as_secs_f64(),
+        })
+    }
+
+    /// The time.
+    pub fn time(&self) -> SystemTime {
+        humantime::parse_rfc3339(&self.at).expect("checked when the plan was built")
+    }
+
+    /// The tolerance.
+    pub fn tolerance(&self) -> Duration {
+        Duration::from_secs_f64(self.tolerance_s)
     }
 }
 
@@ -190,5 +251,41 @@ mod tests {
             Shard { index: 3, count: 5 }.seed(42),
             Shard { index: 3, count: 5 }.seed(42)
         );
+    }
+
+    #[test]
+    fn three_shards_workloads_add_up_to_the_whole() {
+        let mut w = crate::plan::params::defaults();
+        w.records = 1000;
+        w.clients = 10;
+        w.threads = 4;
+        w.rate = Some(9000.0);
+        w.ops = Some(100);
+        let parts: Vec<Workload> = (0..3)
+            .map(|i| Shard::new(i, 3).unwrap().workload(&w))
+            .collect();
+        let clients: Vec<u32> = parts.iter().map(|p| p.clients).collect();
+        assert_eq!(clients, [4, 3, 3]);
+        assert!(parts
+            .iter()
+            .all(|p| p.threads <= p.clients && p.threads >= 1));
+        assert_eq!(parts.iter().map(|p| p.rate.unwrap()).sum::<f64>(), 9000.0);
+        assert_eq!(parts.iter().map(|p| p.ops.unwrap()).sum::<u64>(), 100);
+        // The load's parts follow one another and cover 0..1000.
+        let mut next = 0;
+        for p in &parts {
+            assert_eq!(p.load_from, next);
+            next = p.load_to.unwrap();
+            assert_eq!(p.records, 1000, "every shard draws from every key");
+        }
+        assert_eq!(next, 1000);
+        // A growth checkpoint's load (ids 1000..1600) is split the same way.
+        w.load_from = 1000;
+        w.records = 1600;
+        let (a, c) = (
+            Shard::new(0, 3).unwrap().workload(&w),
+            Shard::new(2, 3).unwrap().workload(&w),
+        );
+        assert_eq!((a.load_from, c.load_to), (1000, Some(1600)));
     }
 }

@@ -174,6 +174,10 @@ pub struct Workload {
     /// previous checkpoint); the load adds ids `load_from..records`.
     #[serde(default)]
     pub load_from: u64,
+    /// The end of the ids this load adds, when it adds only a part of them
+    /// (a shard's, `--shard i/N`); `None`: up to `records`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load_to: Option<u64>,
     /// What one measured request is.
     #[serde(default)]
     pub request: RequestMode,
@@ -272,6 +276,14 @@ fn yes() -> bool {
 }
 
 impl Workload {
+    /// Whether the target's table is emptied before this workload's load:
+    /// it is, unless the load adds only a shard's part of the ids, beside
+    /// the other shards' parts (those load at the same time, and the table
+    /// must be empty before any of them starts).
+    pub fn empties_before_load(&self) -> bool {
+        self.load && self.load_to.is_none()
+    }
+
     /// The form of the values the client stores.
     pub fn value_form(&self) -> crate::encoding::ValueForm {
         crate::encoding::ValueForm {

@@ -28,6 +28,7 @@ use crate::workload::{KeyDistribution, OpKind, ZipfianConstants, OP_KINDS};
 
 mod check;
 mod search;
+pub mod start;
 
 /// What a target's link relay (`--link`) did so far.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -192,6 +193,12 @@ pub trait Target {
     }
     /// Records the replica of a primary-replica target holds, if it is one.
     fn replica_records(&self) -> Option<u64> {
+        None
+    }
+    /// The server's clock, read now, if it tells the time (Redis `TIME`):
+    /// what a synchronised start (`--start-at`) holds this machine's clock
+    /// against.
+    fn clock(&self) -> Option<std::io::Result<start::ClockReading>> {
         None
     }
     /// The nodes of a target made of several servers (their addresses), in
@@ -930,7 +937,7 @@ pub fn run_experiment(
                 observer,
                 &mut recorded,
                 &mut kept,
-            );
+            )?;
             if run.client.client_bound {
                 let note = format!(
                     "run {} ({label}) was client-bound: a bakeoff thread was busy {:.0} % of the time; these numbers measure bakeoff, not the target. Add --threads or lower --clients.",
@@ -958,6 +965,7 @@ pub fn run_experiment(
             observer.run_finished(&run);
             let outcome = search::StepOutcome::of(&run, bound);
             result.runs.push(run);
+            result.shard = shard_record(plan, &result.runs);
             result.targets = merge_records(&result.targets, &recorded);
             write(&result)?;
             index += 1;
@@ -983,6 +991,29 @@ pub fn run_experiment(
     };
     write(&result)?;
     Ok(result)
+}
+
+/// What a shard's file says of the shard: its index, the plan's hash, and
+/// when its measured runs started and ended; `None` for a process that is
+/// no shard.
+fn shard_record(plan: &Plan, runs: &[RunResult]) -> Option<crate::result::ShardRecord> {
+    let shard = plan.shard?;
+    Some(crate::result::ShardRecord {
+        index: shard.index,
+        count: shard.count,
+        plan_hash: plan.hash(),
+        planned_start: plan.start.as_ref().map(|s| s.at.clone()),
+        started_at: runs
+            .iter()
+            .find_map(|r| r.started_at.clone())
+            .unwrap_or_default(),
+        ended_at: runs
+            .iter()
+            .rev()
+            .find_map(|r| r.ended_at.clone())
+            .unwrap_or_default(),
+        clock_offset_ns: runs.iter().find_map(|r| r.clock_offset_ns),
+    })
 }
 
 /// The mark of run `index` in the durability check's values: differs
@@ -1024,8 +1055,10 @@ fn run_one(
     observer: &mut dyn Observer,
     recorded: &mut BTreeMap<String, TargetRecord>,
     kept: &mut Option<Box<dyn Target>>,
-) -> RunResult {
-    let w = &point.workload;
+) -> Result<RunResult, RunError> {
+    // This process's part of the point's workload: all of it, or a shard's.
+    let own = plan.own_part(&point.workload);
+    let w = &own;
     let mut run = RunResult {
         index,
         target: spec.id(),
@@ -1037,6 +1070,9 @@ fn run_one(
         load: None,
         warmup: None,
         measure: PhaseResult::default(),
+        started_at: None,
+        ended_at: None,
+        clock_offset_ns: None,
         timeline: Vec::new(),
         resources: Vec::new(),
         client: ClientUsage::default(),
@@ -1050,16 +1086,16 @@ fn run_one(
     };
     // A growth series reuses the target its first checkpoint opened.
     if kept.is_none() {
-        match opener.open(spec, plan, &point.workload) {
+        match opener.open(spec, plan, w) {
             Ok(t) => *kept = Some(t),
             Err(e) => {
                 run.message = Some(e.to_string());
-                return run;
+                return Ok(run);
             }
         }
     }
     let Some(target) = kept.as_deref() else {
-        return run;
+        return Ok(run);
     };
     let mut record = target.record();
     record.name = spec.id();
@@ -1082,7 +1118,7 @@ fn run_one(
     };
     let ctx = JobContext {
         workload: w,
-        seed: plan.seed,
+        seed: plan.run_seed(),
         pool,
         zipf,
         stop: &opts.stop,
@@ -1139,13 +1175,25 @@ fn run_one(
             }
             Err(m) => {
                 run.message = Some(format!("load phase failed: {m}"));
-                return run;
+                return Ok(run);
             }
         }
         run.checks.records_after_load = target.record_count();
         if acked.is_some() {
             after_load = replica_caught_up(target, REPLICA_CATCH_UP_AFTER_LOAD, &opts.stop);
         }
+    }
+    // A synchronised start: the clocks agree, and the time has come.
+    if let Some(start) = &plan.start {
+        let refused = |source| RunError::Start {
+            target: spec.id(),
+            source,
+        };
+        let offset = start::clock_offset(target)
+            .map_err(|e| refused(start::StartError::Unreadable(e.to_string())))?;
+        run.clock_offset_ns = offset;
+        start::check_offset(start, offset).map_err(refused)?;
+        start::wait_for(start, &opts.stop, &std::time::SystemTime::now).map_err(refused)?;
     }
     // The server's disk use over the measure job, for disk writes per write.
     let disk_before = target.resources();
@@ -1157,6 +1205,8 @@ fn run_one(
     let mut writes = None;
     if !opts.stop.load(Ordering::Relaxed) {
         let t = &target;
+        let at = || humantime::format_rfc3339_micros(std::time::SystemTime::now()).to_string();
+        run.started_at = Some(at());
         let outcome = run_job(
             t.driver(),
             JobKind::Measure,
@@ -1164,6 +1214,7 @@ fn run_one(
             &mut || t.resources(),
             observer,
         );
+        run.ended_at = Some(at());
         match outcome {
             Ok(o) => {
                 for p in &o.phases {
@@ -1237,14 +1288,14 @@ fn run_one(
                         Ok(u) => run.client.encoding = Some(u),
                         Err(e) => {
                             run.message = Some(format!("the client's encoding is broken: {e}"));
-                            return run;
+                            return Ok(run);
                         }
                     }
                 }
             }
             Err(m) => {
                 run.message = Some(format!("measure phase failed: {m}"));
-                return run;
+                return Ok(run);
             }
         }
     }
@@ -1290,7 +1341,7 @@ fn run_one(
                 f.kind.name(),
                 f.at_s
             ));
-            return run;
+            return Ok(run);
         }
     }
     // A server that died on its own during the run (not by the fault,
@@ -1310,7 +1361,7 @@ fn run_one(
                 _ => String::new(),
             }
         ));
-        return run;
+        return Ok(run);
     }
     if let Some((log, end_ns)) = writes {
         match check::read_back(target, &ctx, &log, end_ns, observer) {
@@ -1319,7 +1370,7 @@ fn run_one(
                 run.message = Some(format!(
                     "the durability check could not read the writes back: {e}; what was measured before is in the file"
                 ));
-                return run;
+                return Ok(run);
             }
         }
     }
@@ -1385,7 +1436,7 @@ fn run_one(
             None => line,
         });
     }
-    run
+    Ok(run)
 }
 
 #[cfg(test)]

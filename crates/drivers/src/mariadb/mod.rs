@@ -602,7 +602,7 @@ pub(crate) async fn prepare_table(
     }
     if workload.record == RecordKind::Profile {
         e(c.query_drop(PROFILE_TABLE).await)?;
-        if workload.load {
+        if workload.empties_before_load() {
             e(c.query_drop("TRUNCATE TABLE bakeoff.profile").await)?;
         }
         // Plain CREATE / DROP INDEX (MySQL has no IF [NOT] EXISTS here):
@@ -625,7 +625,7 @@ pub(crate) async fn prepare_table(
                 }
             }
         }
-    } else if workload.load {
+    } else if workload.empties_before_load() {
         e(c.query_drop("TRUNCATE TABLE bakeoff.kv").await)?;
     }
     facts(&mut c).await

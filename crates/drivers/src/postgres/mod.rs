@@ -567,7 +567,7 @@ async fn prepare_table(dsn: &Dsn, workload: &Workload) -> Result<(), TargetError
     e(q(KV_TABLE).await)?;
     if workload.record == RecordKind::Profile {
         e(q(PROFILE_TABLE).await)?;
-        if workload.load {
+        if workload.empties_before_load() {
             e(q("TRUNCATE profile").await)?;
         }
         if workload.indexes {
@@ -577,7 +577,7 @@ async fn prepare_table(dsn: &Dsn, workload: &Workload) -> Result<(), TargetError
             e(q("DROP INDEX IF EXISTS profile_sex").await)?;
             e(q("DROP INDEX IF EXISTS profile_loc").await)?;
         }
-    } else if workload.load {
+    } else if workload.empties_before_load() {
         e(q("TRUNCATE kv").await)?;
     }
     // Statement counters for the conservation check, where the server
