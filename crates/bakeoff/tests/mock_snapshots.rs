@@ -656,3 +656,88 @@ find_capacity = "p99<=250us"
         serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
     assert_eq!(back.searches.len(), 1);
 }
+
+/// Three shards of the scripted mock, merged, against one process doing
+/// the same work: 3000 gets, by 3 clients in one process or one client in
+/// each shard. The mock's latency cycles through ten values over a client's
+/// operations, so both do each value equally often, and the merged
+/// histogram must be the one process's, bucket for bucket; the counts add
+/// up and the load's parts cover the records once.
+#[test]
+fn three_merged_shards_of_the_mock_equal_one_process() {
+    let preset = "targets = [\"mock\"]\nseed = 5\n[workload]\nrecords = 999\nmix = \"100:0\"\nops = 3000\nwarmup = \"0\"\nclients = 3\n";
+    let run = |shard: Option<(u32, u32)>, out: &Path| {
+        let flags = Overrides {
+            shard: shard.map(|(i, n)| bakeoff_core::plan::Shard::new(i, n).unwrap()),
+            ..Overrides::default()
+        };
+        let plan = Plan::build(
+            Some(("mock.toml", toml::from_str(preset).unwrap())),
+            &flags,
+            &MockCatalog,
+        )
+        .unwrap();
+        let opts = ExperimentOptions {
+            out: out.to_path_buf(),
+            stop: Arc::new(AtomicBool::new(false)),
+            skip_unavailable: false,
+        };
+        run_experiment(
+            &plan,
+            &MockOpener::default(),
+            fixed_env(),
+            &opts,
+            &mut Quiet,
+        )
+        .unwrap()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let one = run(None, &dir.path().join("one.json"));
+    let shards: Vec<(String, ExperimentResult)> = (0..3)
+        .map(|i| {
+            let name = format!("shard-{i}.json");
+            let r = run(Some((i, 3)), &dir.path().join(&name));
+            (name, r)
+        })
+        .collect();
+    for (i, (_, r)) in shards.iter().enumerate() {
+        let s = r.shard.as_ref().expect("a shard's file says so");
+        assert_eq!((s.index, s.count), (i as u32, 3));
+        assert_eq!(r.runs[0].workload.clients, 1);
+    }
+    let hashes: Vec<&str> = shards
+        .iter()
+        .map(|(_, r)| r.shard.as_ref().unwrap().plan_hash.as_str())
+        .collect();
+    assert!(hashes.iter().all(|h| *h == hashes[0]), "{hashes:?}");
+    let merged = bakeoff_core::merge::merge_results(&shards).unwrap();
+    let (m, o) = (&merged.runs[0], &one.runs[0]);
+    assert_eq!(m.measure.completed, 3000);
+    assert_eq!(m.measure.all.hdr, o.measure.all.hdr, "bucket for bucket");
+    assert_eq!(
+        (
+            m.measure.all.p50_ns,
+            m.measure.all.p99_ns,
+            m.measure.all.max_ns
+        ),
+        (
+            o.measure.all.p50_ns,
+            o.measure.all.p99_ns,
+            o.measure.all.max_ns
+        )
+    );
+    assert_eq!(m.workload.clients, 3);
+    // The load: 333 records each, 999 in all, in consecutive parts.
+    let loaded: Vec<u64> = shards
+        .iter()
+        .map(|(_, r)| r.runs[0].load.as_ref().unwrap().completed)
+        .collect();
+    assert_eq!(loaded, [333, 333, 333]);
+    assert_eq!(m.load.as_ref().unwrap().completed, 999);
+    assert_eq!(merged.shards.len(), 3);
+    // A file of another plan is refused.
+    let mut other = shards.clone();
+    other[2].1.shard.as_mut().unwrap().plan_hash = "0".repeat(16);
+    let e = bakeoff_core::merge::merge_results(&other).unwrap_err();
+    assert!(e.to_string().contains("plan hashes differ"), "{e}");
+}

@@ -1307,8 +1307,11 @@ fn run_one(
         run.disk = DiskPerWrite::between(&b, &a, &phases, run.fault.is_some());
     }
     // A restarted server counts from zero: its counters cannot be set
-    // against what was sent.
-    if let (Some(b), Some(a), None) = (before.as_ref(), target.counters(), &run.fault) {
+    // against what was sent. Nor can one shard's requests be: the server
+    // counts every shard's (the merged file's sum is what they add up to).
+    let alone = plan.shard.is_none_or(|s| s.count == 1);
+    if let (Some(b), Some(a), None, true) = (before.as_ref(), target.counters(), &run.fault, alone)
+    {
         run.checks.counters = target.counter_checks(b, &a, &sent);
         run.checks
             .counters
