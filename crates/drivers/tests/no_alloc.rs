@@ -169,6 +169,7 @@ fn steady_state_allocations_through<C: Codec>(
         batch: 1,
         grow: false,
         load_from: 0,
+        load_to: None,
         request: Default::default(),
         fault: None,
         topology: Default::default(),
