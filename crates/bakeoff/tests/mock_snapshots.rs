@@ -86,6 +86,10 @@ fn run_mock_with(opener: &MockOpener, preset: &str, out: &Path) -> ExperimentRes
     };
     let mut r = run_experiment(&plan, opener, fixed_env(), &opts, &mut Quiet).unwrap();
     r.started_at = "2026-01-01T00:00:00Z".into();
+    for run in &mut r.runs {
+        run.started_at = Some("2026-01-01T00:00:01Z".into());
+        run.ended_at = Some("2026-01-01T00:00:04Z".into());
+    }
     r
 }
 
