@@ -102,6 +102,7 @@ pub fn main(cli: Cli) -> i32 {
         Command::Report(args) => report(&args),
         Command::Compare(args) => compare(&args),
         Command::Merge(args) => merge(&args),
+        Command::Kubernetes(args) => kubernetes(&args),
         Command::EngineHost(args) => engine_host(&args),
         Command::Schema => serde_json::to_string_pretty(&bakeoff_core::result::json_schema())
             .map_err(|e| AppError::Failed(format!("cannot write the schema: {e}")))
@@ -242,6 +243,11 @@ pub fn run_command(
     // nothing of it.
     to_stdout(|o| TextExporter.export(std::slice::from_ref(&result), o))?;
     emit(&format!("result file: {}\n", out.display()))?;
+    if args.print_result {
+        let text = std::fs::read_to_string(&out)
+            .map_err(|e| AppError::Failed(format!("cannot read back {}: {e}", out.display())))?;
+        emit(&format!("{}\n{text}", bakeoff_core::result::LOG_MARKER))?;
+    }
     if let Some(html) = html_path(args, &out) {
         // The result file is on disk already: a report that cannot be
         // written loses nothing, so it is a warning, not a failure.
@@ -638,6 +644,19 @@ fn merge(args: &MergeArgs) -> Result<i32, AppError> {
         args.output,
         html.display()
     );
+    Ok(EXIT_OK)
+}
+
+fn kubernetes(args: &crate::kubernetes::KubernetesArgs) -> Result<i32, AppError> {
+    let text = crate::kubernetes::manifests(args, std::time::SystemTime::now())?;
+    match &args.output {
+        None => emit(&text)?,
+        Some(path) => {
+            std::fs::write(path, &text)
+                .map_err(|e| AppError::Usage(format!("-o {path}: cannot write it: {e}")))?;
+            say!("wrote the manifests of {} shards to {path}", args.shards);
+        }
+    }
     Ok(EXIT_OK)
 }
 

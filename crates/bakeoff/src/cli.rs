@@ -97,6 +97,15 @@ pub enum Command {
     ///
     ///   bakeoff merge shard-*.json -o merged.json
     Merge(MergeArgs),
+    /// Write the Kubernetes manifests that run an experiment as N shards,
+    /// one pod per node, started together: an Indexed Job (never retried)
+    /// and a ConfigMap with the preset file. Each pod prints its result
+    /// into its log, which `bakeoff merge` reads. Example:
+    ///
+    ///   bakeoff kubernetes --shards 4 --image registry.example/bakeoff:0.1.0 -- -t redis://redis.bench:6379 --clients 256 --duration 60s > job.yaml
+    ///
+    ///   kubectl apply -f job.yaml
+    Kubernetes(Box<crate::kubernetes::KubernetesArgs>),
     /// Print the JSON Schema of result files.
     Schema,
     /// Serve an embedded engine over RESP on a loopback port until SIGTERM.
@@ -134,7 +143,7 @@ pub struct EngineHostArgs {
 }
 
 /// Flags of `bakeoff run`.
-#[derive(Debug, Args, Default)]
+#[derive(Debug, Args, Default, Clone)]
 pub struct RunArgs {
     /// Preset: a built-in one's name (`004-peak`; `bakeoff presets` lists
     /// them) or a preset file's path (TOML). Flags override its keys.
@@ -207,6 +216,13 @@ pub struct RunArgs {
     /// Write no HTML report.
     #[arg(long)]
     pub no_html: bool,
+
+    /// After the run, print the result file on standard output after a
+    /// line `--- bakeoff result file ---`: how a pod hands its result over
+    /// in its log (`kubectl logs POD > shard-0.log`); `bakeoff merge`,
+    /// `report` and `compare` read such a log as the result file.
+    #[arg(long)]
+    pub print_result: bool,
 
     /// No progress line, even on a terminal.
     #[arg(short, long)]

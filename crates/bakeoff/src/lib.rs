@@ -8,6 +8,7 @@
 //!
 //! - [`cli`]: flags with their units and defaults (clap).
 //! - [`app`]: `run`, `list`, `report`, `schema`; exit codes.
+//! - [`kubernetes`]: the manifests of a run as shards on a cluster.
 //! - [`presets`]: the built-in presets, found by name.
 //! - [`progress`]: the live progress line on a terminal.
 //! - [`signals`]: Ctrl-C, SIGTERM, SIGHUP and SIGQUIT end a run cleanly.
@@ -32,6 +33,7 @@ macro_rules! say_inline {
 
 pub mod app;
 pub mod cli;
+pub mod kubernetes;
 pub mod presets;
 pub mod progress;
 pub mod signals;

@@ -335,12 +335,14 @@ fn a_late_shard_and_incomplete_merges_are_refused() {
     assert_eq!(o.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("after --start-at"), "{stderr}");
     assert!(stderr.contains("more than the tolerance"), "{stderr}");
-    // Two shards of two, run one after the other (no start time).
+    // Two shards of two, run one after the other (no start time), their
+    // results taken from what they printed, as from a pod's log.
     let mut files = Vec::new();
     for i in 0..2 {
         let out = dir.path().join(format!("s{i}.json"));
-        run_shard(&url, i, &out);
-        files.push(out.display().to_string());
+        let log = dir.path().join(format!("s{i}.log"));
+        std::fs::write(&log, run_shard(&url, i, &out)).unwrap();
+        files.push(log.display().to_string());
     }
     let merged = dir.path().join("m.json");
     let merge = |inputs: &[&str]| {
@@ -369,7 +371,8 @@ fn a_late_shard_and_incomplete_merges_are_refused() {
     assert!(r.get("shard").is_none(), "a merged file is no shard's");
 }
 
-fn run_shard(url: &str, index: u32, out: &std::path::Path) {
+/// Runs shard `index` of 2 with --print-result; returns what it printed.
+fn run_shard(url: &str, index: u32, out: &std::path::Path) -> Vec<u8> {
     let o = bakeoff(&[
         "run",
         "-t",
@@ -386,6 +389,7 @@ fn run_shard(url: &str, index: u32, out: &std::path::Path) {
         "0",
         "--quiet",
         "--no-html",
+        "--print-result",
         "-o",
         out.to_str().unwrap(),
     ]);
@@ -395,4 +399,5 @@ fn run_shard(url: &str, index: u32, out: &std::path::Path) {
         "{}",
         String::from_utf8_lossy(&o.stderr)
     );
+    o.stdout
 }

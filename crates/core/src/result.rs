@@ -861,8 +861,13 @@ impl ExperimentResult {
             path: shown(),
             source,
         })?;
+        // A pod's log (`run --print-result`): the file follows the marker.
+        let text = match text.rfind(LOG_MARKER) {
+            Some(at) => &text[at + LOG_MARKER.len()..],
+            None => text.as_str(),
+        };
         let v: serde_json::Value =
-            serde_json::from_str(&text).map_err(|e| ResultFileError::NotJson {
+            serde_json::from_str(text).map_err(|e| ResultFileError::NotJson {
                 path: shown(),
                 message: e.to_string(),
             })?;
@@ -882,6 +887,10 @@ impl ExperimentResult {
         })
     }
 }
+
+/// The line after which `bakeoff run --print-result` prints the result
+/// file, so that it can be taken from a log that holds other lines too.
+pub const LOG_MARKER: &str = "--- bakeoff result file ---";
 
 /// A result file could not be read back.
 #[derive(Debug, thiserror::Error)]
