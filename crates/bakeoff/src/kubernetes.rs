@@ -153,8 +153,16 @@ pub fn manifests(args: &KubernetesArgs, now: SystemTime) -> Result<String, AppEr
     };
     let run_label = name_of_run(&args.name, &plan.name);
     let resources = json!({ "cpu": &args.cpu, "memory": &args.memory });
-    let mut volumes = vec![json!({ "name": "results", "emptyDir": {} })];
-    let mut mounts = vec![json!({ "name": "results", "mountPath": RESULTS_DIR })];
+    // /tmp too: an image made from scratch (scripts/image.sh) has none,
+    // and bakeoff checks that it can write there.
+    let mut volumes = vec![
+        json!({ "name": "results", "emptyDir": {} }),
+        json!({ "name": "tmp", "emptyDir": {} }),
+    ];
+    let mut mounts = vec![
+        json!({ "name": "results", "mountPath": RESULTS_DIR }),
+        json!({ "name": "tmp", "mountPath": "/tmp" }),
+    ];
     let mut docs = Vec::new();
     if let Some(text) = preset_text {
         let config = format!("{name}-preset");
