@@ -329,6 +329,26 @@ pub fn dry_run_text(plan: &bakeoff_core::plan::Plan) -> String {
     }
     let targets: Vec<String> = plan.targets.iter().map(|t| t.label()).collect();
     let _ = writeln!(s, "targets: {}", targets.join(", "));
+    if let Some(shard) = plan.shard {
+        let mine = plan.own_part(&plan.workload);
+        let _ = writeln!(
+            s,
+            "shard {shard} (plan {}): {} of {} clients, records {}..{} loaded here, seed {}",
+            plan.hash(),
+            mine.clients,
+            plan.workload.clients,
+            mine.load_from,
+            mine.load_to.unwrap_or(mine.records),
+            plan.run_seed()
+        );
+    }
+    if let Some(start) = &plan.start {
+        let _ = writeln!(
+            s,
+            "the measured run starts at {} (tolerance {} s)",
+            start.at, start.tolerance_s
+        );
+    }
     for (name, differs) in plan.per_target_differences() {
         let shown: Vec<String> = differs.iter().map(|(k, v)| format!("{k}={v}")).collect();
         let _ = writeln!(s, "  {name} runs its own workload: {}", shown.join(", "));

@@ -369,6 +369,22 @@ fn a_late_shard_and_incomplete_merges_are_refused() {
     let r = read_json(&merged);
     assert_eq!(r["runs"][0]["workload"]["clients"], 4);
     assert!(r.get("shard").is_none(), "a merged file is no shard's");
+    // An ordinary result file, with the shards' table in its report.
+    let o = bakeoff(&["report", merged.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(text.contains("shards (merged by bakeoff merge"), "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("1/2 ") && l.contains("s1.log")),
+        "{text}"
+    );
+    assert!(merged.with_extension("html").exists());
 }
 
 /// Runs shard `index` of 2 with --print-result; returns what it printed.

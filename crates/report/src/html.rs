@@ -565,6 +565,15 @@ impl<'a> Page<'a> {
             self.table(&REPLICATION_HEAD, &replication, 3);
             self.replication_charts(&runs);
         }
+        let sources = self.view.sources.clone();
+        for r in sources {
+            if let Some(rows) = shards_rows(r) {
+                self.h2("shards", "Shards");
+                let _ = write!(self.html, r#"<p class="note">{}</p>"#, esc(SHARDS_NOTE));
+                let head: Vec<&str> = rows[0].iter().map(String::as_str).collect();
+                self.table(&head, &rows[1..], 2);
+            }
+        }
         let links: Vec<Vec<String>> = runs.iter().filter_map(|r| link_row(r)).collect();
         if !links.is_empty() {
             self.h2("link", "Link");

@@ -254,7 +254,7 @@ impl Exporter for TextExporter {
             rows.extend(body);
             text_table(&rows, 2, out)?;
             // The tables some runs have, each under its heading.
-            let sections: [(&str, Option<Rows>, usize); 7] = [
+            let sections: [(&str, Option<Rows>, usize); 8] = [
                 ("durability (every write logged as acknowledged or not, read back after the run):", durability::durability_rows(r), 3),
                 ("disk per write (the server's processes, warm-up and measured phase):", durability::disk_rows(r), 2),
                 ("client-side encoding (encode and decode timed apart, on the run's values):", encoding::encoding_rows(r), 2),
@@ -262,6 +262,7 @@ impl Exporter for TextExporter {
                 ("requests per node (sharded targets):", topology::nodes_rows(r), 2),
                 ("replication (writes to the primary):", topology::replication_rows(r), 3),
                 ("link (bakeoff's relay between clients and servers):", topology::link_rows(r), 3),
+                ("shards (merged by bakeoff merge; rate reached / asked, start after --start-at, clock against the server's):", topology::shards_rows(r), 2),
             ];
             for (heading, rows, left) in sections {
                 if let Some(rows) = rows {
