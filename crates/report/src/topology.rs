@@ -251,6 +251,50 @@ pub const NODES_NOTE: &str = "Requests the client sent each node (load, warm-up 
 /// What the link table shows, for the reports' notes.
 pub const LINK_NOTE: &str = "The link is a relay bakeoff runs on loopback, holding every byte half the round trip each way; its own round trip, measured when it started, is taken off the hold so the round trip it adds is the link's. (!) marks a relay busier than 90 %: it, not the link, may have set the pace.";
 
+/// Heading of the shards table of a merged file.
+pub const SHARDS_HEAD: [&str; 7] = [
+    "shard",
+    "file",
+    "reached",
+    "asked",
+    "start skew",
+    "clock offset",
+    "client-bound",
+];
+
+/// What the shards table says.
+pub const SHARDS_NOTE: &str = "A merged file (bakeoff merge): each shard's rate reached against the open-loop rate it was asked for (its first run; closed loop: —), how long after the planned start (--start-at) it started, its clock against the server's, and whether bakeoff itself limited it. Histograms were added bucket by bucket; throughput is the shards' rates summed over the window they shared.";
+
+/// The shards table of a merged file (head first), if it is one.
+pub fn shards_rows(r: &ExperimentResult) -> Option<Vec<Vec<String>>> {
+    if r.shards.is_empty() {
+        return None;
+    }
+    let mut rows = vec![SHARDS_HEAD.iter().map(|s| s.to_string()).collect()];
+    for s in &r.shards {
+        let signed_ns = |ns: f64| {
+            let sign = if ns < 0.0 { "-" } else { "+" };
+            format!("{sign}{}", bakeoff_core::units::fmt_ns(ns.abs()))
+        };
+        rows.push(vec![
+            format!("{}/{}", s.shard.index, s.shard.count),
+            s.file.clone(),
+            s.reached_per_s.first().map_or("—".into(), |r| fmt_rate(*r)),
+            s.asked_per_s
+                .first()
+                .copied()
+                .flatten()
+                .map_or("—".into(), fmt_rate),
+            s.start_skew_s.map_or("—".into(), |k| signed_ns(k * 1e9)),
+            s.shard
+                .clock_offset_ns
+                .map_or("—".into(), |o| signed_ns(o as f64)),
+            if s.client_bound { "yes" } else { "no" }.into(),
+        ]);
+    }
+    Some(rows)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -313,48 +357,4 @@ mod tests {
             vec![("pg topology=primary-replica".into(), 0.0)]
         );
     }
-}
-
-/// Heading of the shards table of a merged file.
-pub const SHARDS_HEAD: [&str; 7] = [
-    "shard",
-    "file",
-    "reached",
-    "asked",
-    "start skew",
-    "clock offset",
-    "client-bound",
-];
-
-/// What the shards table says.
-pub const SHARDS_NOTE: &str = "A merged file (bakeoff merge): each shard's rate reached against the open-loop rate it was asked for (its first run; closed loop: —), how long after the planned start (--start-at) it started, its clock against the server's, and whether bakeoff itself limited it. Histograms were added bucket by bucket; throughput is the shards' rates summed over the window they shared.";
-
-/// The shards table of a merged file (head first), if it is one.
-pub fn shards_rows(r: &ExperimentResult) -> Option<Vec<Vec<String>>> {
-    if r.shards.is_empty() {
-        return None;
-    }
-    let mut rows = vec![SHARDS_HEAD.iter().map(|s| s.to_string()).collect()];
-    for s in &r.shards {
-        let signed_ns = |ns: f64| {
-            let sign = if ns < 0.0 { "-" } else { "+" };
-            format!("{sign}{}", bakeoff_core::units::fmt_ns(ns.abs()))
-        };
-        rows.push(vec![
-            format!("{}/{}", s.shard.index, s.shard.count),
-            s.file.clone(),
-            s.reached_per_s.first().map_or("—".into(), |r| fmt_rate(*r)),
-            s.asked_per_s
-                .first()
-                .copied()
-                .flatten()
-                .map_or("—".into(), fmt_rate),
-            s.start_skew_s.map_or("—".into(), |k| signed_ns(k * 1e9)),
-            s.shard
-                .clock_offset_ns
-                .map_or("—".into(), |o| signed_ns(o as f64)),
-            if s.client_bound { "yes" } else { "no" }.into(),
-        ]);
-    }
-    Some(rows)
 }
