@@ -343,9 +343,14 @@ pub fn dry_run_text(plan: &bakeoff_core::plan::Plan) -> String {
         );
     }
     if let Some(start) = &plan.start {
+        let every = if start.every_s > 0.0 {
+            format!(", the next runs one every {} s", start.every_s)
+        } else {
+            String::new()
+        };
         let _ = writeln!(
             s,
-            "the measured run starts at {} (tolerance {} s)",
+            "the first measured run starts at {}{every} (tolerance {} s)",
             start.at, start.tolerance_s
         );
     }

@@ -367,8 +367,18 @@ fn add_runs(parts: &[&RunResult]) -> Result<RunResult, MergeError> {
     if let Some(window) = common_window(parts) {
         run.measure.duration_s = window;
     }
-    run.started_at = parts.iter().filter_map(|r| r.started_at.clone()).min();
-    run.ended_at = parts.iter().filter_map(|r| r.ended_at.clone()).max();
+    // By time, not by text: `…:01.5Z` sorts before `…:01Z`.
+    let by_time = |t: &&String| humantime::parse_rfc3339(t).ok();
+    run.started_at = parts
+        .iter()
+        .filter_map(|r| r.started_at.as_ref())
+        .min_by_key(by_time)
+        .cloned();
+    run.ended_at = parts
+        .iter()
+        .filter_map(|r| r.ended_at.as_ref())
+        .max_by_key(by_time)
+        .cloned();
     run.clock_offset_ns = None;
     run.workload.clients = parts.iter().map(|r| r.workload.clients).sum();
     run.workload.threads = parts.iter().map(|r| r.workload.threads).sum();
@@ -616,5 +626,33 @@ mod tests {
         garbage.all.hdr = "not base64!".into();
         let e = add_phases(&[&phase(&[5], 0), &garbage], 1.0, "measure").unwrap_err();
         assert!(e.to_string().contains("shard file 2"), "{e}");
+    }
+
+    #[test]
+    fn the_measured_window_is_the_one_every_shard_shares() {
+        let mut files: Vec<_> = (0..2).map(|i| shard_file(i, 2)).collect();
+        let warmup = files[0].1.runs[0].workload.warmup_s;
+        // Shard 0 measured from its start plus the warm-up to 4 s; shard
+        // 1 started half a second later and ended at 3.8 s.
+        for (k, (start, end)) in [("00:00:01", "00:00:04"), ("00:00:01.5", "00:00:03.8")]
+            .iter()
+            .enumerate()
+        {
+            let run = &mut files[k].1.runs[0];
+            run.started_at = Some(format!("2026-01-01T{start}Z"));
+            run.ended_at = Some(format!("2026-01-01T{end}Z"));
+        }
+        let merged = merge_results(&files).unwrap();
+        let window = merged.runs[0].measure.duration_s;
+        assert!((window - (3.8 - 1.5 - warmup)).abs() < 1e-9, "{window}");
+        assert_eq!(
+            merged.runs[0].started_at.as_deref(),
+            Some("2026-01-01T00:00:01Z")
+        );
+        let rates: f64 = files
+            .iter()
+            .map(|(_, r)| r.runs[0].measure.throughput_per_s)
+            .sum();
+        assert!((merged.runs[0].measure.throughput_per_s - rates).abs() < 1e-6);
     }
 }

@@ -724,15 +724,12 @@ fn start_at(flags: &Overrides) -> Result<Option<StartAt>, PlanError> {
     }
 }
 
-/// What a shard (`--shard`) and a synchronised start (`--start-at`) need:
-/// servers someone runs for all shards (a server bakeoff started would be
-/// each shard's own), a client for every shard at every point, and one run
-/// to start at the time.
+/// What a shard (`--shard`) needs: servers someone runs for all shards (a
+/// server bakeoff started would be each shard's own), and a client for
+/// every shard at every point.
 fn refuse_what_shards_cannot_run(
     targets: &[TargetSpec],
     flags: &Overrides,
-    start: Option<&StartAt>,
-    repeats: u32,
     points_of: &dyn Fn(&str) -> Vec<Point>,
 ) -> Result<(), PlanError> {
     if let Some(shard) = flags.shard {
@@ -760,19 +757,50 @@ fn refuse_what_shards_cannot_run(
             }
         }
     }
-    if start.is_some() {
-        let runs = repeats as usize
-            * targets
-                .iter()
-                .map(|t| points_of(&t.name).len())
-                .sum::<usize>();
-        if runs != 1 {
-            return Err(Origin::other("--start-at", "", true).err(format!(
-                "the plan makes {runs} runs, and a synchronised start times one; run each target and point as an experiment of its own"
-            )));
+    Ok(())
+}
+
+/// The schedule of a synchronised start over the plan's runs: run k starts
+/// `k × every` after the first, `every` being the longest run plus
+/// [`shard::RUN_GAP`]. Every run must have a known length, so runs of an
+/// operation count and searches (whose steps are not known before) are
+/// refused.
+fn schedule(
+    start: Option<StartAt>,
+    targets: &[TargetSpec],
+    repeats: u32,
+    points_of: &dyn Fn(&str) -> Vec<Point>,
+) -> Result<Option<StartAt>, PlanError> {
+    let Some(mut start) = start else {
+        return Ok(None);
+    };
+    let origin = Origin::other("--start-at", "", true);
+    let mut longest = 0.0f64;
+    for t in targets {
+        for p in points_of(&t.name) {
+            let w = &p.workload;
+            if w.find_peak || w.find_capacity.is_some() {
+                return Err(origin.err(
+                    "a search makes as many runs as it needs, and shards could not agree when each starts; run the search on one machine, or fix --clients or --rate",
+                ));
+            }
+            let Some(d) = w.duration_s else {
+                return Err(origin.err(
+                    "a run of an operation count (--ops) has no known end, so the next run's start cannot be set; give --duration",
+                ));
+            };
+            longest = longest.max(w.warmup_s + d);
         }
     }
-    Ok(())
+    let runs = repeats as usize
+        * targets
+            .iter()
+            .map(|t| points_of(&t.name).len())
+            .sum::<usize>();
+    if runs > 1 {
+        start.every_s = longest + shard::RUN_GAP.as_secs_f64();
+    }
+    Ok(Some(start))
 }
 
 fn refuse_what_cannot_apply(
@@ -1034,8 +1062,8 @@ impl Plan {
                 .filter(|n| !n.is_empty())
                 .unwrap_or_else(|| "default".to_string()),
         };
-        let start = start_at(flags)?;
-        refuse_what_shards_cannot_run(&targets, flags, start.as_ref(), repeats, &points_of)?;
+        refuse_what_shards_cannot_run(&targets, flags, &points_of)?;
+        let start = schedule(start_at(flags)?, &targets, repeats, &points_of)?;
         Ok(Plan {
             name,
             description: raw.description.clone().unwrap_or_default(),
@@ -1169,6 +1197,46 @@ mod tests {
     fn build(preset: &str, f: Overrides) -> Result<Plan, PlanError> {
         let raw: RawPreset = toml::from_str(preset).unwrap();
         Plan::build(Some(("p.toml", raw)), &f, &Cat)
+    }
+
+    #[test]
+    fn synchronised_runs_start_one_longest_run_and_a_gap_apart() {
+        let preset = "targets = [\"redis://h:1\"]\n[workload]\nclients = 4\nduration = \"10s\"\nwarmup = \"2s\"\n[sweep]\nvalue_size = [100, 1000]\n";
+        let flags = |start: &str| Overrides {
+            shard: Some(Shard::new(1, 2).unwrap()),
+            start_at: Some(start.into()),
+            ..Overrides::default()
+        };
+        let p = build(preset, flags("2030-01-01T00:00:00Z")).unwrap();
+        let start = p.start.clone().unwrap();
+        assert_eq!(start.every_s, 12.0 + shard::RUN_GAP.as_secs_f64());
+        assert_eq!(start.of_run(0).at, "2030-01-01T00:00:00.000000000Z");
+        assert_eq!(start.of_run(2).at, "2030-01-01T00:01:24.000000000Z");
+        // Every shard runs one plan: the hash leaves the index out, and
+        // a different start is a different plan.
+        let other = Overrides {
+            shard: Some(Shard::new(0, 2).unwrap()),
+            ..flags("2030-01-01T00:00:00Z")
+        };
+        assert_eq!(p.hash(), build(preset, other).unwrap().hash());
+        assert_ne!(
+            p.hash(),
+            build(preset, flags("2030-01-01T00:00:01Z")).unwrap().hash()
+        );
+        // An operation count has no known end; a managed server would be
+        // each shard's own; clients must go round.
+        let ops = "targets = [\"redis://h:1\"]\n[workload]\nclients = 4\nops = 100\n";
+        let e = build(ops, flags("2030-01-01T00:00:00Z")).unwrap_err();
+        assert!(e.to_string().contains("no known end"), "{e}");
+        let managed = "targets = [\"redis\"]\n[workload]\nclients = 4\n";
+        let e = build(managed, flags("2030-01-01T00:00:00Z")).unwrap_err();
+        assert!(e.to_string().contains("one per shard"), "{e}");
+        let few = "targets = [\"redis://h:1\"]\n[workload]\nclients = 1\n";
+        let e = build(few, flags("2030-01-01T00:00:00Z")).unwrap_err();
+        assert!(
+            e.to_string().contains("cannot be split between 2 shards"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -137,6 +137,10 @@ impl Shard {
 /// clock may be from the server's, unless `--start-tolerance` says.
 pub const START_TOLERANCE: Duration = Duration::from_millis(250);
 
+/// Time between one synchronised run's end and the next's start, for
+/// closing the one and opening and loading the other.
+pub const RUN_GAP: Duration = Duration::from_secs(30);
+
 /// A synchronised start (`--start-at`): every shard opens its target and
 /// loads, then waits for this time to start its measured run (warm-up
 /// first), so that the shards' measured phases coincide.
@@ -147,6 +151,11 @@ pub struct StartAt {
     /// How late a shard may start, and how far its clock may be from the
     /// server's, seconds.
     pub tolerance_s: f64,
+    /// Seconds from one run's planned start to the next's, when the plan
+    /// makes several: the longest run (warm-up and measured phase) plus
+    /// [`RUN_GAP`] for closing it, opening the next target and loading.
+    #[serde(default)]
+    pub every_s: f64,
 }
 
 impl StartAt {
@@ -161,12 +170,22 @@ impl StartAt {
         Ok(StartAt {
             at: humantime::format_rfc3339_nanos(at).to_string(),
             tolerance_s: tolerance.as_secs_f64(),
+            every_s: 0.0,
         })
     }
 
-    /// The time.
+    /// The time the first run starts.
     pub fn time(&self) -> SystemTime {
         humantime::parse_rfc3339(&self.at).expect("checked when the plan was built")
+    }
+
+    /// The planned start of run `index` (from 0, in the order they run).
+    pub fn of_run(&self, index: u32) -> StartAt {
+        let at = self.time() + Duration::from_secs_f64(self.every_s * f64::from(index));
+        StartAt {
+            at: humantime::format_rfc3339_nanos(at).to_string(),
+            ..self.clone()
+        }
     }
 
     /// The tolerance.

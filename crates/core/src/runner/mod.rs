@@ -1184,7 +1184,7 @@ fn run_one(
         }
     }
     // A synchronised start: the clocks agree, and the time has come.
-    if let Some(start) = &plan.start {
+    if let Some(start) = plan.start.as_ref().map(|s| s.of_run(index)) {
         let refused = |source| RunError::Start {
             target: spec.id(),
             source,
@@ -1192,8 +1192,8 @@ fn run_one(
         let offset = start::clock_offset(target)
             .map_err(|e| refused(start::StartError::Unreadable(e.to_string())))?;
         run.clock_offset_ns = offset;
-        start::check_offset(start, offset).map_err(refused)?;
-        start::wait_for(start, &opts.stop, &std::time::SystemTime::now).map_err(refused)?;
+        start::check_offset(&start, offset).map_err(refused)?;
+        start::wait_for(&start, &opts.stop, &std::time::SystemTime::now).map_err(refused)?;
     }
     // The server's disk use over the measure job, for disk writes per write.
     let disk_before = target.resources();
