@@ -72,25 +72,30 @@ fn run_mock(preset: &str, out: &Path) -> ExperimentResult {
 }
 
 fn run_mock_with(opener: &MockOpener, preset: &str, out: &Path) -> ExperimentResult {
-    let raw: RawPreset = toml::from_str(preset).unwrap();
-    let plan = Plan::build(
-        Some(("mock.toml", raw)),
-        &Overrides::default(),
-        &MockCatalog,
-    )
-    .unwrap();
-    let opts = ExperimentOptions {
-        out: out.to_path_buf(),
-        stop: Arc::new(AtomicBool::new(false)),
-        skip_unavailable: false,
-    };
-    let mut r = run_experiment(&plan, opener, fixed_env(), &opts, &mut Quiet).unwrap();
+    let mut r = run_mock_flags(opener, preset, &Overrides::default(), out);
     r.started_at = "2026-01-01T00:00:00Z".into();
     for run in &mut r.runs {
         run.started_at = Some("2026-01-01T00:00:01Z".into());
         run.ended_at = Some("2026-01-01T00:00:04Z".into());
     }
     r
+}
+
+/// Runs `preset` with `flags` on the mock, as it comes (times and all).
+fn run_mock_flags(
+    opener: &MockOpener,
+    preset: &str,
+    flags: &Overrides,
+    out: &Path,
+) -> ExperimentResult {
+    let raw: RawPreset = toml::from_str(preset).unwrap();
+    let plan = Plan::build(Some(("mock.toml", raw)), flags, &MockCatalog).unwrap();
+    let opts = ExperimentOptions {
+        out: out.to_path_buf(),
+        stop: Arc::new(AtomicBool::new(false)),
+        skip_unavailable: false,
+    };
+    run_experiment(&plan, opener, fixed_env(), &opts, &mut Quiet).unwrap()
 }
 
 fn check_snapshot(name: &str, actual: &str) {
@@ -675,25 +680,7 @@ fn three_merged_shards_of_the_mock_equal_one_process() {
             shard: shard.map(|(i, n)| bakeoff_core::plan::Shard::new(i, n).unwrap()),
             ..Overrides::default()
         };
-        let plan = Plan::build(
-            Some(("mock.toml", toml::from_str(preset).unwrap())),
-            &flags,
-            &MockCatalog,
-        )
-        .unwrap();
-        let opts = ExperimentOptions {
-            out: out.to_path_buf(),
-            stop: Arc::new(AtomicBool::new(false)),
-            skip_unavailable: false,
-        };
-        run_experiment(
-            &plan,
-            &MockOpener::default(),
-            fixed_env(),
-            &opts,
-            &mut Quiet,
-        )
-        .unwrap()
+        run_mock_flags(&MockOpener::default(), preset, &flags, out)
     };
     let dir = tempfile::tempdir().unwrap();
     let one = run(None, &dir.path().join("one.json"));

@@ -10,8 +10,6 @@ use std::net::{SocketAddr, TcpStream};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
-use bakeoff_servers::{ManagedServer, ServerCommand};
-
 const SHARDS: u32 = 3;
 
 /// The server's address, in this namespace: every shard reaches it by the
@@ -92,45 +90,6 @@ impl Drop for Hosts {
     }
 }
 
-/// A redis-server listening on loopback and on [`SERVER_IP`].
-fn redis_for_shards() -> ManagedServer {
-    let args = move |port: u16, dir: &std::path::Path| {
-        let mut a: Vec<String> = vec!["--port".into(), port.to_string(), "--bind".into()];
-        a.push("127.0.0.1".into());
-        a.push(SERVER_IP.into());
-        a.extend(
-            [
-                "--dir",
-                &dir.display().to_string(),
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-                // Only loopback and the test's own namespaces reach it.
-                "--protected-mode",
-                "no",
-            ]
-            .map(String::from),
-        );
-        a
-    };
-    ManagedServer::start(&ServerCommand {
-        program: "redis-server",
-        name: "redis-server",
-        package: "redis-server",
-        port: None,
-        args: &args,
-        ready: &|addr| TcpStream::connect(addr).is_ok(),
-        ready_timeout: Duration::from_secs(20),
-        extra_dirs: &[],
-        run_as: None,
-        init: None,
-        lazy_disk: false,
-        stop_signal: libc::SIGTERM,
-    })
-    .expect("redis-server starts")
-}
-
 fn dbsize(addr: SocketAddr) -> u64 {
     let reply = call(addr, b"DBSIZE\r\n", |b| b.ends_with(b"\r\n"));
     reply.trim().trim_start_matches(':').parse().unwrap()
@@ -169,7 +128,7 @@ fn three_shards_in_their_own_namespaces_merge_to_the_servers_counts() {
         return;
     }
     let hosts = Hosts::make(SHARDS);
-    let server = redis_for_shards();
+    let server = redis_on(None, &[SERVER_IP]);
     let port = server.addr.port();
     let local = server.addr;
     let (gets_before, sets_before) = (redis_calls(local, "get"), redis_calls(local, "set"));

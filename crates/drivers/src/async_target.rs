@@ -30,6 +30,10 @@ pub trait AsyncDriver: Driver {
     fn counters(&self) -> Option<Counters>;
     /// How those counters add up to the operations sent.
     fn counter_rules(&self) -> &'static [CounterRule];
+    /// The server's clock, if it tells the time (see `Target::clock`).
+    fn clock(&self) -> Option<std::io::Result<bakeoff_core::runner::start::ClockReading>> {
+        None
+    }
 }
 
 /// A target ready for one run.
@@ -106,6 +110,10 @@ impl<D: AsyncDriver> Target for AsyncTarget<D> {
 
     fn record_count(&self) -> Option<u64> {
         self.driver.record_count()
+    }
+
+    fn clock(&self) -> Option<std::io::Result<bakeoff_core::runner::start::ClockReading>> {
+        self.driver.clock()
     }
 
     fn resources(&self) -> Option<ProcSnapshot> {

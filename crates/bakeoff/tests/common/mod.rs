@@ -70,20 +70,33 @@ pub fn require_in(program: &str, dirs: &[&str], package: &str) -> bool {
 
 /// A redis-server started for one test, optionally with a password.
 pub fn redis(password: Option<&str>) -> ManagedServer {
+    redis_on(password, &[])
+}
+
+/// A redis-server listening on loopback and on the addresses `also`
+/// (with protected mode off, so that they are served without a password:
+/// they are the test's own, in namespaces it made).
+pub fn redis_on(password: Option<&str>, also: &[&str]) -> ManagedServer {
     let pw = password.map(|s| s.to_string());
+    let also: Vec<String> = also.iter().map(|s| s.to_string()).collect();
     let args = move |port: u16, dir: &std::path::Path| {
-        let mut a: Vec<String> = vec![
-            "--port".into(),
-            port.to_string(),
-            "--bind".into(),
-            "127.0.0.1".into(),
-            "--dir".into(),
-            dir.display().to_string(),
-            "--save".into(),
-            "".into(),
-            "--appendonly".into(),
-            "no".into(),
-        ];
+        let mut a: Vec<String> = vec!["--port".into(), port.to_string(), "--bind".into()];
+        a.push("127.0.0.1".into());
+        a.extend(also.iter().cloned());
+        if !also.is_empty() {
+            a.extend(["--protected-mode".into(), "no".into()]);
+        }
+        a.extend(
+            [
+                "--dir",
+                &dir.display().to_string(),
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ]
+            .map(String::from),
+        );
         if let Some(p) = &pw {
             a.push("--requirepass".into());
             a.push(p.clone());

@@ -1183,7 +1183,16 @@ fn run_one(
             after_load = replica_caught_up(target, REPLICA_CATCH_UP_AFTER_LOAD, &opts.stop);
         }
     }
-    // A synchronised start: the clocks agree, and the time has come.
+    // The server's disk use over the measure job, for disk writes per write.
+    let disk_before = target.resources();
+    // Little's law's numerator and window, ns.
+    let mut little = (0u64, 0u64);
+    // The durability check's writes, and when its fault (or the run) ended.
+    let mut writes = None;
+    // A synchronised start: the clocks agree, and the time has come. After
+    // the server's disk counters are read (their /proc files take
+    // milliseconds on a server of many processes), so that nothing slow
+    // stands between the time and the start.
     if let Some(start) = plan.start.as_ref().map(|s| s.of_run(index)) {
         let refused = |source| RunError::Start {
             target: spec.id(),
@@ -1195,14 +1204,9 @@ fn run_one(
         start::check_offset(&start, offset).map_err(refused)?;
         start::wait_for(&start, &opts.stop, &std::time::SystemTime::now).map_err(refused)?;
     }
-    // The server's disk use over the measure job, for disk writes per write.
-    let disk_before = target.resources();
-    // The link relay's CPU over the measure job, apart from the client's.
+    // The link relay's CPU over the measure job, apart from the client's
+    // (after any wait for the start: a few counters read from memory).
     let link_before = target.link().map(|l| (l, std::time::Instant::now()));
-    // Little's law's numerator and window, ns.
-    let mut little = (0u64, 0u64);
-    // The durability check's writes, and when its fault (or the run) ended.
-    let mut writes = None;
     if !opts.stop.load(Ordering::Relaxed) {
         let t = &target;
         let at = || humantime::format_rfc3339_micros(std::time::SystemTime::now()).to_string();

@@ -989,6 +989,34 @@ impl AsyncDriver for PgDriver {
         .ok()
     }
 
+    fn clock(&self) -> Option<std::io::Result<bakeoff_core::runner::start::ClockReading>> {
+        let dsn = self.reach.primary().clone();
+        let read = block_quick(async move {
+            let c = connect(&dsn).await?;
+            let server = |e: tokio_postgres::Error| TargetError::Server(e.to_string());
+            // One simple query is one round trip, which bounds the error.
+            let sent = std::time::SystemTime::now();
+            let rows = c
+                .simple_query("SELECT extract(epoch FROM clock_timestamp())")
+                .await
+                .map_err(server)?;
+            let received = std::time::SystemTime::now();
+            let epoch: f64 = rows
+                .iter()
+                .find_map(|m| match m {
+                    tokio_postgres::SimpleQueryMessage::Row(r) => r.get(0)?.parse().ok(),
+                    _ => None,
+                })
+                .ok_or_else(|| TargetError::Server("clock_timestamp() gave no time".into()))?;
+            Ok(bakeoff_core::runner::start::ClockReading {
+                sent,
+                server: std::time::UNIX_EPOCH + std::time::Duration::from_secs_f64(epoch),
+                received,
+            })
+        });
+        Some(read.map_err(|e| std::io::Error::other(e.to_string())))
+    }
+
     fn counters(&self) -> Option<Counters> {
         let dsn = self.reach.primary().clone();
         let mut statements = vec![
