@@ -6,7 +6,7 @@
 mod common;
 use common::*;
 
-use std::net::{SocketAddr, TcpStream};
+use std::net::SocketAddr;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
