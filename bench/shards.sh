@@ -42,17 +42,21 @@ EOF
 
 echo "round  one process ($total clients): ops/s p50_us p99_us | $shards shards ($clients clients each), merged: ops/s p50_us p99_us | start skews"
 for r in $(seq "$rounds"); do
-  "$bin" run "${common[@]}" --clients "$total" -o "$work/one-$r.json" >/dev/null
+  "$bin" run "${common[@]}" --clients "$total" -o "$work/one-$r.json" >/dev/null 2>&1
   start=$(date -u +%FT%TZ -d '+6 sec')
   pids=()
   for i in $(seq 0 $((shards - 1))); do
     "$bin" run "${common[@]}" --clients "$total" --shard "$i/$shards" --start-at "$start" \
-      -o "$work/shard-$r-$i.json" >/dev/null &
+      -o "$work/shard-$r-$i.json" >/dev/null 2>"$work/shard-$r-$i.err" &
     pids+=($!)
   done
   for p in "${pids[@]}"; do wait "$p"; done
   "$bin" merge "$work"/shard-"$r"-*.json -o "$work/merged-$r.json" 2>/dev/null
-  skews=$(python3 -c 'import json,sys; print(" ".join(f"{s["start_skew_s"]*1e3:.2f}ms" for s in json.load(open(sys.argv[1]))["shards"]))' "$work/merged-$r.json")
+  skews=$(python3 - "$work/merged-$r.json" <<'PY'
+import json, sys
+print(" ".join(f"{s['start_skew_s'] * 1e3:.2f} ms" for s in json.load(open(sys.argv[1]))["shards"]))
+PY
+)
   echo "$r      $(summary "$work/one-$r.json") | $(summary "$work/merged-$r.json") | $skews"
 done
 
