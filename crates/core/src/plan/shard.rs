@@ -113,8 +113,11 @@ impl Shard {
         mine.rate = w.rate.map(|r| self.rate_share(r));
         mine.ops = w.ops.map(|n| self.share(n));
         let ids = self.part(w.load_from..w.load_to.unwrap_or(w.records).min(w.records));
-        mine.load_from = ids.start;
-        mine.load_to = Some(ids.end);
+        // One shard of one is the whole run (and empties the table first).
+        if self.count > 1 {
+            mine.load_from = ids.start;
+            mine.load_to = Some(ids.end);
+        }
         mine
     }
 
@@ -306,5 +309,11 @@ mod tests {
             Shard::new(2, 3).unwrap().workload(&w),
         );
         assert_eq!((a.load_from, c.load_to), (1000, Some(1600)));
+        // One shard of one is the whole run.
+        let whole = Shard::new(0, 1).unwrap().workload(&w);
+        assert_eq!(
+            serde_json::to_value(&whole).unwrap(),
+            serde_json::to_value(&w).unwrap()
+        );
     }
 }
