@@ -294,6 +294,17 @@ fn a_late_shard_and_incomplete_merges_are_refused() {
     assert_eq!(o.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("after --start-at"), "{stderr}");
     assert!(stderr.contains("more than the tolerance"), "{stderr}");
+    // Its file says it refused, and why, rather than "running".
+    let r = read_json(&late);
+    assert_eq!(r["status"], "refused", "{r}");
+    assert!(r["runs"].as_array().unwrap().is_empty());
+    assert!(
+        r["warnings"][0]
+            .as_str()
+            .unwrap()
+            .contains("after --start-at"),
+        "{r}"
+    );
     // Two shards of two, run one after the other (no start time), their
     // results taken from what they printed, as from a pod's log.
     let mut files = Vec::new();

@@ -30,7 +30,8 @@ pub struct ExperimentResult {
     /// When the experiment started (RFC 3339, UTC).
     pub started_at: String,
     /// `running` while runs are being added, then `complete`,
-    /// `interrupted` (Ctrl-C) or `failed`.
+    /// `interrupted` (Ctrl-C), `failed`, or `refused` (a run could not
+    /// keep its synchronised start; the warning says why).
     pub status: String,
     /// The validated plan.
     pub plan: Plan,

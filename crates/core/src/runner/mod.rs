@@ -937,7 +937,18 @@ pub fn run_experiment(
                 observer,
                 &mut recorded,
                 &mut kept,
-            )?;
+            );
+            // A run that refused to start (a synchronised start it could
+            // not keep) ends the experiment; the file says so and why.
+            let run = match run {
+                Ok(run) => run,
+                Err(e) => {
+                    result.status = "refused".into();
+                    result.warnings.push(e.to_string());
+                    write(&result)?;
+                    return Err(e);
+                }
+            };
             if run.client.client_bound {
                 let note = format!(
                     "run {} ({label}) was client-bound: a bakeoff thread was busy {:.0} % of the time; these numbers measure bakeoff, not the target. Add --threads or lower --clients.",
