@@ -692,10 +692,6 @@ fn split_outside_brackets(text: &str) -> Vec<&str> {
     parts
 }
 
-/// Refuses a `--set` for a target the run does not have, and what
-/// bakeoff can only do to a server it starts, asked of one reached by URL:
-/// a `--set` setting of a target that is external only, and a memory cap.
-/// None could be applied, and a result that recorded them would be wrong.
 /// `--start-at` and `--start-tolerance`, checked.
 fn start_at(flags: &Overrides) -> Result<Option<StartAt>, PlanError> {
     let tolerance = match &flags.start_tolerance {
@@ -803,6 +799,10 @@ fn schedule(
     Ok(Some(start))
 }
 
+/// Refuses a `--set` for a target the run does not have, and what
+/// bakeoff can only do to a server it starts, asked of one reached by URL:
+/// a `--set` setting of a target that is external only, and a memory cap.
+/// None could be applied, and a result that recorded them would be wrong.
 fn refuse_what_cannot_apply(
     targets: &[TargetSpec],
     flags: &Overrides,
