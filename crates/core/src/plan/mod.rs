@@ -342,6 +342,14 @@ impl Given {
         self.values.contains_key(key)
     }
 
+    /// Where `p`'s value came from: its sweep axis when it is swept.
+    fn origin_or_axis(&self, p: &'static str) -> Origin {
+        match self.axes.get(p) {
+            Some((_, o)) => o.clone(),
+            None => self.origin(p),
+        }
+    }
+
     fn origin(&self, p: &'static str) -> Origin {
         match self.values.get(p) {
             Some((_, o)) => o.clone(),
@@ -426,7 +434,7 @@ fn workload(given: &Given) -> Result<Workload, PlanError> {
             weights: [0, 0, 0, 0, 1],
         };
     }
-    check_mix_against_record(&w, &given.origin("mix"))?;
+    check_workload_against_itself(&w, given)?;
     if !w.value_form().is_plain() && w.record != RecordKind::Kv {
         return Err(given.origin("encoding").err(
             "client-side encodings and compression are for key-value records; drop --record profile",
@@ -442,6 +450,35 @@ fn workload(given: &Given) -> Result<Workload, PlanError> {
 }
 
 /// `search` needs profile records, and profile records are only searched.
+/// The checks of one point's workload that involve more than one
+/// parameter, each refusal named after the parameter to change.
+fn check_workload_against_itself(w: &Workload, given: &Given) -> Result<(), PlanError> {
+    check_mix_against_record(w, &given.origin("mix"))?;
+    check_pipeline_against_requests(w, &given.origin_or_axis("pipeline"))
+}
+
+/// Pipelining is for key-value operations on kept connections: only they
+/// travel through the wire codecs that pipeline, and the rest would
+/// ignore it.
+fn check_pipeline_against_requests(w: &Workload, origin: &Origin) -> Result<(), PlanError> {
+    if w.pipeline <= 1 {
+        return Ok(());
+    }
+    let unpipelined = if w.mix.weights[OpKind::Search as usize] > 0 {
+        "searches are"
+    } else if w.record == RecordKind::Profile {
+        "profile records are"
+    } else if w.request != RequestMode::Op {
+        "requests on a connection of their own are"
+    } else {
+        return Ok(());
+    };
+    Err(origin.err(format!(
+        "a pipeline of {}: {unpipelined} not pipelined, only key-value operations on kv; use --pipeline 1",
+        w.pipeline
+    )))
+}
+
 fn check_mix_against_record(w: &Workload, origin: &Origin) -> Result<(), PlanError> {
     let search = OpKind::Search as usize;
     if w.record == RecordKind::Kv && w.mix.weights[search] > 0 {
@@ -980,7 +1017,7 @@ impl Plan {
         let sweep = sweep(&given, &workload)?;
         let points = sweep::expand(&workload, &sweep);
         for p in &points {
-            check_mix_against_record(&p.workload, &given.origin("mix"))?;
+            check_workload_against_itself(&p.workload, &given)?;
         }
         let repeats = experiment_number(
             &flags.repeats,
@@ -1022,7 +1059,7 @@ impl Plan {
                 });
             }
             for p in &sweep::expand(&w, &sweep) {
-                check_mix_against_record(&p.workload, &given.origin("mix"))?;
+                check_workload_against_itself(&p.workload, &given)?;
             }
             per_target.insert(name.clone(), w);
         }
@@ -1309,9 +1346,22 @@ mod tests {
         let e = err("[per_target.redis]\nclients = 0\n");
         assert!(e.contains("per_target.redis.clients"), "{e}");
         // Pipelining is for key-value operations: searches would ignore it.
+        // The refusal names the parameter to change, where it was given.
         let e = err("[workload]\npipeline = 4\nrecord = \"profile\"\nmix = \"0:0:0:0:1\"\n");
         assert!(
-            e.contains("--pipeline 4") && e.contains("searches are not pipelined"),
+            e.contains("workload.pipeline")
+                && e.contains("a pipeline of 4: searches are not pipelined"),
+            "{e}"
+        );
+        let mut f = Overrides::default();
+        f.workload.insert("pipeline".into(), "4".into());
+        f.workload.insert("request".into(), "connect".into());
+        let e = build("[workload]\nrecords = 10\n", f)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("flag --pipeline:")
+                && e.contains("requests on a connection of their own are not pipelined"),
             "{e}"
         );
         assert!(build("[workload]\npipeline = 4\n", Overrides::default()).is_ok());

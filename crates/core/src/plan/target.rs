@@ -166,25 +166,6 @@ pub(super) fn check_capabilities(
             "target {name} does not support pipelining; use --pipeline 1"
         ));
     }
-    if w.pipeline > 1 {
-        // Only key-value operations on kept connections travel through
-        // the wire codecs that pipeline; the rest would ignore it.
-        let unpipelined = if w.mix.weights[OpKind::Search as usize] > 0 {
-            Some("searches are")
-        } else if w.record == crate::profile::RecordKind::Profile {
-            Some("profile records are")
-        } else if w.request != RequestMode::Op {
-            Some("requests on a connection of their own are")
-        } else {
-            None
-        };
-        if let Some(what) = unpipelined {
-            return Err(format!(
-                "--pipeline {}: {what} not pipelined, only key-value operations on kv; use --pipeline 1",
-                w.pipeline
-            ));
-        }
-    }
     if w.request != RequestMode::Op && !caps.requests.contains(&w.request) {
         return Err(format!(
             "target {name} cannot make `{}` requests; use --request op{}",
