@@ -12,7 +12,8 @@
 #
 # Per tool: ops/s (its own measured rate), client CPU per statement
 # (task-clock of the client process / statements the server counted),
-# system calls per statement (perf raw_syscalls), and the mean latency it
+# the share of that CPU spent in the kernel (system over user + system
+# time), system calls per statement (perf raw_syscalls), and the mean latency it
 # reports with the Little's-law ratio. bakeoff warms up for a second (its
 # connections are made before the measured phase, as pgbench's rate leaves
 # out its connection time). Then, once, instructions per statement at 16

@@ -4,6 +4,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import shutil
 import socket
 import statistics
@@ -88,10 +89,17 @@ def server_ops(server, port):
 
 
 def perf_run(cmd, timeout):
-    """Runs cmd under perf stat; returns (stdout, task_clock_ms, syscalls)."""
+    """Runs cmd under perf stat; returns (stdout, task_clock_ms, syscalls,
+    kernel_share): the last is the share of the client's CPU time spent in
+    the kernel (system over user + system time, from the rusage of the
+    children, perf's own included, which is small)."""
     with tempfile.NamedTemporaryFile("r", suffix=".perf") as pf:
         full = ["perf", "stat", "-x,", "-o", pf.name, "-e", "task-clock,raw_syscalls:sys_enter", "--"] + cmd
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         p = subprocess.run(full, capture_output=True, text=True, timeout=timeout)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        user, system = after.ru_utime - before.ru_utime, after.ru_stime - before.ru_stime
+        kernel_share = system / (user + system) if user + system > 0 else None
         if p.returncode != 0:
             raise RuntimeError(f"{' '.join(cmd)} failed ({p.returncode}): {p.stderr[-500:]}")
         task, calls = None, None
@@ -101,7 +109,7 @@ def perf_run(cmd, timeout):
                 task = float(f[0])
             if len(f) > 2 and f[2].startswith("raw_syscalls:sys_enter"):
                 calls = int(float(f[0]))
-        return p.stdout + p.stderr, task, calls
+        return p.stdout + p.stderr, task, calls, kernel_share
 
 
 class Tool:
@@ -277,7 +285,7 @@ def main():
                             t.last_n = t.n[(op, p)]
                         before = server_ops(t.server, ports[t.server])
                         started = time.monotonic()
-                        text, task_ms, calls = perf_run(cmd, timeout=300)
+                        text, task_ms, calls, _ = perf_run(cmd, timeout=300)
                         wall = time.monotonic() - started
                         ops = server_ops(t.server, ports[t.server]) - before
                         own_ops, own_rate, mean = t.parse(text, out, args.duration)

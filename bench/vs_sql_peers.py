@@ -205,13 +205,13 @@ def main():
                         cmd = t.command(urls[t.server], mix, conns, args.duration, out, work)
                         before = server_ops(t.server, ports[t.server])
                         started = time.monotonic()
-                        text, task_ms, calls = perf_run(cmd, timeout=args.duration * 10 + 120)
+                        text, task_ms, calls, kernel = perf_run(cmd, timeout=args.duration * 10 + 120)
                         wall = time.monotonic() - started
                         ops = server_ops(t.server, ports[t.server]) - before
                         rate, mean = t.parse(text, out, conns)
                         little = mean * rate / conns if mean else None
                         key = (t.server, conns, mix, t.name)
-                        results.setdefault(key, []).append((rate, task_ms * 1e6 / ops, calls / ops, mean, little, ops / wall))
+                        results.setdefault(key, []).append((rate, task_ms * 1e6 / ops, calls / ops, mean, little, kernel, ops / wall))
                         print(f"round {rnd + 1} {t.server:8} c{conns:<3} {mix:6} {t.name:9} {rate:>9.0f} ops/s "
                               f"{task_ms * 1e6 / ops:>7.0f} ns CPU/op {calls / ops:6.3f} syscalls/op "
                               f"mean {mean * 1e6 if mean else 0:>7.0f} us", file=sys.stderr)
@@ -247,18 +247,20 @@ def report(results, ir, tools):
     print("ops/s: each tool's own measured rate; CPU and system calls per statement the server counted "
           "(PostgreSQL xact_commit, MariaDB Com_stmt_execute) over the client's whole life;")
     print("Little: mean latency x ops/s / connections (1.00 when the reported latency is what the clients waited).")
-    print(f"{'server':8} {'conns':>5} {'mix':6} {'tool':9} {'ops/s':>9} {'CPU us/op':>10} {'syscalls/op':>12} "
-          f"{'mean us':>8} {'Little':>7}")
+    print("kernel: the share of the client's CPU time spent in the kernel (system / (user + system) time).")
+    print(f"{'server':8} {'conns':>5} {'mix':6} {'tool':9} {'ops/s':>9} {'CPU us/op':>10} {'kernel':>7} "
+          f"{'syscalls/op':>12} {'mean us':>8} {'Little':>7}")
     rows = {}
     for key in sorted(results):
         server, conns, mix, name = key
         r = results[key]
-        med = [statistics.median(x[i] for x in r) if all(x[i] is not None for x in r) else None for i in range(5)]
+        med = [statistics.median(x[i] for x in r) if all(x[i] is not None for x in r) else None for i in range(6)]
         rows[key] = med
         little = f"{med[4]:.2f}" if med[4] is not None else "-"
         mean = f"{med[3] * 1e6:.0f}" if med[3] is not None else "-"
-        print(f"{server:8} {conns:>5} {mix:6} {name:9} {med[0]:>9,.0f} {med[1] / 1e3:>10.1f} {med[2]:>12.3f} "
-              f"{mean:>8} {little:>7}")
+        kernel = f"{med[5] * 100:.0f} %" if med[5] is not None else "-"
+        print(f"{server:8} {conns:>5} {mix:6} {name:9} {med[0]:>9,.0f} {med[1] / 1e3:>10.1f} {kernel:>7} "
+              f"{med[2]:>12.3f} {mean:>8} {little:>7}")
     print("\ngoals (bakeoff vs the peer in the same run): CPU/op <= 0.5 x, ops/s >= 1.1 x")
     for (server, conns, mix, name), mine in sorted(rows.items()):
         if name != "bakeoff":
