@@ -34,7 +34,7 @@ fuzz_target!(|data: &[u8]| {
     check_encode(&MysqlCodec, buf);
     // Statement ids a connection was given go in the request as they are.
     let mut out = Vec::new();
-    MysqlCodec.encode_on(
+    MysqlCodec.encode(
         &[7, 8, 9, 0],
         bakeoff_core::workload::OpKind::Delete,
         b"k",

@@ -59,7 +59,7 @@ fuzz_target!(|data: &[u8]| {
     let (key, rest) = buf.split_at(buf.len().min(seed as usize % 32));
     let (header, payload) = rest.split_at(rest.len() / 2);
     let mut out = Vec::new();
-    RespCodec.encode(kind, key, header, payload, &mut out);
+    RespCodec.encode(&[0; 4], kind, key, header, payload, &mut out);
     let Request::Complete { len, argc, args } = decode_request(&out) else {
         panic!("an encoded request does not read back");
     };

@@ -138,7 +138,7 @@ pub fn check_encode<C: Codec>(codec: &C, data: &[u8]) {
     let (header, payload) = rest.split_at(rest.len() / 2);
     for kind in OpKind::ALL {
         let mut out = b"x".to_vec();
-        codec.encode(kind, key, header, payload, &mut out);
+        codec.encode(&[0; 4], kind, key, header, payload, &mut out);
         assert_eq!(out[0], b'x');
         assert!(out.len() > 1 + key.len());
         assert!(!codec.describe(kind).is_empty());

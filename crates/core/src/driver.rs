@@ -86,14 +86,11 @@ pub struct BatchRow<'v> {
 /// per call (beyond growing `out` to its high-water mark) and never read
 /// the clock.
 pub trait Codec: Send + Sync + 'static {
-    /// Appends the request for `kind` on `key` to `out`; `header` and
-    /// `payload` together are the value for writes (empty otherwise).
-    fn encode(&self, kind: OpKind, key: &[u8], header: &[u8], payload: &[u8], out: &mut Vec<u8>);
-    /// As [`Codec::encode`], on a connection the server gave `handles`:
-    /// what the loop calls. Only protocols with per-connection numbers
-    /// look at them.
-    #[inline]
-    fn encode_on(
+    /// Appends the request for `kind` on `key` to `out`, on a connection
+    /// the server gave `handles` (only protocols with per-connection
+    /// numbers look at them); `header` and `payload` together are the
+    /// value for writes (empty otherwise).
+    fn encode(
         &self,
         handles: &Handles,
         kind: OpKind,
@@ -101,10 +98,7 @@ pub trait Codec: Send + Sync + 'static {
         header: &[u8],
         payload: &[u8],
         out: &mut Vec<u8>,
-    ) {
-        let _ = handles;
-        self.encode(kind, key, header, payload, out)
-    }
+    );
     /// Whether [`Codec::encode_batch`] is there: the protocol can write
     /// many records in one request (a batched load, `--batch`).
     const BATCHES: bool = false;

@@ -136,7 +136,7 @@ fn epoll_wait_ns(epfd: i32, events: &mut [libc::epoll_event], wait_ns: u64) -> i
 
 struct Conn {
     stream: Option<TcpStream>,
-    /// What the server numbered for this connection (see [`Codec::encode_on`]).
+    /// What the server numbered for this connection (see [`Codec::encode`]).
     handles: Handles,
     /// Requests made since the last send was started.
     wbuf: Vec<u8>,
@@ -598,10 +598,10 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
         if req.kind.writes_value() {
             let (h, p) = self.harness.value(req.client as usize, req.key);
             self.codec
-                .encode_on(&c.handles, req.kind, &self.key_buf, &h, p, &mut c.wbuf);
+                .encode(&c.handles, req.kind, &self.key_buf, &h, p, &mut c.wbuf);
         } else {
             self.codec
-                .encode_on(&c.handles, req.kind, &self.key_buf, &[], &[], &mut c.wbuf);
+                .encode(&c.handles, req.kind, &self.key_buf, &[], &[], &mut c.wbuf);
         }
         c.inflight.push_back(req);
     }

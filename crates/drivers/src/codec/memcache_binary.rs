@@ -5,7 +5,7 @@
 //! status, total body length, opaque, CAS. Requests: GET (0x00), SET (0x01,
 //! 8 bytes of extras: flags and expiry), DELETE (0x04).
 
-use bakeoff_core::driver::{Codec, Decoded, Reply};
+use bakeoff_core::driver::{Codec, Decoded, Handles, Reply};
 use bakeoff_core::workload::OpKind;
 
 /// The memcache binary codec.
@@ -38,7 +38,15 @@ fn push_header(out: &mut Vec<u8>, opcode: u8, key_len: usize, extras: u8, body: 
 
 impl Codec for MemcacheBinaryCodec {
     #[inline]
-    fn encode(&self, kind: OpKind, key: &[u8], header: &[u8], payload: &[u8], out: &mut Vec<u8>) {
+    fn encode(
+        &self,
+        _handles: &Handles,
+        kind: OpKind,
+        key: &[u8],
+        header: &[u8],
+        payload: &[u8],
+        out: &mut Vec<u8>,
+    ) {
         match kind {
             // Search never reaches a key-value protocol (the plan rejects it).
             OpKind::Get | OpKind::Delete | OpKind::Search => {
@@ -128,7 +136,7 @@ mod tests {
     #[test]
     fn encodes_requests_byte_for_byte() {
         let mut out = Vec::new();
-        MemcacheBinaryCodec.encode(OpKind::Get, b"ab", &[], &[], &mut out);
+        MemcacheBinaryCodec.encode(&[0; 4], OpKind::Get, b"ab", &[], &[], &mut out);
         assert_eq!(
             out,
             [
@@ -139,7 +147,7 @@ mod tests {
             .concat()
         );
         out.clear();
-        MemcacheBinaryCodec.encode(OpKind::Set, b"k", b"v", b"w", &mut out);
+        MemcacheBinaryCodec.encode(&[0; 4], OpKind::Set, b"k", b"v", b"w", &mut out);
         assert_eq!(
             out,
             [
@@ -152,7 +160,7 @@ mod tests {
             .concat()
         );
         out.clear();
-        MemcacheBinaryCodec.encode(OpKind::Delete, b"k", &[], &[], &mut out);
+        MemcacheBinaryCodec.encode(&[0; 4], OpKind::Delete, b"k", &[], &[], &mut out);
         assert_eq!(out[1], OP_DELETE);
         assert_eq!(out.len(), 25);
     }

@@ -5,7 +5,7 @@
 //! `STORED`, `NOT_STORED`, `EXISTS`, `NOT_FOUND`, `DELETED`, `ERROR`,
 //! `CLIENT_ERROR …`, `SERVER_ERROR …`.
 
-use bakeoff_core::driver::{Codec, Decoded, Reply};
+use bakeoff_core::driver::{Codec, Decoded, Handles, Reply};
 use bakeoff_core::workload::OpKind;
 
 use super::{find_crlf, parse_decimal, push_decimal, MAX_DECLARED_LEN};
@@ -16,7 +16,15 @@ pub struct MemcacheTextCodec;
 
 impl Codec for MemcacheTextCodec {
     #[inline]
-    fn encode(&self, kind: OpKind, key: &[u8], header: &[u8], payload: &[u8], out: &mut Vec<u8>) {
+    fn encode(
+        &self,
+        _handles: &Handles,
+        kind: OpKind,
+        key: &[u8],
+        header: &[u8],
+        payload: &[u8],
+        out: &mut Vec<u8>,
+    ) {
         match kind {
             // Search never reaches a key-value protocol (the plan rejects it).
             OpKind::Get | OpKind::Search => {
@@ -111,13 +119,13 @@ mod tests {
     #[test]
     fn encodes_requests_byte_for_byte() {
         let mut out = Vec::new();
-        MemcacheTextCodec.encode(OpKind::Get, b"k1", &[], &[], &mut out);
+        MemcacheTextCodec.encode(&[0; 4], OpKind::Get, b"k1", &[], &[], &mut out);
         assert_eq!(out, b"get k1\r\n");
         out.clear();
-        MemcacheTextCodec.encode(OpKind::Set, b"k1", b"ab", b"cde", &mut out);
+        MemcacheTextCodec.encode(&[0; 4], OpKind::Set, b"k1", b"ab", b"cde", &mut out);
         assert_eq!(out, b"set k1 0 0 5\r\nabcde\r\n");
         out.clear();
-        MemcacheTextCodec.encode(OpKind::Delete, b"k1", &[], &[], &mut out);
+        MemcacheTextCodec.encode(&[0; 4], OpKind::Delete, b"k1", &[], &[], &mut out);
         assert_eq!(out, b"delete k1\r\n");
     }
 

@@ -30,10 +30,6 @@ pub const DEL: &str = "DELETE FROM kv WHERE k = ?";
 /// [`Handles`] in this order.
 pub const STATEMENTS: [&str; 3] = [GET, PUT, DEL];
 
-/// The ids a freshly started server gives its first connection's
-/// statements: what [`Codec::encode`], without a connection, uses.
-pub const FIRST_IDS: Handles = [1, 2, 3, 0];
-
 /// `COM_STMT_EXECUTE`.
 const COM_STMT_EXECUTE: u8 = 0x17;
 /// Parameter types: the key a string (`MYSQL_TYPE_STRING`), the value a
@@ -270,12 +266,7 @@ impl MysqlCodec {
 
 impl Codec for MysqlCodec {
     #[inline]
-    fn encode(&self, kind: OpKind, key: &[u8], header: &[u8], payload: &[u8], out: &mut Vec<u8>) {
-        self.encode_on(&FIRST_IDS, kind, key, header, payload, out)
-    }
-
-    #[inline]
-    fn encode_on(
+    fn encode(
         &self,
         ids: &Handles,
         kind: OpKind,
@@ -412,7 +403,14 @@ mod tests {
     #[test]
     fn an_execute_binds_the_key_and_value_with_their_types() {
         let mut out = Vec::new();
-        MysqlCodec.encode(OpKind::Set, b"key1", b"hd", b"payload", &mut out);
+        MysqlCodec.encode(
+            &[1, 2, 3, 0],
+            OpKind::Set,
+            b"key1",
+            b"hd",
+            b"payload",
+            &mut out,
+        );
         let len = u32::from_le_bytes([out[0], out[1], out[2], 0]) as usize;
         assert_eq!(len + 4, out.len());
         let mut want = vec![0x17, 2, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0xfe, 0, 0xfc, 0, 4];
@@ -423,7 +421,7 @@ mod tests {
         // A long value's length takes three bytes.
         let big = vec![7u8; 300];
         out.clear();
-        MysqlCodec.encode(OpKind::Update, b"k", b"", &big, &mut out);
+        MysqlCodec.encode(&[1, 2, 3, 0], OpKind::Update, b"k", b"", &big, &mut out);
         assert_eq!(&out[out.len() - 303..out.len() - 300], &[0xfc, 0x2c, 0x01]);
     }
 

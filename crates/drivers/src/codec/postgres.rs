@@ -156,7 +156,15 @@ fn tag_rows(body: &[u8]) -> Option<u64> {
 
 impl Codec for PostgresCodec {
     #[inline]
-    fn encode(&self, kind: OpKind, key: &[u8], header: &[u8], payload: &[u8], out: &mut Vec<u8>) {
+    fn encode(
+        &self,
+        _handles: &Handles,
+        kind: OpKind,
+        key: &[u8],
+        header: &[u8],
+        payload: &[u8],
+        out: &mut Vec<u8>,
+    ) {
         match kind {
             // Search never reaches the codec (the driver runs it through
             // the client library).
@@ -280,7 +288,7 @@ mod tests {
     #[test]
     fn a_bind_carries_the_statement_key_and_value_in_binary() {
         let mut out = Vec::new();
-        PostgresCodec.encode(OpKind::Set, b"key1", b"hd", b"payload", &mut out);
+        PostgresCodec.encode(&[0; 4], OpKind::Set, b"key1", b"hd", b"payload", &mut out);
         let len = u32::from_be_bytes(out[1..5].try_into().unwrap()) as usize;
         assert_eq!(out[0], b'B');
         let bind = &out[5..1 + len];

@@ -5,7 +5,7 @@
 //! null bulk strings, arrays (skipped whole), RESP3 null; a Redis
 //! Cluster's `MOVED` and `ASK` errors as redirections.
 
-use bakeoff_core::driver::{Codec, Decoded, Reply};
+use bakeoff_core::driver::{Codec, Decoded, Handles, Reply};
 use bakeoff_core::slots::parse_redirect;
 use bakeoff_core::workload::OpKind;
 
@@ -24,7 +24,15 @@ fn push_bulk_len(out: &mut Vec<u8>, n: usize) {
 
 impl Codec for RespCodec {
     #[inline]
-    fn encode(&self, kind: OpKind, key: &[u8], header: &[u8], payload: &[u8], out: &mut Vec<u8>) {
+    fn encode(
+        &self,
+        _handles: &Handles,
+        kind: OpKind,
+        key: &[u8],
+        header: &[u8],
+        payload: &[u8],
+        out: &mut Vec<u8>,
+    ) {
         match kind {
             // Search never reaches a key-value protocol: the plan rejects it
             // for targets whose capabilities lack it.
@@ -108,8 +116,16 @@ impl RespWaitCodec {
 
 impl Codec for RespWaitCodec {
     #[inline]
-    fn encode(&self, kind: OpKind, key: &[u8], header: &[u8], payload: &[u8], out: &mut Vec<u8>) {
-        RespCodec.encode(kind, key, header, payload, out);
+    fn encode(
+        &self,
+        handles: &Handles,
+        kind: OpKind,
+        key: &[u8],
+        header: &[u8],
+        payload: &[u8],
+        out: &mut Vec<u8>,
+    ) {
+        RespCodec.encode(handles, kind, key, header, payload, out);
         if kind.writes() {
             out.extend_from_slice(&self.wait);
         }
@@ -334,7 +350,7 @@ mod tests {
     #[test]
     fn requests_are_read_back_as_encoded() {
         let mut out = Vec::new();
-        RespCodec.encode(OpKind::Set, b"k1", b"HE", b"LLO", &mut out);
+        RespCodec.encode(&[0; 4], OpKind::Set, b"k1", b"HE", b"LLO", &mut out);
         let Request::Complete { len, argc, args } = decode_request(&out) else {
             panic!("a whole SET is complete");
         };
@@ -375,16 +391,16 @@ mod tests {
     #[test]
     fn encodes_requests_byte_for_byte() {
         let mut out = Vec::new();
-        RespCodec.encode(OpKind::Get, b"bk:000000000001", &[], &[], &mut out);
+        RespCodec.encode(&[0; 4], OpKind::Get, b"bk:000000000001", &[], &[], &mut out);
         assert_eq!(out, b"*2\r\n$3\r\nGET\r\n$15\r\nbk:000000000001\r\n");
         out.clear();
-        RespCodec.encode(OpKind::Set, b"k", b"HE", b"LLO", &mut out);
+        RespCodec.encode(&[0; 4], OpKind::Set, b"k", b"HE", b"LLO", &mut out);
         assert_eq!(out, b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$5\r\nHELLO\r\n");
         out.clear();
-        RespCodec.encode(OpKind::Update, b"k", b"a", b"", &mut out);
+        RespCodec.encode(&[0; 4], OpKind::Update, b"k", b"a", b"", &mut out);
         assert_eq!(out, b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\na\r\n");
         out.clear();
-        RespCodec.encode(OpKind::Delete, b"k", &[], &[], &mut out);
+        RespCodec.encode(&[0; 4], OpKind::Delete, b"k", &[], &[], &mut out);
         assert_eq!(out, b"*2\r\n$3\r\nDEL\r\n$1\r\nk\r\n");
     }
 
