@@ -231,6 +231,78 @@ fn wrong_postgres_password_is_a_clear_error_and_the_right_one_works() {
     assert_eq!(r["targets"][0]["mode"], "external");
 }
 
+/// A PostgreSQL reached over its Unix domain socket, the URL's host its
+/// directory percent-encoded (as libpq takes it): the load, verified reads,
+/// pipelining and the server's counters as over TCP. The socket is linked
+/// under a port nothing listens on, so TCP could not have served the run. A
+/// link, which relays TCP, is refused with the reason.
+#[test]
+fn postgres_over_its_unix_socket_runs_as_over_tcp() {
+    if !require_in("postgres", PG_DIRS, "postgresql") {
+        return;
+    }
+    let server = bakeoff_drivers::postgres::start(None, None).unwrap();
+    let (_held, port) = closed_port();
+    let sockets = tmp();
+    let socket = |dir: &std::path::Path, port: u16| dir.join(format!(".s.PGSQL.{port}"));
+    std::os::unix::fs::symlink(
+        socket(server.dir(), server.addr.port()),
+        socket(sockets.path(), port),
+    )
+    .unwrap();
+    let host = sockets.path().to_str().unwrap().replace('/', "%2F");
+    let url = format!("postgres://bakeoff@{host}:{port}/postgres");
+    let dir = tmp();
+    let out = dir.path().join("unix.json");
+    let o = bakeoff(&[
+        "run",
+        "-t",
+        &url,
+        "--records",
+        "2000",
+        "--mix",
+        "50:50",
+        "--clients",
+        "4",
+        "--pipeline",
+        "4",
+        "--duration",
+        "1s",
+        "--warmup",
+        "0",
+        "--quiet",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let r = read_json(&out);
+    let run = &r["runs"][0];
+    assert_eq!(run["checks"]["records_after_load"], 2000);
+    let m = &run["measure"];
+    assert!(
+        m["errors"].as_object().unwrap().is_empty(),
+        "{}",
+        m["errors"]
+    );
+    assert!(m["ops"]["get"]["completed"].as_u64().unwrap() > 100, "{m}");
+    let counters = run["checks"]["counters"].as_array().unwrap();
+    assert_eq!(counters.len(), 2, "{counters:?}");
+    for c in counters {
+        assert!(c["target"].as_u64().unwrap() > 0, "{c}");
+        assert_eq!(c["bakeoff"], c["target"], "{c}");
+    }
+
+    let o = bakeoff(&["run", "-t", &url, "--link", "rtt=1ms", "--duration", "1s"]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("a link relays TCP"), "{stderr}");
+}
+
 #[test]
 fn killed_postgres_is_counted_and_the_result_is_written() {
     if !require_in("postgres", PG_DIRS, "postgresql") {

@@ -16,6 +16,7 @@
 
 use std::net::TcpStream;
 use std::ops::Range;
+use std::os::unix::net::UnixStream;
 use std::sync::atomic::AtomicBool;
 use std::sync::mpsc::Sender;
 use std::time::Instant;
@@ -147,16 +148,98 @@ pub trait Connector: Send + Sync {
 /// A connection a [`Connector`] opened.
 pub struct Connected {
     /// The stream, its handshake done.
-    pub stream: TcpStream,
+    pub stream: Stream,
     /// What the server numbered for this connection.
     pub handles: Handles,
 }
 
-impl From<TcpStream> for Connected {
-    fn from(stream: TcpStream) -> Self {
+impl<S: Into<Stream>> From<S> for Connected {
+    fn from(stream: S) -> Self {
         Connected {
-            stream,
+            stream: stream.into(),
             handles: Handles::default(),
+        }
+    }
+}
+
+/// A connection's byte stream: TCP, or a Unix domain socket to a server
+/// on this machine (no TCP/IP stack between the two, so each message costs
+/// the kernel less; what pgbench uses by default).
+pub enum Stream {
+    /// A TCP connection.
+    Tcp(TcpStream),
+    /// A Unix domain stream socket.
+    Unix(UnixStream),
+}
+
+impl Stream {
+    /// Switches the socket to non-blocking reads and writes (or back).
+    pub fn set_nonblocking(&self, on: bool) -> std::io::Result<()> {
+        match self {
+            Stream::Tcp(s) => s.set_nonblocking(on),
+            Stream::Unix(s) => s.set_nonblocking(on),
+        }
+    }
+
+    /// Bounds each blocking read (`None`: no bound).
+    pub fn set_read_timeout(&self, t: Option<std::time::Duration>) -> std::io::Result<()> {
+        match self {
+            Stream::Tcp(s) => s.set_read_timeout(t),
+            Stream::Unix(s) => s.set_read_timeout(t),
+        }
+    }
+
+    /// Bounds each blocking write (`None`: no bound).
+    pub fn set_write_timeout(&self, t: Option<std::time::Duration>) -> std::io::Result<()> {
+        match self {
+            Stream::Tcp(s) => s.set_write_timeout(t),
+            Stream::Unix(s) => s.set_write_timeout(t),
+        }
+    }
+}
+
+impl From<TcpStream> for Stream {
+    fn from(s: TcpStream) -> Self {
+        Stream::Tcp(s)
+    }
+}
+
+impl From<UnixStream> for Stream {
+    fn from(s: UnixStream) -> Self {
+        Stream::Unix(s)
+    }
+}
+
+impl std::io::Read for Stream {
+    #[inline]
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Stream::Tcp(s) => s.read(buf),
+            Stream::Unix(s) => s.read(buf),
+        }
+    }
+}
+
+impl std::io::Write for Stream {
+    #[inline]
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Stream::Tcp(s) => s.write(buf),
+            Stream::Unix(s) => s.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl std::os::fd::AsRawFd for Stream {
+    #[inline]
+    fn as_raw_fd(&self) -> std::os::fd::RawFd {
+        match self {
+            Stream::Tcp(s) => s.as_raw_fd(),
+            Stream::Unix(s) => s.as_raw_fd(),
         }
     }
 }

@@ -36,7 +36,6 @@
 
 use std::collections::VecDeque;
 use std::io::{ErrorKind as IoErrorKind, Read, Write};
-use std::net::TcpStream;
 use std::os::fd::AsRawFd;
 
 use io_uring::{opcode, types, IoUring};
@@ -135,7 +134,7 @@ fn epoll_wait_ns(epfd: i32, events: &mut [libc::epoll_event], wait_ns: u64) -> i
 }
 
 struct Conn {
-    stream: Option<TcpStream>,
+    stream: Option<crate::driver::Stream>,
     /// What the server numbered for this connection (see [`Codec::encode`]).
     handles: Handles,
     /// Requests made since the last send was started.

@@ -1,5 +1,6 @@
 //! Starts one PostgreSQL and one MariaDB server the way bakeoff's managed
-//! targets do (their own recipes, table `kv` made), prints their URLs, and
+//! targets do (their own recipes, table `kv` made), prints their URLs (and
+//! PostgreSQL's socket directory), and
 //! stops both when standard input closes: the servers bench/vs-sql-peers.sh
 //! runs every tool against.
 //!
@@ -26,6 +27,8 @@ fn main() {
     println!("mariadb://root@127.0.0.1:{}", maria.addr.port());
     println!("postgres pid {}", pg.pid);
     println!("mariadb pid {}", maria.pid);
+    // Where PostgreSQL's Unix socket is (bench/vs-sql-peers.sh --transport unix).
+    println!("postgres socket {}", pg.dir().display());
     // Until whoever started this closes our standard input (or dies).
     let _ = std::io::stdin().read_to_end(&mut Vec::new());
     drop(maria);

@@ -4,6 +4,8 @@
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+
+use bakeoff_core::driver::Stream;
 use std::time::{Duration, Instant};
 
 use bakeoff_core::driver::{Codec, Decoded, Reply};
@@ -27,7 +29,7 @@ pub fn resolve(host: &str, port: u16) -> Result<SocketAddr, TargetError> {
 /// server accepted the connection but did not finish `protocol`'s
 /// handshake; a close is an `UnexpectedEof` error. Each names `who`.
 pub fn read_handshake(
-    s: &mut TcpStream,
+    s: &mut Stream,
     deadline: std::time::Instant,
     chunk: &mut [u8],
     who: &str,
@@ -56,11 +58,11 @@ pub fn read_handshake(
 pub const ADMIN_CONNECT_WITHIN: Duration = Duration::from_secs(5);
 
 /// Connects with a timeout and TCP_NODELAY; explains refusals.
-pub fn connect(addr: SocketAddr, what: &str) -> std::io::Result<TcpStream> {
+pub fn connect(addr: SocketAddr, what: &str) -> std::io::Result<Stream> {
     let s = connect_within(addr, what, Duration::from_secs(3))?;
     s.set_read_timeout(Some(Duration::from_secs(10)))?;
     s.set_write_timeout(Some(Duration::from_secs(10)))?;
-    Ok(s)
+    Ok(s.into())
 }
 
 /// Connects within `within`, with TCP_NODELAY, reads and writes bounded by
@@ -81,6 +83,53 @@ pub fn connect_within(
     s.set_read_timeout(Some(within))?;
     s.set_write_timeout(Some(within))?;
     Ok(s)
+}
+
+/// Where a server is reached: a TCP address, or the path of a Unix domain
+/// socket on this machine.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Address {
+    /// A TCP address.
+    Tcp(SocketAddr),
+    /// A Unix domain socket's path.
+    Unix(std::path::PathBuf),
+}
+
+impl std::fmt::Display for Address {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Address::Tcp(a) => write!(f, "{a}"),
+            Address::Unix(p) => write!(f, "{}", p.display()),
+        }
+    }
+}
+
+/// [`connect_within`] for either kind of [`Address`].
+pub fn connect_address_within(
+    addr: &Address,
+    what: &str,
+    within: Duration,
+) -> std::io::Result<Stream> {
+    match addr {
+        Address::Tcp(a) => connect_within(*a, what, within).map(Stream::from),
+        Address::Unix(path) => {
+            // A local connect does not wait on the server's accept: it
+            // either finds the listening socket or fails at once.
+            let s = std::os::unix::net::UnixStream::connect(path).map_err(|e| {
+                std::io::Error::new(
+                    e.kind(),
+                    format!(
+                        "cannot connect to {what} at {}: {e}; is the server running, and is this its socket?",
+                        path.display()
+                    ),
+                )
+            })?;
+            let within = within.max(Duration::from_millis(1));
+            s.set_read_timeout(Some(within))?;
+            s.set_write_timeout(Some(within))?;
+            Ok(s.into())
+        }
+    }
 }
 
 /// Encodes a RESP command from its words.
@@ -120,7 +169,7 @@ const MEMCACHE_REPLY_MAX: usize = 1 << 20;
 /// something else (random bytes, another protocol) ends in an error
 /// rather than a hang or a buffer without bound.
 fn read_more(
-    stream: &mut TcpStream,
+    stream: &mut Stream,
     buf: &mut Vec<u8>,
     since: Instant,
     max: usize,
@@ -176,7 +225,7 @@ fn read_more(
 }
 
 /// Sends one RESP command and reads its whole reply.
-pub fn resp_call(stream: &mut TcpStream, words: &[&[u8]]) -> std::io::Result<RespReply> {
+pub fn resp_call(stream: &mut Stream, words: &[&[u8]]) -> std::io::Result<RespReply> {
     stream.write_all(&resp_command(words))?;
     let since = Instant::now();
     let mut buf = Vec::with_capacity(4096);
@@ -205,7 +254,7 @@ pub fn resp_call(stream: &mut TcpStream, words: &[&[u8]]) -> std::io::Result<Res
 
 /// The server's clock by RESP `TIME` (seconds and microseconds, an array
 /// of two bulk strings), between two readings of this machine's.
-pub fn resp_time(stream: &mut TcpStream) -> std::io::Result<ClockReading> {
+pub fn resp_time(stream: &mut Stream) -> std::io::Result<ClockReading> {
     let command = resp_command(&[b"TIME"]);
     let mut buf = Vec::with_capacity(64);
     let since = Instant::now();
@@ -279,7 +328,7 @@ pub fn parse_info(text: &str) -> Vec<(String, String)> {
 /// Sends a memcache text command and reads until a line equal to one of
 /// `ends` (e.g. `END`), returning the lines before it.
 pub fn memcache_lines(
-    stream: &mut TcpStream,
+    stream: &mut Stream,
     command: &str,
     ends: &[&str],
 ) -> std::io::Result<Vec<String>> {

@@ -5,7 +5,9 @@
 //! memory settings of `[servers.redis]`. External: `redis://[user][:password@]host:port`.
 
 use std::collections::BTreeMap;
-use std::net::{SocketAddr, TcpStream};
+use std::net::SocketAddr;
+
+use bakeoff_core::driver::Stream;
 use std::path::Path;
 use std::time::Duration;
 
@@ -175,7 +177,7 @@ pub struct RedisConnector {
 
 impl Connector for RedisConnector {
     fn connect(&self, within: Duration) -> std::io::Result<bakeoff_core::driver::Connected> {
-        let mut s = connect_within(self.addr, "redis", within)?;
+        let mut s: Stream = connect_within(self.addr, "redis", within)?.into();
         if let Some(p) = &self.password {
             let reply = match &self.user {
                 Some(u) => resp_call(&mut s, &[b"AUTH", u.as_bytes(), p.as_bytes()])?,
@@ -556,7 +558,7 @@ impl RedisTarget {
     }
 
     /// A connection for admin calls, straight to the server.
-    pub(crate) fn admin(&self) -> std::io::Result<TcpStream> {
+    pub(crate) fn admin(&self) -> std::io::Result<Stream> {
         let s = RedisConnector {
             addr: self.connector_addr,
             user: self.user.clone(),

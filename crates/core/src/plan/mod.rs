@@ -675,6 +675,14 @@ fn targets(
                     can.join(", ")
                 )));
             }
+            if let (Some(l), Endpoint::External { host, .. }) = (&p.workload.link, &spec.endpoint) {
+                if host.starts_with('/') {
+                    return Err(origin.err(format!(
+                        "--link {l}: a link relays TCP, and {} is reached by its Unix socket in {host}; give the server's host:port in the URL to run it over a link",
+                        spec.label()
+                    )));
+                }
+            }
             if let (Some(f), Endpoint::External { .. }) = (&p.workload.fault, &spec.endpoint) {
                 return Err(origin.err(format!(
                     "--fault {f} needs a server bakeoff started; {} runs elsewhere (name the target, e.g. -t {}, to have bakeoff start it)",

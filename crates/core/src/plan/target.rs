@@ -295,7 +295,9 @@ pub(super) fn parse_target(text: &str, catalog: &dyn TargetCatalog) -> Result<Ta
         if host.is_empty() {
             return Err(format!("URL `{}` has no host", redact(text)));
         }
-        nodes.push((host.to_string(), port));
+        // Percent-decoded: a PostgreSQL socket directory is written
+        // `%2Frun%2Fpostgresql`, as libpq takes it.
+        nodes.push((percent_decode(host), port));
     }
     let (host, port) = nodes.remove(0);
     Ok(TargetSpec {

@@ -5,7 +5,9 @@
 //! in time; the network loop takes the socket from there.
 
 use std::io::{Error, ErrorKind, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::SocketAddr;
+
+use bakeoff_core::driver::Stream;
 use std::time::{Duration, Instant};
 
 use bakeoff_core::driver::{Connected, Connector, Handles};
@@ -45,7 +47,7 @@ pub struct MariaConnector {
 /// not yet used, and the deadline.
 struct Wire<'a> {
     c: &'a MariaConnector,
-    s: TcpStream,
+    s: Stream,
     buf: Vec<u8>,
     deadline: Instant,
     caps: CapabilityFlags,
@@ -231,7 +233,7 @@ impl Connector for MariaConnector {
         let s = crate::admin::connect_within(self.addr, "mariadb", within)?;
         let mut w = Wire {
             c: self,
-            s,
+            s: s.into(),
             buf: Vec::with_capacity(4096),
             deadline,
             caps: CapabilityFlags::empty(),

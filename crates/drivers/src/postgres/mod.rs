@@ -26,7 +26,7 @@ use bakeoff_servers::{ManagedServer, ServerCommand, ServerError};
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, Config, NoTls, Statement};
 
-use crate::admin::resolve;
+use crate::admin::{resolve, Address};
 use crate::async_target::{
     block, block_quick, profile_columns, run_reached, AsyncDriver, AsyncTarget, Reach,
 };
@@ -165,10 +165,31 @@ impl Dsn {
         c
     }
 
+    /// The server's Unix domain socket, when the host is a directory (an
+    /// absolute path, as libpq and tokio-postgres take it): PostgreSQL
+    /// names its socket there after the port.
+    fn socket(&self) -> Option<std::path::PathBuf> {
+        self.host
+            .starts_with('/')
+            .then(|| std::path::Path::new(&self.host).join(format!(".s.PGSQL.{}", self.port)))
+    }
+
+    /// Where the codec's connections go: the socket, or the host resolved.
+    fn address(&self) -> Result<Address, TargetError> {
+        match self.socket() {
+            Some(path) => Ok(Address::Unix(path)),
+            None => resolve(&self.host, self.port).map(Address::Tcp),
+        }
+    }
+
     fn describe(&self) -> String {
+        let at = match self.socket() {
+            Some(path) => format!("socket {}", path.display()),
+            None => format!("{}:{}", self.host, self.port),
+        };
         format!(
-            "postgres at {}:{} (user {}, database {})",
-            self.host, self.port, self.user, self.dbname
+            "postgres at {at} (user {}, database {})",
+            self.user, self.dbname
         )
     }
 }
@@ -461,7 +482,7 @@ impl PgDriver {
     fn new(reach: Reach<Dsn>, profile: bool) -> Result<Self, TargetError> {
         let wire = reach.codec_driver(PostgresCodec, |dsn| {
             Ok(Box::new(PgConnector {
-                addr: resolve(&dsn.host, dsn.port)?,
+                addr: dsn.address()?,
                 dsn: dsn.clone(),
             }))
         })?;
@@ -649,7 +670,7 @@ pub fn start_with_kv(
             .map_err(|e| TargetError::Server(e.to_string()))
     })?;
     let connector = PgConnector {
-        addr: server.addr,
+        addr: Address::Tcp(server.addr),
         dsn,
     };
     Ok((server, Box::new(connector)))

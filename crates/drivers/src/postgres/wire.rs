@@ -4,10 +4,9 @@
 //! bounded in time; the network loop takes the socket from there.
 
 use std::io::{Error, ErrorKind, Write};
-use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
-use bakeoff_core::driver::Connector;
+use bakeoff_core::driver::{Connector, Stream};
 use bytes::BytesMut;
 use fallible_iterator::FallibleIterator;
 use postgres_protocol::authentication::{md5_hash, sasl};
@@ -15,7 +14,7 @@ use postgres_protocol::message::backend::{ErrorResponseBody, Message};
 use postgres_protocol::message::frontend;
 
 use super::Dsn;
-use crate::admin::read_handshake;
+use crate::admin::{read_handshake, Address};
 use crate::codec::postgres::STATEMENTS;
 
 /// SQLSTATE of "too many connections": the server turning a client away.
@@ -23,8 +22,9 @@ const TOO_MANY_CONNECTIONS: &str = "53300";
 
 /// Opens connections for [`crate::codec::postgres::PostgresCodec`].
 pub struct PgConnector {
-    /// Where to connect (the link relay's address, when there is one).
-    pub addr: SocketAddr,
+    /// Where to connect (the link relay's address, when there is one; the
+    /// server's socket file, when the URL's host is its directory).
+    pub addr: Address,
     /// Who connects, to which database (and the password, if any).
     pub(super) dsn: Dsn,
 }
@@ -64,7 +64,7 @@ impl PgConnector {
     /// Reads the next backend message into `buf`'s front, by `deadline`.
     fn next(
         &self,
-        s: &mut TcpStream,
+        s: &mut Stream,
         buf: &mut BytesMut,
         deadline: Instant,
     ) -> std::io::Result<Message> {
@@ -98,7 +98,7 @@ impl PgConnector {
     /// Start-up and authentication, up to the first `ReadyForQuery`.
     fn start_up(
         &self,
-        s: &mut TcpStream,
+        s: &mut Stream,
         buf: &mut BytesMut,
         deadline: Instant,
     ) -> std::io::Result<()> {
@@ -182,7 +182,7 @@ impl PgConnector {
     /// Prepares the codec's statements.
     fn prepare(
         &self,
-        s: &mut TcpStream,
+        s: &mut Stream,
         buf: &mut BytesMut,
         deadline: Instant,
     ) -> std::io::Result<()> {
@@ -211,7 +211,7 @@ impl PgConnector {
 impl Connector for PgConnector {
     fn connect(&self, within: Duration) -> std::io::Result<bakeoff_core::driver::Connected> {
         let deadline = Instant::now() + within;
-        let mut s = crate::admin::connect_within(self.addr, "postgres", within)?;
+        let mut s = crate::admin::connect_address_within(&self.addr, "postgres", within)?;
         let mut buf = BytesMut::with_capacity(4096);
         self.start_up(&mut s, &mut buf, deadline)?;
         self.prepare(&mut s, &mut buf, deadline)?;
