@@ -11,6 +11,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 
 from vs_peers import BAKEOFF, callgrind_ir, perf_run
 
@@ -132,7 +133,8 @@ class Pgbench(Tool):
         port = url.rsplit(":", 1)[1].split("/")[0]
         scripts = ["-f", f"{get}@100"] if mix == "100:0" else ["-f", f"{get}@50", "-f", f"{upd}@50"]
         run = ["-t", str(ops // conns)] if ops else ["-T", str(duration)]
-        return [PGBENCH, "-h", "127.0.0.1", "-p", port, "-U", "bakeoff", "-n", "-M", "prepared", "-c", str(conns),
+        host = urllib.parse.unquote(url.split("@", 1)[1].rsplit(":", 1)[0])
+        return [PGBENCH, "-h", host, "-p", port, "-U", "bakeoff", "-n", "-M", "prepared", "-c", str(conns),
                 "-j", "1"] + run + scripts + ["postgres"]
 
     def parse(self, text, out, conns):
@@ -169,6 +171,8 @@ def main():
     ap.add_argument("--connections", default="1,16,64")
     ap.add_argument("--mixes", default="100:0,50:50")
     ap.add_argument("--servers", default="postgres,mariadb")
+    ap.add_argument("--transport", choices=["tcp", "unix"], default="tcp",
+                    help="unix: PostgreSQL over its Unix socket for every tool (MariaDB stays on TCP)")
     ap.add_argument("--no-callgrind", action="store_true",
                     help="skip counting instructions per statement under valgrind")
     args = ap.parse_args()
@@ -179,13 +183,19 @@ def main():
     starter = subprocess.Popen(["target/release/examples/sql_servers"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                text=True)
     try:
-        urls = {}
-        for _ in range(4):
+        urls, pg_socket = {}, None
+        for _ in range(5):
             line = starter.stdout.readline().strip()
             if not line:
                 raise SystemExit("the servers did not start (see above)")
             if "://" in line:
                 urls[line.split("://")[0]] = line
+            if line.startswith("postgres socket "):
+                pg_socket = line.split(" ", 2)[2]
+        ports = {s: int(re.search(r":(\d+)", u.split("@")[1]).group(1)) for s, u in urls.items()}
+        if args.transport == "unix":
+            # The socket's directory as the host, percent-encoded (libpq's form).
+            urls["postgres"] = f"postgres://bakeoff@{urllib.parse.quote(pg_socket, safe='')}:{ports['postgres']}/postgres"
         tools = []
         if "postgres" in wanted:
             tools += [Bakeoff("bakeoff", "postgres"), Pgbench("pgbench", "postgres")]
@@ -195,7 +205,6 @@ def main():
             subprocess.run([BAKEOFF, "run", "-t", urls[server], "--records", str(PEER_FIRST + RECORDS), "--value-size", str(VALUE),
                             "--ops", "1", "--warmup", "0", "--clients", "16", "-q", "-o", os.path.join(work, "fill.json")],
                            check=True, capture_output=True)
-        ports = {s: int(re.search(r":(\d+)", u.split("@")[1]).group(1)) for s, u in urls.items()}
         results = {}
         for rnd in range(args.rounds):
             for conns in conns_list:
@@ -233,15 +242,17 @@ def main():
                     ir[(t.server, t.name)] = (b - a) / (nb - na)
                 except Exception as e:  # a tool that cannot run under valgrind is reported, not fatal
                     print(f"callgrind {t.name} {t.server}: {e}", file=sys.stderr)
-        report(results, ir, tools)
+        report(results, ir, tools, args.transport)
     finally:
         starter.stdin.close()
         starter.wait(timeout=60)
         shutil.rmtree(work, ignore_errors=True)
 
 
-def report(results, ir, tools):
+def report(results, ir, tools, transport):
     backend = next((getattr(t, "backend", None) for t in tools if hasattr(t, "backend")), "?")
+    if transport == "unix":
+        backend += "; PostgreSQL over its Unix socket (every tool)"
     print(f"\nmedians of interleaved rounds; table kv of {RECORDS} rows, {VALUE}-byte values, point SELECT by key and "
           f"UPDATE by key; bakeoff I/O: {backend}")
     print("ops/s: each tool's own measured rate; CPU and system calls per statement the server counted "
