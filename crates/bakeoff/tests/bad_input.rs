@@ -181,23 +181,24 @@ fn a_run_that_measured_nothing_does_not_exit_0() {
     }
     let dir = tmp();
     let out = dir.path().join("nothing.json");
-    let o = bakeoff(&[
-        "run",
-        "-t",
-        "redis",
-        "--records",
-        "10",
-        "--duration",
-        "1us",
-        "--warmup",
-        "0",
-        "--quiet",
-        "--no-html",
-        "-o",
-        out.to_str().unwrap(),
-    ]);
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(1), "{stderr}");
+    expect_exit(
+        &[
+            "run",
+            "-t",
+            "redis",
+            "--records",
+            "10",
+            "--duration",
+            "1us",
+            "--warmup",
+            "0",
+            "--quiet",
+            "--no-html",
+            "-o",
+            out.to_str().unwrap(),
+        ],
+        1,
+    );
     let r = read_json(&out);
     assert_eq!(r["runs"][0]["measure"]["completed"], 0);
     assert_eq!(r["runs"][0]["status"], "errors");
@@ -284,9 +285,7 @@ fn unreachable_or_refusing_servers() {
     }
     let server = redis(Some("s3cret-pw"));
     let wrong = format!("redis://:wrong-pw@{}", server.addr);
-    let o = bakeoff(&["run", "-t", &wrong, "--duration", "1s"]);
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    let stderr = expect_exit(&["run", "-t", &wrong, "--duration", "1s"], 2);
     assert!(
         stderr.contains("refused the credentials") && stderr.contains("password"),
         "{stderr}"
@@ -537,20 +536,14 @@ fn faults_that_cannot_happen_are_refused() {
 
 #[test]
 fn request_modes_a_target_cannot_make_are_refused() {
-    let o = bakeoff(&["run", "-t", "postgres", "--request", "phases"]);
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    let stderr = expect_exit(&["run", "-t", "postgres", "--request", "phases"], 2);
     assert!(stderr.contains("cannot make `phases` requests"), "{stderr}");
-    let o = bakeoff(&["run", "-t", "redis", "--request", "connect"]);
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    let stderr = expect_exit(&["run", "-t", "redis", "--request", "connect"], 2);
     assert!(
         stderr.contains("cannot make `connect` requests"),
         "{stderr}"
     );
-    let o = bakeoff(&["run", "--request", "sometimes"]);
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    let stderr = expect_exit(&["run", "--request", "sometimes"], 2);
     assert!(stderr.contains("use op, connect or phases"), "{stderr}");
 }
 
@@ -613,16 +606,17 @@ fn dry_run_shows_every_setting_and_a_typo_names_the_right_one() {
     ] {
         assert!(stdout.contains(wanted), "no `{wanted}` in:\n{stdout}");
     }
-    let o = bakeoff(&[
-        "run",
-        "-t",
-        "redis",
-        "--set",
-        "redis.maxmemroy=1gb",
-        "--dry-run",
-    ]);
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    let stderr = expect_exit(
+        &[
+            "run",
+            "-t",
+            "redis",
+            "--set",
+            "redis.maxmemroy=1gb",
+            "--dry-run",
+        ],
+        2,
+    );
     assert!(stderr.contains("did you mean `maxmemory`?"), "{stderr}");
 }
 

@@ -104,33 +104,30 @@ fn tokyo_settings_are_applied_and_recorded() {
     let data = dir.path().join("data");
     let out = dir.path().join("tc.json");
     let d = format!("tokyo-hash.dir={}", data.display());
-    let o = bakeoff(&[
-        "run",
-        "-t",
-        "tokyo-hash",
-        "--set",
-        "tokyo-hash.bnum=131071",
-        "--set",
-        "tokyo-hash.opts=large",
-        "--set",
-        &d,
-        "--records",
-        "100",
-        "--ops",
-        "10",
-        "--warmup",
-        "0",
-        "--clients",
-        "1",
-        "--quiet",
-        "-o",
-        out.to_str().unwrap(),
-    ]);
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
+    expect_exit(
+        &[
+            "run",
+            "-t",
+            "tokyo-hash",
+            "--set",
+            "tokyo-hash.bnum=131071",
+            "--set",
+            "tokyo-hash.opts=large",
+            "--set",
+            &d,
+            "--records",
+            "100",
+            "--ops",
+            "10",
+            "--warmup",
+            "0",
+            "--clients",
+            "1",
+            "--quiet",
+            "-o",
+            out.to_str().unwrap(),
+        ],
+        0,
     );
     let r = read_json(&out);
     let s = &r["targets"][0]["settings"];
@@ -174,29 +171,26 @@ fn reads_after_tampering(target: &str, tamper: impl FnOnce(&std::path::Path)) ->
     let data = dir.path().join("data");
     let d = format!("{target}.dir={}", data.display());
     let out = dir.path().join("load.json");
-    let o = bakeoff(&[
-        "run",
-        "-t",
-        target,
-        "--set",
-        &d,
-        "--records",
-        "200",
-        "--ops",
-        "1",
-        "--warmup",
-        "0",
-        "--clients",
-        "1",
-        "--quiet",
-        "-o",
-        out.to_str().unwrap(),
-    ]);
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
+    expect_exit(
+        &[
+            "run",
+            "-t",
+            target,
+            "--set",
+            &d,
+            "--records",
+            "200",
+            "--ops",
+            "1",
+            "--warmup",
+            "0",
+            "--clients",
+            "1",
+            "--quiet",
+            "-o",
+            out.to_str().unwrap(),
+        ],
+        0,
     );
     tamper(&data);
     let out = dir.path().join("read.json");
@@ -417,33 +411,30 @@ fn searches_return_the_same_rows_on_every_table_engine() {
     }
     let dir = tmp();
     let out = dir.path().join("search.json");
-    let o = bakeoff(&[
-        "run",
-        "-t",
-        "tokyo-table,sqlite",
-        "--record",
-        "profile",
-        "--records",
-        "5000",
-        "--ops",
-        "60",
-        "--clients",
-        "1",
-        "--warmup",
-        "0",
-        "--sweep-search",
-        "name,sex,location,all",
-        "--sweep-indexes",
-        "on,off",
-        "--quiet",
-        "-o",
-        out.to_str().unwrap(),
-    ]);
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
+    expect_exit(
+        &[
+            "run",
+            "-t",
+            "tokyo-table,sqlite",
+            "--record",
+            "profile",
+            "--records",
+            "5000",
+            "--ops",
+            "60",
+            "--clients",
+            "1",
+            "--warmup",
+            "0",
+            "--sweep-search",
+            "name,sex,location,all",
+            "--sweep-indexes",
+            "on,off",
+            "--quiet",
+            "-o",
+            out.to_str().unwrap(),
+        ],
+        0,
     );
     let r = read_json(&out);
     let runs = r["runs"].as_array().unwrap();

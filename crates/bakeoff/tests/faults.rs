@@ -184,22 +184,23 @@ fn after_sigkill_nothing_runs_on_and_the_next_run_removes_the_directory() {
     assert!(data_dir.exists(), "the directory should still be there");
     let dir = tmp();
     let out = dir.path().join("next.json");
-    let o = bakeoff(&[
-        "run",
-        "-t",
-        "redis",
-        "--records",
-        "10",
-        "--duration",
-        "100ms",
-        "--warmup",
-        "0",
-        "--quiet",
-        "-o",
-        out.to_str().unwrap(),
-    ]);
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(0), "{stderr}");
+    let stderr = expect_exit(
+        &[
+            "run",
+            "-t",
+            "redis",
+            "--records",
+            "10",
+            "--duration",
+            "100ms",
+            "--warmup",
+            "0",
+            "--quiet",
+            "-o",
+            out.to_str().unwrap(),
+        ],
+        0,
+    );
     assert!(!data_dir.exists(), "{} left behind", data_dir.display());
     assert!(
         stderr.contains(&format!("removed {}", data_dir.display())),

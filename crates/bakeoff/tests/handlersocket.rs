@@ -20,28 +20,29 @@ fn managed_handlersocket_loads_verifies_counts_and_keeps_its_secret() {
     }
     let dir = tmp();
     let out = dir.path().join("hs.json");
-    let o = bakeoff(&[
-        "run",
-        "-t",
-        "handlersocket",
-        "--records",
-        "2000",
-        "--mix",
-        "70:10:10:10",
-        "--clients",
-        "4",
-        "--pipeline",
-        "4",
-        "--duration",
-        "1s",
-        "--warmup",
-        "0",
-        "--quiet",
-        "-o",
-        out.to_str().unwrap(),
-    ]);
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(0), "{stderr}");
+    let stderr = expect_exit(
+        &[
+            "run",
+            "-t",
+            "handlersocket",
+            "--records",
+            "2000",
+            "--mix",
+            "70:10:10:10",
+            "--clients",
+            "4",
+            "--pipeline",
+            "4",
+            "--duration",
+            "1s",
+            "--warmup",
+            "0",
+            "--quiet",
+            "-o",
+            out.to_str().unwrap(),
+        ],
+        0,
+    );
     let r = read_json(&out);
     let run = &r["runs"][0];
     assert_eq!(run["checks"]["records_after_load"], 2000);
@@ -129,40 +130,42 @@ fn handlersocket_by_url_needs_the_right_secret_and_never_shows_it() {
     let dir = tmp();
     let out = dir.path().join("url.json");
     let wrong = format!("handlersocket://:nope@{addr}");
-    let o = bakeoff(&[
-        "run",
-        "-t",
-        &wrong,
-        "--records",
-        "100",
-        "--duration",
-        "1s",
-        "--quiet",
-    ]);
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    let stderr = expect_exit(
+        &[
+            "run",
+            "-t",
+            &wrong,
+            "--records",
+            "100",
+            "--duration",
+            "1s",
+            "--quiet",
+        ],
+        2,
+    );
     assert!(stderr.contains("refused the secret"), "{stderr}");
     assert!(!stderr.contains("nope"), "the secret was printed: {stderr}");
 
     let right = format!("handlersocket://:s3cretHS@{addr}");
-    let o = bakeoff(&[
-        "run",
-        "-t",
-        &right,
-        "--records",
-        "500",
-        "--clients",
-        "2",
-        "--duration",
-        "1s",
-        "--warmup",
-        "0",
-        "--quiet",
-        "-o",
-        out.to_str().unwrap(),
-    ]);
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(0), "{stderr}");
+    let stderr = expect_exit(
+        &[
+            "run",
+            "-t",
+            &right,
+            "--records",
+            "500",
+            "--clients",
+            "2",
+            "--duration",
+            "1s",
+            "--warmup",
+            "0",
+            "--quiet",
+            "-o",
+            out.to_str().unwrap(),
+        ],
+        0,
+    );
     let text = std::fs::read_to_string(&out).unwrap();
     assert!(
         !text.contains("s3cretHS"),
@@ -191,18 +194,19 @@ fn a_server_that_does_not_speak_handlersocket_is_a_clear_error() {
             let _ = s.write_all(b"HTTP/1.1 400 Bad Request\r\n\r\n");
         }
     });
-    let o = bakeoff(&[
-        "run",
-        "-t",
-        &format!("handlersocket://{addr}"),
-        "--records",
-        "10",
-        "--duration",
-        "1s",
-        "--quiet",
-    ]);
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    let stderr = expect_exit(
+        &[
+            "run",
+            "-t",
+            &format!("handlersocket://{addr}"),
+            "--records",
+            "10",
+            "--duration",
+            "1s",
+            "--quiet",
+        ],
+        2,
+    );
     assert!(stderr.contains("does not speak HandlerSocket"), "{stderr}");
     assert_eq!(stderr.trim().lines().count(), 1, "one message: {stderr}");
     drop(server);

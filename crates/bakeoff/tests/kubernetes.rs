@@ -73,28 +73,25 @@ fn the_manifests_of_a_sharded_run_are_valid_kubernetes() {
     )
     .unwrap();
     let out = dir.path().join("job.yaml");
-    let o = bakeoff(&[
-        "kubernetes",
-        "--shards",
-        "4",
-        "--image",
-        "registry.example/bakeoff:1",
-        "--slack",
-        "90s",
-        "--namespace",
-        "bench",
-        "-o",
-        out.to_str().unwrap(),
-        "--",
-        preset.to_str().unwrap(),
-        "--mix",
-        "90:10",
-    ]);
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
+    expect_exit(
+        &[
+            "kubernetes",
+            "--shards",
+            "4",
+            "--image",
+            "registry.example/bakeoff:1",
+            "--slack",
+            "90s",
+            "--namespace",
+            "bench",
+            "-o",
+            out.to_str().unwrap(),
+            "--",
+            preset.to_str().unwrap(),
+            "--mix",
+            "90:10",
+        ],
+        0,
     );
     let text = std::fs::read_to_string(&out).unwrap();
     let v = Command::new(&validate)

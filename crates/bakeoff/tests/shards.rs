@@ -205,13 +205,7 @@ fn three_shards_in_their_own_namespaces_merge_to_the_servers_counts() {
     let mut args = vec!["merge"];
     args.extend(files.iter().map(String::as_str));
     args.extend(["-o", merged_path.to_str().unwrap()]);
-    let o = bakeoff(&args);
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    expect_exit(&args, 0);
     let merged = read_json(&merged_path);
     let shards: Vec<serde_json::Value> = files.iter().map(|f| read_json(f.as_ref())).collect();
 
@@ -273,25 +267,26 @@ fn a_late_shard_and_incomplete_merges_are_refused() {
     let past =
         humantime::format_rfc3339_seconds(SystemTime::now() - Duration::from_secs(5)).to_string();
     let late = dir.path().join("late.json");
-    let o = bakeoff(&[
-        "run",
-        "-t",
-        &url,
-        "--shard",
-        "0/2",
-        "--records",
-        "100",
-        "--duration",
-        "1s",
-        "--start-at",
-        &past,
-        "--quiet",
-        "--no-html",
-        "-o",
-        late.to_str().unwrap(),
-    ]);
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    let stderr = expect_exit(
+        &[
+            "run",
+            "-t",
+            &url,
+            "--shard",
+            "0/2",
+            "--records",
+            "100",
+            "--duration",
+            "1s",
+            "--start-at",
+            &past,
+            "--quiet",
+            "--no-html",
+            "-o",
+            late.to_str().unwrap(),
+        ],
+        2,
+    );
     assert!(stderr.contains("after --start-at"), "{stderr}");
     assert!(stderr.contains("more than the tolerance"), "{stderr}");
     // Its file says it refused, and why, rather than "running".

@@ -19,34 +19,31 @@ fn shards_take_the_keys_ketama_gives_them(target: &str, program: &str) {
     let dir = tmp();
     let out = dir.path().join("shards.json");
     let records = 6000u64;
-    let o = bakeoff(&[
-        "run",
-        "-t",
-        target,
-        "--topology",
-        "shards:3",
-        "--no-load",
-        "--records",
-        &records.to_string(),
-        "--ops",
-        &records.to_string(),
-        "--key-distribution",
-        "sequential",
-        "--mix",
-        "0:100",
-        "--clients",
-        "1",
-        "--warmup",
-        "0",
-        "--quiet",
-        "-o",
-        out.to_str().unwrap(),
-    ]);
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
+    expect_exit(
+        &[
+            "run",
+            "-t",
+            target,
+            "--topology",
+            "shards:3",
+            "--no-load",
+            "--records",
+            &records.to_string(),
+            "--ops",
+            &records.to_string(),
+            "--key-distribution",
+            "sequential",
+            "--mix",
+            "0:100",
+            "--clients",
+            "1",
+            "--warmup",
+            "0",
+            "--quiet",
+            "-o",
+            out.to_str().unwrap(),
+        ],
+        0,
     );
     let r = read_json(&out);
     let run = &r["runs"][0];
@@ -384,29 +381,26 @@ fn a_url_with_several_hosts_is_a_sharded_target() {
     );
     let plan = String::from_utf8_lossy(&o.stdout);
     assert!(plan.contains("2 target(s)"), "{plan}");
-    let o = bakeoff(&[
-        "run",
-        "-t",
-        &url,
-        "--records",
-        "3000",
-        "--mix",
-        "50:50",
-        "--clients",
-        "4",
-        "--duration",
-        "1s",
-        "--warmup",
-        "0",
-        "--quiet",
-        "-o",
-        out.to_str().unwrap(),
-    ]);
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
+    expect_exit(
+        &[
+            "run",
+            "-t",
+            &url,
+            "--records",
+            "3000",
+            "--mix",
+            "50:50",
+            "--clients",
+            "4",
+            "--duration",
+            "1s",
+            "--warmup",
+            "0",
+            "--quiet",
+            "-o",
+            out.to_str().unwrap(),
+        ],
+        0,
     );
     let r = read_json(&out);
     let run = &r["runs"][0];

@@ -6,27 +6,24 @@ use common::*;
 
 fn load(url: &str, dir: &std::path::Path) {
     let out = dir.join("load.json");
-    let o = bakeoff(&[
-        "run",
-        "-t",
-        url,
-        "--records",
-        "200",
-        "--ops",
-        "1",
-        "--warmup",
-        "0",
-        "--clients",
-        "2",
-        "--quiet",
-        "-o",
-        out.to_str().unwrap(),
-    ]);
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
+    expect_exit(
+        &[
+            "run",
+            "-t",
+            url,
+            "--records",
+            "200",
+            "--ops",
+            "1",
+            "--warmup",
+            "0",
+            "--clients",
+            "2",
+            "--quiet",
+            "-o",
+            out.to_str().unwrap(),
+        ],
+        0,
     );
 }
 

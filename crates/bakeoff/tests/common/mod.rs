@@ -205,6 +205,20 @@ pub fn bakeoff(args: &[&str]) -> Output {
         .expect("bakeoff runs")
 }
 
+/// Runs bakeoff with `args`, requires exit `code` (failing with the
+/// command line and bakeoff's stderr otherwise) and returns its stderr.
+pub fn expect_exit(args: &[&str], code: i32) -> String {
+    let o = bakeoff(args);
+    let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert_eq!(
+        o.status.code(),
+        Some(code),
+        "bakeoff {}: {stderr}",
+        args.join(" ")
+    );
+    stderr
+}
+
 /// A fresh temporary directory.
 pub fn tmp() -> tempfile::TempDir {
     tempfile::tempdir().unwrap()
@@ -223,14 +237,7 @@ pub fn run_ok(args: &[&str]) -> serde_json::Value {
     let out = dir.path().join("result.json");
     let mut all = args.to_vec();
     all.extend(["--quiet", "-o", out.to_str().unwrap()]);
-    let o = bakeoff(&all);
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "bakeoff {}: {}",
-        args.join(" "),
-        String::from_utf8_lossy(&o.stderr)
-    );
+    expect_exit(&all, 0);
     read_json(&out)
 }
 
