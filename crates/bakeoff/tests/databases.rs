@@ -1042,3 +1042,43 @@ fn a_connection_per_request_is_counted_and_refusals_are_errors() {
         assert_eq!(c["bakeoff"], c["target"], "{c}");
     }
 }
+
+/// A synchronised start (`--start-at`) reads MariaDB's clock (`NOW(6)`) and
+/// MongoDB's (`hello`'s `localTime`), as it does Redis's and PostgreSQL's:
+/// the run records this machine's clock minus the server's, which on one
+/// machine is within the round trip and the server's resolution.
+#[test]
+fn a_synchronised_start_reads_the_clocks_of_mariadb_and_mongodb() {
+    if !require_in("mariadbd", &["/usr/sbin"], "mariadb-server") {
+        return;
+    }
+    let (maria, _) = bakeoff_drivers::mariadb::start_with_kv(None).unwrap();
+    let mut urls = vec![format!("mariadb://root@127.0.0.1:{}", maria.addr.port())];
+    let mongo = mongodb_installed().then(|| bakeoff_drivers::mongodb::start(None).unwrap());
+    if let Some(m) = &mongo {
+        urls.push(format!("mongodb://127.0.0.1:{}", m.server.addr.port()));
+    }
+    for url in &urls {
+        let start = std::time::SystemTime::now() + std::time::Duration::from_secs(4);
+        let start = humantime::format_rfc3339_millis(start).to_string();
+        let r = run_ok(&[
+            "run",
+            "-t",
+            url,
+            "--records",
+            "200",
+            "--duration",
+            "1s",
+            "--warmup",
+            "0",
+            "--start-at",
+            &start,
+        ]);
+        let run = &r["runs"][0];
+        let offset = run["clock_offset_ns"]
+            .as_i64()
+            .unwrap_or_else(|| panic!("{url}: no clock offset recorded: {run}"));
+        // MongoDB's clock has milliseconds; both are on this machine.
+        assert!(offset.abs() < 50_000_000, "{url}: offset {offset} ns");
+    }
+}

@@ -560,6 +560,38 @@ impl AsyncDriver for MongoDriver {
             },
         ]
     }
+
+    fn clock(&self) -> Option<std::io::Result<bakeoff_core::runner::start::ClockReading>> {
+        let dsn = self.dsn.clone();
+        let read = block_quick(async move {
+            let c = dsn.connect(1).await?;
+            let admin = c.database("admin");
+            // The first command connects; the second is one round trip.
+            admin
+                .run_command(doc! {"ping": 1})
+                .await
+                .map_err(|e| TargetError::Server(e.to_string()))?;
+            let sent = std::time::SystemTime::now();
+            let hello = admin
+                .run_command(doc! {"hello": 1})
+                .await
+                .map_err(|e| TargetError::Server(e.to_string()))?;
+            let received = std::time::SystemTime::now();
+            // `localTime`: the server's clock, to the millisecond.
+            let ms = hello
+                .get_datetime("localTime")
+                .map_err(|e| TargetError::Server(format!("hello gave no localTime: {e}")))?
+                .timestamp_millis();
+            let ms = u64::try_from(ms)
+                .map_err(|_| TargetError::Server(format!("localTime {ms} ms is before 1970")))?;
+            Ok(bakeoff_core::runner::start::ClockReading {
+                sent,
+                server: std::time::UNIX_EPOCH + Duration::from_millis(ms),
+                received,
+            })
+        });
+        Some(read.map_err(|e| std::io::Error::other(e.to_string())))
+    }
 }
 
 fn dsn_of(spec: &TargetSpec) -> Option<Dsn> {

@@ -1149,4 +1149,27 @@ impl AsyncDriver for MariaDriver {
             PREPARED
         }
     }
+
+    fn clock(&self) -> Option<std::io::Result<bakeoff_core::runner::start::ClockReading>> {
+        let dsn = self.reach.primary().clone();
+        let read = block_quick(async move {
+            let mut c = connect(&dsn, None).await?;
+            // One text query is one round trip, which bounds the error.
+            let sent = std::time::SystemTime::now();
+            let epoch: Option<String> = c
+                .query_first("SELECT UNIX_TIMESTAMP(NOW(6))")
+                .await
+                .map_err(|e| TargetError::Server(e.to_string()))?;
+            let received = std::time::SystemTime::now();
+            let epoch: f64 = epoch
+                .and_then(|t| t.parse().ok())
+                .ok_or_else(|| TargetError::Server("NOW(6) gave no time".into()))?;
+            Ok(bakeoff_core::runner::start::ClockReading {
+                sent,
+                server: std::time::UNIX_EPOCH + Duration::from_secs_f64(epoch),
+                received,
+            })
+        });
+        Some(read.map_err(|e| std::io::Error::other(e.to_string())))
+    }
 }
