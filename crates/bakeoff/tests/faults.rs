@@ -5,8 +5,24 @@ mod common;
 use common::*;
 use std::time::Duration;
 
+/// The test that measures how fast the rate comes back after a restart
+/// runs alone: another test beside it, with its own server on the same two
+/// cores, can hold the rate under 90 % of what it was before the restart
+/// (one full run of the suite missed it; alone it passed three runs of
+/// three). The rest run side by side.
+static RATES: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+fn beside_others() -> std::sync::RwLockReadGuard<'static, ()> {
+    RATES.read().unwrap_or_else(|e| e.into_inner())
+}
+
+fn alone() -> std::sync::RwLockWriteGuard<'static, ()> {
+    RATES.write().unwrap_or_else(|e| e.into_inner())
+}
+
 #[test]
 fn killed_server_is_counted_and_the_result_is_written() {
+    let _beside = beside_others();
     if !require("redis-server", "redis-server") {
         return;
     }
@@ -64,6 +80,7 @@ fn killed_server_is_counted_and_the_result_is_written() {
 /// code is 128 + the signal.
 #[test]
 fn a_stop_signal_keeps_finished_runs_and_stops_managed_servers() {
+    let _beside = beside_others();
     if !require("redis-server", "redis-server") {
         return;
     }
@@ -158,6 +175,7 @@ fn signal_keeps_finished_runs(signal: i32, code: i32) {
 /// and the next run removes the directory it left.
 #[test]
 fn after_sigkill_nothing_runs_on_and_the_next_run_removes_the_directory() {
+    let _beside = beside_others();
     if !require_in("initdb", &["/usr/lib/postgresql/15/bin"], "postgresql")
         || !require("redis-server", "redis-server")
     {
@@ -276,6 +294,7 @@ fn misses_after(run: &serde_json::Value) -> u64 {
 /// way down keeps every record.
 #[test]
 fn a_restart_mid_run_is_measured_and_aof_keeps_the_records() {
+    let _alone = alone();
     if !require("redis-server", "redis-server") {
         return;
     }
@@ -296,7 +315,11 @@ fn a_restart_mid_run_is_measured_and_aof_keeps_the_records() {
     let back = f["back_after_s"].as_f64().unwrap();
     assert!(back > 0.0 && back < 10.0, "back after {back}");
     assert!(f["error"].is_null());
-    assert!(f["recovered_after_s"].as_f64().is_some(), "{f}");
+    assert!(
+        f["recovered_after_s"].as_f64().is_some(),
+        "{f}\ntimeline: {}",
+        run["timeline"]
+    );
     assert_eq!(misses_after(&run), 0, "records lost across a clean restart");
     // The server's counters restart from zero: not compared.
     assert!(run["checks"]["counters"].as_array().unwrap().is_empty());
@@ -309,6 +332,7 @@ fn a_restart_mid_run_is_measured_and_aof_keeps_the_records() {
 /// of the first process not compared with the second's.
 #[test]
 fn an_embedded_engine_restarts_in_its_child_process_and_keeps_its_records() {
+    let _beside = beside_others();
     if !require("tchmgr", "tokyocabinet-bin") {
         return;
     }
@@ -346,6 +370,7 @@ fn an_embedded_engine_restarts_in_its_child_process_and_keeps_its_records() {
 /// with the AOF fsynced on every write, every record is back.
 #[test]
 fn a_kill_loses_everything_without_persistence_and_nothing_with_aof_always() {
+    let _beside = beside_others();
     if !require("redis-server", "redis-server") {
         return;
     }
@@ -372,6 +397,7 @@ fn a_kill_loses_everything_without_persistence_and_nothing_with_aof_always() {
 /// 1, and everything measured before it in the result file.
 #[test]
 fn a_server_that_cannot_restart_fails_the_run_and_keeps_what_was_measured() {
+    let _beside = beside_others();
     if !require("redis-server", "redis-server") {
         return;
     }
@@ -455,6 +481,7 @@ fn a_server_that_cannot_restart_fails_the_run_and_keeps_what_was_measured() {
 /// errors that followed; exit 1, and the result file has the run.
 #[test]
 fn a_managed_server_that_dies_on_its_own_fails_the_run_saying_how() {
+    let _beside = beside_others();
     if !require("redis-server", "redis-server") {
         return;
     }
