@@ -5,20 +5,12 @@ mod common;
 use common::*;
 use std::time::Duration;
 
-/// The test that measures how fast the rate comes back after a restart
-/// runs alone: another test beside it, with its own server on the same two
-/// cores, can hold the rate under 90 % of what it was before the restart
-/// (one full run of the suite missed it; alone it passed three runs of
-/// three). The rest run side by side.
-static RATES: std::sync::RwLock<()> = std::sync::RwLock::new(());
-
-fn beside_others() -> std::sync::RwLockReadGuard<'static, ()> {
-    RATES.read().unwrap_or_else(|e| e.into_inner())
-}
-
-fn alone() -> std::sync::RwLockWriteGuard<'static, ()> {
-    RATES.write().unwrap_or_else(|e| e.into_inner())
-}
+// The test that measures how fast the rate comes back after a restart
+// runs alone: another test beside it, with its own server on the same two
+// cores, can hold the rate under 90 % of what it was before the restart
+// (one full run of the suite missed it; alone it passed three runs of
+// three). The rest run side by side
+// (`common::alone` and `common::beside_others`).
 
 #[test]
 fn killed_server_is_counted_and_the_result_is_written() {

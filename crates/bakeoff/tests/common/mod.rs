@@ -219,6 +219,22 @@ pub fn expect_exit(args: &[&str], code: i32) -> String {
     stderr
 }
 
+/// Held for writing by a test that must not share the two cores with
+/// another test of its binary, for reading by the rest.
+static ALONE: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+/// Runs the calling test with no other test of its binary beside it (for
+/// as long as the guard lives); the others take [`beside_others`].
+pub fn alone() -> std::sync::RwLockWriteGuard<'static, ()> {
+    ALONE.write().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Lets the calling test run beside the others, but not beside one that
+/// runs [`alone`].
+pub fn beside_others() -> std::sync::RwLockReadGuard<'static, ()> {
+    ALONE.read().unwrap_or_else(|e| e.into_inner())
+}
+
 /// A fresh temporary directory.
 pub fn tmp() -> tempfile::TempDir {
     tempfile::tempdir().unwrap()
