@@ -4,11 +4,9 @@
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
-
-use bakeoff_core::driver::Stream;
 use std::time::{Duration, Instant};
 
-use bakeoff_core::driver::{Codec, Decoded, Reply};
+use bakeoff_core::driver::{Codec, Decoded, Reply, Stream};
 use bakeoff_core::error::TargetError;
 use bakeoff_core::runner::start::ClockReading;
 use bakeoff_core::workload::OpKind;

@@ -6,12 +6,10 @@
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-
-use bakeoff_core::driver::Stream;
 use std::path::Path;
 use std::time::Duration;
 
-use bakeoff_core::driver::{Connector, Driver};
+use bakeoff_core::driver::{Connector, Driver, Stream};
 use bakeoff_core::error::TargetError;
 use bakeoff_core::plan::FaultKind;
 use bakeoff_core::plan::{Endpoint, Plan, ReadFrom, TargetSpec, Topology, Workload};
