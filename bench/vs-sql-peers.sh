@@ -24,7 +24,7 @@
 #
 #   bench/vs-sql-peers.sh [--rounds 3] [--duration 5] [--connections 1,16,64]
 #                         [--mixes 100:0,50:50] [--servers postgres,mariadb]
-#                         [--transport tcp|unix]   (unix: PostgreSQL over its socket)
+#                         [--transport tcp|unix]   (unix: over the servers' sockets)
 #                         [--no-callgrind]
 #
 # Needs: postgresql (pgbench, psql), mariadb-server and mariadb-client,

@@ -150,8 +150,10 @@ class Sysbench(Tool):
         lua = os.path.join(work, "kv.lua")
         with open(lua, "w") as f:
             f.write(SYSBENCH_LUA)
-        port = url.rsplit(":", 1)[1]
-        return ["sysbench", lua, "--db-driver=mysql", "--mysql-host=127.0.0.1", f"--mysql-port={port}",
+        base, _, query = url.partition("?")
+        port = base.rsplit(":", 1)[1]
+        socket = [f"--mysql-socket={query.split('=', 1)[1]}"] if query.startswith("socket=") else []
+        return ["sysbench", lua, "--db-driver=mysql", "--mysql-host=127.0.0.1", f"--mysql-port={port}", *socket,
                 "--mysql-user=root", "--mysql-db=bakeoff", f"--threads={conns}",
                 *([f"--events={ops}", "--time=0"] if ops else [f"--time={duration}"]),
                 f"--read_pct={MIXES[mix]}", f"--records={RECORDS}", f"--first={PEER_FIRST}", "--report-interval=0", "run"]
@@ -172,7 +174,7 @@ def main():
     ap.add_argument("--mixes", default="100:0,50:50")
     ap.add_argument("--servers", default="postgres,mariadb")
     ap.add_argument("--transport", choices=["tcp", "unix"], default="tcp",
-                    help="unix: PostgreSQL over its Unix socket for every tool (MariaDB stays on TCP)")
+                    help="unix: every tool reaches each server over its Unix socket")
     ap.add_argument("--no-callgrind", action="store_true",
                     help="skip counting instructions per statement under valgrind")
     args = ap.parse_args()
@@ -183,8 +185,8 @@ def main():
     starter = subprocess.Popen(["target/release/examples/sql_servers"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                text=True)
     try:
-        urls, pg_socket = {}, None
-        for _ in range(5):
+        urls, pg_socket, maria_socket = {}, None, None
+        for _ in range(6):
             line = starter.stdout.readline().strip()
             if not line:
                 raise SystemExit("the servers did not start (see above)")
@@ -192,10 +194,14 @@ def main():
                 urls[line.split("://")[0]] = line
             if line.startswith("postgres socket "):
                 pg_socket = line.split(" ", 2)[2]
+            if line.startswith("mariadb socket "):
+                maria_socket = line.split(" ", 2)[2]
         ports = {s: int(re.search(r":(\d+)", u.split("@")[1]).group(1)) for s, u in urls.items()}
         if args.transport == "unix":
             # The socket's directory as the host, percent-encoded (libpq's form).
             urls["postgres"] = f"postgres://bakeoff@{urllib.parse.quote(pg_socket, safe='')}:{ports['postgres']}/postgres"
+            # MySQL clients' form: ?socket=PATH.
+            urls["mariadb"] = f"mariadb://root@127.0.0.1:{ports['mariadb']}?socket={maria_socket}"
         tools = []
         if "postgres" in wanted:
             tools += [Bakeoff("bakeoff", "postgres"), Pgbench("pgbench", "postgres")]
@@ -252,7 +258,7 @@ def main():
 def report(results, ir, tools, transport):
     backend = next((getattr(t, "backend", None) for t in tools if hasattr(t, "backend")), "?")
     if transport == "unix":
-        backend += "; PostgreSQL over its Unix socket (every tool)"
+        backend += "; every tool over the servers' Unix sockets"
     print(f"\nmedians of interleaved rounds; table kv of {RECORDS} rows, {VALUE}-byte values, point SELECT by key and "
           f"UPDATE by key; bakeoff I/O: {backend}")
     print("ops/s: each tool's own measured rate; CPU and system calls per statement the server counted "

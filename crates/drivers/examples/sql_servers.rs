@@ -1,6 +1,6 @@
 //! Starts one PostgreSQL and one MariaDB server the way bakeoff's managed
 //! targets do (their own recipes, table `kv` made), prints their URLs (and
-//! PostgreSQL's socket directory), and
+//! where their Unix sockets are), and
 //! stops both when standard input closes: the servers bench/vs-sql-peers.sh
 //! runs every tool against.
 //!
@@ -27,8 +27,13 @@ fn main() {
     println!("mariadb://root@127.0.0.1:{}", maria.addr.port());
     println!("postgres pid {}", pg.pid);
     println!("mariadb pid {}", maria.pid);
-    // Where PostgreSQL's Unix socket is (bench/vs-sql-peers.sh --transport unix).
+    // Where the Unix sockets are (bench/vs-sql-peers.sh --transport unix):
+    // PostgreSQL's directory, MariaDB's file.
     println!("postgres socket {}", pg.dir().display());
+    println!(
+        "mariadb socket {}",
+        maria.dir().join("mariadb.sock").display()
+    );
     // Until whoever started this closes our standard input (or dies).
     let _ = std::io::stdin().read_to_end(&mut Vec::new());
     drop(maria);

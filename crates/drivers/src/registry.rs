@@ -164,7 +164,7 @@ pub fn entries() -> Vec<Entry> {
         managed: true,
         default: true,
         topologies: &["primary-replica"],
-        url_options: &[],
+        url_options: &["socket"],
         settings: crate::mariadb::SETTINGS,
         check: crate::mariadb::check,
         probe: Some(crate::mariadb::probe),

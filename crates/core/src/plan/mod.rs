@@ -675,10 +675,15 @@ fn targets(
                     can.join(", ")
                 )));
             }
-            if let (Some(l), Endpoint::External { host, .. }) = (&p.workload.link, &spec.endpoint) {
-                if host.starts_with('/') {
+            if let (Some(l), Endpoint::External { host, options, .. }) =
+                (&p.workload.link, &spec.endpoint)
+            {
+                // PostgreSQL's socket directory as the host, or MySQL's
+                // `?socket=PATH`.
+                let socket = options.get("socket").map(String::as_str);
+                if let Some(path) = socket.or(host.starts_with('/').then_some(host.as_str())) {
                     return Err(origin.err(format!(
-                        "--link {l}: a link relays TCP, and {} is reached by its Unix socket in {host}; give the server's host:port in the URL to run it over a link",
+                        "--link {l}: a link relays TCP, and {} is reached by its Unix socket ({path}); give the server's host:port in the URL, without a socket, to run it over a link",
                         spec.label()
                     )));
                 }

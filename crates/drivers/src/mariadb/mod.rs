@@ -27,7 +27,7 @@ use bakeoff_servers::{ManagedServer, ServerCommand, ServerError};
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Opts, OptsBuilder, Statement};
 
-use crate::admin::resolve;
+use crate::admin::{resolve, Address};
 use crate::async_target::{
     block, block_quick, profile_columns, run_reached, AsyncDriver, AsyncTarget, Reach,
 };
@@ -190,6 +190,9 @@ pub(crate) struct Dsn {
     port: u16,
     user: String,
     password: Option<String>,
+    /// The server's Unix socket (`?socket=PATH`, as MySQL clients take
+    /// it), when the connections go there rather than to host:port.
+    socket: Option<std::path::PathBuf>,
 }
 
 impl Dsn {
@@ -197,6 +200,7 @@ impl Dsn {
         OptsBuilder::default()
             .ip_or_hostname(self.host.clone())
             .tcp_port(self.port)
+            .socket(self.socket.as_ref().map(|p| p.display().to_string()))
             .user(Some(self.user.clone()))
             .pass(self.password.clone())
             .db_name(db.map(|d| d.to_string()))
@@ -204,11 +208,22 @@ impl Dsn {
             .into()
     }
 
+    /// Where the codec's connections go: the socket, or the host resolved.
+    fn address(&self) -> Result<Address, TargetError> {
+        match &self.socket {
+            Some(path) => Ok(Address::Unix(path.clone())),
+            None => resolve(&self.host, self.port).map(Address::Tcp),
+        }
+    }
+
     fn describe(&self) -> String {
-        format!(
-            "mariadb at {}:{} (user {})",
-            self.host, self.port, self.user
-        )
+        match &self.socket {
+            Some(path) => format!("mariadb at socket {} (user {})", path.display(), self.user),
+            None => format!(
+                "mariadb at {}:{} (user {})",
+                self.host, self.port, self.user
+            ),
+        }
     }
 }
 
@@ -490,7 +505,7 @@ impl MariaDriver {
     fn new(reach: Reach<Dsn>, profile: bool, phased: bool) -> Result<Self, TargetError> {
         let wire = reach.codec_driver(MysqlCodec, |dsn| {
             Ok(Box::new(MariaConnector {
-                addr: resolve(&dsn.host, dsn.port)?,
+                addr: dsn.address()?,
                 dsn: dsn.clone(),
             }))
         })?;
@@ -536,11 +551,17 @@ impl Driver for MariaDriver {
 
 fn dsn_of(spec: &TargetSpec) -> Option<Dsn> {
     match &spec.endpoint {
-        Endpoint::External { host, port, .. } => Some(Dsn {
+        Endpoint::External {
+            host,
+            port,
+            options,
+            ..
+        } => Some(Dsn {
             host: host.clone(),
             port: *port,
             user: spec.user.clone().unwrap_or_else(|| "root".into()),
             password: spec.password.clone(),
+            socket: options.get("socket").map(std::path::PathBuf::from),
         }),
         Endpoint::Managed => None,
     }
@@ -686,7 +707,7 @@ pub fn start_with_kv(
         create_kv(&mut c).await
     })?;
     let connector = MariaConnector {
-        addr: server.addr,
+        addr: Address::Tcp(server.addr),
         dsn,
     };
     Ok((server, Box::new(connector)))
@@ -733,6 +754,7 @@ pub(crate) fn start_managed(
         port,
         user: "root".into(),
         password: None,
+        socket: None,
     };
     let cmd = ServerCommand {
         program: "mariadbd",

@@ -5,19 +5,16 @@
 //! in time; the network loop takes the socket from there.
 
 use std::io::{Error, ErrorKind, Write};
-use std::net::SocketAddr;
-
-use bakeoff_core::driver::Stream;
 use std::time::{Duration, Instant};
 
-use bakeoff_core::driver::{Connected, Connector, Handles};
+use bakeoff_core::driver::{Connected, Connector, Handles, Stream};
 use mysql_common::constants::CapabilityFlags;
 use mysql_common::io::ParseBuf;
 use mysql_common::packets::{AuthPlugin, ErrPacket, HandshakePacket, HandshakeResponse};
 use mysql_common::proto::MySerialize;
 
 use super::{Dsn, ER_ACCESS_DENIED, ER_CON_COUNT};
-use crate::admin::read_handshake;
+use crate::admin::{read_handshake, Address};
 use crate::codec::mysql::STATEMENTS;
 
 /// What bakeoff asks of the server; the first five it cannot do without.
@@ -37,8 +34,9 @@ const COM_STMT_PREPARE: u8 = 0x16;
 
 /// Opens connections for [`crate::codec::mysql::MysqlCodec`].
 pub struct MariaConnector {
-    /// Where to connect (the link relay's address, when there is one).
-    pub addr: SocketAddr,
+    /// Where to connect (the link relay's address, when there is one; the
+    /// server's socket, when the URL names one).
+    pub addr: Address,
     /// Who connects (and the password, if any).
     pub(super) dsn: Dsn,
 }
@@ -230,10 +228,10 @@ impl Wire<'_> {
 impl Connector for MariaConnector {
     fn connect(&self, within: Duration) -> std::io::Result<Connected> {
         let deadline = Instant::now() + within;
-        let s = crate::admin::connect_within(self.addr, "mariadb", within)?;
+        let s = crate::admin::connect_address_within(&self.addr, "mariadb", within)?;
         let mut w = Wire {
             c: self,
-            s: s.into(),
+            s,
             buf: Vec::with_capacity(4096),
             deadline,
             caps: CapabilityFlags::empty(),
