@@ -273,32 +273,23 @@ fn mariadb_over_its_unix_socket_runs_as_over_tcp() {
 /// pipelining and the server's counters as over TCP; a link, which relays
 /// TCP, is refused with the reason.
 fn runs_over_its_socket(url: &str) {
-    let dir = tmp();
-    let out = dir.path().join("unix.json");
-    expect_exit(
-        &[
-            "run",
-            "-t",
-            url,
-            "--records",
-            "2000",
-            "--mix",
-            "50:50",
-            "--clients",
-            "4",
-            "--pipeline",
-            "4",
-            "--duration",
-            "1s",
-            "--warmup",
-            "0",
-            "--quiet",
-            "-o",
-            out.to_str().unwrap(),
-        ],
-        0,
-    );
-    let r = read_json(&out);
+    let r = run_ok(&[
+        "run",
+        "-t",
+        url,
+        "--records",
+        "2000",
+        "--mix",
+        "50:50",
+        "--clients",
+        "4",
+        "--pipeline",
+        "4",
+        "--duration",
+        "1s",
+        "--warmup",
+        "0",
+    ]);
     let run = &r["runs"][0];
     assert_eq!(run["checks"]["records_after_load"], 2000, "{url}");
     let m = &run["measure"];
