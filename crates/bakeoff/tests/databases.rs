@@ -315,6 +315,99 @@ fn runs_over_its_socket(url: &str) {
     assert!(stderr.contains("a link relays TCP"), "{stderr}");
 }
 
+/// The summed proportional set size (`Pss` of smaps_rollup) of every
+/// process under `root` whose command starts with `postgres`, bytes.
+fn postgres_pss_under(root: u32) -> u64 {
+    let mut total = 0;
+    let mut next = vec![root];
+    while let Some(pid) = next.pop() {
+        for (child, args) in children_with_cmdline(pid) {
+            next.push(child);
+            if args.first().is_some_and(|a| a.contains("postgres")) {
+                let rollup = std::fs::read_to_string(format!("/proc/{child}/smaps_rollup"))
+                    .unwrap_or_default();
+                total += rollup
+                    .lines()
+                    .find_map(|l| l.strip_prefix("Pss:"))
+                    .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+                    .unwrap_or(0)
+                    * 1024;
+            }
+        }
+    }
+    total
+}
+
+/// A PostgreSQL serving 50 connections is one server, not 51: its memory
+/// is its processes' proportional set sizes added up (each backend maps
+/// the same shared buffers), within 1.5 × what the test reads beside it.
+/// Before, the summed resident sets were reported: 14 × as much.
+#[test]
+fn postgres_memory_counts_shared_pages_once() {
+    if !require_in("postgres", PG_DIRS, "postgresql") {
+        return;
+    }
+    let dir = tmp();
+    let out = dir.path().join("pss.json");
+    let child = bakeoff_spawn(&[
+        "run",
+        "-t",
+        "postgres",
+        "--records",
+        "2000",
+        "--clients",
+        "50",
+        "--duration",
+        "4s",
+        "--warmup",
+        "0",
+        "--quiet",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    let pid = child.id();
+    // The largest sum seen while the 50 backends serve.
+    let mut child = child;
+    let mut seen = 0;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
+    while std::time::Instant::now() < deadline && child.try_wait().unwrap().is_none() {
+        seen = seen.max(postgres_pss_under(pid));
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let r = read_json(&out);
+    let run = &r["runs"][0];
+    let reported = run["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["pss_bytes"].as_u64().expect("pss_bytes recorded"))
+        .max()
+        .unwrap();
+    let rss = run["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["rss_bytes"].as_u64().unwrap())
+        .max()
+        .unwrap();
+    assert!(seen > 0, "the test saw no postgres process");
+    assert!(
+        reported as f64 <= 1.5 * seen as f64,
+        "reported {reported} B against {seen} B sampled beside it (resident sets summed: {rss} B)"
+    );
+    assert!(
+        rss > reported,
+        "summed resident sets ({rss} B) should exceed the proportional sizes ({reported} B)"
+    );
+}
+
 #[test]
 fn killed_postgres_is_counted_and_the_result_is_written() {
     if !require_in("postgres", PG_DIRS, "postgresql") {

@@ -118,6 +118,63 @@ fn acknowledged_writes_deleted_behind_its_back_are_lost() {
     );
 }
 
+/// Ctrl-C in the middle of a durability run with no fault: the writes it
+/// made are read back (the read-back has a grace of its own rather than
+/// the run's stop flag), nothing acknowledged counts as lost, and the run
+/// says it was interrupted (before, every write the stopped read-back did
+/// not reach was counted lost, and the run was "ok").
+#[test]
+fn an_interrupted_durability_run_loses_nothing() {
+    if !require("redis-server", "redis-server") {
+        return;
+    }
+    let dir = tmp();
+    let out = dir.path().join("int.json");
+    let child = bakeoff_spawn(&[
+        "run",
+        "-t",
+        "redis",
+        "--durability",
+        "--records",
+        "200",
+        "--warmup",
+        "0",
+        "--clients",
+        "2",
+        "--duration",
+        "30s",
+        "--quiet",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    let pid = child.id();
+    std::thread::sleep(Duration::from_millis(3000));
+    // SAFETY: signalling the bakeoff process this test started.
+    unsafe { libc::kill(pid as i32, libc::SIGINT) };
+    let o = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(130), "{stderr}");
+    let r = read_json(&out);
+    let run = &r["runs"][0];
+    assert_eq!(run["status"], "interrupted", "{run}");
+    assert!(count(run, "acknowledged") > 1000, "{}", run["durability"]);
+    assert_eq!(count(run, "lost"), 0, "{}", run["durability"]);
+    assert_eq!(
+        count(run, "ok"),
+        count(run, "acknowledged"),
+        "{}",
+        run["durability"]
+    );
+    assert!(
+        run["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("stopped by a signal"),
+        "{}",
+        run["message"]
+    );
+}
+
 /// A relay between bakeoff and redis that, once, passes a write on and
 /// then drops the connection instead of the reply: the write was made,
 /// bakeoff was not told, and the read-back finds it (recovered).

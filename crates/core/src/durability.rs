@@ -24,6 +24,81 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
+/// What a target's setting promises acknowledged writes survive: its
+/// *durability class*, declared beside the settings that decide it and
+/// checked against what 002-crash and 002-power-cut measure. Ordered from
+/// weakest to strongest, so that a target's class is the least of what its
+/// settings allow.
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum DurableTo {
+    /// Acknowledged writes live in the server's own memory: a crash of its
+    /// process (or a restart) may lose them.
+    MemoryOnly,
+    /// Acknowledged writes have reached the kernel (written, not synced):
+    /// they survive the process's crash, not the machine's power cut.
+    ProcessCrash,
+    /// Acknowledged writes are synced to the device: they survive a power
+    /// cut.
+    PowerCut,
+}
+
+impl DurableTo {
+    /// Every class, weakest first.
+    pub const ALL: [DurableTo; 3] = [
+        DurableTo::MemoryOnly,
+        DurableTo::ProcessCrash,
+        DurableTo::PowerCut,
+    ];
+
+    /// How the reports name it: `memory only`, `process crash`, `power cut`.
+    pub fn text(self) -> &'static str {
+        match self {
+            DurableTo::MemoryOnly => "memory only",
+            DurableTo::ProcessCrash => "process crash",
+            DurableTo::PowerCut => "power cut",
+        }
+    }
+
+    /// How a verdict names the targets of this class: "that survive a
+    /// power cut".
+    pub fn group(self) -> &'static str {
+        match self {
+            DurableTo::MemoryOnly => "that keep writes in memory only",
+            DurableTo::ProcessCrash => "that survive a process crash",
+            DurableTo::PowerCut => "that survive a power cut",
+        }
+    }
+
+    /// Whether a store of this class promises to keep every acknowledged
+    /// write through `fault`.
+    pub fn promises_to_survive(self, fault: crate::plan::FaultKind) -> bool {
+        use crate::plan::FaultKind;
+        match fault {
+            FaultKind::PowerCut => self >= DurableTo::PowerCut,
+            FaultKind::Kill | FaultKind::Restart => self >= DurableTo::ProcessCrash,
+        }
+    }
+}
+
+impl std::fmt::Display for DurableTo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.text())
+    }
+}
+
 /// Record ids of the durability check start here, far above any loaded
 /// record, so that its writes never touch what the load wrote.
 pub const RECORD_BASE: u64 = 900_000_000_000;

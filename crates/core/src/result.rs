@@ -142,6 +142,19 @@ pub struct TargetRecord {
     pub requests: BTreeMap<String, String>,
     /// Set when the target could not be used; says why and how to fix it.
     pub skipped: Option<String>,
+    /// What its settings promise acknowledged writes survive, as declared
+    /// beside those settings (`bakeoff list` shows the declarations);
+    /// absent for an external target, whose settings are its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub durable_to: Option<crate::durability::DurableTo>,
+}
+
+impl TargetRecord {
+    /// Whether it runs inside bakeoff's process (an embedded engine), not
+    /// behind a network hop.
+    pub fn in_process(&self) -> bool {
+        self.mode == "embedded"
+    }
 }
 
 impl TargetRecord {
@@ -168,6 +181,7 @@ impl TargetRecord {
                 .map(|k| (k.name().to_string(), describe(*k)))
                 .collect(),
             skipped: None,
+            durable_to: None,
         }
     }
 }
@@ -452,8 +466,17 @@ pub struct ResourceSample {
     pub t_s: f64,
     /// CPU used since the previous sample, percent of one core.
     pub cpu_percent: f64,
-    /// Resident set size, bytes.
+    /// Resident set size, bytes, summed over the server's processes: a
+    /// page that several of them map (PostgreSQL's shared buffers in each
+    /// backend) counts once for each, so it overstates a multi-process
+    /// server; see `pss_bytes`.
     pub rss_bytes: u64,
+    /// Proportional set size, bytes, summed over the server's processes
+    /// (`Pss` of /proc/PID/smaps_rollup): a page shared by several counts
+    /// once in total. The server's memory as the reports show it; absent
+    /// in files from before it was recorded, where `rss_bytes` stands in.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub pss_bytes: Option<u64>,
     /// Bytes read from storage since the previous sample, per second.
     pub read_bytes_per_s: f64,
     /// Bytes written to storage since the previous sample, per second.
@@ -498,10 +521,30 @@ pub struct NodeResourceSample {
     pub cpu_percent: f64,
     /// Resident set size, bytes.
     pub rss_bytes: u64,
+    /// Proportional set size, bytes (see [`ResourceSample::pss_bytes`]).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub pss_bytes: Option<u64>,
     /// Bytes read from storage since the previous sample, per second.
     pub read_bytes_per_s: f64,
     /// Bytes written to storage since the previous sample, per second.
     pub write_bytes_per_s: f64,
+}
+
+impl NodeResourceSample {
+    /// The node's memory: its proportional set size, or its resident set
+    /// where that was not recorded.
+    pub fn memory_bytes(&self) -> u64 {
+        self.pss_bytes.unwrap_or(self.rss_bytes)
+    }
+}
+
+impl ResourceSample {
+    /// The server's memory, each shared page counted once: the summed
+    /// proportional set size, or the resident set where that was not
+    /// recorded.
+    pub fn memory_bytes(&self) -> u64 {
+        self.pss_bytes.unwrap_or(self.rss_bytes)
+    }
 }
 
 /// bakeoff's own use of the machine during the measure phase.
@@ -632,7 +675,9 @@ pub struct RunResult {
     pub repeat: u32,
     /// The workload as run.
     pub workload: Workload,
-    /// `ok`, `errors` (some operations failed) or `failed` (with a reason).
+    /// `ok`, `errors` (some operations failed), `failed` (with a reason)
+    /// or `interrupted` (stopped by a signal before its end: its figures
+    /// cover what was measured until then).
     pub status: String,
     /// Why the run failed or what went wrong, if anything.
     pub message: Option<String>,
@@ -735,8 +780,16 @@ pub struct DiskPerWrite {
     /// server, whose new process counts from zero.
     pub bytes_per_write: Option<f64>,
     /// The server's write system calls per write, to files and sockets
-    /// alike (`syscw`); `None` after a restart, as above.
+    /// alike (`syscw`; replies to reads included); `None` after a restart,
+    /// as above. Not a disk figure: see `file_writes_per_write` and
+    /// `socket_writes_per_write`.
     pub write_calls_per_write: Option<f64>,
+    /// The server's write system calls per write that went elsewhere than
+    /// the data directory's files (its replies on sockets, logs): `syscw`
+    /// less the power-cut layer's exact count of file writes; only where
+    /// that layer counts, and not after a restart.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub socket_writes_per_write: Option<f64>,
     /// fsync and fdatasync calls per write, counted exactly by the
     /// power-cut layer when the data directory is on it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -779,12 +832,18 @@ impl DiskPerWrite {
                 .zip(before.file_io)
                 .map(|(a, b)| per(f(&a), f(&b)))
         };
+        let write_calls_per_write =
+            (!restarted).then(|| per(after.write_calls, before.write_calls));
+        let file_writes_per_write = file(|f| f.writes);
         Some(DiskPerWrite {
             writes,
             bytes_per_write: (!restarted).then(|| per(after.write_bytes, before.write_bytes)),
-            write_calls_per_write: (!restarted).then(|| per(after.write_calls, before.write_calls)),
+            write_calls_per_write,
+            socket_writes_per_write: write_calls_per_write
+                .zip(file_writes_per_write)
+                .map(|(all, files)| (all - files).max(0.0)),
             fsyncs_per_write: file(|f| f.fsyncs),
-            file_writes_per_write: file(|f| f.writes),
+            file_writes_per_write,
             file_bytes_per_write: file(|f| f.bytes),
         })
     }
@@ -977,7 +1036,8 @@ mod tests {
         };
         let after = ProcSnapshot {
             write_bytes: 41_000,
-            write_calls: 410,
+            // 400 file writes and 4,000 replies on sockets.
+            write_calls: 4_410,
             file_io: Some(FileIo {
                 fsyncs: 205,
                 writes: 410,
@@ -988,7 +1048,10 @@ mod tests {
         let d = DiskPerWrite::between(&before, &after, &[&warm, &measured], false).unwrap();
         assert_eq!(d.writes, 400);
         assert_eq!(d.bytes_per_write, Some(100.0));
-        assert_eq!(d.write_calls_per_write, Some(1.0));
+        assert_eq!(d.write_calls_per_write, Some(11.0));
+        // The disk's file writes and the sockets' writes told apart.
+        assert_eq!(d.file_writes_per_write, Some(1.0));
+        assert_eq!(d.socket_writes_per_write, Some(10.0));
         assert_eq!(d.fsyncs_per_write, Some(0.5));
         assert_eq!(d.file_bytes_per_write, Some(200.0));
         let d = DiskPerWrite::between(&before, &after, &[&warm, &measured], true).unwrap();

@@ -101,7 +101,9 @@ impl Rng {
 pub enum KeyDistribution {
     /// Every record equally likely.
     Uniform,
-    /// Skewed: a few records are hot (YCSB's scrambled zipfian, θ = 0.99).
+    /// Skewed: a few records are hot. YCSB's scrambled zipfian exactly
+    /// (θ = 0.99, ranks over 10^10 items, `abs(fnv64(rank)) % records`):
+    /// the hottest record gets about 3.8 % of draws at any record count.
     Zipfian,
     /// Records in order, wrapping around; each client walks its own stride.
     Sequential,
@@ -121,28 +123,50 @@ impl std::str::FromStr for KeyDistribution {
     }
 }
 
-/// Constants of the zipfian distribution over `n` items, computed once per
-/// plan (the zeta sum is O(n)) and shared by every client.
+/// Constants of a zipfian distribution (Gray et al.'s algorithm, as
+/// YCSB's `ZipfianGenerator`), shared by every client.
 #[derive(Clone, Copy, Debug)]
 pub struct ZipfianConstants {
-    n: u64,
+    items: u64,
     theta: f64,
     alpha: f64,
     zetan: f64,
     eta: f64,
 }
 
+/// YCSB's zipfian constant (`ZipfianGenerator.ZIPFIAN_CONSTANT`, fixed in
+/// its source, not a property).
+pub const YCSB_THETA: f64 = 0.99;
+
+/// Items YCSB's `ScrambledZipfianGenerator` draws its ranks over
+/// (`ITEM_COUNT`, 10^10), whatever the record count.
+pub const YCSB_SCRAMBLED_ITEMS: u64 = 10_000_000_000;
+
+/// The zeta sum YCSB precomputed for [`YCSB_SCRAMBLED_ITEMS`] items at
+/// θ = 0.99 (`ScrambledZipfianGenerator.ZETAN`).
+pub const YCSB_SCRAMBLED_ZETAN: f64 = 26.469_028_201_783_02;
+
 impl ZipfianConstants {
-    /// Zipfian with θ = 0.99 (YCSB's default) over `n` items.
-    pub fn new(n: u64) -> Self {
-        let theta = 0.99;
-        let zeta = |k: u64| (1..=k).map(|i| 1.0 / (i as f64).powf(theta)).sum::<f64>();
-        let zetan = zeta(n);
-        let zeta2 = zeta(2.min(n));
+    /// YCSB's scrambled zipfian: ranks over 10^10 items with YCSB's
+    /// precomputed zeta, so that the hottest rank gets 1/26.47 ≈ 3.8 % of
+    /// draws at any record count. `ZipfianGenerator(0, ITEM_COUNT, …)`
+    /// counts `max - min + 1` items, hence the one more.
+    pub fn ycsb_scrambled() -> Self {
+        Self::with_zeta(YCSB_SCRAMBLED_ITEMS + 1, YCSB_THETA, YCSB_SCRAMBLED_ZETAN)
+    }
+
+    /// Zipfian with θ = 0.99 over `n` items, its zeta summed here (O(n)).
+    pub fn over(n: u64) -> Self {
+        let zetan = zeta(n, YCSB_THETA);
+        Self::with_zeta(n, YCSB_THETA, zetan)
+    }
+
+    fn with_zeta(items: u64, theta: f64, zetan: f64) -> Self {
+        let zeta2 = zeta(2.min(items), theta);
         let alpha = 1.0 / (1.0 - theta);
-        let eta = (1.0 - (2.0 / n as f64).powf(1.0 - theta)) / (1.0 - zeta2 / zetan);
+        let eta = (1.0 - (2.0 / items as f64).powf(1.0 - theta)) / (1.0 - zeta2 / zetan);
         Self {
-            n,
+            items,
             theta,
             alpha,
             zetan,
@@ -150,19 +174,33 @@ impl ZipfianConstants {
         }
     }
 
+    /// A rank in `0..items`: 0 the most likely.
     #[inline]
-    fn rank(&self, rng: &mut Rng) -> u64 {
+    pub fn rank(&self, rng: &mut Rng) -> u64 {
         let u = rng.unit();
         let uz = u * self.zetan;
         if uz < 1.0 {
             return 0;
         }
         if uz < 1.0 + 0.5f64.powf(self.theta) {
-            return 1.min(self.n - 1);
+            return 1.min(self.items - 1);
         }
-        let r = (self.n as f64 * (self.eta * u - self.eta + 1.0).powf(self.alpha)) as u64;
-        r.min(self.n - 1)
+        let r = (self.items as f64 * (self.eta * u - self.eta + 1.0).powf(self.alpha)) as u64;
+        r.min(self.items - 1)
     }
+}
+
+/// The zeta sum of `n` items at `theta`.
+fn zeta(n: u64, theta: f64) -> f64 {
+    (1..=n).map(|i| 1.0 / (i as f64).powf(theta)).sum()
+}
+
+/// YCSB's `Utils.fnvhash64`: FNV-1a over the 8 little-endian bytes of
+/// `v`, then Java's `Math.abs` of it as a signed number (which leaves
+/// `i64::MIN` as it is; its magnitude is the same bits unsigned).
+#[inline]
+pub fn ycsb_fnvhash64(v: u64) -> u64 {
+    (fnv1a64(v) as i64).unsigned_abs()
 }
 
 /// Picks record ids in `0..records` for one client.
@@ -209,9 +247,11 @@ impl KeyChooser {
                     .zipf
                     .as_ref()
                     .expect("zipfian constants computed by the plan");
-                // Scramble so the hot records are spread over the key space,
-                // as YCSB's ScrambledZipfianGenerator does.
-                fnv1a64(z.rank(rng)) % self.records
+                // YCSB's ScrambledZipfianGenerator: a rank over 10^10
+                // items, hashed onto the records, so that the hot records
+                // are spread over the key space and every record can be
+                // drawn.
+                ycsb_fnvhash64(z.rank(rng)) % self.records
             }
         }
     }
@@ -390,23 +430,78 @@ mod tests {
         assert!(seen.iter().all(|&c| c > 800 && c < 1200), "{seen:?}");
     }
 
-    #[test]
-    fn zipfian_is_skewed() {
-        let n = 1000;
-        let z = ZipfianConstants::new(n);
-        let mut r = Rng::new(3, 0);
+    /// Shares of `draws` zipfian draws over `n` records: (hottest record's
+    /// share, the top 1 %'s share, the share of records drawn at all).
+    fn zipfian_shares(n: u64, draws: u32, seed: u64) -> (f64, f64, f64) {
+        let mut r = Rng::new(seed, 0);
+        let z = ZipfianConstants::ycsb_scrambled();
         let mut k = KeyChooser::new(KeyDistribution::Zipfian, n, 0, 1, Some(z));
         let mut counts = vec![0u32; n as usize];
-        for _ in 0..100_000 {
+        for _ in 0..draws {
             counts[k.next(&mut r) as usize] += 1;
         }
+        let reached = counts.iter().filter(|&&c| c > 0).count() as f64 / n as f64;
         counts.sort_unstable_by(|a, b| b.cmp(a));
-        let top10: u32 = counts[..10].iter().sum();
-        // Under θ = 0.99 the 1 % hottest keys take far more than 1 % of draws.
-        assert!(
-            top10 > 20_000,
-            "top 10 of 1000 keys got {top10} of 100000 draws"
+        let top1 = counts[..(n as usize / 100).max(1)].iter().sum::<u32>();
+        (
+            f64::from(counts[0]) / f64::from(draws),
+            f64::from(top1) / f64::from(draws),
+            reached,
+        )
+    }
+
+    /// YCSB's scrambled zipfian reaches every record, and its hottest one
+    /// takes 1/26.47 of draws (the old rank-over-n map left 29–54 % of the
+    /// records unreachable and doubled the hottest share).
+    #[test]
+    fn zipfian_reaches_every_record_and_the_hottest_takes_3_8_percent() {
+        let (hottest, _, reached) = zipfian_shares(10_000, 2_000_000, 3);
+        assert_eq!(
+            reached,
+            1.0,
+            "records never drawn: {:.2} %",
+            (1.0 - reached) * 100.0
         );
+        assert!(
+            (hottest - 0.038).abs() <= 0.005,
+            "hottest record: {:.2} % of draws",
+            hottest * 100.0
+        );
+    }
+
+    #[test]
+    fn zipfian_top_percent_takes_30_percent() {
+        let (_, top1, _) = zipfian_shares(100_000, 2_000_000, 7);
+        assert!(
+            (top1 - 0.30).abs() <= 0.03,
+            "top 1 % of records: {:.2} % of draws",
+            top1 * 100.0
+        );
+    }
+
+    /// Java's `Math.abs(FNV-1a-64)` of YCSB's `Utils.fnvhash64`: 8 zero
+    /// bytes hash to 0xa8c7f832281a39c5, negative as a signed number.
+    #[test]
+    fn ycsb_hash_is_javas_abs_of_fnv1a() {
+        assert_eq!(fnv1a64(0), 0xa8c7_f832_281a_39c5);
+        assert_eq!(ycsb_fnvhash64(0), 6_284_781_860_667_377_211);
+        assert_eq!(ycsb_fnvhash64(1), 8_517_097_267_634_966_620);
+    }
+
+    /// The zipfian over n items (for choosers that need one over the
+    /// records, as YCSB's `latest`) is skewed towards rank 0.
+    #[test]
+    fn zipfian_over_n_is_skewed() {
+        let z = ZipfianConstants::over(1000);
+        let mut r = Rng::new(3, 0);
+        let mut zero = 0;
+        for _ in 0..100_000 {
+            let rank = z.rank(&mut r);
+            assert!(rank < 1000);
+            zero += u32::from(rank == 0);
+        }
+        // 1 / zeta(1000, 0.99) ≈ 13 %.
+        assert!((12_000..14_500).contains(&zero), "{zero}");
     }
 
     #[test]

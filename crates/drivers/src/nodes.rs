@@ -354,11 +354,13 @@ impl<D: Driver> Target for MultiNode<D> {
             sum.nodes.push(NodeProc {
                 cpu_ns: s.cpu_ns,
                 rss_bytes: s.rss_bytes,
+                pss_bytes: s.pss_bytes,
                 read_bytes: s.read_bytes,
                 write_bytes: s.write_bytes,
             });
             sum.cpu_ns += s.cpu_ns;
             sum.rss_bytes += s.rss_bytes;
+            sum.pss_bytes = add_pss(sum.pss_bytes, s.pss_bytes, sum.nodes.len() == 1);
             sum.read_bytes += s.read_bytes;
             sum.write_bytes += s.write_bytes;
             sum.write_calls += s.write_calls;
@@ -399,5 +401,15 @@ impl<D: Driver> Target for MultiNode<D> {
             },
             overhead_ns: samples.iter().map(|s| s.overhead_ns).max().unwrap_or(0),
         })
+    }
+}
+
+/// The running sum of the nodes' proportional set sizes after adding
+/// `node`'s: known only while every node's is (`first`: `node` is the first).
+fn add_pss(sum: Option<u64>, node: Option<u64>, first: bool) -> Option<u64> {
+    if first {
+        node
+    } else {
+        Some(sum? + node?)
     }
 }

@@ -27,7 +27,8 @@ use crate::admin::{
     connect_within, parse_info, resolve, resp_call, RespReply, ADMIN_CONNECT_WITHIN,
 };
 use crate::codec::resp::{RespCodec, RespWaitCodec};
-use crate::settings::{Kind, Setting, Settings, PORT};
+use crate::settings::{durable, Durability, Kind, Setting, Settings, PORT};
+use bakeoff_core::durability::DurableTo;
 use bakeoff_core::net::CodecDriver;
 
 /// `[servers.redis]`.
@@ -79,6 +80,22 @@ pub const SETTINGS: &[Setting] = &[
     },
     PORT,
 ];
+
+/// What each persistence setting lets acknowledged writes survive. Redis
+/// writes its append-only file before it replies (in `beforeSleep`), so
+/// aof-no and aof-everysec survive the process's crash; only aof-always
+/// fsyncs first. RDB snapshots leave every write since the last one in
+/// memory.
+pub const DURABILITY: Durability = Durability {
+    ceiling: DurableTo::PowerCut,
+    rules: &[
+        durable("persistence", "none", DurableTo::MemoryOnly),
+        durable("persistence", "rdb", DurableTo::MemoryOnly),
+        durable("persistence", "aof-no", DurableTo::ProcessCrash),
+        durable("persistence", "aof-everysec", DurableTo::ProcessCrash),
+        durable("persistence", "aof-always", DurableTo::PowerCut),
+    ],
+};
 
 /// Settings of a managed redis-server.
 #[derive(Clone, Debug, Default)]

@@ -52,6 +52,9 @@ pub struct Entry {
     pub url_options: &'static [&'static str],
     /// Its settings (`[servers.NAME]`, `--set NAME.KEY=VALUE`), declared once.
     pub settings: &'static [crate::settings::Setting],
+    /// What those settings promise acknowledged writes survive, declared
+    /// beside them.
+    pub durability: crate::settings::Durability,
     /// Validates `[servers.NAME]` (types, and checks across settings).
     pub check: fn(Option<&toml::Table>) -> Result<(), TargetError>,
     /// Checks it can be used.
@@ -102,6 +105,7 @@ pub fn entries() -> Vec<Entry> {
         topologies: &["shards", "primary-replica", "cluster"],
         url_options: &[],
         settings: crate::redis::SETTINGS,
+        durability: crate::redis::DURABILITY,
         check: |t| crate::redis::RedisSettings::parse(t).map(|_| ()),
         probe: Some(crate::redis::probe),
         open: crate::redis::open,
@@ -124,6 +128,7 @@ pub fn entries() -> Vec<Entry> {
             topologies: &["shards"],
             url_options: &[],
             settings: crate::memcached::SETTINGS,
+            durability: crate::settings::Durability::MEMORY_ONLY,
             check: |t| crate::memcached::MemcachedSettings::parse(t).map(|_| ()),
             probe: Some(crate::memcached::probe),
             open: crate::memcached::open,
@@ -144,6 +149,7 @@ pub fn entries() -> Vec<Entry> {
             topologies: &["shards"],
             url_options: &[],
             settings: crate::memcached::SETTINGS,
+            durability: crate::settings::Durability::MEMORY_ONLY,
             check: |t| crate::memcached::MemcachedSettings::parse(t).map(|_| ()),
             probe: Some(crate::memcached::probe),
             open: crate::memcached::open,
@@ -166,6 +172,7 @@ pub fn entries() -> Vec<Entry> {
         topologies: &["primary-replica"],
         url_options: &["socket"],
         settings: crate::mariadb::SETTINGS,
+        durability: crate::mariadb::DURABILITY,
         check: crate::mariadb::check,
         probe: Some(crate::mariadb::probe),
         open: crate::mariadb::open,
@@ -187,6 +194,7 @@ pub fn entries() -> Vec<Entry> {
         topologies: &[],
         url_options: &[],
         settings: crate::mariadb::HANDLERSOCKET_SETTINGS,
+        durability: crate::mariadb::DURABILITY,
         check: crate::handlersocket::check,
         probe: Some(crate::handlersocket::probe),
         open: crate::handlersocket::open,
@@ -208,6 +216,7 @@ pub fn entries() -> Vec<Entry> {
         topologies: &["primary-replica"],
         url_options: &["dbname"],
         settings: crate::postgres::SETTINGS,
+        durability: crate::postgres::DURABILITY,
         check: crate::postgres::check,
         probe: Some(crate::postgres::probe),
         open: crate::postgres::open,
@@ -231,6 +240,7 @@ pub fn entries() -> Vec<Entry> {
         topologies: &[],
         url_options: &[],
         settings: crate::mongodb::SETTINGS,
+        durability: crate::mongodb::DURABILITY,
         check: crate::mongodb::check,
         probe: Some(crate::mongodb::probe),
         open: crate::mongodb::open,
@@ -251,6 +261,7 @@ pub fn entries() -> Vec<Entry> {
         topologies: &[],
         url_options: &[],
         settings: crate::embedded::tokyo::HASH_SETTINGS,
+        durability: crate::embedded::tokyo::HASH_DURABILITY,
         check: crate::embedded::tokyo::check_hash,
         probe: None,
         open: |s, p, w| crate::embedded::open_with(s, p, w, crate::embedded::tokyo::opened),
@@ -271,6 +282,7 @@ pub fn entries() -> Vec<Entry> {
         topologies: &[],
         url_options: &[],
         settings: crate::embedded::tokyo::BTREE_SETTINGS,
+        durability: crate::embedded::tokyo::BTREE_DURABILITY,
         check: crate::embedded::tokyo::check_btree,
         probe: None,
         open: |s, p, w| crate::embedded::open_with(s, p, w, crate::embedded::tokyo::opened),
@@ -291,6 +303,7 @@ pub fn entries() -> Vec<Entry> {
         topologies: &[],
         url_options: &[],
         settings: crate::embedded::tokyo::TABLE_SETTINGS,
+        durability: crate::embedded::tokyo::HASH_DURABILITY,
         check: crate::embedded::tokyo::check_table,
         probe: None,
         open: |s, p, w| crate::embedded::open_with(s, p, w, crate::embedded::tokyo::opened),
@@ -311,6 +324,7 @@ pub fn entries() -> Vec<Entry> {
         topologies: &[],
         url_options: &[],
         settings: crate::embedded::lmdb::SETTINGS,
+        durability: crate::embedded::lmdb::DURABILITY,
         check: crate::embedded::lmdb::check,
         probe: None,
         open: |s, p, w| crate::embedded::open_with(s, p, w, crate::embedded::lmdb::opened),
@@ -331,6 +345,7 @@ pub fn entries() -> Vec<Entry> {
         topologies: &[],
         url_options: &[],
         settings: crate::embedded::rocksdb::SETTINGS,
+        durability: crate::embedded::rocksdb::DURABILITY,
         check: crate::embedded::rocksdb::check,
         probe: None,
         open: |s, p, w| crate::embedded::open_with(s, p, w, crate::embedded::rocksdb::opened),
@@ -351,6 +366,7 @@ pub fn entries() -> Vec<Entry> {
         topologies: &[],
         url_options: &[],
         settings: crate::embedded::sqlite::SETTINGS,
+        durability: crate::embedded::sqlite::DURABILITY,
         check: crate::embedded::sqlite::check,
         probe: None,
         open: |s, p, w| crate::embedded::open_with(s, p, w, crate::embedded::sqlite::opened),
@@ -432,6 +448,9 @@ pub fn settings_text() -> String {
         for s in e.settings {
             out.push_str(&format!("    {}\n", s.describe()));
         }
+        for line in e.durability.describe(e.settings).lines() {
+            out.push_str(&format!("    {line}\n"));
+        }
     }
     out
 }
@@ -446,6 +465,19 @@ impl TargetOpener for Registry {
                     .collect()
             }
             _ => BTreeMap::new(),
+        }
+    }
+
+    fn durable_to(
+        &self,
+        spec: &TargetSpec,
+        plan: &Plan,
+    ) -> Option<bakeoff_core::durability::DurableTo> {
+        match (self.find(&spec.name), &spec.endpoint) {
+            (Some(e), Endpoint::Managed) => Some(e.durability.of(
+                &crate::settings::declared_values(e.settings, plan.settings_of(spec)),
+            )),
+            _ => None,
         }
     }
 
@@ -500,6 +532,120 @@ mod tests {
             }
             (e.check)(Some(&t)).unwrap_or_else(|m| panic!("{}: {m}", e.name));
         }
+    }
+
+    /// Every line of every durability declaration names a declared
+    /// setting and a value that setting takes (a renamed setting or value
+    /// fails here rather than leave a class that never applies).
+    #[test]
+    fn durability_declarations_name_declared_settings_and_values() {
+        use crate::settings::Kind;
+        for e in entries() {
+            for r in e.durability.rules {
+                let takes = |name: &str, value: &str| {
+                    let s = e
+                        .settings
+                        .iter()
+                        .find(|s| s.name == name)
+                        .unwrap_or_else(|| panic!("{}: `{name}` is not a setting", e.name));
+                    match s.kind {
+                        _ if value == "*" || value.is_empty() => true,
+                        Kind::Choice(c) => c.contains(&value),
+                        Kind::Flag => value == "true" || value == "false",
+                        Kind::Count => value.parse::<u64>().is_ok_and(|n| n > 0),
+                        _ => true,
+                    }
+                };
+                assert!(
+                    takes(r.setting, r.value),
+                    "{}: {} = {}",
+                    e.name,
+                    r.setting,
+                    r.value
+                );
+                if let Some((other, v)) = r.when {
+                    assert!(takes(other, v), "{}: {other} = {v}", e.name);
+                }
+            }
+        }
+    }
+
+    /// The class follows the settings: the least of what each allows.
+    #[test]
+    fn a_targets_class_is_the_least_its_settings_allow() {
+        use bakeoff_core::durability::DurableTo;
+        let class = |name: &str, set: &[(&str, &str)]| {
+            let e = entries().into_iter().find(|e| e.name == name).unwrap();
+            let mut t = toml::Table::new();
+            for (k, v) in set {
+                t.insert(k.to_string(), toml::Value::String(v.to_string()));
+            }
+            e.durability
+                .of(&crate::settings::declared_values(e.settings, Some(&t)))
+        };
+        assert_eq!(class("redis", &[]), DurableTo::MemoryOnly);
+        assert_eq!(
+            class("redis", &[("persistence", "aof-everysec")]),
+            DurableTo::ProcessCrash
+        );
+        assert_eq!(
+            class("redis", &[("persistence", "aof-always")]),
+            DurableTo::PowerCut
+        );
+        assert_eq!(class("memcached", &[]), DurableTo::MemoryOnly);
+        assert_eq!(class("postgres", &[]), DurableTo::PowerCut);
+        assert_eq!(
+            class("postgres", &[("synchronous_commit", "off")]),
+            DurableTo::MemoryOnly
+        );
+        assert_eq!(
+            class("postgres", &[("fsync", "off")]),
+            DurableTo::ProcessCrash
+        );
+        assert_eq!(class("mariadb", &[]), DurableTo::PowerCut);
+        assert_eq!(
+            class("mariadb", &[("innodb_flush_log_at_trx_commit", "2")]),
+            DurableTo::ProcessCrash
+        );
+        // sync_binlog matters only with a binary log.
+        assert_eq!(
+            class("mariadb", &[("sync_binlog", "100")]),
+            DurableTo::PowerCut
+        );
+        assert_eq!(
+            class("mariadb", &[("binlog", "true"), ("sync_binlog", "100")]),
+            DurableTo::ProcessCrash
+        );
+        assert_eq!(
+            class("mariadb", &[("binlog", "true")]),
+            DurableTo::ProcessCrash
+        );
+        assert_eq!(
+            class("mariadb", &[("binlog", "true"), ("sync_binlog", "1")]),
+            DurableTo::PowerCut
+        );
+        assert_eq!(class("lmdb", &[]), DurableTo::ProcessCrash);
+        assert_eq!(class("lmdb", &[("sync", "full")]), DurableTo::PowerCut);
+        assert_eq!(class("sqlite", &[]), DurableTo::ProcessCrash);
+        assert_eq!(
+            class("sqlite", &[("synchronous", "full")]),
+            DurableTo::PowerCut
+        );
+        assert_eq!(
+            class(
+                "sqlite",
+                &[("synchronous", "full"), ("journal_mode", "memory")]
+            ),
+            DurableTo::ProcessCrash
+        );
+        assert_eq!(class("tokyo-btree", &[]), DurableTo::MemoryOnly);
+        assert_eq!(class("tokyo-hash", &[]), DurableTo::ProcessCrash);
+        let text = settings_text();
+        assert!(
+            text.contains("durable to: memory only with the defaults"),
+            "{text}"
+        );
+        assert!(text.contains("power cut: persistence=aof-always"), "{text}");
     }
 
     #[test]

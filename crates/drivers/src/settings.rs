@@ -89,6 +89,118 @@ pub const DIR: Setting = Setting {
         "directory for the engine's files, kept after the run (default: a temporary one, removed)",
 };
 
+/// One line of a target's durability declaration: while `setting` has
+/// `value`, acknowledged writes survive at most `class`.
+#[derive(Clone, Copy, Debug)]
+pub struct DurableRule {
+    /// A declared setting's name.
+    pub setting: &'static str,
+    /// The value the line is about, as written in `[servers.NAME]`; `""`
+    /// when the setting is left to the target, `"*"` any value the lines
+    /// before it for the same setting do not name.
+    pub value: &'static str,
+    /// What acknowledged writes survive at most under that value.
+    pub class: DurableTo,
+    /// The line holds only while another setting has this value
+    /// (`sync_binlog` matters only with `binlog = true`).
+    pub when: Option<(&'static str, &'static str)>,
+}
+
+/// A line of a durability declaration (see [`DurableRule`]).
+pub const fn durable(setting: &'static str, value: &'static str, class: DurableTo) -> DurableRule {
+    DurableRule {
+        setting,
+        value,
+        class,
+        when: None,
+    }
+}
+
+/// What a target's settings promise acknowledged writes survive, declared
+/// once beside those settings: the most the target can promise whatever
+/// they say, and what each value of the settings that decide it allows.
+/// A run's class is the least of the ceiling and every line that holds.
+#[derive(Clone, Copy, Debug)]
+pub struct Durability {
+    /// The most it promises whatever its settings (memcached: memory only).
+    pub ceiling: DurableTo,
+    /// What each value of a setting allows.
+    pub rules: &'static [DurableRule],
+}
+
+impl Durability {
+    /// A target whose writes live in its memory whatever its settings.
+    pub const MEMORY_ONLY: Durability = Durability {
+        ceiling: DurableTo::MemoryOnly,
+        rules: &[],
+    };
+
+    /// The class of a run whose settings are `values` (every declared
+    /// setting, as [`declared_values`] gives them).
+    pub fn of(&self, values: &[DeclaredValue]) -> DurableTo {
+        let value_of = |name: &str| {
+            values
+                .iter()
+                .find(|v| v.name == name)
+                .and_then(|v| v.value.as_deref())
+                .unwrap_or("")
+        };
+        let mut class = self.ceiling;
+        let mut decided: Vec<&str> = Vec::new();
+        for r in self.rules {
+            if decided.contains(&r.setting) {
+                continue;
+            }
+            if r.when.is_some_and(|(other, v)| value_of(other) != v) {
+                continue;
+            }
+            let value = value_of(r.setting);
+            if r.value == value || (r.value == "*" && !value.is_empty()) {
+                class = class.min(r.class);
+                decided.push(r.setting);
+            }
+        }
+        class
+    }
+
+    /// For `bakeoff list`: what each value allows, and the class under
+    /// the defaults.
+    pub fn describe(&self, declared: &'static [Setting]) -> String {
+        let defaults = declared_values(declared, None);
+        let mut lines = vec![format!(
+            "durable to: {} with the defaults",
+            self.of(&defaults)
+        )];
+        for class in DurableTo::ALL {
+            let values: Vec<String> = self
+                .rules
+                .iter()
+                .filter(|r| r.class == class)
+                .map(|r| {
+                    let value = match r.value {
+                        "" => "left to the target".to_string(),
+                        "*" => "any other".to_string(),
+                        v => v.to_string(),
+                    };
+                    let when = r
+                        .when
+                        .map(|(k, v)| format!(" with {k}={v}"))
+                        .unwrap_or_default();
+                    format!("{}={value}{when}", r.setting)
+                })
+                .collect();
+            if !values.is_empty() && class <= self.ceiling {
+                lines.push(format!("  {}: {}", class, values.join(", ")));
+            }
+        }
+        if self.rules.is_empty() {
+            lines[0] = format!("durable to: {} (whatever its settings)", self.ceiling);
+        }
+        lines.join("\n")
+    }
+}
+
+use bakeoff_core::durability::DurableTo;
 use bakeoff_core::error::TargetError;
 pub use bakeoff_core::suggest::did_you_mean;
 use std::path::Path;

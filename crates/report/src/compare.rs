@@ -97,7 +97,12 @@ pub fn compare(a: &ExperimentResult, b: &ExperimentResult) -> Comparison {
     let mut unmatched = Vec::new();
     for (key, runs_a) in &ga {
         let Some((_, runs_b)) = gb.iter().find(|(k, _)| k == key) else {
-            unmatched.push(('A', format!("{} {}", key.0, point_label(&key.1))));
+            unmatched.push((
+                'A',
+                format!("{} {}", key.0, point_label(&key.1))
+                    .trim_end()
+                    .to_string(),
+            ));
             continue;
         };
         for fig in Figure::ALL {
@@ -125,7 +130,12 @@ pub fn compare(a: &ExperimentResult, b: &ExperimentResult) -> Comparison {
     }
     for (key, _) in &gb {
         if !ga.iter().any(|(k, _)| k == key) {
-            unmatched.push(('B', format!("{} {}", key.0, point_label(&key.1))));
+            unmatched.push((
+                'B',
+                format!("{} {}", key.0, point_label(&key.1))
+                    .trim_end()
+                    .to_string(),
+            ));
         }
     }
     Comparison { rows, unmatched }

@@ -18,7 +18,8 @@ use bakeoff_core::units::{fmt_bytes, fmt_ns};
 
 use crate::svg::{esc, Axis, Band, BarChart, BarGroup, Line, LineChart, RightAxis, Scale, XAxis};
 use crate::view::{
-    client_busy, percentile_spectrum, point_label, point_without, Figure, Group, Spread, View,
+    at_point, client_busy, percentile_spectrum, point_label, point_without, Figure, Group, Spread,
+    View,
 };
 use crate::Exporter;
 
@@ -145,6 +146,8 @@ impl<'a> Page<'a> {
     }
 
     fn table(&mut self, head: &[&str], rows: &[Vec<String>], left_cols: usize) {
+        let (mut head, mut rows, mut left_cols) = (head.to_vec(), rows.to_vec(), left_cols);
+        crate::view::drop_blank_point(&mut head, &mut rows, &mut left_cols);
         self.html.push_str("<table><tr>");
         for (i, h) in head.iter().enumerate() {
             let _ = write!(
@@ -655,7 +658,7 @@ impl<'a> Page<'a> {
                 20.0,
             );
             self.bars(BarChart {
-                title: format!("Latency percentiles (lower is better), {}", point_label(p)),
+                title: format!("Latency percentiles (lower is better){}", at_point(p)),
                 categories: vec!["p50".into(), "p99".into(), "p99.9".into()],
                 x_title: "percentile".into(),
                 y: Axis::linear("latency", fmt_lat).with_scale(scale),
@@ -873,7 +876,7 @@ impl<'a> Page<'a> {
                 20.0,
             );
             self.line(LineChart {
-                title: format!("Latency by percentile, {}", point_label(&p)),
+                title: format!("Latency by percentile{}", at_point(&p)),
                 x: XAxis::Numeric(Axis {
                     title: "percentile".into(),
                     scale: Scale::Linear,
@@ -941,7 +944,10 @@ impl<'a> Page<'a> {
                 50.0,
             );
             self.line(LineChart {
-                title: format!("{} — mean: {means}", point_label(p)),
+                title: match point_label(p) {
+                    label if label.is_empty() => format!("mean: {means}"),
+                    label => format!("{label} — mean: {means}"),
+                },
                 x: XAxis::Numeric(Axis::linear("operation, in time order", fmt_count)),
                 y: Axis::linear("response time", fmt_lat).with_scale(scale),
                 lines,
@@ -968,7 +974,10 @@ impl<'a> Page<'a> {
                 self.html,
                 "<details{}><summary>{}</summary><div class=\"charts\">",
                 if many && pi > 0 { "" } else { " open" },
-                esc(&format!("point {}", point_label(p)))
+                esc(&match point_label(p) {
+                    label if label.is_empty() => "every run".to_string(),
+                    label => format!("point {label}"),
+                })
             );
             let bands = phase_bands(&runs);
             let xaxis = || {
@@ -1029,9 +1038,9 @@ impl<'a> Page<'a> {
                     Axis::linear("CPU (% of one core)", fmt_pct),
                 ),
                 (
-                    "Server memory (RSS)",
-                    |s| Some(s.rss_bytes as f64),
-                    Axis::linear("resident memory", fmt_bytes_axis),
+                    "Server memory (proportional set size: a page its processes share counts once)",
+                    |s| Some(s.memory_bytes() as f64),
+                    Axis::linear("memory", fmt_bytes_axis),
                 ),
                 (
                     "Disk reads",
@@ -1227,9 +1236,9 @@ impl<'a> Page<'a> {
                 Axis::linear("CPU (% of one core)", fmt_pct),
             ),
             (
-                "Server memory (RSS) of each node",
-                |n| n.rss_bytes as f64,
-                Axis::linear("resident memory", fmt_bytes_axis),
+                "Server memory (proportional set size) of each node",
+                |n| n.memory_bytes() as f64,
+                Axis::linear("memory", fmt_bytes_axis),
             ),
             (
                 "Disk writes of each node",
@@ -1296,7 +1305,9 @@ impl<'a> Page<'a> {
         let groups: Vec<BarGroup> = with_steps
             .iter()
             .map(|(s, r)| BarGroup {
-                name: format!("{} {}", self.view.series[*s], point_label(&r.point)),
+                name: format!("{} {}", self.view.series[*s], point_label(&r.point))
+                    .trim_end()
+                    .to_string(),
                 style: *s,
                 values: names
                     .iter()
@@ -1752,6 +1763,7 @@ mod tests {
                 .map(|i| NodeResourceSample {
                     cpu_percent: 10.0 * (i + 1) as f64 + k as f64,
                     rss_bytes: 1 << (20 + i),
+                    pss_bytes: None,
                     read_bytes_per_s: 0.0,
                     write_bytes_per_s: 4096.0,
                 })
@@ -1760,7 +1772,7 @@ mod tests {
         let page = html(&result);
         for title in [
             "Server CPU of each node",
-            "Server memory (RSS) of each node",
+            "Server memory (proportional set size) of each node",
             "Disk writes of each node",
         ] {
             assert!(page.contains(title), "{title}");

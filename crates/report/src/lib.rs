@@ -85,11 +85,19 @@ fn run_point_label(run: &RunResult) -> String {
     if run.repeat > 0 {
         s.push(format!("#{}", run.repeat + 1));
     }
-    if s.is_empty() {
-        "-".into()
-    } else {
-        s.join(" ")
-    }
+    s.join(" ")
+}
+
+/// The summary table's column of what each run's settings promise
+/// acknowledged writes survive (declared; `-` for an external target).
+pub const DURABLE_HEAD: &str = "durable to";
+
+/// The record of the target `run` ran on, in `r`.
+pub fn record_of<'a>(
+    r: &'a ExperimentResult,
+    run: &RunResult,
+) -> Option<&'a bakeoff_core::result::TargetRecord> {
+    r.targets.iter().find(|t| t.name == run.target)
 }
 
 /// One row of the summary table for `run`, shown as `series`.
@@ -132,9 +140,17 @@ pub fn summary_table<'a>(
 ) -> (Vec<String>, Vec<Vec<String>>) {
     let classes = durability::Classes::from_results(sources.iter().copied());
     let mut head: Vec<String> = SUMMARY_HEAD.iter().map(|s| s.to_string()).collect();
+    head.push(DURABLE_HEAD.into());
     let mut rows = Vec::new();
     for (source, series, run) in runs {
         let mut row = summary_row(series, run);
+        row.push(
+            sources
+                .get(source)
+                .and_then(|r| record_of(r, run))
+                .and_then(|t| t.durable_to)
+                .map_or_else(|| "-".into(), |d| d.text().to_string()),
+        );
         if !classes.is_empty() {
             row.push(
                 sources
@@ -154,6 +170,12 @@ pub fn summary_table<'a>(
 /// Writes an aligned text table: the first `left` columns left-aligned,
 /// the rest right-aligned, a rule under the head.
 pub fn text_table(rows: &[Vec<String>], left: usize, out: &mut dyn Write) -> std::io::Result<()> {
+    let (mut head, mut rows, mut left) = match rows {
+        [head, body @ ..] => (head.clone(), body.to_vec(), left),
+        [] => return Ok(()),
+    };
+    view::drop_blank_point(&mut head, &mut rows, &mut left);
+    rows.insert(0, head);
     let cols = rows.iter().map(|r| r.len()).max().unwrap_or(0);
     let widths: Vec<usize> = (0..cols)
         .map(|c| {

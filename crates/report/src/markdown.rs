@@ -25,6 +25,8 @@ pub fn md_table(
     left: usize,
     out: &mut dyn Write,
 ) -> std::io::Result<()> {
+    let (mut head, mut rows, mut left) = (head.to_vec(), rows.to_vec(), left);
+    crate::view::drop_blank_point(&mut head, &mut rows, &mut left);
     writeln!(
         out,
         "| {} |",
@@ -38,7 +40,7 @@ pub fn md_table(
             .collect::<Vec<_>>()
             .join("|")
     )?;
-    for r in rows {
+    for r in &rows {
         writeln!(
             out,
             "| {} |",

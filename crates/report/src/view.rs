@@ -346,16 +346,51 @@ pub fn error_rows(view: &View) -> Vec<Vec<String>> {
         .collect()
 }
 
-/// `k=v k=v`, or `-` without a sweep.
+/// `k=v k=v`, or empty without a sweep.
 pub fn point_label(point: &BTreeMap<String, String>) -> String {
     if point.is_empty() {
-        "-".into()
+        String::new()
     } else {
         point
             .iter()
             .map(|(k, v)| format!("{k}={v}"))
             .collect::<Vec<_>>()
             .join(" ")
+    }
+}
+
+/// `, k=v k=v` to follow a title, or nothing without a sweep.
+pub fn at_point(point: &BTreeMap<String, String>) -> String {
+    if point.is_empty() {
+        String::new()
+    } else {
+        format!(", {}", point_label(point))
+    }
+}
+
+/// Drops the `point` column of a table whose every row leaves it blank (a
+/// run without a sweep has no point to show): from `head`, from each of
+/// `rows`, and from the `left` count of left-aligned columns it was among.
+pub fn drop_blank_point<S: AsRef<str>>(
+    head: &mut Vec<S>,
+    rows: &mut [Vec<String>],
+    left: &mut usize,
+) {
+    let Some(i) = head.iter().position(|h| h.as_ref() == "point") else {
+        return;
+    };
+    if rows
+        .iter()
+        .any(|r| r.get(i).is_some_and(|c| !c.is_empty() && c != "-"))
+    {
+        return;
+    }
+    head.remove(i);
+    for r in rows.iter_mut().filter(|r| r.len() > i) {
+        r.remove(i);
+    }
+    if i < *left {
+        *left -= 1;
     }
 }
 

@@ -735,6 +735,7 @@ impl ManagedServer {
             if let Some(c) = proc_snapshot(child) {
                 s.cpu_ns += c.cpu_ns;
                 s.rss_bytes += c.rss_bytes;
+                s.pss_bytes = s.pss_bytes.zip(c.pss_bytes).map(|(a, b)| a + b);
                 s.read_bytes += c.read_bytes;
                 s.write_bytes += c.write_bytes;
                 s.write_calls += c.write_calls;
@@ -813,7 +814,11 @@ impl Nodes {
     /// Resources summed over every node (CPU, RSS, disk I/O, disk size).
     pub fn snapshot(&self) -> ProcSnapshot {
         let mut total = ProcSnapshot::default();
-        for s in self.nodes.iter().map(ManagedServer::snapshot) {
+        for (i, s) in self.nodes.iter().map(ManagedServer::snapshot).enumerate() {
+            total.pss_bytes = match i {
+                0 => s.pss_bytes,
+                _ => total.pss_bytes.zip(s.pss_bytes).map(|(a, b)| a + b),
+            };
             total.cpu_ns += s.cpu_ns;
             total.rss_bytes += s.rss_bytes;
             total.read_bytes += s.read_bytes;
@@ -905,6 +910,7 @@ pub fn proc_snapshot(pid: u32) -> Option<ProcSnapshot> {
     Some(ProcSnapshot {
         cpu_ns: ticks * 1_000_000_000 / hz,
         rss_bytes: rss_pages * page,
+        pss_bytes: pss_of(pid),
         read_bytes: field("read_bytes:"),
         write_bytes: field("write_bytes:"),
         write_calls: field("syscw:"),
@@ -918,7 +924,20 @@ pub fn proc_snapshot(pid: u32) -> Option<ProcSnapshot> {
     })
 }
 
-/// Process ids whose parent is `pid`.
+/// The proportional set size of process `pid`, bytes: its share of every
+/// page it maps, a page mapped by n processes counting 1/n in each (`Pss`
+/// of /proc/PID/smaps_rollup, in kB). Summed over processes it counts each
+/// page once, where their resident sets count a shared page once per
+/// process.
+pub fn pss_of(pid: u32) -> Option<u64> {
+    let rollup = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).ok()?;
+    rollup
+        .lines()
+        .find_map(|l| l.strip_prefix("Pss:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map(|kb| kb * 1024)
+}
+
 /// Drops the clean pages of every file under `dir` from the kernel's page
 /// cache (POSIX_FADV_DONTNEED), so that what a server reads next comes
 /// from the disk. Dirty pages stay; unreadable files are passed over.

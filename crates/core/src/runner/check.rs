@@ -4,6 +4,7 @@
 //! the writers' log ([`crate::durability::classify`]).
 
 use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use super::{run_job, JobContext, Observer, Target};
@@ -45,14 +46,81 @@ fn past_connecting<T>(
     }
 }
 
+/// How long a read-back goes on once the run has been told to stop
+/// (Ctrl-C, SIGTERM): long enough for the reads of a short run to finish,
+/// short enough that the stop is not ignored. A second signal exits at
+/// once.
+const READ_ON_AFTER_STOP: Duration = Duration::from_secs(10);
+
+/// A stop flag of the read-back's own: set once `outer` has been set for
+/// `grace`, or never while `outer` stays clear. The read-back must not
+/// inherit the run's flag as it is: a run stopped by Ctrl-C would read
+/// nothing back, and every write it did not read would look lost.
+struct GraceStop<'a> {
+    outer: &'a AtomicBool,
+    grace: Duration,
+    own: AtomicBool,
+    done: AtomicBool,
+}
+
+impl<'a> GraceStop<'a> {
+    fn new(outer: &'a AtomicBool, grace: Duration) -> Self {
+        GraceStop {
+            outer,
+            grace,
+            own: AtomicBool::new(false),
+            done: AtomicBool::new(false),
+        }
+    }
+
+    /// Watches `outer` until [`GraceStop::finish`]; sets the own flag
+    /// `grace` after `outer` was first seen set.
+    fn watch(&self) {
+        let mut seen_at: Option<Instant> = None;
+        while !self.done.load(Ordering::Relaxed) {
+            if self.outer.load(Ordering::Relaxed) {
+                let at = *seen_at.get_or_insert_with(Instant::now);
+                if at.elapsed() >= self.grace {
+                    self.own.store(true, Ordering::Relaxed);
+                    return;
+                }
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn finish(&self) {
+        self.done.store(true, Ordering::Relaxed);
+    }
+}
+
 /// Reads back every id in `log` from `target` and classifies the run, its
-/// fault (or its end) at `fault_ns` ns since the measure job's start.
+/// fault (or its end) at `fault_ns` ns since the measure job's start. Ids
+/// the read-back did not get to (the run stopped, and the grace after it
+/// ran out) count as unread, never as lost.
 pub(super) fn read_back(
     target: &dyn Target,
     ctx: &JobContext,
     log: &WriteLog,
     fault_ns: u64,
     observer: &mut dyn Observer,
+) -> Result<DurabilityCheck, TargetError> {
+    let stop = GraceStop::new(ctx.stop, READ_ON_AFTER_STOP);
+    std::thread::scope(|s| {
+        s.spawn(|| stop.watch());
+        let checked = read_back_until(target, ctx, log, fault_ns, observer, &stop.own);
+        stop.finish();
+        checked
+    })
+}
+
+fn read_back_until(
+    target: &dyn Target,
+    ctx: &JobContext,
+    log: &WriteLog,
+    fault_ns: u64,
+    observer: &mut dyn Observer,
+    stop: &AtomicBool,
 ) -> Result<DurabilityCheck, TargetError> {
     let mut ids: Vec<u64> = log.ids().map(WriteId::record).collect();
     for (&writer, &seq) in &log.last_seq() {
@@ -66,7 +134,7 @@ pub(super) fn read_back(
     }
     let mut stored = Stored::default();
     for attempt in 0..TRIES {
-        if ids.is_empty() {
+        if ids.is_empty() || stop.load(Ordering::Relaxed) {
             break;
         }
         if attempt > 0 {
@@ -76,6 +144,7 @@ pub(super) fn read_back(
             fault: None,
             read_back: &ids,
             acked: None,
+            stop,
             ..*ctx
         };
         let seen = past_connecting(COME_BACK_WITHIN, RETRY_AFTER, || {
@@ -89,7 +158,9 @@ pub(super) fn read_back(
         })?
         .durability
         .unwrap_or_default();
+        let mut answered = BTreeSet::new();
         for (id, read) in seen.found {
+            answered.insert(id.record());
             if log.contains(id) {
                 stored.found.insert(id, read);
             } else if read != ReadBack::Absent {
@@ -97,20 +168,27 @@ pub(super) fn read_back(
             }
         }
         for id in seen.foreign {
+            answered.insert(id.record());
             // A value another run left: not this run's write.
             stored.unexpected.insert(id);
             if log.contains(id) {
                 stored.found.insert(id, ReadBack::Absent);
             }
         }
-        ids = seen.unanswered;
+        // Read again: what got no definite answer, and what a stopped
+        // read-back never asked for.
+        ids.retain(|id| !answered.contains(id));
     }
-    stored.unread = ids
-        .into_iter()
+    stored.unread = unread(ids, log);
+    Ok(classify(log, &stored, fault_ns))
+}
+
+/// The attempted writes among `ids`, the records nothing answered for.
+fn unread(ids: Vec<u64>, log: &WriteLog) -> BTreeSet<WriteId> {
+    ids.into_iter()
         .filter_map(WriteId::of_record)
         .filter(|id| log.contains(*id))
-        .collect::<BTreeSet<_>>();
-    Ok(classify(log, &stored, fault_ns))
+        .collect()
 }
 
 #[cfg(test)]

@@ -50,8 +50,13 @@ pub struct LinkSample {
 pub struct ProcSnapshot {
     /// user + system CPU time, ns.
     pub cpu_ns: u64,
-    /// Resident set size, bytes.
+    /// Resident set size, bytes: summed over processes, a page that
+    /// several map counts once for each.
     pub rss_bytes: u64,
+    /// Proportional set size, bytes (`Pss` of /proc/PID/smaps_rollup):
+    /// summed over processes, a page that several map counts once in
+    /// total; `None` where it could not be read.
+    pub pss_bytes: Option<u64>,
     /// Bytes read from storage.
     pub read_bytes: u64,
     /// Bytes written to storage.
@@ -84,6 +89,8 @@ pub struct NodeProc {
     pub cpu_ns: u64,
     /// Resident set size, bytes.
     pub rss_bytes: u64,
+    /// Proportional set size, bytes, where it could be read.
+    pub pss_bytes: Option<u64>,
     /// Bytes read from storage.
     pub read_bytes: u64,
     /// Bytes written to storage.
@@ -229,6 +236,12 @@ pub trait TargetOpener {
     /// target, whose settings are its own.
     fn declared_settings(&self, _spec: &TargetSpec, _plan: &Plan) -> BTreeMap<String, String> {
         BTreeMap::new()
+    }
+    /// What the settings `spec` runs with in `plan` promise acknowledged
+    /// writes survive, as the target declares; `None` for an external
+    /// target, whose settings are its own.
+    fn durable_to(&self, _spec: &TargetSpec, _plan: &Plan) -> Option<crate::durability::DurableTo> {
+        None
     }
     /// Opens `spec` for one run of `workload` (a point of `plan`).
     fn open(
@@ -730,6 +743,7 @@ fn resource_sample(prev: &ProcSnapshot, now: &ProcSnapshot, dt: f64, t: f64) -> 
         t_s: (t * 1000.0).round() / 1000.0,
         cpu_percent: now.cpu_ns.saturating_sub(prev.cpu_ns) as f64 / 1e9 / dt * 100.0,
         rss_bytes: now.rss_bytes,
+        pss_bytes: now.pss_bytes,
         read_bytes_per_s: now.read_bytes.saturating_sub(prev.read_bytes) as f64 / dt,
         write_bytes_per_s: now.write_bytes.saturating_sub(prev.write_bytes) as f64 / dt,
         write_calls_per_s: Some(now.write_calls.saturating_sub(prev.write_calls) as f64 / dt),
@@ -749,6 +763,7 @@ fn resource_sample(prev: &ProcSnapshot, now: &ProcSnapshot, dt: f64, t: f64) -> 
             .map(|(n, p)| NodeResourceSample {
                 cpu_percent: n.cpu_ns.saturating_sub(p.cpu_ns) as f64 / 1e9 / dt * 100.0,
                 rss_bytes: n.rss_bytes,
+                pss_bytes: n.pss_bytes,
                 read_bytes_per_s: n.read_bytes.saturating_sub(p.read_bytes) as f64 / dt,
                 write_bytes_per_s: n.write_bytes.saturating_sub(p.write_bytes) as f64 / dt,
             })
@@ -904,7 +919,7 @@ pub fn run_experiment(
             kept = None;
         }
         let zipf = (point.workload.key_distribution == KeyDistribution::Zipfian)
-            .then(|| ZipfianConstants::new(point.workload.records));
+            .then(ZipfianConstants::ycsb_scrambled);
         let mut run_at = |point: &crate::plan::Point,
                           bound: Option<&crate::find::LatencyBound>|
          -> Result<search::StepOutcome, RunError> {
@@ -1111,6 +1126,7 @@ fn run_one(
     let mut record = target.record();
     record.name = spec.id();
     record.declared = opener.declared_settings(spec, plan);
+    record.durable_to = opener.durable_to(spec, plan);
     recorded.insert(spec.label(), record);
     // The call that injects the workload's fault, if it asks for one.
     let inject = w.fault.map(|f| move || target.fault(f.kind));
@@ -1439,6 +1455,18 @@ fn run_one(
         ));
     } else {
         run.status = "ok".into();
+    }
+    if ctx.stop.load(Ordering::Relaxed) {
+        // Stopped by a signal before its end: what it measured is real but
+        // partial, and a durability check read back what it could in its
+        // grace time (the rest unread, not lost); no class is measured
+        // from it.
+        run.status = "interrupted".into();
+        let line = "stopped by a signal before the run's end; its figures cover what was measured until then";
+        run.message = Some(match run.message.take() {
+            Some(m) => format!("{line}; {m}"),
+            None => line.to_string(),
+        });
     }
     if let Some(c) = &run.durability {
         let line = format!(

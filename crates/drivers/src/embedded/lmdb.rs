@@ -13,7 +13,8 @@ use bakeoff_core::workload::OpKind;
 
 use super::{DataDir, Engine, EngineError, OpenHow, Opened};
 use crate::dl::{self, Lib};
-use crate::settings::{Kind, Setting, Settings, DIR};
+use crate::settings::{durable, Durability, Kind, Setting, Settings, DIR};
+use bakeoff_core::durability::DurableTo;
 
 const PACKAGE: &str = "liblmdb0";
 const LIB_NAMES: &[&str] = &["liblmdb.so.0", "liblmdb.so"];
@@ -285,6 +286,19 @@ pub const SETTINGS: &[Setting] = &[
         help: "fsync at every commit (full), all but the meta page (nometasync), or never (nosync)",
     },
 ];
+
+/// What LMDB's sync setting lets acknowledged writes survive: every
+/// commit writes its pages to the file (the kernel has them); full syncs
+/// data and meta page, nometasync leaves the meta page (the last commit)
+/// unsynced.
+pub const DURABILITY: Durability = Durability {
+    ceiling: DurableTo::PowerCut,
+    rules: &[
+        durable("sync", "full", DurableTo::PowerCut),
+        durable("sync", "nometasync", DurableTo::ProcessCrash),
+        durable("sync", "nosync", DurableTo::ProcessCrash),
+    ],
+};
 
 impl LmdbSettings {
     fn parse(table: Option<&toml::Table>) -> Result<Self, TargetError> {

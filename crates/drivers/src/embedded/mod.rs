@@ -225,6 +225,7 @@ impl<E: Engine> EmbeddedTarget<E> {
                 declared: BTreeMap::new(),
                 requests,
                 skipped: None,
+                durable_to: None,
             },
             cap,
         })

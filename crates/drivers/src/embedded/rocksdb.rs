@@ -13,7 +13,8 @@ use bakeoff_core::workload::OpKind;
 
 use super::{DataDir, Engine, EngineError, OpenHow, Opened};
 use crate::dl::{self, Lib};
-use crate::settings::{Kind, Setting, Settings, DIR};
+use crate::settings::{durable, Durability, Kind, Setting, Settings, DIR};
+use bakeoff_core::durability::DurableTo;
 
 const PACKAGE: &str = "librocksdb7.8";
 const LIB_NAMES: &[&str] = &["librocksdb.so.7.8", "librocksdb.so"];
@@ -273,6 +274,17 @@ pub const SETTINGS: &[Setting] = &[
         help: "fsync the write-ahead log at every write",
     },
 ];
+
+/// What RocksDB's sync flag lets acknowledged writes survive: each write
+/// goes to the write-ahead log file (the kernel has it); with sync the log
+/// is synced before the write returns.
+pub const DURABILITY: Durability = Durability {
+    ceiling: DurableTo::PowerCut,
+    rules: &[
+        durable("sync", "true", DurableTo::PowerCut),
+        durable("sync", "false", DurableTo::ProcessCrash),
+    ],
+};
 
 impl RocksSettings {
     fn parse(table: Option<&toml::Table>) -> Result<Self, TargetError> {

@@ -16,7 +16,8 @@ use bakeoff_core::workload::OpKind;
 
 use super::{DataDir, Engine, EngineError, OpenHow, Opened};
 use crate::dl::{self, Lib};
-use crate::settings::{Kind, Setting, Settings, DIR};
+use crate::settings::{durable, Durability, Kind, Setting, Settings, DIR};
+use bakeoff_core::durability::DurableTo;
 
 const PACKAGE: &str = "libsqlite3-0";
 const LIB_NAMES: &[&str] = &["libsqlite3.so.0", "libsqlite3.so"];
@@ -409,6 +410,22 @@ pub const SETTINGS: &[Setting] = &[
         help: "page cache (default: SQLite's own, 2mb)",
     },
 ];
+
+/// What SQLite's synchronous and journal settings let acknowledged writes
+/// survive: each commit writes its pages (or WAL frames) to the files;
+/// full and extra sync them at each commit, normal (in WAL mode) only at
+/// checkpoints, off never. A journal in memory or none cannot make a
+/// commit survive a power cut whatever the sync.
+pub const DURABILITY: Durability = Durability {
+    ceiling: DurableTo::PowerCut,
+    rules: &[
+        durable("synchronous", "full", DurableTo::PowerCut),
+        durable("synchronous", "extra", DurableTo::PowerCut),
+        durable("synchronous", "*", DurableTo::ProcessCrash),
+        durable("journal_mode", "memory", DurableTo::ProcessCrash),
+        durable("journal_mode", "off", DurableTo::ProcessCrash),
+    ],
+};
 
 impl SqliteSettings {
     fn parse(table: Option<&toml::Table>) -> Result<Self, TargetError> {

@@ -16,7 +16,8 @@ use bakeoff_core::workload::OpKind;
 
 use super::{DataDir, Engine, EngineError, OpenHow, Opened};
 use crate::dl::{self, Lib};
-use crate::settings::{Kind as SettingKind, Setting, Settings, DIR};
+use crate::settings::{durable, Durability, Kind as SettingKind, Setting, Settings, DIR};
+use bakeoff_core::durability::DurableTo;
 
 const PACKAGE: &str = "libtokyocabinet9";
 const LIB_NAMES: &[&str] = &["libtokyocabinet.so.9", "libtokyocabinet.so"];
@@ -266,6 +267,28 @@ pub const BTREE_SETTINGS: &[Setting] = &[
 pub const TABLE_SETTINGS: &[Setting] = &[
     DIR, BNUM, APOW, FPOW, OPTS, RCNUM, LCNUM, NCNUM, XMSIZ, SYNC,
 ];
+
+/// What tokyo-hash's and tokyo-table's sync flag lets acknowledged writes
+/// survive: without it a record is written to the file (the kernel has
+/// it) at each put; with it the file is synced too.
+pub const HASH_DURABILITY: Durability = Durability {
+    ceiling: DurableTo::PowerCut,
+    rules: &[
+        durable("sync", "true", DurableTo::PowerCut),
+        durable("sync", "false", DurableTo::ProcessCrash),
+    ],
+};
+
+/// tokyo-btree's: without sync the B+tree keeps the leaves it changed in
+/// its own cache until they are evicted or the database closes (measured
+/// by 002-crash: a crash loses them); with it each write is synced.
+pub const BTREE_DURABILITY: Durability = Durability {
+    ceiling: DurableTo::PowerCut,
+    rules: &[
+        durable("sync", "true", DurableTo::PowerCut),
+        durable("sync", "false", DurableTo::MemoryOnly),
+    ],
+};
 
 impl TokyoSettings {
     fn parse(kind: Kind, table: Option<&toml::Table>) -> Result<Self, TargetError> {

@@ -33,8 +33,9 @@ use crate::async_target::{
 };
 use crate::codec::mysql::MysqlCodec;
 use crate::nodes::{Layout, MultiNode};
-use crate::settings::{Kind, Setting, Settings, PORT};
+use crate::settings::{durable, Durability, DurableRule, Kind, Setting, Settings, PORT};
 use crate::sql::{batch_insert, search_params, search_statements};
+use bakeoff_core::durability::DurableTo;
 
 /// What `[servers.mariadb]` and `[servers.handlersocket]` share: the
 /// server's own settings.
@@ -88,6 +89,37 @@ pub const SETTINGS: &[Setting] = &[
         help: "with --topology primary-replica: semi-synchronous replication, a commit waits until the replica has received its events (not applied them; after 10 s without an answer the primary goes on alone, counted in Rpl_semi_sync_master_no_tx)",
     },
 ];
+
+/// What InnoDB's log flushing (and, with a binary log, its syncing) lets
+/// acknowledged writes survive: flush_log_at_trx_commit 1 fsyncs at every
+/// commit (MariaDB's default), 2 writes to the kernel, 0 leaves the log in
+/// memory for up to a second. With a binary log, a commit is only as
+/// durable as the binlog: recovery rolls back what it does not hold.
+pub const DURABILITY: Durability = Durability {
+    ceiling: DurableTo::PowerCut,
+    rules: &[
+        durable("innodb_flush_log_at_trx_commit", "0", DurableTo::MemoryOnly),
+        durable(
+            "innodb_flush_log_at_trx_commit",
+            "2",
+            DurableTo::ProcessCrash,
+        ),
+        durable("innodb_flush_log_at_trx_commit", "1", DurableTo::PowerCut),
+        durable("innodb_flush_log_at_trx_commit", "", DurableTo::PowerCut),
+        DurableRule {
+            when: Some(("binlog", "true")),
+            ..durable("sync_binlog", "1", DurableTo::PowerCut)
+        },
+        DurableRule {
+            when: Some(("binlog", "true")),
+            ..durable("sync_binlog", "*", DurableTo::ProcessCrash)
+        },
+        DurableRule {
+            when: Some(("binlog", "true")),
+            ..durable("sync_binlog", "", DurableTo::ProcessCrash)
+        },
+    ],
+};
 
 /// How long a semi-synchronous primary waits for the replica's answer
 /// before it goes on without, ms.

@@ -33,8 +33,9 @@ use crate::async_target::{
 use crate::codec::postgres::PostgresCodec;
 use crate::codec::postgres::BATCH_TAIL;
 use crate::nodes::{Layout, MultiNode};
-use crate::settings::{Kind, Setting, Settings, PORT};
+use crate::settings::{durable, Durability, Kind, Setting, Settings, PORT};
 use crate::sql::{batch_insert, search_params, search_statements};
+use bakeoff_core::durability::DurableTo;
 
 mod wire;
 use wire::PgConnector;
@@ -74,6 +75,20 @@ pub const SETTINGS: &[Setting] = &[
     },
     PORT,
 ];
+
+/// What a commit's WAL handling lets acknowledged writes survive:
+/// synchronous_commit on (the default) flushes the WAL before the reply;
+/// off replies first and leaves the WAL in shared memory for the WAL
+/// writer, so a crash of the processes loses it; fsync off writes the WAL
+/// to the kernel but never syncs it.
+pub const DURABILITY: Durability = Durability {
+    ceiling: DurableTo::PowerCut,
+    rules: &[
+        durable("synchronous_commit", "off", DurableTo::MemoryOnly),
+        durable("fsync", "off", DurableTo::ProcessCrash),
+        durable("fsync", "false", DurableTo::ProcessCrash),
+    ],
+};
 
 struct PgSettings {
     shared_buffers: Option<u64>,
