@@ -48,6 +48,12 @@ pub enum Reply {
     /// A Redis Cluster node sent the request elsewhere (`MOVED`, `ASK`):
     /// it did nothing, and the request goes again to the node named.
     Redirect(crate::slots::Redirect),
+    /// The first request of the operation did not do it, and its second
+    /// request must (HandlerSocket's set: the update found no row, so an
+    /// insert follows). Only from codecs whose [`Codec::FOLLOWS_UP`] says
+    /// so; the loop then sends [`Codec::encode_follow_up`] on the same
+    /// connection and the operation completes with its reply.
+    FollowUp,
 }
 
 /// Result of trying to decode one reply from the front of a buffer.
@@ -133,6 +139,29 @@ pub trait Codec: Send + Sync + 'static {
     }
     /// What the request for `kind` looks like, for the report.
     fn describe(&self, kind: OpKind) -> String;
+    /// Whether an operation may need a second request ([`Reply::FollowUp`]).
+    /// Known at compile time: protocols that never do pay nothing.
+    const FOLLOWS_UP: bool = false;
+    /// Appends the second request of an operation of `kind` on `key`
+    /// whose first reply was [`Reply::FollowUp`]; `header` and `payload`
+    /// are its value, as for [`Codec::encode`].
+    #[inline]
+    fn encode_follow_up(
+        &self,
+        handles: &Handles,
+        kind: OpKind,
+        key: &[u8],
+        header: &[u8],
+        payload: &[u8],
+        out: &mut Vec<u8>,
+    ) {
+        let _ = (handles, kind, key, header, payload, out);
+    }
+    /// Decodes the reply to a request of [`Codec::encode_follow_up`].
+    #[inline]
+    fn decode_follow_up(&self, buf: &[u8], kind: OpKind) -> Decoded {
+        self.decode(buf, kind)
+    }
 }
 
 /// Opens connections to a network target. Called once per client at the

@@ -63,6 +63,20 @@ pub fn key_of(id: u64) -> [u8; KEY_LEN] {
     k
 }
 
+/// Which request of an operation is on the wire: one byte, so that a
+/// [`Request`] stays 40 bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Leg {
+    /// The operation's request, alone.
+    Only,
+    /// Redis Cluster: the request, sent after `ASKING`, whose reply comes
+    /// first.
+    Asking,
+    /// Its second request (see [`crate::driver::Codec::encode_follow_up`]):
+    /// the reply to read is that one's.
+    FollowUp,
+}
+
 /// One request as the harness made it; the loop keeps it until the reply
 /// comes and hands it back to [`Harness::complete`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -86,8 +100,8 @@ pub struct Request {
     /// Redis Cluster: times the request was sent elsewhere (`MOVED`,
     /// `ASK`) before this send.
     pub redirects: u8,
-    /// Redis Cluster: sent after `ASKING`, whose reply comes first.
-    pub asking: bool,
+    /// Which of its requests is on the wire.
+    pub leg: Leg,
     /// Records it writes: 1, or a batched load's count (the records
     /// after the first ride on it, not counted as requests of their own).
     pub rows: u32,
@@ -345,7 +359,7 @@ impl<'j> Harness<'j> {
             phase,
             version,
             redirects: 0,
-            asking: false,
+            leg: Leg::Only,
             rows: 1,
         }
     }
@@ -360,6 +374,13 @@ impl<'j> Harness<'j> {
     /// The parameters of client `ci`'s next search.
     pub fn query(&mut self, ci: usize) -> Query {
         self.clients[ci].query(self.job.workload.search)
+    }
+
+    /// Counts the second request `req` needed (its first reply asked for
+    /// one: see [`crate::driver::Reply::FollowUp`]).
+    #[inline]
+    pub fn followed_up(&mut self, req: &Request) {
+        self.meter.stats[req.phase as usize].follow_ups[req.kind as usize] += 1;
     }
 
     /// Takes back the count of `req` as sent: it never reached the target
@@ -534,5 +555,15 @@ mod tests {
         format_key(999_999_999_999, &mut k);
         assert_eq!(&k, b"bk:999999999999");
         assert_eq!(&key_of(7), b"bk:000000000007");
+    }
+}
+
+#[cfg(test)]
+mod request_size {
+    /// The loop keeps every request in flight in a queue per connection:
+    /// its size is on the hot path.
+    #[test]
+    fn a_request_is_40_bytes() {
+        assert_eq!(std::mem::size_of::<super::Request>(), 40);
     }
 }

@@ -16,7 +16,7 @@ use crate::harness::{CpuClock, Harness, Outcome, Request};
 use crate::plan::{Plan, TargetSpec};
 use crate::recorder::ErrorKind;
 use crate::result::{CounterCheck, TargetRecord};
-use crate::runner::{Counters, ProcSnapshot, Target, TargetOpener};
+use crate::runner::{Counters, ProcSnapshot, Sent, Target, TargetOpener};
 use crate::workload::{OpKind, OP_KINDS};
 
 /// Scripted behaviour of the mock.
@@ -196,7 +196,7 @@ impl Target for MockTarget {
     fn counters(&self) -> Option<Counters> {
         None
     }
-    fn counter_checks(&self, _: &Counters, _: &Counters, _: &[u64; OP_KINDS]) -> Vec<CounterCheck> {
+    fn counter_checks(&self, _: &Counters, _: &Counters, _: &Sent) -> Vec<CounterCheck> {
         Vec::new()
     }
     fn record_count(&self) -> Option<u64> {

@@ -45,7 +45,9 @@ use crate::driver::{
     WorkerOutput,
 };
 use crate::error::TargetError;
-use crate::harness::{format_key, key_of, Harness, Outcome, Request, KEY_LEN, RECONNECT_EVERY_NS};
+use crate::harness::{
+    format_key, key_of, Harness, Leg, Outcome, Request, KEY_LEN, RECONNECT_EVERY_NS,
+};
 use crate::ketama::Ketama;
 use crate::pacing::WakeLead;
 use crate::slots::{key_slot, Redirect, SlotMap};
@@ -591,7 +593,7 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
     #[inline]
     fn encode_on(&mut self, k: usize, req: Request) {
         let c = &mut self.conns[k];
-        if req.asking {
+        if req.leg == Leg::Asking {
             c.wbuf.extend_from_slice(ASKING);
         }
         if req.kind.writes_value() {
@@ -602,6 +604,22 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
             self.codec
                 .encode(&c.handles, req.kind, &self.key_buf, &[], &[], &mut c.wbuf);
         }
+        c.inflight.push_back(req);
+    }
+
+    /// The first reply to `req` on connection `k` asked for its second
+    /// request: it goes on the same connection, and `req` stays in flight
+    /// (its clock still running from its intended start) until that
+    /// request's reply. Out of line: only codecs that follow up come here.
+    #[inline(never)]
+    fn follow_up(&mut self, k: usize, mut req: Request) {
+        req.leg = Leg::FollowUp;
+        self.harness.followed_up(&req);
+        format_key(req.key, &mut self.key_buf);
+        let (h, p) = self.harness.value(req.client as usize, req.key);
+        let c = &mut self.conns[k];
+        self.codec
+            .encode_follow_up(&c.handles, req.kind, &self.key_buf, &h, p, &mut c.wbuf);
         c.inflight.push_back(req);
     }
 
@@ -626,7 +644,7 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
             self.slot_owner[r.slot as usize] = to as u16;
         }
         req.redirects += 1;
-        req.asking = r.ask;
+        req.leg = if r.ask { Leg::Asking } else { Leg::Only };
         self.node_sent[to][req.kind as usize] += 1;
         format_key(req.key, &mut self.key_buf);
         self.encode_on(client * self.nodes + to, req);
@@ -804,7 +822,7 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
             };
             let rstart = c.rstart;
             let buf = &c.rbuf[rstart..c.rend];
-            if front.asking {
+            if front.leg == Leg::Asking {
                 // `ASKING`'s own reply, before the request's.
                 match self.codec.decode(buf, OpKind::Get) {
                     Decoded::Incomplete => break,
@@ -812,13 +830,15 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
                     Decoded::Complete { len, .. } => {
                         let c = &mut self.conns[ci];
                         c.rstart += len;
-                        c.inflight.front_mut().expect("front").asking = false;
+                        c.inflight.front_mut().expect("front").leg = Leg::Only;
                         continue;
                     }
                 }
             }
             let decoded = if self.batch > 1 {
                 self.codec.decode_batch(buf)
+            } else if C::FOLLOWS_UP && front.leg == Leg::FollowUp {
+                self.codec.decode_follow_up(buf, front.kind)
             } else {
                 self.codec.decode(buf, front.kind)
             };
@@ -840,6 +860,15 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
                     self.redirect(ci, front, r, to, t);
                     self.fill(self.client_of(ci), t);
                 }
+                Decoded::Complete {
+                    len,
+                    reply: Reply::FollowUp,
+                } if C::FOLLOWS_UP && front.leg != Leg::FollowUp => {
+                    let c = &mut self.conns[ci];
+                    c.rstart += len;
+                    c.inflight.pop_front();
+                    self.follow_up(ci, front);
+                }
                 Decoded::Complete { len, reply } => {
                     // One clock read per reply, where it is parsed.
                     let t = self.now();
@@ -847,6 +876,9 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
                         Reply::Ok if self.batch > 1 => Outcome::Rows(front.rows.into()),
                         Reply::Ok => Outcome::Ok,
                         Reply::Miss => Outcome::Miss,
+                        // A follow-up asked for twice, or a redirection
+                        // where no cluster is: the protocol is out of step.
+                        Reply::FollowUp => Outcome::Failed(ErrorKind::Protocol),
                         Reply::ServerError | Reply::Redirect(_) => {
                             Outcome::Failed(ErrorKind::ServerError)
                         }

@@ -98,6 +98,10 @@ pub struct PhaseStats {
     pub errors: [u64; ERROR_KINDS],
     /// Requests sent, per kind (a conservation check against the target).
     pub sent: [u64; OP_KINDS],
+    /// Second requests sent, per kind of the operation that needed one
+    /// (HandlerSocket's set: an insert after an update that found no
+    /// row); not in `sent`.
+    pub follow_ups: [u64; OP_KINDS],
     /// Rows returned, per kind (searches).
     pub rows: [u64; OP_KINDS],
     /// Time of each named step of a phased request (000-mysql-phases), in
@@ -122,6 +126,7 @@ impl PhaseStats {
             failed: [0; OP_KINDS],
             errors: [0; ERROR_KINDS],
             sent: [0; OP_KINDS],
+            follow_ups: [0; OP_KINDS],
             rows: [0; OP_KINDS],
             steps: Vec::new(),
             stale_reads: 0,
@@ -179,6 +184,7 @@ impl PhaseStats {
             self.misses[k] += other.misses[k];
             self.failed[k] += other.failed[k];
             self.sent[k] += other.sent[k];
+            self.follow_ups[k] += other.follow_ups[k];
             self.rows[k] += other.rows[k];
         }
         self.stale_reads += other.stale_reads;

@@ -232,7 +232,10 @@ pub fn resp_call(stream: &mut Stream, words: &[&[u8]]) -> std::io::Result<RespRe
             Decoded::Complete { len, reply } => {
                 let line = String::from_utf8_lossy(&buf[1..len.saturating_sub(2)]).into_owned();
                 return Ok(match reply {
-                    Reply::ServerError | Reply::Redirect(_) => RespReply::Error(line),
+                    // RESP never asks for a follow-up.
+                    Reply::ServerError | Reply::Redirect(_) | Reply::FollowUp => {
+                        RespReply::Error(line)
+                    }
                     Reply::Miss => RespReply::Null,
                     Reply::Value { start, end } => RespReply::Bulk(buf[start..end].to_vec()),
                     Reply::Ok => RespReply::Simple(line),

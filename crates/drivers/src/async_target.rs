@@ -13,10 +13,9 @@ use bakeoff_core::plan::TargetSpec;
 use bakeoff_core::profile::Profile;
 use bakeoff_core::result::{CounterCheck, TargetRecord};
 use bakeoff_core::runner::{
-    compare_counters, CounterRule, Counters, FaultStruck, LinkSample, ProcSnapshot, Target,
+    compare_counters, CounterRule, Counters, FaultStruck, LinkSample, ProcSnapshot, Sent, Target,
 };
 use bakeoff_core::session::{ConnectError, ReadWrite, Session};
-use bakeoff_core::workload::OP_KINDS;
 use bakeoff_servers::ManagedServer;
 
 use crate::running::RunningServer;
@@ -103,7 +102,7 @@ impl<D: AsyncDriver> Target for AsyncTarget<D> {
         &self,
         before: &Counters,
         after: &Counters,
-        sent: &[u64; OP_KINDS],
+        sent: &Sent,
     ) -> Vec<CounterCheck> {
         compare_counters(self.driver.counter_rules(), before, after, sent)
     }

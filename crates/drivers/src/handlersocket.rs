@@ -29,9 +29,9 @@ use bakeoff_core::plan::FaultKind;
 use bakeoff_core::plan::{Endpoint, Plan, TargetSpec, Workload};
 use bakeoff_core::result::{CounterCheck, TargetRecord};
 use bakeoff_core::runner::{
-    compare_counters, CounterRule, Counters, FaultStruck, LinkSample, ProcSnapshot, Target,
+    compare_counters, CounterRule, Counters, FaultStruck, LinkSample, ProcSnapshot, Sent, Target,
 };
-use bakeoff_core::workload::{OpKind, OP_KINDS};
+use bakeoff_core::workload::OpKind;
 use bakeoff_servers::ManagedServer;
 
 use crate::running::RunningServer;
@@ -351,23 +351,59 @@ pub fn open(
 }
 
 /// The MariaDB counters HandlerSocket's work moves.
-const HANDLER_COUNTERS: [&str; 2] = ["Handler_read_key", "Handler_write"];
+const HANDLER_COUNTERS: [&str; 3] = ["Handler_read_key", "Handler_update", "Handler_write"];
 
 /// How MariaDB's handler counters add up to HandlerSocket requests
-/// (measured: a find or the lookup of an update or delete is one index
-/// read; an insert, declined or not, one row write).
-const RULES: &[CounterRule] = &[
-    CounterRule {
-        what: "index lookups: finds, updates, deletes (Handler_read_key)",
-        counters: &["Handler_read_key"],
-        kinds: &[OpKind::Get, OpKind::Update, OpKind::Delete],
-    },
-    CounterRule {
-        what: "row inserts (Handler_write)",
-        counters: &["Handler_write"],
-        kinds: &[OpKind::Set],
-    },
-];
+/// (measured: a find, and the lookup of an update, a delete or a set's
+/// update, is one index read; an insert, declined or not, one row write;
+/// an update that found its row, one row update).
+const RULES: &[CounterRule] = &[CounterRule {
+    what: "index lookups: finds, updates, deletes, sets (Handler_read_key)",
+    counters: &["Handler_read_key"],
+    kinds: &[OpKind::Get, OpKind::Update, OpKind::Delete, OpKind::Set],
+}];
+
+/// The checks of `sent` against the counters' change: [`RULES`], and the
+/// row writes, which depend on what each update found. A set is an update
+/// and, when that found no row, an insert (its follow-up): the sets that
+/// found their row, and the updates that did, are row updates; the
+/// follow-ups are row inserts.
+fn handler_checks(before: &Counters, after: &Counters, sent: &Sent) -> Vec<CounterCheck> {
+    let delta = |k: &str| {
+        after
+            .get(k)
+            .copied()
+            .unwrap_or(0)
+            .saturating_sub(before.get(k).copied().unwrap_or(0))
+    };
+    let (set, update) = (OpKind::Set as usize, OpKind::Update as usize);
+    let inserts = sent.follow_ups[set];
+    let updated = sent.requests[set].saturating_sub(inserts)
+        + sent.requests[update].saturating_sub(sent.misses[update]);
+    let mut checks = compare_counters(RULES, before, after, sent);
+    checks.extend(
+        [
+            (
+                "row updates: sets and updates that found their row (Handler_update)",
+                updated,
+                "Handler_update",
+            ),
+            (
+                "row inserts: sets whose update found no row (Handler_write)",
+                inserts,
+                "Handler_write",
+            ),
+        ]
+        .into_iter()
+        .map(|(what, bakeoff, counter)| CounterCheck {
+            what: what.into(),
+            bakeoff,
+            target: delta(counter),
+        })
+        .filter(|c| c.bakeoff > 0 || c.target > 0),
+    );
+    checks
+}
 
 impl Target for HsTarget {
     fn driver(&self) -> &dyn bakeoff_core::driver::Driver {
@@ -390,9 +426,9 @@ impl Target for HsTarget {
         &self,
         before: &Counters,
         after: &Counters,
-        sent: &[u64; OP_KINDS],
+        sent: &Sent,
     ) -> Vec<CounterCheck> {
-        compare_counters(RULES, before, after, sent)
+        handler_checks(before, after, sent)
     }
 
     fn record_count(&self) -> Option<u64> {

@@ -14,9 +14,9 @@ use bakeoff_core::plan::FaultKind;
 use bakeoff_core::plan::{Endpoint, Plan, TargetSpec, Topology, Workload};
 use bakeoff_core::result::{CounterCheck, TargetRecord};
 use bakeoff_core::runner::{
-    compare_counters, CounterRule, Counters, FaultStruck, LinkSample, ProcSnapshot, Target,
+    compare_counters, CounterRule, Counters, FaultStruck, LinkSample, ProcSnapshot, Sent, Target,
 };
-use bakeoff_core::workload::{OpKind, OP_KINDS};
+use bakeoff_core::workload::OpKind;
 use bakeoff_servers::{ManagedServer, ServerCommand};
 
 use crate::nodes::{MultiNode, Node};
@@ -341,7 +341,7 @@ impl Target for MemcachedTarget {
         &self,
         before: &Counters,
         after: &Counters,
-        sent: &[u64; OP_KINDS],
+        sent: &Sent,
     ) -> Vec<CounterCheck> {
         const RULES: &[CounterRule] = &[
             CounterRule {

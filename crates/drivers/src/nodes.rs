@@ -19,7 +19,7 @@ use bakeoff_core::ketama::{self, Ketama};
 use bakeoff_core::net::{CodecDriver, Route};
 use bakeoff_core::plan::{Endpoint, TargetSpec};
 use bakeoff_core::result::{CounterCheck, TargetRecord};
-use bakeoff_core::runner::{Counters, LinkSample, NodeProc, ProcSnapshot, Target};
+use bakeoff_core::runner::{Counters, LinkSample, NodeProc, ProcSnapshot, Sent, Target};
 use bakeoff_core::slots::{self, SlotMap};
 use bakeoff_core::workload::{OpKind, OP_KINDS};
 
@@ -280,7 +280,7 @@ impl<D: Driver> Target for MultiNode<D> {
         &self,
         before: &Counters,
         after: &Counters,
-        sent: &[u64; OP_KINDS],
+        sent: &Sent,
     ) -> Vec<CounterCheck> {
         // The nodes are of one kind: the first one's rules on the sums.
         self.nodes[0].counter_checks(before, after, sent)
@@ -296,7 +296,13 @@ impl<D: Driver> Target for MultiNode<D> {
         for (i, node) in self.nodes.iter().enumerate() {
             let Some(sent) = sent.get(i) else { continue };
             let (b, a) = (node_counters(before, i), node_counters(after, i));
-            let checks = node.counter_checks(&b, &a, sent).into_iter();
+            // Per node only the requests are counted: the targets with
+            // nodes have no rule on misses or follow-ups.
+            let sent = Sent {
+                requests: *sent,
+                ..Sent::default()
+            };
+            let checks = node.counter_checks(&b, &a, &sent).into_iter();
             // A replica also executes the primary's writes: its check is
             // of the requests sent to it.
             let replica = match self.layout {

@@ -15,9 +15,9 @@ use bakeoff_core::plan::FaultKind;
 use bakeoff_core::plan::{Endpoint, Plan, ReadFrom, TargetSpec, Topology, Workload};
 use bakeoff_core::result::{CounterCheck, TargetRecord};
 use bakeoff_core::runner::{
-    compare_counters, CounterRule, Counters, FaultStruck, LinkSample, ProcSnapshot, Target,
+    compare_counters, CounterRule, Counters, FaultStruck, LinkSample, ProcSnapshot, Sent, Target,
 };
-use bakeoff_core::workload::{OpKind, OP_KINDS};
+use bakeoff_core::workload::OpKind;
 use bakeoff_servers::{ManagedServer, ServerCommand};
 
 use crate::nodes::{Layout, MultiNode, Node};
@@ -636,7 +636,7 @@ impl Target for RedisTarget {
         &self,
         before: &Counters,
         after: &Counters,
-        sent: &[u64; OP_KINDS],
+        sent: &Sent,
     ) -> Vec<CounterCheck> {
         const RULES: &[CounterRule] = &[
             CounterRule {

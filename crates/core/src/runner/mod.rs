@@ -132,13 +132,42 @@ pub struct CounterRule {
     pub kinds: &'static [OpKind],
 }
 
+/// What bakeoff sent to a target over a run, all phases, for the
+/// conservation checks against the target's own counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Sent {
+    /// Requests per kind.
+    pub requests: [u64; OP_KINDS],
+    /// Of the operations completed, those answered as a miss, per kind.
+    pub misses: [u64; OP_KINDS],
+    /// Second requests of operations that needed one, per kind (not in
+    /// `requests`).
+    pub follow_ups: [u64; OP_KINDS],
+}
+
+impl Sent {
+    /// Adds what one phase sent.
+    pub fn add(&mut self, phase: &crate::recorder::PhaseStats) {
+        for k in 0..OP_KINDS {
+            self.requests[k] += phase.sent[k];
+            self.misses[k] += phase.misses[k];
+            self.follow_ups[k] += phase.follow_ups[k];
+        }
+    }
+
+    /// Requests of `kind`.
+    pub fn of(&self, kind: OpKind) -> u64 {
+        self.requests[kind as usize]
+    }
+}
+
 /// Applies `rules` to the counters `before` and `after` a run and the
 /// requests `sent` per kind; a rule with nothing on either side is left out.
 pub fn compare_counters(
     rules: &[CounterRule],
     before: &Counters,
     after: &Counters,
-    sent: &[u64; OP_KINDS],
+    sent: &Sent,
 ) -> Vec<CounterCheck> {
     let delta = |k: &str| {
         let a = after.get(k).copied().unwrap_or(0);
@@ -148,7 +177,7 @@ pub fn compare_counters(
         .iter()
         .map(|r| CounterCheck {
             what: r.what.into(),
-            bakeoff: r.kinds.iter().map(|k| sent[*k as usize]).sum(),
+            bakeoff: r.kinds.iter().map(|k| sent.of(*k)).sum(),
             target: r.counters.iter().map(|c| delta(c)).sum(),
         })
         .filter(|c| c.bakeoff > 0 || c.target > 0)
@@ -166,12 +195,8 @@ pub trait Target {
     fn counters(&self) -> Option<Counters>;
     /// Compares bakeoff's requests sent per kind (all phases) with the
     /// change of the target's counters over the run.
-    fn counter_checks(
-        &self,
-        before: &Counters,
-        after: &Counters,
-        sent: &[u64; OP_KINDS],
-    ) -> Vec<CounterCheck>;
+    fn counter_checks(&self, before: &Counters, after: &Counters, sent: &Sent)
+        -> Vec<CounterCheck>;
     /// Records the target holds, if it can tell.
     fn record_count(&self) -> Option<u64>;
     /// Resource counters of the server process, if bakeoff started it.
@@ -1161,7 +1186,7 @@ fn run_one(
         acked: acked.as_ref(),
     };
     let before = target.counters();
-    let mut sent = [0u64; OP_KINDS];
+    let mut sent = Sent::default();
     let mut node_sent = Vec::new();
     let mut node_redirects = Vec::new();
     let mut load_s = 0.0;
@@ -1185,9 +1210,7 @@ fn run_one(
         );
         match outcome {
             Ok(o) => {
-                for (i, s) in o.phases[0].sent.iter().enumerate() {
-                    sent[i] += s;
-                }
+                sent.add(&o.phases[0]);
                 add_node_sent(&mut node_sent, &o.node_sent);
                 add_node_sent(&mut node_redirects, &o.node_redirects);
                 run.load = Some(PhaseResult::from_stats(&o.phases[0], o.last_phase_s));
@@ -1249,9 +1272,7 @@ fn run_one(
         match outcome {
             Ok(o) => {
                 for p in &o.phases {
-                    for (i, s) in p.sent.iter().enumerate() {
-                        sent[i] += s;
-                    }
+                    sent.add(p);
                 }
                 add_node_sent(&mut node_sent, &o.node_sent);
                 add_node_sent(&mut node_redirects, &o.node_redirects);

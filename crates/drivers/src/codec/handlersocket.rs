@@ -37,14 +37,18 @@
 //! | op | request | reply → [`Reply`] |
 //! |---|---|---|
 //! | Get | `1\t=\t1\t<key>` (limit 1) | `0\t1\t<v>` → `Value`; `0\t1` (no row) or `0\t1\t\0` (NULL) → `Miss` |
-//! | Set | `2\t+\t2\t<key>\t<value>` | `0\t1` → `Ok`; `1\t1\t121` (key exists) → `Miss` |
+//! | Set | `1\t=\t1\t<key>\t1\t0\tU\t<value>`, then only if it changed no row `2\t+\t2\t<key>\t<value>` | `0\t1\t<rows>`: more than 0 → `Ok`, 0 → `FollowUp`; the insert's `0\t1` → `Ok`, and `1\t1\t121` (a concurrent set of the key inserted it first) → `Ok` |
 //! | Update | `1\t=\t1\t<key>\t1\t0\tU\t<value>` | `0\t1\t<rows>`: 0 → `Miss`, more → `Ok` |
 //! | Delete | `1\t=\t1\t<key>\t1\t0\tD` | `0\t1\t<rows>`: 0 → `Miss`, more → `Ok` |
 //! | Search | not supported: sent and decoded as Get | |
 //!
-//! Any other error reply is `ServerError`. HandlerSocket has no upsert:
-//! Set is a plain insert, so a Set on an existing key is declined (`Miss`),
-//! like memcached's `add`. Update and delete must carry the limit and offset
+//! Any other error reply is `ServerError`. HandlerSocket has no upsert,
+//! and a plain insert (`+`) of a key that exists is declined, so a Set is
+//! an update of the key and, only when that changed no row, an insert: its
+//! second request ([`Codec::encode_follow_up`]), pipelined behind whatever
+//! else the connection has in flight. MariaDB then counts one
+//! `Handler_read_key` per Set, one `Handler_update` per Set that found its
+//! row and one `Handler_write` per insert. Update and delete must carry the limit and offset
 //! (`1\t0`): without them the server reads `U`/`D` as the limit and
 //! silently does a find instead.
 //!
@@ -142,15 +146,7 @@ impl Codec for HandlerSocketCodec {
                 escape_into(key, out);
                 out.push(b'\n');
             }
-            OpKind::Set => {
-                out.extend_from_slice(INSERT);
-                escape_into(key, out);
-                out.push(b'\t');
-                escape_into(header, out);
-                escape_into(payload, out);
-                out.push(b'\n');
-            }
-            OpKind::Update => {
+            OpKind::Set | OpKind::Update => {
                 out.extend_from_slice(FIND);
                 escape_into(key, out);
                 out.extend_from_slice(UPDATE_TAIL);
@@ -183,11 +179,7 @@ impl Codec for HandlerSocketCodec {
             if line.tokens != 1 {
                 return Decoded::Invalid;
             }
-            if kind == OpKind::Set && first == DUPLICATE_KEY {
-                Reply::Miss
-            } else {
-                Reply::ServerError
-            }
+            Reply::ServerError
         } else {
             match kind {
                 OpKind::Get | OpKind::Search => match line.tokens {
@@ -199,11 +191,11 @@ impl Codec for HandlerSocketCodec {
                     },
                     _ => return Decoded::Invalid,
                 },
-                // `0\t1`; a table with an auto-increment column would add
-                // the id as a number.
-                OpKind::Set => match line.tokens {
-                    0 => Reply::Ok,
-                    1 if count(first).is_some() => Reply::Ok,
+                // The update that begins a set: no row changed, so the
+                // insert follows.
+                OpKind::Set => match (line.tokens, count(first)) {
+                    (1, Some(false)) => Reply::FollowUp,
+                    (1, Some(true)) => Reply::Ok,
                     _ => return Decoded::Invalid,
                 },
                 OpKind::Update | OpKind::Delete => match (line.tokens, count(first)) {
@@ -221,6 +213,57 @@ impl Codec for HandlerSocketCodec {
 
     const ESCAPES_VALUES: bool = true;
 
+    const FOLLOWS_UP: bool = true;
+
+    /// A set's insert, after its update changed no row.
+    #[inline]
+    fn encode_follow_up(
+        &self,
+        _handles: &Handles,
+        _kind: OpKind,
+        key: &[u8],
+        header: &[u8],
+        payload: &[u8],
+        out: &mut Vec<u8>,
+    ) {
+        out.reserve(16 + key.len() + header.len() + payload.len());
+        out.extend_from_slice(INSERT);
+        escape_into(key, out);
+        out.push(b'\t');
+        escape_into(header, out);
+        escape_into(payload, out);
+        out.push(b'\n');
+    }
+
+    /// The insert's reply: `0\t1` (a table with an auto-increment column
+    /// would add the id as a number); or `1\t1\t121` when another set of
+    /// the same key inserted it since this one's update looked: the two
+    /// raced, and the row holds the other's value as if it came after this
+    /// one, which is what two concurrent upserts may leave: `Ok`.
+    fn decode_follow_up(&self, buf: &[u8], kind: OpKind) -> Decoded {
+        let line = match scan_line(buf, MAX_LINE) {
+            Scan::Incomplete => return Decoded::Incomplete,
+            Scan::Invalid => return Decoded::Invalid,
+            Scan::Line(line) => line,
+        };
+        if line.ncols != 1 || kind != OpKind::Set {
+            return Decoded::Invalid;
+        }
+        let first = &buf[line.first.0..line.first.1];
+        let reply = match (line.code, line.tokens) {
+            (0, 0) => Reply::Ok,
+            (0, 1) if count(first).is_some() => Reply::Ok,
+            (0, _) => return Decoded::Invalid,
+            (_, 1) if first == DUPLICATE_KEY => Reply::Ok,
+            (_, 1) => Reply::ServerError,
+            _ => return Decoded::Invalid,
+        };
+        Decoded::Complete {
+            len: line.len,
+            reply,
+        }
+    }
+
     #[inline]
     fn unescape_value(&self, value: &mut [u8]) -> usize {
         unescape_in_place(value)
@@ -230,7 +273,7 @@ impl Codec for HandlerSocketCodec {
         match kind {
             OpKind::Get => "find `1 = 1 <key>` (tab-separated; index 1 = PRIMARY → v, limit 1)".into(),
             OpKind::Set => {
-                "insert `2 + 2 <key> <value>` (tab-separated; index 2 = PRIMARY → k,v; an existing key is declined: miss)"
+                "update `1 = 1 <key> 1 0 U <value>`, then only if it changed no row insert `2 + 2 <key> <value>` (tab-separated; index 1 = PRIMARY → v, index 2 = PRIMARY → k,v)"
                     .into()
             }
             OpKind::Update => {
@@ -601,6 +644,12 @@ mod tests {
         Decoded::Complete { len, reply }
     }
 
+    fn follow_up(key: &[u8], header: &[u8], payload: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        C.encode_follow_up(&[0; 4], OpKind::Set, key, header, payload, &mut out);
+        out
+    }
+
     fn enc(kind: OpKind, key: &[u8], header: &[u8], payload: &[u8]) -> Vec<u8> {
         let mut out = Vec::new();
         C.encode(&[0; 4], kind, key, header, payload, &mut out);
@@ -618,8 +667,9 @@ mod tests {
             (FIND_NULL, Get, Reply::Miss),
             (FIND_BINARY, Get, Reply::Value { start: 4, end: 37 }),
             (FIND_ALL_BYTES, Get, Reply::Value { start: 4, end: 276 }),
-            (INSERT_OK, Set, Reply::Ok),
-            (INSERT_DUP, Set, Reply::Miss),
+            (ROWS_1, Set, Reply::Ok),
+            (ROWS_0, Set, Reply::FollowUp),
+            (INSERT_DUP, Set, Reply::ServerError),
             (INSERT_DUP, Update, Reply::ServerError),
             (INSERT_DUP, Get, Reply::ServerError),
             (ROWS_1, Update, Reply::Ok),
@@ -644,8 +694,13 @@ mod tests {
             b"1\t=\t1\tbk:000000000042\n"
         );
         assert_eq!(enc(OpKind::Search, b"bk:1", b"", b""), b"1\t=\t1\tbk:1\n");
+        // A set begins as an update; its insert follows only if needed.
         assert_eq!(
             enc(OpKind::Set, b"bk:000000000042", b"he", b"llo"),
+            b"1\t=\t1\tbk:000000000042\t1\t0\tU\thello\n"
+        );
+        assert_eq!(
+            follow_up(b"bk:000000000042", b"he", b"llo"),
             b"2\t+\t2\tbk:000000000042\thello\n"
         );
         assert_eq!(
@@ -658,7 +713,7 @@ mod tests {
         );
         // Escaping in key, header and payload; 0xff passes as is.
         assert_eq!(
-            enc(OpKind::Set, b"k\t\n", b"\x00\x0f", b"\x10\xff\x01"),
+            follow_up(b"k\t\n", b"\x00\x0f", b"\x10\xff\x01"),
             b"2\t+\t2\tk\x01I\x01J\t\x01@\x01O\x10\xff\x01A\n"
         );
         assert_eq!(
@@ -670,7 +725,30 @@ mod tests {
         let v: Vec<u8> = (0u8..16).chain([0xff]).collect();
         let mut want = b"2\t+\t2\tbk:c\t".to_vec();
         want.extend_from_slice(&FIND_BINARY[4..]);
-        assert_eq!(enc(OpKind::Set, b"bk:c", &v[..5], &v[5..]), want);
+        assert_eq!(follow_up(b"bk:c", &v[..5], &v[5..]), want);
+    }
+
+    /// The insert that follows a set's update: done, either way; anything
+    /// else is an error or garbage.
+    #[test]
+    fn decodes_the_sets_insert() {
+        let d = |buf: &[u8]| C.decode_follow_up(buf, OpKind::Set);
+        assert_eq!(d(INSERT_OK), done(4, Reply::Ok));
+        assert_eq!(d(b"0\t1\t7\n"), done(6, Reply::Ok));
+        // Another set of the key inserted it first: the race is lost, the
+        // set done (the row holds a set's value).
+        assert_eq!(d(INSERT_DUP), done(8, Reply::Ok));
+        assert_eq!(d(READONLY), done(READONLY.len(), Reply::ServerError));
+        assert_eq!(d(&INSERT_OK[..3]), Decoded::Incomplete);
+        for bad in [
+            &b"0\t1\tabc\n"[..],
+            b"0\t1\t1\t1\n",
+            b"1\t1\n",
+            b"1\t2\t121\n",
+        ] {
+            assert_eq!(d(bad), Decoded::Invalid, "{bad:?}");
+        }
+        assert_eq!(C.decode_follow_up(INSERT_OK, OpKind::Get), Decoded::Invalid);
     }
 
     #[test]
@@ -805,6 +883,7 @@ mod tests {
             (b"0\t2\tk\tv\n", Get),    // two columns
             (b"0\t1\tabc\n", Set),
             (b"0\t1\t1\t1\n", Set),
+            (b"0\t1\n", Set),    // no row count
             (b"0\t1\n", Update), // no row count: LIM was missing
             (b"0\t1\tx\n", Delete),
             (b"0\t1\t\n", Delete),
@@ -855,7 +934,8 @@ mod tests {
         let want = [
             (Get, Reply::Value { start: 4, end: 7 }),
             (Get, Reply::Miss),
-            (Set, Reply::Ok),
+            // The insert's bare `0\t1` (read here as a find's miss).
+            (Get, Reply::Miss),
             (Update, Reply::Ok),
             (Delete, Reply::Ok),
             (Get, Reply::Miss),
@@ -875,7 +955,10 @@ mod tests {
         assert_eq!(C.decode(&PIPELINED[at..], Get), Decoded::Incomplete);
 
         assert_eq!(C.decode(PIPELINED_UPSERT, Update), done(6, Reply::Ok));
-        assert_eq!(C.decode(&PIPELINED_UPSERT[6..], Set), done(8, Reply::Miss));
+        assert_eq!(
+            C.decode_follow_up(&PIPELINED_UPSERT[6..], Set),
+            done(8, Reply::Ok)
+        );
     }
 
     #[test]

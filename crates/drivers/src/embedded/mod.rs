@@ -23,9 +23,9 @@ use bakeoff_core::error::TargetError;
 use bakeoff_core::plan::{Plan, TargetSpec, Workload};
 use bakeoff_core::profile::RecordKind;
 use bakeoff_core::result::{CounterCheck, TargetRecord};
-use bakeoff_core::runner::{Counters, ProcSnapshot, Target};
+use bakeoff_core::runner::{Counters, ProcSnapshot, Sent, Target};
 use bakeoff_core::session::SessionError;
-use bakeoff_core::workload::{OpKind, OP_KINDS};
+use bakeoff_core::workload::OpKind;
 
 /// An engine's own failure: opening its files, preparing a statement, an
 /// operation it refused. Counted as a server error when an operation
@@ -245,7 +245,7 @@ impl<E: Engine> Target for EmbeddedTarget<E> {
         None
     }
 
-    fn counter_checks(&self, _: &Counters, _: &Counters, _: &[u64; OP_KINDS]) -> Vec<CounterCheck> {
+    fn counter_checks(&self, _: &Counters, _: &Counters, _: &Sent) -> Vec<CounterCheck> {
         Vec::new()
     }
 
