@@ -735,7 +735,9 @@ impl ManagedServer {
             if let Some(c) = proc_snapshot(child) {
                 s.cpu_ns += c.cpu_ns;
                 s.rss_bytes += c.rss_bytes;
-                s.pss_bytes = s.pss_bytes.zip(c.pss_bytes).map(|(a, b)| a + b);
+                // A backend that exits while it is read has no smaps
+                // left: it holds nothing any more.
+                s.pss_bytes = s.pss_bytes.map(|a| a + c.pss_bytes.unwrap_or(0));
                 s.read_bytes += c.read_bytes;
                 s.write_bytes += c.write_bytes;
                 s.write_calls += c.write_calls;
