@@ -29,9 +29,25 @@ pub trait AsyncDriver: Driver {
     fn counters(&self) -> Option<Counters>;
     /// How those counters add up to the operations sent.
     fn counter_rules(&self) -> &'static [CounterRule];
+    /// The checks of `sent` against the counters' change: by
+    /// [`AsyncDriver::counter_rules`], unless the driver sends requests of
+    /// its own besides (a retried upsert).
+    fn counter_checks(
+        &self,
+        before: &Counters,
+        after: &Counters,
+        sent: &Sent,
+    ) -> Vec<CounterCheck> {
+        compare_counters(self.counter_rules(), before, after, sent)
+    }
     /// The server's clock, if it tells the time (see `Target::clock`).
     fn clock(&self) -> Option<std::io::Result<bakeoff_core::runner::start::ClockReading>> {
         None
+    }
+    /// Empties the workload's table before a full load again (see
+    /// `Target::empty`).
+    fn empty(&self) -> Result<(), TargetError> {
+        Ok(())
     }
 }
 
@@ -43,6 +59,9 @@ pub struct AsyncTarget<D: AsyncDriver> {
     record: TargetRecord,
     relay: Option<crate::link::Relay>,
     server: Option<RunningServer>,
+    /// A server the one above keeps its data in (FerretDB's PostgreSQL):
+    /// stopped after it, and counted with it.
+    backend: Option<RunningServer>,
 }
 
 impl<D: AsyncDriver> AsyncTarget<D> {
@@ -75,7 +94,16 @@ impl<D: AsyncDriver> AsyncTarget<D> {
             record,
             relay: None,
             server: server.map(RunningServer::new),
+            backend: None,
         }
+    }
+
+    /// Keeps the server that the target's server keeps its data in: its
+    /// resources are added to the server's, a fault strikes it first, and
+    /// it stops last.
+    pub fn with_backend(mut self, backend: Option<ManagedServer>) -> Self {
+        self.backend = backend.map(RunningServer::new);
+        self
     }
 
     /// Keeps the link relay the driver's connections go through.
@@ -104,11 +132,15 @@ impl<D: AsyncDriver> Target for AsyncTarget<D> {
         after: &Counters,
         sent: &Sent,
     ) -> Vec<CounterCheck> {
-        compare_counters(self.driver.counter_rules(), before, after, sent)
+        self.driver.counter_checks(before, after, sent)
     }
 
     fn record_count(&self) -> Option<u64> {
         self.driver.record_count()
+    }
+
+    fn empty(&self) -> Result<(), TargetError> {
+        self.driver.empty()
     }
 
     fn clock(&self) -> Option<std::io::Result<bakeoff_core::runner::start::ClockReading>> {
@@ -116,14 +148,33 @@ impl<D: AsyncDriver> Target for AsyncTarget<D> {
     }
 
     fn resources(&self) -> Option<ProcSnapshot> {
-        self.server.as_ref().map(|s| s.snapshot())
+        let mut server = self.server.as_ref()?.snapshot();
+        if let Some(b) = &self.backend {
+            server.add(&b.snapshot());
+        }
+        Some(server)
     }
 
     fn fault(&self, kind: FaultKind) -> Result<FaultStruck, TargetError> {
-        crate::running::fault(self.server.as_ref(), kind)
+        // The data's server first: the one in front comes back onto it.
+        let first = match &self.backend {
+            Some(b) => Some(b.fault(kind)?),
+            None => None,
+        };
+        let struck = crate::running::fault(self.server.as_ref(), kind)?;
+        Ok(match first {
+            Some(f) => FaultStruck {
+                at: f.at,
+                back_after: struck.at.duration_since(f.at) + struck.back_after,
+            },
+            None => struck,
+        })
     }
 
     fn gone(&self) -> Option<String> {
+        if let Some(why) = self.backend.as_ref().and_then(|b| b.lock().gone()) {
+            return Some(format!("the server it keeps its data in: {why}"));
+        }
         self.server.as_ref()?.lock().gone()
     }
 

@@ -12,7 +12,10 @@
 //! External: `mongodb://[user:password@]host:port`.
 
 use std::collections::BTreeMap;
+use std::future::IntoFuture;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use bakeoff_core::driver::{Driver, Job, WorkerOutput};
@@ -21,7 +24,8 @@ use bakeoff_core::harness::KEY_LEN;
 use bakeoff_core::plan::{Endpoint, Plan, TargetSpec, Workload};
 use bakeoff_core::profile::{Profile, Query, RecordKind, SearchKind};
 use bakeoff_core::recorder::ErrorKind;
-use bakeoff_core::runner::{CounterRule, Counters, Target};
+use bakeoff_core::result::CounterCheck;
+use bakeoff_core::runner::{compare_counters, CounterRule, Counters, Sent, Target};
 use bakeoff_core::session::{io_error_kind, ConnectError, Session, SessionError, SessionResult};
 use bakeoff_core::workload::OpKind;
 use bakeoff_servers::{ManagedServer, ServerCommand, ServerError};
@@ -54,6 +58,12 @@ pub const SETTINGS: &[Setting] = &[
         default: None,
         help: "mongod's WiredTiger cache",
     },
+    Setting {
+        name: "ferretdb_backend",
+        kind: Kind::Choice(&["postgresql", "sqlite"]),
+        default: Some("postgresql"),
+        help: "where FerretDB keeps the documents: a PostgreSQL bakeoff starts beside it (2-10x faster here for finds and upserts by _id: bench/ferretdb-backends.sh), or SQLite files",
+    },
     PORT,
 ];
 /// What a MongoDB-compatible server promises: mongod acknowledges a write
@@ -63,6 +73,11 @@ pub const SETTINGS: &[Setting] = &[
 pub const DURABILITY: Durability = Durability::MEMORY_ONLY;
 
 const DB: &str = "bakeoff";
+/// The name under which [`MongoDriver::counters`] keeps the upserts its
+/// sessions sent again (not a counter of the server's).
+const RETRIED: &str = "bakeoff: upserts sent again";
+/// The PostgreSQL database FerretDB keeps its documents in.
+const FERRETDB_DATABASE: &str = "ferretdb";
 /// Where the two servers may be installed besides PATH.
 const BIN_DIRS: &[&str] = &["/usr/bin", "/usr/local/bin"];
 const NO_SERVER: &str = "no MongoDB server here: Debian 12 packages no `mongod`. Install MongoDB \
@@ -88,6 +103,8 @@ impl Server {
 struct MongoSettings {
     server: Option<Server>,
     cache_size: Option<u64>,
+    /// FerretDB's storage: PostgreSQL (true) or SQLite.
+    on_postgres: bool,
     port: Option<u16>,
 }
 
@@ -102,6 +119,7 @@ impl MongoSettings {
         Ok(MongoSettings {
             server,
             cache_size: s.bytes("cache_size")?,
+            on_postgres: s.choice("ferretdb_backend")?.as_deref() != Some("sqlite"),
             port: s.port("port")?,
         })
     }
@@ -124,8 +142,17 @@ impl MongoSettings {
         }
     }
 
-    /// `metrics`: FerretDB's metrics port (its debug HTTP listener).
-    fn args(&self, server: Server, port: u16, dir: &Path, metrics: u16) -> Vec<String> {
+    /// `metrics`: FerretDB's metrics port (its debug HTTP listener);
+    /// `backend`: the URL of the PostgreSQL database FerretDB keeps its
+    /// documents in, if it does not use SQLite.
+    fn args(
+        &self,
+        server: Server,
+        port: u16,
+        dir: &Path,
+        metrics: u16,
+        backend: Option<&str>,
+    ) -> Vec<String> {
         match server {
             Server::Mongod => {
                 let mut a = vec![
@@ -144,16 +171,27 @@ impl MongoSettings {
                 }
                 a
             }
-            Server::FerretDb => vec![
-                format!("--listen-addr=127.0.0.1:{port}"),
-                "--handler=sqlite".into(),
-                format!("--sqlite-url=file:{}/", dir.join("data").display()),
-                format!("--state-dir={}", dir.display()),
-                // Its request counters, for the conservation check.
-                format!("--debug-addr=127.0.0.1:{metrics}"),
-                "--telemetry=disable".into(),
-                "--log-level=warn".into(),
-            ],
+            Server::FerretDb => {
+                let mut a = vec![format!("--listen-addr=127.0.0.1:{port}")];
+                match backend {
+                    Some(url) => {
+                        a.push("--handler=postgresql".into());
+                        a.push(format!("--postgresql-url={url}"));
+                    }
+                    None => {
+                        a.push("--handler=sqlite".into());
+                        a.push(format!("--sqlite-url=file:{}/", dir.join("data").display()));
+                    }
+                }
+                a.extend([
+                    format!("--state-dir={}", dir.display()),
+                    // Its request counters, for the conservation check.
+                    format!("--debug-addr=127.0.0.1:{metrics}"),
+                    "--telemetry=disable".into(),
+                    "--log-level=warn".into(),
+                ]);
+                a
+            }
         }
     }
 }
@@ -278,17 +316,50 @@ pub struct MongoSession {
     _client: Client,
     kv: Collection<Document>,
     profile: Collection<Document>,
+    /// Upserts sent again, shared by every session of the driver.
+    retried: Arc<AtomicU64>,
 }
 
 impl MongoSession {
-    async fn open(dsn: &Dsn) -> Result<Self, ConnectError> {
+    async fn open(dsn: &Dsn, retried: Arc<AtomicU64>) -> Result<Self, ConnectError> {
         let client = dsn.connect(1).await?;
         let db = client.database(DB);
         Ok(MongoSession {
             kv: db.collection("kv"),
             profile: db.collection("profile"),
             _client: client,
+            retried,
         })
+    }
+
+    /// Runs the upsert `send` makes, and once more when it failed on a
+    /// duplicate key: two upserts of one absent key at once both find
+    /// nothing and both insert, and one insert loses (MongoDB documents
+    /// this, and retries such upserts itself since 4.2; FerretDB does
+    /// not). The second finds the row and replaces it. Counted, so that
+    /// the server's request count still equals bakeoff's.
+    async fn upsert<F, Fut>(&self, send: F) -> SessionResult<()>
+    where
+        F: Fn() -> Fut,
+        Fut: std::future::Future<Output = mongodb::error::Result<mongodb::results::UpdateResult>>,
+    {
+        match send().await {
+            Err(e) if is_duplicate_key(&e) => {
+                self.retried.fetch_add(1, Ordering::Relaxed);
+                written(send().await)
+            }
+            r => written(r),
+        }
+    }
+}
+
+/// Whether `e` is a duplicate key (E11000) reply.
+fn is_duplicate_key(e: &mongodb::error::Error) -> bool {
+    use mongodb::error::{ErrorKind as Mk, WriteFailure};
+    match e.kind.as_ref() {
+        Mk::Write(WriteFailure::WriteError(w)) => w.code == 11000,
+        Mk::Command(c) => c.code == 11000,
+        _ => e.to_string().contains("E11000") || e.to_string().contains("duplicate key"),
     }
 }
 
@@ -356,12 +427,13 @@ impl Session for MongoSession {
 
     async fn put(&mut self, key: &[u8], value: &[u8]) -> SessionResult<()> {
         let k = String::from_utf8_lossy(key);
-        written(
-            self.kv
-                .replace_one(doc! {"_id": k.as_ref()}, doc! {"v": binary(value)})
+        let kv = &self.kv;
+        self.upsert(|| {
+            kv.replace_one(doc! {"_id": k.as_ref()}, doc! {"v": binary(value)})
                 .upsert(true)
-                .await,
-        )
+                .into_future()
+        })
+        .await
     }
 
     async fn delete(&mut self, key: &[u8]) -> SessionResult<bool> {
@@ -380,15 +452,15 @@ impl Session for MongoSession {
         p: &Profile,
         payload: &[u8],
     ) -> SessionResult<()> {
-        written(
-            self.profile
-                .replace_one(
-                    doc! {"_id": String::from_utf8_lossy(key).as_ref()},
-                    profile_doc(id, None, p, payload),
-                )
+        let k = String::from_utf8_lossy(key);
+        let profile = &self.profile;
+        self.upsert(|| {
+            profile
+                .replace_one(doc! {"_id": k.as_ref()}, profile_doc(id, None, p, payload))
                 .upsert(true)
-                .await,
-        )
+                .into_future()
+        })
+        .await
     }
 
     async fn insert(&mut self, key: &[u8], value: &[u8]) -> SessionResult<()> {
@@ -434,7 +506,11 @@ impl Session for MongoSession {
 /// The driver: opens sessions inside the shared async loop.
 pub struct MongoDriver {
     dsn: Dsn,
+    /// Upserts its sessions sent again after a duplicate key.
+    retried: Arc<AtomicU64>,
     profile: bool,
+    /// The profile table's search indexes are kept (`--indexes`).
+    indexes: bool,
     /// A managed FerretDB's metrics listener (it keeps no opcounters).
     metrics: Option<std::net::SocketAddr>,
 }
@@ -477,8 +553,8 @@ impl Driver for MongoDriver {
         let dsn = self.dsn.clone();
         bakeoff_core::async_loop::run_worker(
             || {
-                let dsn = dsn.clone();
-                async move { MongoSession::open(&dsn).await }
+                let (dsn, retried) = (dsn.clone(), self.retried.clone());
+                async move { MongoSession::open(&dsn, retried).await }
             },
             job,
             worker,
@@ -501,22 +577,10 @@ impl Driver for MongoDriver {
     }
 }
 
-impl AsyncDriver for MongoDriver {
-    fn record_count(&self) -> Option<u64> {
-        let dsn = self.dsn.clone();
-        let name = if self.profile { "profile" } else { "kv" };
-        block(async move {
-            let c = dsn.connect(1).await?;
-            c.database(DB)
-                .collection::<Document>(name)
-                .count_documents(doc! {})
-                .await
-                .map_err(|e| TargetError::Server(e.to_string()))
-        })
-        .ok()
-    }
-
-    fn counters(&self) -> Option<Counters> {
+impl MongoDriver {
+    /// The server's own operation counters: FerretDB's request metrics,
+    /// or mongod's opcounters.
+    fn server_counters(&self) -> Option<Counters> {
         if let Some(addr) = self.metrics {
             return ferretdb_counters(addr).ok();
         }
@@ -545,6 +609,69 @@ impl AsyncDriver for MongoDriver {
                 .collect())
         })
         .ok()
+    }
+}
+
+impl AsyncDriver for MongoDriver {
+    /// Its load inserts (an upsert scans the whole collection on FerretDB),
+    /// so a second full load needs the collection empty: dropped (FerretDB
+    /// on PostgreSQL deletes every document by listing their ids, and
+    /// refuses past 65,535 of them), its indexes made again.
+    fn empty(&self) -> Result<(), TargetError> {
+        let dsn = self.dsn.clone();
+        let (profile, indexes) = (self.profile, self.indexes);
+        block(async move {
+            let c = dsn.connect(1).await?;
+            let coll: Collection<Document> =
+                c.database(DB)
+                    .collection(if profile { "profile" } else { "kv" });
+            coll.drop()
+                .await
+                .map_err(|e| TargetError::Server(e.to_string()))?;
+            if profile {
+                profile_indexes(&coll, indexes).await?;
+            }
+            Ok(())
+        })
+    }
+
+    fn record_count(&self) -> Option<u64> {
+        let dsn = self.dsn.clone();
+        let name = if self.profile { "profile" } else { "kv" };
+        block(async move {
+            let c = dsn.connect(1).await?;
+            c.database(DB)
+                .collection::<Document>(name)
+                .count_documents(doc! {})
+                .await
+                .map_err(|e| TargetError::Server(e.to_string()))
+        })
+        .ok()
+    }
+
+    fn counters(&self) -> Option<Counters> {
+        let mut counters = self.server_counters()?;
+        // bakeoff's own count beside the server's, read at the same
+        // moments, so that its change covers the same run.
+        counters.insert(RETRIED.into(), self.retried.load(Ordering::Relaxed));
+        Some(counters)
+    }
+
+    /// The rules, with the upserts sent again after a duplicate key
+    /// added to the writes.
+    fn counter_checks(
+        &self,
+        before: &Counters,
+        after: &Counters,
+        sent: &Sent,
+    ) -> Vec<CounterCheck> {
+        let at = |c: &Counters| c.get(RETRIED).copied().unwrap_or(0);
+        let retried = at(after).saturating_sub(at(before));
+        let mut checks = compare_counters(self.counter_rules(), before, after, sent);
+        for c in checks.iter_mut().filter(|c| c.what.starts_with("writes")) {
+            c.bakeoff += retried;
+        }
+        checks
     }
 
     fn counter_rules(&self) -> &'static [CounterRule] {
@@ -642,6 +769,32 @@ pub fn probe(spec: &TargetSpec, plan: &Plan) -> Result<(), TargetError> {
 
 /// Empties and indexes the workload's collection; reads the server's
 /// version.
+/// The profile collection's indexes for the equality searches when
+/// `indexes`, else none.
+async fn profile_indexes(coll: &Collection<Document>, indexes: bool) -> Result<(), TargetError> {
+    let keys = [doc! {"sex": 1}, doc! {"province": 1, "city": 1}];
+    let names = ["profile_sex", "profile_loc"];
+    for (k, name) in keys.into_iter().zip(names) {
+        if indexes {
+            let model = mongodb::IndexModel::builder()
+                .keys(k)
+                .options(
+                    mongodb::options::IndexOptions::builder()
+                        .name(name.to_string())
+                        .build(),
+                )
+                .build();
+            coll.create_index(model)
+                .await
+                .map_err(|e| TargetError::Server(e.to_string()))?;
+        } else {
+            // Dropping an index that is not there is not a failure.
+            let _ = coll.drop_index(name).await;
+        }
+    }
+    Ok(())
+}
+
 async fn prepare(
     dsn: &Dsn,
     workload: &Workload,
@@ -652,28 +805,12 @@ async fn prepare(
     let profile = workload.record == RecordKind::Profile;
     let coll: Collection<Document> = db.collection(if profile { "profile" } else { "kv" });
     if workload.empties_before_load() {
-        coll.delete_many(doc! {}).await.map_err(e)?;
+        // Dropped rather than emptied document by document (see
+        // `MongoDriver::empty`); the insert that follows makes it again.
+        coll.drop().await.map_err(e)?;
     }
     if profile {
-        // Indexes for the equality searches, or none.
-        let keys = [doc! {"sex": 1}, doc! {"province": 1, "city": 1}];
-        let names = ["profile_sex", "profile_loc"];
-        for (k, name) in keys.into_iter().zip(names) {
-            if workload.indexes {
-                let model = mongodb::IndexModel::builder()
-                    .keys(k)
-                    .options(
-                        mongodb::options::IndexOptions::builder()
-                            .name(name.to_string())
-                            .build(),
-                    )
-                    .build();
-                coll.create_index(model).await.map_err(e)?;
-            } else {
-                // Dropping an index that is not there is not a failure.
-                let _ = coll.drop_index(name).await;
-            }
-        }
+        profile_indexes(&coll, workload.indexes).await?;
     }
     let info = db.run_command(doc! {"buildInfo": 1}).await.map_err(e)?;
     let wire = info.get_str("version").unwrap_or("?").to_string();
@@ -699,6 +836,10 @@ pub struct Started {
     pub server: ManagedServer,
     /// FerretDB's metrics listener (none for mongod).
     pub metrics: Option<std::net::SocketAddr>,
+    /// The PostgreSQL FerretDB keeps its documents in, when it does: part
+    /// of the server (its CPU, memory and disk are the service's), started
+    /// before FerretDB and stopped after it.
+    pub backend: Option<ManagedServer>,
 }
 
 fn local(port: u16) -> Dsn {
@@ -722,6 +863,21 @@ pub fn start(table: Option<&toml::Table>) -> Result<Started, TargetError> {
 pub fn start_on(table: Option<&toml::Table>, lazy_disk: bool) -> Result<Started, TargetError> {
     let settings = MongoSettings::parse(table)?;
     let which = settings.server()?;
+    // FerretDB on PostgreSQL: the database first, on the power-cut layer
+    // if the run cuts the power (FerretDB itself keeps nothing).
+    let backend = match (which, settings.on_postgres) {
+        (Server::FerretDb, true) => Some(crate::postgres::start_database(
+            FERRETDB_DATABASE,
+            lazy_disk,
+        )?),
+        _ => None,
+    };
+    let backend_url = backend.as_ref().map(|pg| {
+        format!(
+            "postgres://bakeoff@127.0.0.1:{}/{FERRETDB_DATABASE}?sslmode=disable",
+            pg.addr.port()
+        )
+    });
     let metrics_port = bakeoff_servers::free_port()
         .map_err(|e| TargetError::Server(format!("no free port for FerretDB's metrics: {e}")))?;
     let init = |_: &Path, dir: &Path| -> Result<(), ServerError> {
@@ -734,7 +890,7 @@ pub fn start_on(table: Option<&toml::Table>, lazy_disk: bool) -> Result<Started,
         name: which.program(),
         package: "mongodb (not in Debian; see scripts/install-ferretdb.sh)",
         port: settings.port,
-        args: &|port, dir| settings.args(which, port, dir, metrics_port),
+        args: &|port, dir| settings.args(which, port, dir, metrics_port, backend_url.as_deref()),
         ready: &|addr| {
             block_quick(async { Ok(local(addr.port()).connect(1).await.map(|_| ())?) }).is_ok()
         },
@@ -742,13 +898,17 @@ pub fn start_on(table: Option<&toml::Table>, lazy_disk: bool) -> Result<Started,
         extra_dirs: BIN_DIRS,
         run_as: None,
         init: Some(&init),
-        lazy_disk,
+        lazy_disk: lazy_disk && backend.is_none(),
         stop_signal: libc::SIGTERM,
     };
     let server = ManagedServer::start(&cmd).map_err(|e| TargetError::Server(e.to_string()))?;
     let metrics = (which == Server::FerretDb)
         .then(|| std::net::SocketAddr::from(([127, 0, 0, 1], metrics_port)));
-    Ok(Started { server, metrics })
+    Ok(Started {
+        server,
+        metrics,
+        backend,
+    })
 }
 
 /// Opens the target: starts mongod (or FerretDB), or connects to the URL.
@@ -757,24 +917,41 @@ pub fn open(
     plan: &Plan,
     workload: &Workload,
 ) -> Result<Box<dyn Target>, TargetError> {
-    let (server, dsn, endpoint, metrics) = match dsn_of(spec) {
+    let (server, backend, dsn, endpoint, metrics) = match dsn_of(spec) {
         Some(dsn) => {
             let url = match &spec.endpoint {
                 Endpoint::External { url, .. } => Some(url.clone()),
                 Endpoint::Managed => None,
             };
-            (None, dsn, url, None)
+            (None, None, dsn, url, None)
         }
         None => {
             let mut started = start_on(plan.settings_of(spec), workload.cuts_power())?;
             if let Some(limit) = workload.memory_cap {
-                started.server.cap_memory(limit)?;
+                // The cap is on whichever keeps the documents.
+                match started.backend.as_mut() {
+                    Some(pg) => pg.cap_memory(limit)?,
+                    None => started.server.cap_memory(limit)?,
+                }
             }
             let dsn = local(started.server.addr.port());
-            (Some(started.server), dsn, None, started.metrics)
+            (
+                Some(started.server),
+                started.backend,
+                dsn,
+                None,
+                started.metrics,
+            )
         }
     };
-    let (version, recorded) = block(prepare(&dsn, workload))?;
+    let (mut version, mut recorded) = block(prepare(&dsn, workload))?;
+    if let Some(pg) = &backend {
+        version.push_str(", documents in PostgreSQL");
+        recorded.insert(
+            "ferretdb_backend".into(),
+            format!("postgresql: {} {}", pg.binary.display(), pg.args.join(" ")),
+        );
+    }
     // With a link, every connection of the driver goes through its relay.
     let (host, port, relay) = crate::link::dial_host(workload, &dsn.host, dsn.port)?;
     let dsn = Dsn { host, port, ..dsn };
@@ -787,10 +964,13 @@ pub fn open(
             server,
             MongoDriver {
                 dsn,
+                retried: Arc::default(),
                 profile: workload.record == RecordKind::Profile,
+                indexes: workload.indexes,
                 metrics,
             },
         )
-        .linked(relay),
+        .linked(relay)
+        .with_backend(backend),
     ))
 }

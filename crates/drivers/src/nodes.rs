@@ -354,27 +354,28 @@ impl<D: Driver> Target for MultiNode<D> {
 
     /// The nodes' processes added up, and each node's apart.
     fn resources(&self) -> Option<ProcSnapshot> {
-        let mut sum = ProcSnapshot::default();
+        let mut sum: Option<ProcSnapshot> = None;
+        let (mut nodes, mut connections) = (Vec::new(), None);
         for n in &self.nodes {
             let s = n.resources()?;
-            sum.nodes.push(NodeProc {
+            nodes.push(NodeProc {
                 cpu_ns: s.cpu_ns,
                 rss_bytes: s.rss_bytes,
                 pss_bytes: s.pss_bytes,
                 read_bytes: s.read_bytes,
                 write_bytes: s.write_bytes,
             });
-            sum.cpu_ns += s.cpu_ns;
-            sum.rss_bytes += s.rss_bytes;
-            sum.pss_bytes = add_pss(sum.pss_bytes, s.pss_bytes, sum.nodes.len() == 1);
-            sum.read_bytes += s.read_bytes;
-            sum.write_bytes += s.write_bytes;
-            sum.write_calls += s.write_calls;
-            sum.disk_bytes += s.disk_bytes;
             if let Some(c) = s.connections {
-                *sum.connections.get_or_insert(0) += c;
+                *connections.get_or_insert(0) += c;
+            }
+            match sum.as_mut() {
+                Some(total) => total.add(&s),
+                None => sum = Some(s),
             }
         }
+        let mut sum = sum?;
+        sum.nodes = nodes;
+        sum.connections = connections;
         if let Layout::PrimaryReplica { lag, .. } = &self.layout {
             sum.replication_lag_bytes = lag();
         }
@@ -407,15 +408,5 @@ impl<D: Driver> Target for MultiNode<D> {
             },
             overhead_ns: samples.iter().map(|s| s.overhead_ns).max().unwrap_or(0),
         })
-    }
-}
-
-/// The running sum of the nodes' proportional set sizes after adding
-/// `node`'s: known only while every node's is (`first`: `node` is the first).
-fn add_pss(sum: Option<u64>, node: Option<u64>, first: bool) -> Option<u64> {
-    if first {
-        node
-    } else {
-        Some(sum? + node?)
     }
 }

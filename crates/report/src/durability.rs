@@ -11,7 +11,7 @@ use bakeoff_core::result::{ExperimentResult, RunResult, TargetRecord};
 use bakeoff_core::units::{fmt_bytes, fmt_ns, fmt_rate};
 
 /// Columns of the durability table.
-pub const DURABILITY_HEAD: [&str; 13] = [
+pub const DURABILITY_HEAD: [&str; 14] = [
     "target",
     "point",
     "throughput",
@@ -25,6 +25,7 @@ pub const DURABILITY_HEAD: [&str; 13] = [
     "back after",
     "90 % after",
     "measured class",
+    "declared durable to",
 ];
 
 /// The table's rows (head first), or `None` when no run checked
@@ -32,9 +33,46 @@ pub const DURABILITY_HEAD: [&str; 13] = [
 /// than once, a row of the spread over those runs.
 pub fn durability_rows(r: &ExperimentResult) -> Option<Vec<Vec<String>>> {
     let mut rows = vec![DURABILITY_HEAD.iter().map(|s| s.to_string()).collect()];
-    rows.extend(r.runs.iter().filter_map(durability_row));
-    rows.extend(spread_rows(r.runs.iter()));
+    rows.extend(r.runs.iter().filter_map(|run| {
+        let mut row = durability_row(run)?;
+        row.push(declared_cell(r, run));
+        Some(row)
+    }));
+    rows.extend(spread_rows(r.runs.iter()).into_iter().map(|mut row| {
+        row.push(String::new());
+        row
+    }));
     (rows.len() > 1).then_some(rows)
+}
+
+/// The class `run`'s settings declare, and whether the run kept its
+/// promise: "power cut", or "power cut: BROKEN" when it lost acknowledged
+/// writes through a fault its class promises to survive.
+fn declared_cell(r: &ExperimentResult, run: &RunResult) -> String {
+    let Some(declared) = crate::record_of(r, run).and_then(|t| t.durable_to) else {
+        return "-".into();
+    };
+    match broken_promise(r, run) {
+        Some(_) => format!("{declared}: BROKEN"),
+        None => declared.to_string(),
+    }
+}
+
+/// When `run` lost (or damaged) acknowledged writes through a fault its
+/// settings' declared class promises to survive, what it lost: a measured
+/// class weaker than the declared one. An interrupted run promises
+/// nothing (its read-back may have stopped short).
+pub fn broken_promise(r: &ExperimentResult, run: &RunResult) -> Option<String> {
+    let (c, f) = (run.durability.as_ref()?, run.fault.as_ref()?);
+    let declared = crate::record_of(r, run)?.durable_to?;
+    let promised = declared.promises_to_survive(f.kind);
+    (promised && run.status != "interrupted" && !c.kept_every_acknowledged_write()).then(|| {
+        format!(
+            "declared durable to {declared}, yet under {} it {}",
+            f.kind.name(),
+            c.verdict()
+        )
+    })
 }
 
 /// Rows of the spread over repeats: per target and point with more than
@@ -375,6 +413,38 @@ mod tests {
         assert!(rows.iter().all(|r| r.last().unwrap() == "-"), "{rows:?}");
         let (head, _) = crate::summary_table(&[&other], other.runs.iter().map(|r| (0, "x", r)));
         assert_ne!(head.last().map(String::as_str), Some(CLASS_HEAD));
+    }
+
+    /// A run that lost acknowledged writes through a fault its declared
+    /// class promises to survive is flagged, in the table and the notes;
+    /// one whose class promises nothing there, or that was interrupted, is
+    /// not.
+    #[test]
+    fn a_loss_its_class_promised_to_survive_is_flagged() {
+        use bakeoff_core::durability::DurableTo;
+        let mut r = mock();
+        checked(&mut r.runs[0], 40, 900);
+        checked(&mut r.runs[1], 0, 0);
+        r.targets[0].durable_to = Some(DurableTo::PowerCut);
+        let broken = broken_promise(&r, &r.runs[0]).expect("a broken promise");
+        assert!(
+            broken.contains("declared durable to power cut, yet under power-cut it lost 40"),
+            "{broken}"
+        );
+        assert_eq!(broken_promise(&r, &r.runs[1]), None);
+        let rows = durability_rows(&r).unwrap();
+        assert_eq!(rows[1].last().unwrap(), "power cut: BROKEN");
+        assert_eq!(rows[2].last().unwrap(), "power cut");
+        assert!(crate::run_notes(&r)
+            .iter()
+            .any(|n| n.contains("weaker than declared")));
+        // A process-crash class promises nothing under a power cut.
+        r.targets[0].durable_to = Some(DurableTo::ProcessCrash);
+        assert_eq!(broken_promise(&r, &r.runs[0]), None);
+        // An interrupted run's read-back may have stopped short.
+        r.targets[0].durable_to = Some(DurableTo::PowerCut);
+        r.runs[0].status = "interrupted".into();
+        assert_eq!(broken_promise(&r, &r.runs[0]), None);
     }
 
     /// Repeats of one target and point get a row of min / median / max.

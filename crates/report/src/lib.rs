@@ -230,6 +230,12 @@ pub fn run_notes(r: &ExperimentResult) -> Vec<String> {
                 e.join(", ")
             ));
         }
+        if let Some(broken) = durability::broken_promise(r, run) {
+            notes.push(format!(
+                "run {} ({}): weaker than declared: {broken}",
+                run.index, run.target
+            ));
+        }
         let bad: Vec<String> = run
             .checks
             .counters

@@ -815,26 +815,10 @@ impl Nodes {
 
     /// Resources summed over every node (CPU, RSS, disk I/O, disk size).
     pub fn snapshot(&self) -> ProcSnapshot {
-        let mut total = ProcSnapshot::default();
-        for (i, s) in self.nodes.iter().map(ManagedServer::snapshot).enumerate() {
-            total.pss_bytes = match i {
-                0 => s.pss_bytes,
-                _ => total.pss_bytes.zip(s.pss_bytes).map(|(a, b)| a + b),
-            };
-            total.cpu_ns += s.cpu_ns;
-            total.rss_bytes += s.rss_bytes;
-            total.read_bytes += s.read_bytes;
-            total.write_bytes += s.write_bytes;
-            total.write_calls += s.write_calls;
-            total.file_io = match (total.file_io, s.file_io) {
-                (Some(a), Some(b)) => Some(bakeoff_core::runner::FileIo {
-                    fsyncs: a.fsyncs + b.fsyncs,
-                    writes: a.writes + b.writes,
-                    bytes: a.bytes + b.bytes,
-                }),
-                (a, b) => a.or(b),
-            };
-            total.disk_bytes += s.disk_bytes;
+        let mut snapshots = self.nodes.iter().map(ManagedServer::snapshot);
+        let mut total = snapshots.next().unwrap_or_default();
+        for s in snapshots {
+            total.add(&s);
         }
         total
     }

@@ -82,6 +82,30 @@ pub struct ProcSnapshot {
     pub nodes: Vec<NodeProc>,
 }
 
+impl ProcSnapshot {
+    /// Adds the counters of `other`, a process (tree) that serves beside
+    /// this one: CPU, memory, I/O, disk and file I/O add up (the
+    /// proportional set size only while both have one); the cap, the lag,
+    /// the connections and the nodes stay this one's.
+    pub fn add(&mut self, other: &ProcSnapshot) {
+        self.cpu_ns += other.cpu_ns;
+        self.rss_bytes += other.rss_bytes;
+        self.pss_bytes = self.pss_bytes.zip(other.pss_bytes).map(|(a, b)| a + b);
+        self.read_bytes += other.read_bytes;
+        self.write_bytes += other.write_bytes;
+        self.write_calls += other.write_calls;
+        self.file_io = match (self.file_io, other.file_io) {
+            (Some(a), Some(b)) => Some(FileIo {
+                fsyncs: a.fsyncs + b.fsyncs,
+                writes: a.writes + b.writes,
+                bytes: a.bytes + b.bytes,
+            }),
+            (a, b) => a.or(b),
+        };
+        self.disk_bytes += other.disk_bytes;
+    }
+}
+
 /// One node's cumulative process counters, in a target of several.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct NodeProc {
@@ -199,6 +223,13 @@ pub trait Target {
         -> Vec<CounterCheck>;
     /// Records the target holds, if it can tell.
     fn record_count(&self) -> Option<u64>;
+    /// Removes every record of the workload's table before a full load on
+    /// a target already loaded (a search's later step), where a load
+    /// cannot overwrite what is there (MongoDB's inserts); others keep
+    /// their records, which the load's upserts overwrite.
+    fn empty(&self) -> Result<(), TargetError> {
+        Ok(())
+    }
     /// Resource counters of the server process, if bakeoff started it.
     fn resources(&self) -> Option<ProcSnapshot>;
     /// Kills (`kill`, `power-cut`) or stops (`restart`) the server and
@@ -1135,8 +1166,10 @@ fn run_one(
         redirections: None,
         trace: None,
     };
-    // A growth series reuses the target its first checkpoint opened.
-    if kept.is_none() {
+    // A growth series reuses the target its first checkpoint opened, and
+    // a search the one its first step opened.
+    let reused = kept.is_some();
+    if !reused {
         match opener.open(spec, plan, w) {
             Ok(t) => *kept = Some(t),
             Err(e) => {
@@ -1148,6 +1181,14 @@ fn run_one(
     let Some(target) = kept.as_deref() else {
         return Ok(run);
     };
+    // A full load again on a target that holds the last one: emptied
+    // first where the load cannot overwrite (opening empties it once).
+    if reused && w.empties_before_load() {
+        if let Err(e) = target.empty() {
+            run.message = Some(format!("emptying the target before its load failed: {e}"));
+            return Ok(run);
+        }
+    }
     let mut record = target.record();
     record.name = spec.id();
     record.declared = opener.declared_settings(spec, plan);

@@ -706,6 +706,24 @@ pub fn start_on(
     )
 }
 
+/// Starts a PostgreSQL server with its defaults and a database `name`
+/// (trust authentication for `bakeoff` on loopback), for a server that
+/// keeps its data in one (FerretDB); the data directory on the power-cut
+/// layer when `lazy_disk`.
+pub fn start_database(name: &str, lazy_disk: bool) -> Result<ManagedServer, TargetError> {
+    let server = start_on(None, None, lazy_disk)?;
+    let dsn = Dsn::managed(server.addr.port());
+    let create = format!("CREATE DATABASE {name}");
+    block(async move {
+        connect(&dsn)
+            .await?
+            .simple_query(&create)
+            .await
+            .map_err(|e| TargetError::Server(format!("PostgreSQL for FerretDB: {e}")))
+    })?;
+    Ok(server)
+}
+
 /// Runs a program of PostgreSQL's as the `postgres` user in `dir`; `what`
 /// names it in the error.
 fn run_tool(cmd: &mut std::process::Command, dir: &Path, what: &str) -> Result<(), ServerError> {
