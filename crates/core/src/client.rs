@@ -163,15 +163,36 @@ impl ClientState {
     pub fn value<'p>(&mut self, job: &'p Job, key: u64) -> ([u8; HEADER_LEN], &'p [u8]) {
         let w = job.workload;
         let len = w.value_size.next(&mut self.rng);
-        let version = if job.kind == JobKind::Load {
+        let version = self.value_version(job);
+        self.version = self.version.wrapping_add(1);
+        job.pool.value(key, version, len, w.value_content)
+    }
+
+    /// The version a value written now carries.
+    #[inline]
+    fn value_version(&self, job: &Job) -> u32 {
+        if job.kind == JobKind::Load {
             0
         } else if self.unique {
             // The durability check's values carry the run's mark.
             job.nonce
         } else {
             self.version
-        };
-        self.version = self.version.wrapping_add(1);
+        }
+    }
+
+    /// The value of a write's second request (see
+    /// [`crate::driver::Codec::encode_follow_up`]): a value of record `key`
+    /// like [`Client::value`]'s, its length drawn from a stream of its own,
+    /// so that the client's stream of operations, keys and lengths is the
+    /// same whatever number of writes needed a second request (and so the
+    /// same on every target of a run).
+    #[inline(never)]
+    pub fn value_again<'p>(&self, job: &'p Job, key: u64) -> ([u8; HEADER_LEN], &'p [u8]) {
+        let w = job.workload;
+        let version = self.value_version(job);
+        let mut own = Rng::new(key ^ u64::from(version).rotate_left(32), 1);
+        let len = w.value_size.next(&mut own);
         job.pool.value(key, version, len, w.value_content)
     }
 

@@ -371,6 +371,12 @@ impl<'j> Harness<'j> {
         self.clients[ci].value(self.job, key)
     }
 
+    /// The value of the second request of client `ci`'s write of `key`
+    /// (see [`crate::client::Client::value_again`]): its stream unmoved.
+    pub fn value_again(&self, ci: usize, key: u64) -> ([u8; HEADER_LEN], &'j [u8]) {
+        self.clients[ci].value_again(self.job, key)
+    }
+
     /// The parameters of client `ci`'s next search.
     pub fn query(&mut self, ci: usize) -> Query {
         self.clients[ci].query(self.job.workload.search)

@@ -385,6 +385,9 @@ fn add_runs(parts: &[&RunResult]) -> Result<RunResult, MergeError> {
     run.workload.rate = parts.iter().map(|r| r.workload.rate).sum::<Option<f64>>();
     run.status = if parts.iter().any(|r| r.status == "failed") {
         "failed".into()
+    } else if parts.iter().any(|r| r.status == "interrupted") {
+        // One shard stopped early: the sum covers less than the run.
+        "interrupted".into()
     } else if parts.iter().any(|r| r.status == "errors") {
         "errors".into()
     } else {

@@ -616,7 +616,7 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
         req.leg = Leg::FollowUp;
         self.harness.followed_up(&req);
         format_key(req.key, &mut self.key_buf);
-        let (h, p) = self.harness.value(req.client as usize, req.key);
+        let (h, p) = self.harness.value_again(req.client as usize, req.key);
         let c = &mut self.conns[k];
         self.codec
             .encode_follow_up(&c.handles, req.kind, &self.key_buf, &h, p, &mut c.wbuf);

@@ -785,9 +785,11 @@ pub struct DiskPerWrite {
     /// `socket_writes_per_write`.
     pub write_calls_per_write: Option<f64>,
     /// The server's write system calls per write that went elsewhere than
-    /// the data directory's files (its replies on sockets, logs): `syscw`
-    /// less the power-cut layer's exact count of file writes; only where
-    /// that layer counts, and not after a restart.
+    /// the data directory's files (its replies on sockets, its log):
+    /// `syscw` less the power-cut layer's count of write requests to the
+    /// files (one per write call, unless a call larger than FUSE's largest
+    /// write was split); only where that layer counts, and not after a
+    /// restart.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub socket_writes_per_write: Option<f64>,
     /// fsync and fdatasync calls per write, counted exactly by the

@@ -65,7 +65,12 @@ type RunKey = (String, BTreeMap<String, String>);
 
 fn groups(r: &ExperimentResult) -> Vec<(RunKey, Vec<&RunResult>)> {
     let mut out: Vec<(RunKey, Vec<&RunResult>)> = Vec::new();
-    for run in r.runs.iter().filter(|r| r.status != "failed") {
+    // Failed and interrupted runs measured nothing, or less than a run.
+    for run in r
+        .runs
+        .iter()
+        .filter(|r| r.status != "failed" && r.status != "interrupted")
+    {
         let key = (run.target.clone(), run.point.clone());
         match out.iter_mut().find(|(k, _)| *k == key) {
             Some((_, v)) => v.push(run),

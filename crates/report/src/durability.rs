@@ -33,16 +33,16 @@ pub const DURABILITY_HEAD: [&str; 14] = [
 /// than once, a row of the spread over those runs.
 pub fn durability_rows(r: &ExperimentResult) -> Option<Vec<Vec<String>>> {
     let mut rows = vec![DURABILITY_HEAD.iter().map(|s| s.to_string()).collect()];
-    rows.extend(r.runs.iter().filter_map(|run| {
-        let mut row = durability_row(run)?;
-        row.push(declared_cell(r, run));
-        Some(row)
-    }));
-    rows.extend(spread_rows(r.runs.iter()).into_iter().map(|mut row| {
-        row.push(String::new());
-        row
-    }));
+    rows.extend(r.runs.iter().filter_map(|run| durability_row_of(r, run)));
+    rows.extend(spread_rows(r.runs.iter()));
     (rows.len() > 1).then_some(rows)
+}
+
+/// The durability row of `run` of `r`, with what its settings declare.
+pub fn durability_row_of(r: &ExperimentResult, run: &RunResult) -> Option<Vec<String>> {
+    let mut row = durability_row(run)?;
+    row.push(declared_cell(r, run));
+    Some(row)
 }
 
 /// The class `run`'s settings declare, and whether the run kept its
@@ -80,7 +80,9 @@ pub fn broken_promise(r: &ExperimentResult, run: &RunResult) -> Option<String> {
 /// all.
 pub fn spread_rows<'a>(runs: impl Iterator<Item = &'a RunResult>) -> Vec<Vec<String>> {
     let mut groups: BTreeMap<(String, String), Vec<&RunResult>> = BTreeMap::new();
-    for run in runs.filter(|r| r.durability.is_some()) {
+    // An interrupted run's read-back may have stopped short: it is in its
+    // own row, not in a measured class.
+    for run in runs.filter(|r| r.durability.is_some() && r.status != "interrupted") {
         let point: Vec<String> = run.point.iter().map(|(k, v)| format!("{k}={v}")).collect();
         groups
             .entry((run.target.clone(), point.join(" ")))
@@ -137,6 +139,7 @@ pub fn spread_rows<'a>(runs: impl Iterator<Item = &'a RunResult>) -> Vec<Vec<Str
                 median_secs(&|r| r.fault.as_ref().and_then(|f| f.back_after_s)),
                 median_secs(&|r| r.fault.as_ref().and_then(|f| f.recovered_after_s)),
                 Class::over(&checks).text(),
+                String::new(),
             ]
         })
         .collect()
@@ -307,14 +310,20 @@ pub fn durability_row(run: &RunResult) -> Option<Vec<String>> {
         c.holes.to_string(),
         back,
         recovered,
-        c.verdict(),
+        if run.status == "interrupted" {
+            // Unread writes are neither kept nor lost: no class.
+            format!("none: interrupted, {} unread", c.unread)
+        } else {
+            c.verdict()
+        },
     ])
 }
 
 /// Columns of the disk table. Only what reached the disk: the server's
-/// write system calls to sockets (its replies) are a figure of their own,
-/// given where the power-cut layer's exact count of file writes lets them
-/// be told apart; `syscw` alone, which mixes both, is in the result file.
+/// other write system calls (its replies on sockets, its log) are a figure
+/// of their own, given where the power-cut layer's count of file writes
+/// lets them be told apart; `syscw` alone, which mixes both, is in the
+/// result file.
 pub const DISK_HEAD: [&str; 8] = [
     "target",
     "point",
@@ -323,7 +332,7 @@ pub const DISK_HEAD: [&str; 8] = [
     "bytes to storage / write",
     "file writes / write",
     "fsyncs / write",
-    "socket writes / write",
+    "other write calls / write (sockets, logs)",
 ];
 
 /// The disk table's rows (head first), or `None` when no run measured its

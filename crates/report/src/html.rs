@@ -293,7 +293,9 @@ impl<'a> Page<'a> {
             .view
             .runs
             .iter()
-            .filter_map(|rr| crate::durability::durability_row(rr.run))
+            .filter_map(|rr| {
+                crate::durability::durability_row_of(self.view.sources[rr.source], rr.run)
+            })
             .chain(crate::durability::spread_rows(
                 self.view.runs.iter().map(|rr| rr.run),
             ))

@@ -28,17 +28,20 @@ const RETRY_AFTER: Duration = Duration::from_secs(1);
 const COME_BACK_WITHIN: Duration = Duration::from_secs(60);
 
 /// Calls `job` until it gets past connecting: a connection error is tried
-/// again after `pause` until `within` has passed; any other outcome (and
-/// the last connection error) is returned.
+/// again after `pause` until `within` has passed or `stop` is set; any
+/// other outcome (and the last connection error) is returned.
 fn past_connecting<T>(
     within: Duration,
     pause: Duration,
+    stop: &AtomicBool,
     mut job: impl FnMut() -> Result<T, TargetError>,
 ) -> Result<T, TargetError> {
     let deadline = Instant::now() + within;
     loop {
         match job() {
-            Err(TargetError::Connect(_)) if Instant::now() + pause < deadline => {
+            Err(TargetError::Connect(_))
+                if Instant::now() + pause < deadline && !stop.load(Ordering::Relaxed) =>
+            {
                 std::thread::sleep(pause)
             }
             outcome => return outcome,
@@ -147,7 +150,7 @@ fn read_back_until(
             stop,
             ..*ctx
         };
-        let seen = past_connecting(COME_BACK_WITHIN, RETRY_AFTER, || {
+        let seen = past_connecting(COME_BACK_WITHIN, RETRY_AFTER, stop, || {
             run_job(
                 target.driver(),
                 JobKind::ReadBack,
@@ -204,14 +207,19 @@ mod tests {
     #[test]
     fn a_server_still_starting_is_waited_for() {
         let mut calls = 0;
-        let outcome = past_connecting(Duration::from_secs(5), Duration::from_millis(1), || {
-            calls += 1;
-            if calls < 4 {
-                Err(starting_up())
-            } else {
-                Ok(calls)
-            }
-        });
+        let outcome = past_connecting(
+            Duration::from_secs(5),
+            Duration::from_millis(1),
+            &AtomicBool::new(false),
+            || {
+                calls += 1;
+                if calls < 4 {
+                    Err(starting_up())
+                } else {
+                    Ok(calls)
+                }
+            },
+        );
         assert_eq!(outcome.unwrap(), 4);
     }
 
@@ -219,24 +227,50 @@ mod tests {
     fn a_server_that_never_comes_back_fails_after_the_deadline() {
         let start = Instant::now();
         let mut calls = 0;
-        let outcome: Result<(), _> =
-            past_connecting(Duration::from_millis(50), Duration::from_millis(10), || {
+        let outcome: Result<(), _> = past_connecting(
+            Duration::from_millis(50),
+            Duration::from_millis(10),
+            &AtomicBool::new(false),
+            || {
                 calls += 1;
                 Err(starting_up())
-            });
+            },
+        );
         assert!(matches!(outcome, Err(TargetError::Connect(_))));
         assert!(calls >= 2, "{calls}");
         assert!(start.elapsed() < Duration::from_secs(2));
     }
 
+    /// A stopped read-back waits no longer for a server that is not back.
+    #[test]
+    fn a_stop_ends_the_wait_for_a_server() {
+        let stop = AtomicBool::new(true);
+        let mut calls = 0;
+        let outcome: Result<(), _> = past_connecting(
+            Duration::from_secs(60),
+            Duration::from_millis(1),
+            &stop,
+            || {
+                calls += 1;
+                Err(starting_up())
+            },
+        );
+        assert!(matches!(outcome, Err(TargetError::Connect(_))));
+        assert_eq!(calls, 1);
+    }
+
     #[test]
     fn other_errors_are_not_retried() {
         let mut calls = 0;
-        let outcome: Result<(), _> =
-            past_connecting(Duration::from_secs(5), Duration::from_millis(1), || {
+        let outcome: Result<(), _> = past_connecting(
+            Duration::from_secs(5),
+            Duration::from_millis(1),
+            &AtomicBool::new(false),
+            || {
                 calls += 1;
                 Err(TargetError::Server("no table".into()))
-            });
+            },
+        );
         assert!(matches!(outcome, Err(TargetError::Server(_))));
         assert_eq!(calls, 1);
     }

@@ -85,8 +85,9 @@ pub struct ProcSnapshot {
 impl ProcSnapshot {
     /// Adds the counters of `other`, a process (tree) that serves beside
     /// this one: CPU, memory, I/O, disk and file I/O add up (the
-    /// proportional set size only while both have one); the cap, the lag,
-    /// the connections and the nodes stay this one's.
+    /// proportional set size only while both have one; memory charged to
+    /// capped cgroups, where either is capped); the lag, the connections
+    /// and the nodes stay this one's.
     pub fn add(&mut self, other: &ProcSnapshot) {
         self.cpu_ns += other.cpu_ns;
         self.rss_bytes += other.rss_bytes;
@@ -103,6 +104,14 @@ impl ProcSnapshot {
             (a, b) => a.or(b),
         };
         self.disk_bytes += other.disk_bytes;
+        // Each capped process has a cgroup of its own: what they are
+        // charged adds up too.
+        let sum = |a: Option<u64>, b: Option<u64>| match (a, b) {
+            (Some(a), Some(b)) => Some(a + b),
+            (a, b) => a.or(b),
+        };
+        self.cgroup_memory_bytes = sum(self.cgroup_memory_bytes, other.cgroup_memory_bytes);
+        self.cgroup_cache_bytes = sum(self.cgroup_cache_bytes, other.cgroup_cache_bytes);
     }
 }
 
@@ -1181,9 +1190,11 @@ fn run_one(
     let Some(target) = kept.as_deref() else {
         return Ok(run);
     };
-    // A full load again on a target that holds the last one: emptied
-    // first where the load cannot overwrite (opening empties it once).
-    if reused && w.empties_before_load() {
+    // A full load again on a target that holds the last one (a search's
+    // later step; not a growth checkpoint, whose load adds to what is
+    // there): emptied first where the load cannot overwrite (opening
+    // empties it once).
+    if reused && w.empties_before_load() && w.load_from == 0 {
         if let Err(e) = target.empty() {
             run.message = Some(format!("emptying the target before its load failed: {e}"));
             return Ok(run);
