@@ -688,7 +688,7 @@ fn unstored_write_notes(index: u32, measure: &PhaseResult, label: &str) -> Vec<S
             let o = measure.ops.get(*kind)?;
             (o.completed >= 100 && o.misses * 2 > o.completed).then(|| {
                 format!(
-                    "run {} ({label}): {} of {} {kind}s stored nothing (declined by the target, or no row to change; a HandlerSocket set is an insert, declined for a key that exists): the {kind} figures of this run are of requests that wrote nothing.",
+                    "run {} ({label}): {} of {} {kind}s stored nothing (declined by the target, as memcached's NOT_STORED, or an update or delete that found no row): the {kind} figures of this run are of requests that wrote nothing.",
                     index, o.misses, o.completed
                 )
             })
