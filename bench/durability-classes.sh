@@ -34,7 +34,7 @@ for preset in 002-crash 002-power-cut; do
   "$bin" report "$work/$preset.json" >"$work/$preset.txt"
   # The durability table and every note on it.
   sed -n '/^durability (every write/,/^$/p' "$work/$preset.txt"
-  grep -E 'weaker than declared|failed|could not' "$work/$preset.txt" || true
+  grep -E 'weaker than declared|could not read the writes back|did not come back' "$work/$preset.txt" || true
   if grep -q 'weaker than declared' "$work/$preset.txt"; then
     broken=1
   fi
