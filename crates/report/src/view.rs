@@ -438,6 +438,38 @@ pub fn client_busy(run: &RunResult) -> f64 {
 
 #[cfg(test)]
 mod tests {
+    /// A run without a sweep has no point: its tables drop the column
+    /// (before, every row read "-"), its titles name none; a table where
+    /// some run has a point keeps it.
+    #[test]
+    fn no_point_without_a_sweep() {
+        let mut r: ExperimentResult =
+            serde_json::from_str(include_str!("../../bakeoff/tests/snapshots/mock.json"))
+                .expect("the mock snapshot is a result");
+        for run in &mut r.runs {
+            run.point.clear();
+            run.repeat = 0;
+        }
+        let mut text = Vec::new();
+        crate::Exporter::export(&crate::TextExporter, std::slice::from_ref(&r), &mut text).unwrap();
+        let text = String::from_utf8(text).unwrap();
+        let head = text.lines().nth(1).unwrap();
+        assert!(
+            head.starts_with("target ") && !head.contains("point"),
+            "{text}"
+        );
+        assert!(!text.contains(" -  "), "{text}");
+        assert_eq!(at_point(&r.runs[0].point), "");
+        let mut rows = vec![vec!["mock".to_string(), String::new()]];
+        let (mut head, mut left) = (vec!["target", "point"], 2);
+        drop_blank_point(&mut head, &mut rows, &mut left);
+        assert_eq!((head, rows[0].len(), left), (vec!["target"], 1, 1));
+        let mut rows = vec![vec!["mock".to_string(), "clients=4".to_string()]];
+        let (mut head, mut left) = (vec!["target", "point"], 2);
+        drop_blank_point(&mut head, &mut rows, &mut left);
+        assert_eq!((head.len(), left), (2, 2));
+    }
+
     use super::*;
 
     #[test]
