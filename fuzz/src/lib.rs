@@ -36,6 +36,9 @@ pub struct Rules {
     pub line_limit: Option<usize>,
     /// The replies are to batched loads ([`Codec::decode_batch`]).
     pub batches: bool,
+    /// Every third reply is to a second request
+    /// ([`Codec::decode_follow_up`]).
+    pub follow_ups: bool,
 }
 
 fn has_crlf(b: &[u8]) -> bool {
@@ -51,9 +54,11 @@ pub fn check_stream<C: Codec>(
     buf: &[u8],
     rules: Rules,
 ) -> Vec<(usize, usize, Reply)> {
-    let decode = |b: &[u8], kind| {
+    let decode = |b: &[u8], kind, i: usize| {
         if rules.batches {
             codec.decode_batch(b)
+        } else if rules.follow_ups && i % 3 == 2 {
+            codec.decode_follow_up(b, kind)
         } else {
             codec.decode(b, kind)
         }
@@ -65,7 +70,7 @@ pub fn check_stream<C: Codec>(
     while at < buf.len() {
         let kind = kind_of(seed, i);
         let rest = &buf[at..];
-        let got = decode(rest, kind);
+        let got = decode(rest, kind, i);
         match got {
             Decoded::Complete { len, reply } => {
                 assert!(len > 0, "a whole reply of 0 bytes: the loop would spin");
@@ -82,14 +87,14 @@ pub fn check_stream<C: Codec>(
                             r.end
                         )
                     }
-                    Reply::Ok | Reply::Miss | Reply::ServerError => {}
+                    Reply::Ok | Reply::Miss | Reply::ServerError | Reply::FollowUp => {}
                 }
                 // The reply is read the same with nothing after it…
-                assert_eq!(decode(&rest[..len], kind), got, "alone");
+                assert_eq!(decode(&rest[..len], kind, i), got, "alone");
                 // …and is only waited for while it arrives.
                 for cut in cuts(len) {
                     let part = &rest[..cut];
-                    let d = decode(part, kind);
+                    let d = decode(part, kind, i);
                     let long_line = rules
                         .line_limit
                         .is_some_and(|l| part.len() > l && !has_crlf(part));
@@ -113,7 +118,7 @@ pub fn check_stream<C: Codec>(
                 // Waiting for the rest: no shorter part of it is invalid.
                 for cut in cuts(rest.len()) {
                     let part = &rest[..cut];
-                    let d = decode(part, kind);
+                    let d = decode(part, kind, i);
                     let long_line = rules
                         .line_limit
                         .is_some_and(|l| part.len() > l && !has_crlf(part));
