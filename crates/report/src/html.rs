@@ -214,10 +214,10 @@ impl<'a> Page<'a> {
             .filter(|r| r.run.client.client_bound)
             .map(|r| {
                 format!(
-                    "run {} ({}, {}): client thread {:.0} % busy",
+                    "run {} ({}{}): client thread {:.0} % busy",
                     r.run.index,
                     self.view.series[r.series],
-                    point_label(&r.run.point),
+                    at_point(&r.run.point),
                     client_busy(r.run)
                 )
             })
@@ -627,8 +627,13 @@ impl<'a> Page<'a> {
         );
         self.bars(BarChart {
             title: "Throughput (higher is better)".into(),
+            // Without a sweep, one category with no name: no axis title.
+            x_title: if cats.iter().all(String::is_empty) {
+                String::new()
+            } else {
+                "point".into()
+            },
             categories: cats.clone(),
-            x_title: "point".into(),
             y: Axis::linear("throughput (ops/s)", fmt_ops).with_scale(scale),
             groups: tp,
         });
