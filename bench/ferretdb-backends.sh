@@ -8,6 +8,13 @@
 # --min-ops operations (a point where each operation scans the collection
 # takes longer than --seconds).
 #
+# A third "backend", postgresql+id-index, is PostgreSQL as bakeoff sets it
+# up: FerretDB 1.24 pushes {_id: k} down as `_jsonb->$1 @> $2`, which its own
+# btree index on (_jsonb->'_id') cannot serve, so bakeoff adds a GIN index
+# on that expression when it makes the collection and plans each statement
+# with its parameters (plan_cache_mode = force_custom_plan), its database
+# being ferretdb_idx here.
+#
 # Per backend and size: load rate, find and upsert ops/s, and the backend's
 # plan for the find (FerretDB's explain: PostgreSQL "Seq Scan"/"Index Scan",
 # SQLite "SCAN"/"SEARCH ... USING INDEX"). For PostgreSQL also what each
@@ -16,7 +23,8 @@
 # touches the whole table).
 #
 #   bench/ferretdb-backends.sh [--seconds 5] [--min-ops 10]
-#                              [--backends sqlite,postgresql] [SIZE...]
+#                              [--backends sqlite,postgresql,postgresql+id-index]
+#                              [SIZE...]
 #
 #   SIZE  documents per collection (default: 10000 100000 1000000)
 #
@@ -30,7 +38,7 @@
 # per scanning operation).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-seconds=5 min_ops=10 backends=sqlite,postgresql sizes=()
+seconds=5 min_ops=10 backends=sqlite,postgresql,postgresql+id-index sizes=()
 while [ $# -gt 0 ]; do
   case $1 in
     --seconds) [ $# -ge 2 ] || { echo "--seconds needs a number" >&2; exit 2; }; seconds=$2; shift 2 ;;
@@ -47,12 +55,12 @@ done
 [ ${#sizes[@]} -gt 0 ] || sizes=(10000 100000 1000000)
 IFS=, read -r -a backends <<<"$backends"
 for b in "${backends[@]}"; do
-  case $b in sqlite|postgresql) ;; *) echo "unknown backend $b (sqlite, postgresql)" >&2; exit 2 ;; esac
+  case $b in sqlite|postgresql|postgresql+id-index) ;; *) echo "unknown backend $b (sqlite, postgresql, postgresql+id-index)" >&2; exit 2 ;; esac
 done
 
 command -v ferretdb >/dev/null 2>&1 || { echo "install ferretdb (scripts/install-ferretdb.sh)" >&2; exit 2; }
 want_pg=0
-for b in "${backends[@]}"; do [ "$b" = postgresql ] && want_pg=1; done
+for b in "${backends[@]}"; do [ "$b" != sqlite ] && want_pg=1; done
 if [ $want_pg = 1 ]; then
   pg_bin=${PG_BIN:-$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)}
   [ -x "$pg_bin/postgres" ] || { echo "install postgresql (or set PG_BIN to its bin directory)" >&2; exit 2; }
@@ -99,6 +107,14 @@ db = pymongo.MongoClient(f"mongodb://127.0.0.1:{port}/", serverSelectionTimeoutM
 name = f"kv_{n}"
 kv = db[name]
 kv.drop()
+if backend.endswith("+id-index"):
+    # As bakeoff does: the collection's table made, then the GIN index.
+    db.create_collection(name)
+    subprocess.run(psql + ["-Atc", r"""DO $$ DECLARE t record; BEGIN
+  FOR t IN SELECT tablename FROM pg_tables WHERE schemaname = 'bench' AND tablename NOT LIKE '\_ferretdb\_%' LOOP
+    EXECUTE format('CREATE INDEX IF NOT EXISTS %I ON bench.%I USING gin ((_jsonb->''_id'') jsonb_path_ops) WITH (fastupdate = off)',
+                   left(t.tablename, 50) || '_bakeoff_id', t.tablename);
+  END LOOP; END $$"""], check=True, capture_output=True)
 key = lambda i: "bk:%012d" % i
 say = lambda *a: print(f"  {backend} {n}:", *a, file=sys.stderr, flush=True)
 
@@ -191,6 +207,9 @@ if [ $want_pg = 1 ]; then
   "$pg_bin/pg_isready" -q -h 127.0.0.1 -p "$pg_port" || { cat "$work/pg/log" >&2; exit 1; }
   "${psql[@]}" -d postgres -c 'CREATE DATABASE ferretdb'
   "${psql[@]}" -d ferretdb -c 'CREATE EXTENSION pg_stat_statements'
+  "${psql[@]}" -d postgres -c 'CREATE DATABASE ferretdb_idx'
+  "${psql[@]}" -d ferretdb_idx -c 'CREATE EXTENSION pg_stat_statements'
+  "${psql[@]}" -d postgres -c 'ALTER DATABASE ferretdb_idx SET plan_cache_mode = force_custom_plan'
   printf 'postgresql %s ready in %.1f s\n' "$("$pg_bin/postgres" --version | awk '{print $3}')" "$(echo "$(now) - $t0" | bc)" >&2
 fi
 
@@ -204,8 +223,10 @@ for backend in "${backends[@]}"; do
     args+=(--handler=sqlite --sqlite-url="file:$dir/data/")
     stats=()
   else
-    args+=(--handler=postgresql --postgresql-url="postgres://postgres@127.0.0.1:$pg_port/ferretdb?sslmode=disable")
-    stats=("${psql[@]}" -d ferretdb)
+    database=ferretdb
+    [ "$backend" = postgresql+id-index ] && database=ferretdb_idx
+    args+=(--handler=postgresql --postgresql-url="postgres://postgres@127.0.0.1:$pg_port/$database?sslmode=disable")
+    stats=("${psql[@]}" -d "$database")
   fi
   t0=$(now)
   ferretdb "${args[@]}" >"$dir/log" 2>&1 &
@@ -230,14 +251,14 @@ done
 printf '%s\n' "${results[@]}" | python3 -c "$(cat <<'PY'
 import json, sys
 rows = [json.loads(line) for line in sys.stdin]
-print(f"{'backend':<11} {'documents':>9} {'load docs/s':>11} {'find ops/s':>10} {'upsert ops/s':>12}  find plan")
+print(f"{'backend':<19} {'documents':>9} {'load docs/s':>11} {'find ops/s':>10} {'upsert ops/s':>12}  find plan")
 for r in rows:
-    print(f"{r['backend']:<11} {r['n']:>9} {r['load']:>11.0f} {r['find']:>10.1f} {r['upsert']:>12.1f}  {r['find_plan']}")
+    print(f"{r['backend']:<19} {r['n']:>9} {r['load']:>11.0f} {r['find']:>10.1f} {r['upsert']:>12.1f}  {r['find_plan']}")
 pg = [r for r in rows if "find_pg" in r]
 if pg:
     print("\npostgresql per operation (pg_stat_statements: statements per op; shared blocks, rows per statement):")
     for r in pg:
-        print(f"  {r['n']:>9}  find:   {r['find_pg']}")
-        print(f"  {'':>9}  upsert: {r['upsert_pg']}")
+        print(f"  {r['backend']:<19} {r['n']:>9}  find:   {r['find_pg']}")
+        print(f"  {'':<19} {'':>9}  upsert: {r['upsert_pg']}")
 PY
 )"

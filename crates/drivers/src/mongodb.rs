@@ -315,6 +315,92 @@ fn kv_doc(key: &[u8], value: &[u8]) -> Document {
     doc! {"_id": String::from_utf8_lossy(key).as_ref(), "v": binary(value)}
 }
 
+/// Makes FerretDB's finds by `_id` on PostgreSQL index lookups. FerretDB
+/// 1.24 pushes `{_id: v}` down as `_jsonb->$1 @> $2`, which the btree
+/// index it keeps on `(_jsonb->'_id')` cannot serve, so every find and
+/// every upsert scanned the whole collection (44 finds/s at 100,000
+/// documents, 5 at 1,000,000: bench/ferretdb-backends.sh). A GIN index on
+/// the same expression serves `@>`, once each statement is planned with
+/// its parameters (`plan_cache_mode`, set for the database in
+/// [`start_on`]): 2,200 finds/s at any size. Run after each collection is
+/// made, on every collection table of the database.
+async fn index_ids(pg_port: u16) -> Result<(), TargetError> {
+    crate::postgres::execute(
+        pg_port,
+        FERRETDB_DATABASE,
+        &format!(
+            r#"DO $$ DECLARE t record; BEGIN
+  FOR t IN SELECT tablename FROM pg_tables
+      WHERE schemaname = '{DB}' AND tablename NOT LIKE '\_ferretdb\_%' LOOP
+    EXECUTE format('CREATE INDEX IF NOT EXISTS %I ON {DB}.%I USING gin ((_jsonb->''_id'') jsonb_path_ops) WITH (fastupdate = off)',
+                   left(t.tablename, 50) || '_bakeoff_id', t.tablename);
+  END LOOP;
+END $$"#
+        ),
+    )
+    .await
+}
+
+/// Makes the collection if it is not there (FerretDB makes its table on
+/// the first insert; the `_id` index needs the table before the load).
+async fn create_collection(db: &mongodb::Database, name: &str) -> Result<(), TargetError> {
+    match db.create_collection(name).await {
+        Ok(()) => Ok(()),
+        // NamespaceExists.
+        Err(e) if matches!(*e.kind, mongodb::error::ErrorKind::Command(ref c) if c.code == 48) => {
+            Ok(())
+        }
+        Err(e) => Err(TargetError::Server(e.to_string())),
+    }
+}
+
+/// What the server does for a find by `_id`, from its explain: the scans
+/// of PostgreSQL's plan (FerretDB on PostgreSQL), SQLite's query plan
+/// rows (FerretDB on SQLite), or mongod's winning plan's stages.
+async fn find_by_id_plan(db: &mongodb::Database, coll: &str) -> Option<String> {
+    let explained = db
+        .run_command(doc! {"explain": {"find": coll, "filter": {"_id": "bk:plan"}, "limit": 1}})
+        .await
+        .ok()?;
+    let planner = explained.get_document("queryPlanner").ok()?;
+    let mut out = Vec::new();
+    if let Some(Bson::Array(rows)) = planner.get("Plan") {
+        // SQLite's EXPLAIN QUERY PLAN, one row per step.
+        for row in rows {
+            if let Bson::String(r) = row {
+                out.push(r.rsplit("detail=").next().unwrap_or(r.as_str()).to_string());
+            }
+        }
+    }
+    let mut todo: Vec<&Document> = planner
+        .get_document("Plan")
+        .into_iter()
+        .chain(planner.get_document("winningPlan"))
+        .collect();
+    while let Some(node) = todo.pop() {
+        if let Ok(kind) = node.get_str("Node Type") {
+            if kind.contains("Scan") {
+                out.push(match node.get_str("Index Name") {
+                    Ok(index) => format!("{kind} ({index})"),
+                    Err(_) => kind.to_string(),
+                });
+            }
+        }
+        if let Ok(stage) = node.get_str("stage") {
+            out.push(stage.to_string());
+        }
+        for key in ["Plans", "inputStages"] {
+            if let Ok(children) = node.get_array(key) {
+                todo.extend(children.iter().filter_map(Bson::as_document));
+            }
+        }
+        if let Ok(child) = node.get_document("inputStage") {
+            todo.push(child);
+        }
+    }
+    (!out.is_empty()).then(|| out.join("; "))
+}
+
 /// One client's connection and collections.
 pub struct MongoSession {
     // Kept so the pool lives as long as the session.
@@ -518,6 +604,9 @@ pub struct MongoDriver {
     indexes: bool,
     /// A managed FerretDB's metrics listener (it keeps no opcounters).
     metrics: Option<std::net::SocketAddr>,
+    /// The port of the PostgreSQL a managed FerretDB keeps its documents
+    /// in, for the `_id` index of a collection made again.
+    pg_port: Option<u16>,
 }
 
 /// FerretDB's requests per command from its Prometheus metrics, under the
@@ -624,19 +713,15 @@ impl AsyncDriver for MongoDriver {
     /// refuses past 65,535 of them), its indexes made again.
     fn empty(&self) -> Result<(), TargetError> {
         let dsn = self.dsn.clone();
-        let (profile, indexes) = (self.profile, self.indexes);
+        let (profile, indexes, pg_port) = (self.profile, self.indexes, self.pg_port);
         block(async move {
             let c = dsn.connect(1).await?;
-            let coll: Collection<Document> =
-                c.database(DB)
-                    .collection(if profile { "profile" } else { "kv" });
-            coll.drop()
+            let db = c.database(DB);
+            db.collection::<Document>(if profile { "profile" } else { "kv" })
+                .drop()
                 .await
                 .map_err(|e| TargetError::Server(e.to_string()))?;
-            if profile {
-                profile_indexes(&coll, indexes).await?;
-            }
-            Ok(())
+            make_collection(&db, profile, indexes, pg_port).await
         })
     }
 
@@ -800,23 +885,43 @@ async fn profile_indexes(coll: &Collection<Document>, indexes: bool) -> Result<(
     Ok(())
 }
 
+/// Makes the workload's collection (`profile` or `kv`) with its indexes:
+/// the profile's search indexes when `indexes`, and on FerretDB's
+/// PostgreSQL (`pg_port`) the `_id` index its finds use.
+async fn make_collection(
+    db: &mongodb::Database,
+    profile: bool,
+    indexes: bool,
+    pg_port: Option<u16>,
+) -> Result<(), TargetError> {
+    let name = if profile { "profile" } else { "kv" };
+    create_collection(db, name).await?;
+    if profile {
+        profile_indexes(&db.collection(name), indexes).await?;
+    }
+    if let Some(port) = pg_port {
+        index_ids(port).await?;
+    }
+    Ok(())
+}
+
 async fn prepare(
     dsn: &Dsn,
     workload: &Workload,
+    pg_port: Option<u16>,
 ) -> Result<(String, BTreeMap<String, String>), TargetError> {
     let c = dsn.connect(1).await?;
     let db = c.database(DB);
     let e = |r: mongodb::error::Error| TargetError::Server(r.to_string());
     let profile = workload.record == RecordKind::Profile;
-    let coll: Collection<Document> = db.collection(if profile { "profile" } else { "kv" });
+    let name = if profile { "profile" } else { "kv" };
+    let coll: Collection<Document> = db.collection(name);
     if workload.empties_before_load() {
         // Dropped rather than emptied document by document (see
-        // `MongoDriver::empty`); the insert that follows makes it again.
+        // `MongoDriver::empty`); made again below.
         coll.drop().await.map_err(e)?;
     }
-    if profile {
-        profile_indexes(&coll, workload.indexes).await?;
-    }
+    make_collection(&db, profile, workload.indexes, pg_port).await?;
     let info = db.run_command(doc! {"buildInfo": 1}).await.map_err(e)?;
     let wire = info.get_str("version").unwrap_or("?").to_string();
     let mut settings = BTreeMap::new();
@@ -825,6 +930,9 @@ async fn prepare(
         Ok(f) => format!("FerretDB {f} (MongoDB {wire} wire protocol)"),
         Err(_) => format!("MongoDB {wire}"),
     };
+    if let Some(plan) = find_by_id_plan(&db, name).await {
+        settings.insert("find_by_id_plan".into(), plan);
+    }
     if let Ok(status) = db.run_command(doc! {"serverStatus": 1}).await {
         if let Ok(engine) = status.get_document("storageEngine") {
             if let Ok(name) = engine.get_str("name") {
@@ -871,10 +979,19 @@ pub fn start_on(table: Option<&toml::Table>, lazy_disk: bool) -> Result<Started,
     // FerretDB on PostgreSQL: the database first, on the power-cut layer
     // if the run cuts the power (FerretDB itself keeps nothing).
     let backend = match (which, settings.on_postgres) {
-        (Server::FerretDb, true) => Some(crate::postgres::start_database(
-            FERRETDB_DATABASE,
-            lazy_disk,
-        )?),
+        (Server::FerretDb, true) => {
+            let pg = crate::postgres::start_database(FERRETDB_DATABASE, lazy_disk)?;
+            // Each statement planned with its parameters, so that
+            // `_jsonb->$1 @> $2` meets the `_id` index (see `index_ids`).
+            crate::postgres::execute_in(
+                pg.addr.port(),
+                FERRETDB_DATABASE,
+                &format!(
+                    "ALTER DATABASE {FERRETDB_DATABASE} SET plan_cache_mode = force_custom_plan"
+                ),
+            )?;
+            Some(pg)
+        }
         _ => None,
     };
     let backend_url = backend.as_ref().map(|pg| {
@@ -949,7 +1066,8 @@ pub fn open(
             )
         }
     };
-    let (mut version, mut recorded) = block(prepare(&dsn, workload))?;
+    let pg_port = backend.as_ref().map(|pg| pg.addr.port());
+    let (mut version, mut recorded) = block(prepare(&dsn, workload, pg_port))?;
     if let Some(pg) = &backend {
         version.push_str(", documents in PostgreSQL");
         recorded.insert(
@@ -973,6 +1091,7 @@ pub fn open(
                 profile: workload.record == RecordKind::Profile,
                 indexes: workload.indexes,
                 metrics,
+                pg_port,
             },
         )
         .linked(relay)

@@ -712,16 +712,31 @@ pub fn start_on(
 /// layer when `lazy_disk`.
 pub fn start_database(name: &str, lazy_disk: bool) -> Result<ManagedServer, TargetError> {
     let server = start_on(None, None, lazy_disk)?;
-    let dsn = Dsn::managed(server.addr.port());
-    let create = format!("CREATE DATABASE {name}");
-    block(async move {
-        connect(&dsn)
-            .await?
-            .simple_query(&create)
-            .await
-            .map_err(|e| TargetError::Server(format!("PostgreSQL for FerretDB: {e}")))
-    })?;
+    execute_in(
+        server.addr.port(),
+        "postgres",
+        &format!("CREATE DATABASE {name}"),
+    )?;
     Ok(server)
+}
+
+/// Runs `sql` (one or more statements) in `database` of the server bakeoff
+/// started on `port` of 127.0.0.1, as its superuser.
+pub fn execute_in(port: u16, database: &str, sql: &str) -> Result<(), TargetError> {
+    block(execute(port, database, sql))
+}
+
+/// [`execute_in`], for callers already in an async context.
+pub async fn execute(port: u16, database: &str, sql: &str) -> Result<(), TargetError> {
+    let dsn = Dsn {
+        dbname: database.into(),
+        ..Dsn::managed(port)
+    };
+    connect(&dsn)
+        .await?
+        .batch_execute(sql)
+        .await
+        .map_err(|e| TargetError::Server(format!("PostgreSQL, database {database}: {e}")))
 }
 
 /// Runs a program of PostgreSQL's as the `postgres` user in `dir`; `what`
