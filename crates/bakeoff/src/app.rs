@@ -229,8 +229,9 @@ pub fn run_command(
         emit(&dry_run_text(&plan))?;
         return Ok(EXIT_OK);
     }
+    let plan = plan(args)?;
     let limit = bakeoff_servers::raise_open_file_limit();
-    check_open_files(&plan(args)?, limit)?;
+    check_open_files(&plan, limit)?;
     bakeoff_servers::scratch::check_temp_dir().map_err(AppError::Usage)?;
     for dir in bakeoff_servers::scratch::remove_stale() {
         say!(
@@ -238,7 +239,7 @@ pub fn run_command(
             dir.display()
         );
     }
-    let (result, out) = run_experiment_from_args(args, stop, observer)?;
+    let (result, out) = run_experiment_from_args(args, plan, stop, observer)?;
     // The result is on disk already: a closed standard output loses
     // nothing of it.
     to_stdout(|o| TextExporter.export(std::slice::from_ref(&result), o))?;
@@ -471,13 +472,14 @@ pub fn exit_code_of(result: &ExperimentResult) -> i32 {
     }
 }
 
-/// Plans and runs an experiment; returns the result and where it was written.
+/// Runs the experiment `plan` (built from `args` by [`plan`]); returns the
+/// result and where it was written.
 pub fn run_experiment_from_args(
     args: &RunArgs,
+    plan: Plan,
     stop: Arc<AtomicBool>,
     observer: &mut dyn Observer,
 ) -> Result<(ExperimentResult, PathBuf), AppError> {
-    let plan = plan(args)?;
     let out = args
         .out
         .as_ref()

@@ -573,3 +573,6 @@ mod request_size {
         assert_eq!(std::mem::size_of::<super::Request>(), 40);
     }
 }
+
+#[cfg(test)]
+mod timing_tests;
