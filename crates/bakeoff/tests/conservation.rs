@@ -65,6 +65,24 @@ fn redis_counts_equal_commandstats_and_dbsize() {
     assert_eq!(redis_calls(server.addr, "set"), sets);
     assert_eq!(redis_calls(server.addr, "del"), dels);
     assert_eq!(run["checks"]["records_after_load"], 2000);
+    // The server's own time per command over the measure job: its calls
+    // are the job's requests exactly (the load's sets are not in it), and
+    // a Redis GET takes the server a small part of the client's round
+    // trip.
+    let times = run["server_time"]["commands"].as_array().unwrap();
+    let time = |c: &str| times.iter().find(|t| t["command"] == c).unwrap();
+    assert_eq!(time("get")["calls"], gets);
+    assert_eq!(
+        time("set")["calls"],
+        sets - sent(run, "load", "set"),
+        "{times:?}"
+    );
+    let (server, client) = (
+        time("get")["server_mean_us"].as_f64().unwrap(),
+        time("get")["client_mean_us"].as_f64().unwrap(),
+    );
+    assert!(server > 0.0 && server < client, "{times:?}");
+    assert!(times.iter().all(|t| t["command"] != "info"), "{times:?}");
     // Every completed or failed op was sent, and nothing failed.
     assert_eq!(run["measure"]["errors"].as_object().unwrap().len(), 0);
     // Little's law holds for a closed loop: mean latency × throughput = in flight.

@@ -644,6 +644,31 @@ pub struct Checks {
     pub replica: Option<ReplicaCheck>,
 }
 
+/// The server's own time per command over a run's measure job (warm-up
+/// and measured phase), as the server counts it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ServerTime {
+    /// Where the figures come from (`INFO commandstats`).
+    pub source: String,
+    /// Each command the server ran during the job.
+    pub commands: Vec<CommandTime>,
+}
+
+/// One command's time inside the server, beside the client's.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct CommandTime {
+    /// The server's name of the command (`get`, `set`).
+    pub command: String,
+    /// Calls during the job.
+    pub calls: u64,
+    /// Mean time the server spent per call, µs.
+    pub server_mean_us: f64,
+    /// The client's mean service time (send to reply) of the operations
+    /// the command serves, over the measured phase, µs; `None` when the
+    /// command serves none of them.
+    pub client_mean_us: Option<f64>,
+}
+
 /// The replica after a replication run, once its lag was 0 (or bakeoff
 /// gave up waiting, after 10 s).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -728,6 +753,10 @@ pub struct RunResult {
     /// once more were measured), when the workload asked for a trace.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace: Option<crate::trace::LatencyTrace>,
+    /// The server's own time per command over the measure job, beside
+    /// the client's, when the server times its commands (Redis).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_time: Option<ServerTime>,
 }
 
 /// Redirections a Redis Cluster answered requests with: each is a request

@@ -15,7 +15,8 @@ use bakeoff_core::plan::FaultKind;
 use bakeoff_core::plan::{Endpoint, Plan, ReadFrom, TargetSpec, Topology, Workload};
 use bakeoff_core::result::{CounterCheck, TargetRecord};
 use bakeoff_core::runner::{
-    compare_counters, CounterRule, Counters, FaultStruck, LinkSample, ProcSnapshot, Sent, Target,
+    compare_counters, CommandTime, CounterRule, Counters, FaultStruck, LinkSample, ProcSnapshot,
+    Sent, Target,
 };
 use bakeoff_core::workload::OpKind;
 use bakeoff_servers::{ManagedServer, ServerCommand};
@@ -630,6 +631,34 @@ impl Target for RedisTarget {
             }
         }
         Some(out)
+    }
+
+    fn command_times(&self) -> Option<(&'static str, Vec<CommandTime>)> {
+        let info = self.info("commandstats").ok()?;
+        let field = |v: &str, name: &str| -> u64 {
+            v.split(',')
+                .find_map(|f| f.strip_prefix(name)?.strip_prefix('='))
+                .and_then(|c| c.parse().ok())
+                .unwrap_or(0)
+        };
+        let times = info
+            .iter()
+            .filter_map(|(k, v)| {
+                let command = k.strip_prefix("cmdstat_")?;
+                Some(CommandTime {
+                    command: command.to_string(),
+                    kinds: match command {
+                        "get" => &[OpKind::Get],
+                        "set" => &[OpKind::Set, OpKind::Update],
+                        "del" => &[OpKind::Delete],
+                        _ => &[],
+                    },
+                    calls: field(v, "calls"),
+                    usec: field(v, "usec"),
+                })
+            })
+            .collect();
+        Some(("INFO commandstats (calls, usec)", times))
     }
 
     fn counter_checks(

@@ -17,16 +17,17 @@ use crate::driver::{Driver, Job, JobKind};
 use crate::durability::WorkerDurability;
 use crate::error::{RunError, TargetError};
 use crate::plan::{FaultKind, Plan, RequestMode, TargetSpec, Workload};
-use crate::recorder::{Interval, PhaseStats};
+use crate::recorder::{Interval, PhaseStats, WorkerOutput};
 use crate::result::{
-    Checks, ClientUsage, CounterCheck, DiskPerWrite, Environment, ExperimentResult, FaultRecord,
-    LinkUsage, NodeOps, NodeResourceSample, PhaseResult, Redirections, ReplicaCheck,
-    ResourceSample, RunResult, TargetRecord, TimelinePoint, SCHEMA_VERSION,
+    CounterCheck, Environment, ExperimentResult, NodeResourceSample, PhaseResult, ResourceSample,
+    RunResult, TargetRecord, TimelinePoint, SCHEMA_VERSION,
 };
 use crate::value::ValuePool;
-use crate::workload::{KeyDistribution, OpKind, ZipfianConstants, OP_KINDS};
+use crate::workload::{OpKind, ZipfianConstants, OP_KINDS};
 
 mod check;
+mod extras;
+mod one;
 mod search;
 pub mod start;
 
@@ -278,6 +279,12 @@ pub trait Target {
     fn nodes(&self) -> Vec<String> {
         Vec::new()
     }
+    /// The server's own time per command so far, cumulative (Redis:
+    /// `INFO commandstats`), and where it comes from; `None` where the
+    /// server does not time its commands.
+    fn command_times(&self) -> Option<(&'static str, Vec<CommandTime>)> {
+        None
+    }
     /// Each node's counters compared with the requests sent to it
     /// (`sent[i]` for node `i`, all phases); empty for one server.
     fn node_checks(
@@ -288,6 +295,20 @@ pub trait Target {
     ) -> Vec<CounterCheck> {
         Vec::new()
     }
+}
+
+/// One command's calls and time inside the server, cumulative since it
+/// started (see [`Target::command_times`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CommandTime {
+    /// The server's name of the command.
+    pub command: String,
+    /// The operations of bakeoff's the command serves.
+    pub kinds: &'static [OpKind],
+    /// Calls so far.
+    pub calls: u64,
+    /// Time spent in them so far, µs.
+    pub usec: u64,
 }
 
 /// Opens targets; implemented by the driver registry.
@@ -423,10 +444,6 @@ pub struct ScheduledFault<'a> {
     pub inject: &'a dyn Fn() -> Result<FaultStruck, TargetError>,
 }
 
-/// CPU time spent timing the client's encoding, and again its decoding,
-/// after a run whose values are client-encoded.
-const ENCODING_TIMED_FOR: std::time::Duration = std::time::Duration::from_millis(100);
-
 /// Most clients a connection-per-request experiment loads with: fewer
 /// than the fewest connections a server can be set to take (MariaDB: 10).
 pub const LOAD_CLIENTS_MAX: u32 = 8;
@@ -469,77 +486,21 @@ pub fn run_job(
         acked: ctx.acked,
     };
     let threads = ctx.workload.threads.max(1) as usize;
-    let warmup_end_s = job.warmup_end_ns() as f64 / 1e9;
-    let phase_name = |t: u32| -> &'static str {
-        match kind {
-            JobKind::Load => "load",
-            JobKind::Measure if (t as f64) < warmup_end_s => "warmup",
-            JobKind::Measure => "measure",
-            JobKind::ReadBack => "read-back",
-        }
-    };
-    let mut timeline = Vec::new();
-    let mut samples = Vec::new();
-    let mut pending: BTreeMap<u32, (Interval, usize)> = BTreeMap::new();
-    let mut last_snap = resources();
-    let mut last_snap_t = 0.0f64;
-    let mut fault = None;
-    let mut outputs = std::thread::scope(|s| {
+    let mut collector = Collector::new(&job, threads, resources());
+    let outputs = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
             .map(|w| {
                 let job = &job;
                 s.spawn(move || driver.run_worker(job, w))
             })
             .collect();
-        let mut next_sample = Duration::from_secs(1);
         let mut due_fault = ctx.fault;
         loop {
             let all_done = handles.iter().all(|h| h.is_finished());
-            let wait = next_sample
-                .saturating_sub(job.t0.elapsed())
-                .min(Duration::from_millis(if due_fault.is_some() {
-                    5
-                } else {
-                    50
-                }));
-            match rx.recv_timeout(wait) {
-                Ok(iv) => {
-                    let entry = pending
-                        .entry(iv.second)
-                        .or_insert_with(|| (Interval::new(iv.second), 0));
-                    entry.0.merge(&iv);
-                    entry.1 += 1;
-                    if entry.1 == threads {
-                        let (iv, _) = pending.remove(&iv.second).expect("just inserted");
-                        let p = timeline_point(&iv, phase_name(iv.second));
-                        observer.second(kind, &p);
-                        timeline.push(p);
-                    }
-                    continue;
-                }
-                Err(mpsc::RecvTimeoutError::Timeout) => {}
-                Err(mpsc::RecvTimeoutError::Disconnected) => {}
-            }
-            let elapsed = job.t0.elapsed();
-            if elapsed >= next_sample {
-                let t = elapsed.as_secs_f64();
-                if let (Some(now), Some(prev)) = (resources(), last_snap.as_ref()) {
-                    samples.push(resource_sample(prev, &now, t - last_snap_t, t));
-                    last_snap = Some(now);
-                    last_snap_t = t;
-                }
-                next_sample += Duration::from_secs(1);
-            }
-            if let Some(f) = due_fault.take_if(|f| elapsed.as_secs_f64() >= f.at_s && !all_done) {
-                // The moment is when it struck (finding a process tree to
-                // kill takes a while), else when it was called.
-                fault = Some(match (f.inject)() {
-                    Ok(s) => (
-                        s.at.saturating_duration_since(job.t0).as_secs_f64(),
-                        Ok(s.back_after),
-                    ),
-                    Err(e) => (elapsed.as_secs_f64(), Err(e)),
-                });
+            collector.wait(&rx, due_fault.is_some(), resources, observer);
+            let elapsed = job.t0.elapsed().as_secs_f64();
+            if let Some(f) = due_fault.take_if(|f| elapsed >= f.at_s && !all_done) {
+                collector.strike(&f, elapsed);
             }
             if all_done {
                 break;
@@ -553,26 +514,146 @@ pub fn run_job(
             })
             .collect::<Result<Vec<_>, TargetError>>()
     })?;
-    // Intervals sent after the last check, and partial seconds.
-    while let Ok(iv) = rx.try_recv() {
-        let entry = pending
+    collector.drain(&rx, resources, observer);
+    Ok(merge_outputs(&job, outputs, collector))
+}
+
+/// The calling thread's part of a job: the per-second timeline merged
+/// over workers, resource samples, and the fault it injected.
+struct Collector<'j> {
+    job: &'j Job<'j>,
+    threads: usize,
+    warmup_end_s: f64,
+    timeline: Vec<TimelinePoint>,
+    samples: Vec<ResourceSample>,
+    /// Seconds some workers have handed over, and how many have.
+    pending: BTreeMap<u32, (Interval, usize)>,
+    last_snap: Option<ProcSnapshot>,
+    last_snap_t: f64,
+    next_sample: Duration,
+    fault: Option<(f64, Result<Duration, TargetError>)>,
+}
+
+impl<'j> Collector<'j> {
+    fn new(job: &'j Job<'j>, threads: usize, first: Option<ProcSnapshot>) -> Self {
+        Collector {
+            job,
+            threads,
+            warmup_end_s: job.warmup_end_ns() as f64 / 1e9,
+            timeline: Vec::new(),
+            samples: Vec::new(),
+            pending: BTreeMap::new(),
+            last_snap: first,
+            last_snap_t: 0.0,
+            next_sample: Duration::from_secs(1),
+            fault: None,
+        }
+    }
+
+    fn phase_name(&self, t: u32) -> &'static str {
+        match self.job.kind {
+            JobKind::Load => "load",
+            JobKind::Measure if (t as f64) < self.warmup_end_s => "warmup",
+            JobKind::Measure => "measure",
+            JobKind::ReadBack => "read-back",
+        }
+    }
+
+    /// Waits for the next interval (a short while when a fault is due),
+    /// and samples the resources once a second.
+    fn wait(
+        &mut self,
+        rx: &mpsc::Receiver<Interval>,
+        fault_due: bool,
+        resources: &mut dyn FnMut() -> Option<ProcSnapshot>,
+        observer: &mut dyn Observer,
+    ) {
+        let wait = self
+            .next_sample
+            .saturating_sub(self.job.t0.elapsed())
+            .min(Duration::from_millis(if fault_due { 5 } else { 50 }));
+        if let Ok(iv) = rx.recv_timeout(wait) {
+            if let Some(iv) = self.add(iv) {
+                let p = timeline_point(&iv, self.phase_name(iv.second));
+                observer.second(self.job.kind, &p);
+                self.timeline.push(p);
+            }
+            return;
+        }
+        let elapsed = self.job.t0.elapsed();
+        if elapsed >= self.next_sample {
+            self.sample(elapsed.as_secs_f64(), resources);
+            self.next_sample += Duration::from_secs(1);
+        }
+    }
+
+    /// Adds one worker's second; the second merged over every worker once
+    /// all have handed it over.
+    fn add(&mut self, iv: Interval) -> Option<Interval> {
+        let second = iv.second;
+        (self.merge_in(iv) == self.threads)
+            .then(|| self.pending.remove(&second).expect("just added").0)
+    }
+
+    /// Merges one worker's second into the pending ones; returns how many
+    /// workers have handed that second over.
+    fn merge_in(&mut self, iv: Interval) -> usize {
+        let entry = self
+            .pending
             .entry(iv.second)
             .or_insert_with(|| (Interval::new(iv.second), 0));
         entry.0.merge(&iv);
         entry.1 += 1;
+        entry.1
     }
-    for (_, (iv, _)) in pending {
-        let p = timeline_point(&iv, phase_name(iv.second));
-        observer.second(kind, &p);
-        timeline.push(p);
-    }
-    timeline.sort_by_key(|p| p.t_s);
-    if let (Some(now), Some(prev)) = (resources(), last_snap.as_ref()) {
-        let t = job.t0.elapsed().as_secs_f64();
-        if t - last_snap_t > 0.2 {
-            samples.push(resource_sample(prev, &now, t - last_snap_t, t));
+
+    fn sample(&mut self, t: f64, resources: &mut dyn FnMut() -> Option<ProcSnapshot>) {
+        if let (Some(now), Some(prev)) = (resources(), self.last_snap.as_ref()) {
+            self.samples
+                .push(resource_sample(prev, &now, t - self.last_snap_t, t));
+            self.last_snap = Some(now);
+            self.last_snap_t = t;
         }
     }
+
+    /// Injects the due fault; the moment is when it struck (finding a
+    /// process tree to kill takes a while), else when it was called.
+    fn strike(&mut self, f: &ScheduledFault, elapsed: f64) {
+        self.fault = Some(match (f.inject)() {
+            Ok(s) => (
+                s.at.saturating_duration_since(self.job.t0).as_secs_f64(),
+                Ok(s.back_after),
+            ),
+            Err(e) => (elapsed, Err(e)),
+        });
+    }
+
+    /// After the workers: intervals sent after the last wait, partial
+    /// seconds, and a last resource sample.
+    fn drain(
+        &mut self,
+        rx: &mpsc::Receiver<Interval>,
+        resources: &mut dyn FnMut() -> Option<ProcSnapshot>,
+        observer: &mut dyn Observer,
+    ) {
+        while let Ok(iv) = rx.try_recv() {
+            self.merge_in(iv);
+        }
+        for (_, (iv, _)) in std::mem::take(&mut self.pending) {
+            let p = timeline_point(&iv, self.phase_name(iv.second));
+            observer.second(self.job.kind, &p);
+            self.timeline.push(p);
+        }
+        self.timeline.sort_by_key(|p| p.t_s);
+        let t = self.job.t0.elapsed().as_secs_f64();
+        if t - self.last_snap_t > 0.2 {
+            self.sample(t, resources);
+        }
+    }
+}
+
+/// The workers' outputs merged, with what the collector gathered.
+fn merge_outputs(job: &Job, mut outputs: Vec<WorkerOutput>, collected: Collector) -> JobOutcome {
     let mut durability: Option<WorkerDurability> = None;
     for out in &mut outputs {
         if let Some(d) = out.durability.take() {
@@ -605,22 +686,10 @@ pub fn run_job(
         .map(|o| o.last_completion_ns)
         .max()
         .unwrap_or(0);
-    let nominal = match (kind, ctx.workload.duration_s) {
-        (JobKind::Measure, Some(d)) => d,
-        _ => 0.0,
-    };
-    let mut last_phase_s = last.saturating_sub(warmup_end) as f64 / 1e9;
-    if ctx.stop.load(Ordering::Relaxed) || last_phase_s == 0.0 {
-        last_phase_s = last_phase_s.max(1e-9);
-    } else if nominal > 0.0 {
-        // A timed phase lasts its duration plus the drain of the last
-        // requests; never report less than the nominal length.
-        last_phase_s = last_phase_s.max(nominal);
-    }
-    Ok(JobOutcome {
+    JobOutcome {
         phases,
-        timeline,
-        resources: samples,
+        timeline: collected.timeline,
+        resources: collected.samples,
         busy_percent: outputs
             .iter()
             .map(|o| share_percent(o.busy_cpu_ns, o.busy_wall_ns))
@@ -633,15 +702,33 @@ pub fn run_job(
             .first()
             .map(|o| o.backend.to_string())
             .unwrap_or_default(),
-        last_phase_s,
+        last_phase_s: last_phase_s(job, last),
         busy_in_window_ns: outputs.iter().map(|o| o.busy_in_window_ns).sum(),
         window_ns: last.min(job.measure_end_ns()).saturating_sub(warmup_end),
-        fault,
+        fault: collected.fault,
         durability,
         node_sent,
         node_redirects,
         trace,
-    })
+    }
+}
+
+/// Length of the job's last phase, seconds, its last completion at `last`
+/// ns: a timed phase lasts its duration plus the drain of the last
+/// requests, never less than the nominal length.
+fn last_phase_s(job: &Job, last: u64) -> f64 {
+    let nominal = match (job.kind, job.workload.duration_s) {
+        (JobKind::Measure, Some(d)) => d,
+        _ => 0.0,
+    };
+    let s = last.saturating_sub(job.warmup_end_ns()) as f64 / 1e9;
+    if job.stop.load(Ordering::Relaxed) || s == 0.0 {
+        s.max(1e-9)
+    } else if nominal > 0.0 {
+        s.max(nominal)
+    } else {
+        s
+    }
 }
 
 fn timeline_point(iv: &Interval, phase: &str) -> TimelinePoint {
@@ -770,38 +857,6 @@ fn search_note(s: &crate::result::SearchResult) -> Option<String> {
     })
 }
 
-/// Longest wait for a replica to catch up after a run.
-const REPLICA_CATCH_UP: Duration = Duration::from_secs(10);
-
-/// Longest wait for a replica to catch up after the load: a replica
-/// applying on one thread (MariaDB's) trails a load of 100000 rows by
-/// tens of MiB here.
-const REPLICA_CATCH_UP_AFTER_LOAD: Duration = Duration::from_secs(60);
-
-/// Seconds until the replica's lag is 0, waiting at most `limit` (or
-/// until `stop`); `None` if it was not.
-fn replica_caught_up(target: &dyn Target, limit: Duration, stop: &AtomicBool) -> Option<f64> {
-    let start = Instant::now();
-    while start.elapsed() < limit && !stop.load(Ordering::Relaxed) {
-        if target.resources().and_then(|s| s.replication_lag_bytes) == Some(0) {
-            return Some(start.elapsed().as_secs_f64());
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    None
-}
-
-/// After a replication run: how long the replica took to catch up, and the
-/// records the primary and the replica then hold.
-fn replica_check(target: &dyn Target, after_load: Option<f64>, stop: &AtomicBool) -> ReplicaCheck {
-    ReplicaCheck {
-        caught_up_after_load_s: after_load,
-        caught_up_after_s: replica_caught_up(target, REPLICA_CATCH_UP, stop),
-        primary_records: target.record_count(),
-        replica_records: target.replica_records(),
-    }
-}
-
 fn resource_sample(prev: &ProcSnapshot, now: &ProcSnapshot, dt: f64, t: f64) -> ResourceSample {
     let dt = dt.max(1e-3);
     ResourceSample {
@@ -876,6 +931,85 @@ pub fn run_experiment(
         shard: None,
         shards: Vec::new(),
     };
+    let usable = probe_targets(plan, opener, opts, observer, &mut result)?;
+    one::write(&result, opts)?;
+
+    let points = plan.points();
+    // Each target's own points: the same labels, its own base workload
+    // where the preset gives it one.
+    let target_points: Vec<Vec<crate::plan::Point>> =
+        usable.iter().map(|spec| plan.points_for(spec)).collect();
+    let max_value = target_points
+        .iter()
+        .flatten()
+        .map(|p| p.workload.value_size.max())
+        .max()
+        .unwrap_or(100);
+    let pool = ValuePool::new(max_value);
+    let searching = plan.workload.find_peak || plan.workload.find_capacity.is_some();
+    let mut runs = one::Runs {
+        plan,
+        pool: &pool,
+        opener,
+        opts,
+        observer,
+        recorded: BTreeMap::new(),
+        result,
+        made: 0,
+        // A search's count is an estimate: it stops when it has found
+        // what it looks for.
+        total: usable.len()
+            * points.len()
+            * if searching {
+                search::MAX_STEPS
+            } else {
+                plan.repeats as usize
+            },
+        kept: None,
+    };
+    for (p, repeat, s) in run_order(plan, usable.len(), points.len()) {
+        let (point, spec) = (&target_points[s][p], &usable[s]);
+        if opts.stop.load(Ordering::Relaxed) {
+            break;
+        }
+        // A growth series keeps its target up between its checkpoints.
+        if !plan.workload.grow || p == 0 {
+            runs.kept = None;
+        }
+        if !searching {
+            runs.step(spec, point, Some(repeat), None)?;
+        } else if repeat == 0 {
+            // A search runs once per point and target: its steps stand for
+            // repeats.
+            let found = search::search(point, &spec.id(), &opts.stop, &mut |point, bound| {
+                runs.step(spec, point, None, bound)
+            })?;
+            if let Some(note) = search_note(&found) {
+                runs.observer.note(&note);
+            }
+            runs.result.searches.push(found);
+            runs.write()?;
+        }
+    }
+    runs.result.status = if opts.stop.load(Ordering::Relaxed) {
+        "interrupted".into()
+    } else {
+        "complete".into()
+    };
+    runs.write()?;
+    Ok(runs.result)
+}
+
+/// The targets of `plan` that can be used; the default comparison skips
+/// (and records) those this machine cannot start, any other run refuses
+/// to start.
+fn probe_targets(
+    plan: &Plan,
+    opener: &dyn TargetOpener,
+    opts: &ExperimentOptions,
+    observer: &mut dyn Observer,
+    result: &mut ExperimentResult,
+) -> Result<Vec<TargetSpec>, RunError> {
     let mut usable = Vec::new();
     for spec in &plan.targets {
         match opener.probe(spec, plan) {
@@ -900,166 +1034,56 @@ pub fn run_experiment(
             }
         }
     }
-    let write = |r: &ExperimentResult| {
-        r.write_atomic(&opts.out).map_err(|source| RunError::Write {
-            path: opts.out.display().to_string(),
-            source,
-        })
-    };
-    write(&result)?;
+    Ok(usable)
+}
 
-    let points = plan.points();
-    // Each target's own points: the same labels, its own base workload
-    // where the preset gives it one.
-    let target_points: Vec<Vec<crate::plan::Point>> =
-        usable.iter().map(|spec| plan.points_for(spec)).collect();
-    let max_value = target_points
-        .iter()
-        .flatten()
-        .map(|p| p.workload.value_size.max())
-        .max()
-        .unwrap_or(100);
-    let pool = ValuePool::new(max_value);
-    let total = usable.len() * points.len() * plan.repeats as usize;
-    let mut index = 0usize;
-    let mut recorded: BTreeMap<String, TargetRecord> = BTreeMap::new();
-    // The order of runs: targets interleave within a point so that drift of
-    // the machine hits every target alike; a growth experiment instead
-    // takes each target through all its checkpoints, staying up between.
-    let mut order = Vec::with_capacity(total);
+/// The order of runs, as (point, repeat, target) indices: targets
+/// interleave within a point so that drift of the machine hits every
+/// target alike; a growth experiment instead takes each target through
+/// all its checkpoints, staying up between.
+fn run_order(plan: &Plan, targets: usize, points: usize) -> Vec<(usize, u32, usize)> {
+    let mut order = Vec::with_capacity(targets * points * plan.repeats as usize);
     if plan.workload.grow {
-        for s in 0..usable.len() {
+        for s in 0..targets {
             for repeat in 0..plan.repeats {
-                for p in 0..points.len() {
+                for p in 0..points {
                     order.push((p, repeat, s));
                 }
             }
         }
     } else {
-        for p in 0..points.len() {
+        for p in 0..points {
             for repeat in 0..plan.repeats {
-                for s in 0..usable.len() {
+                for s in 0..targets {
                     order.push((p, repeat, s));
                 }
             }
         }
     }
-    // The target kept up between the checkpoints of a growth series.
-    let mut kept: Option<Box<dyn Target>> = None;
-    let searching = plan.workload.find_peak || plan.workload.find_capacity.is_some();
-    let total = if searching {
-        // An estimate: a search stops when it has found what it looks for.
-        usable.len() * points.len() * search::MAX_STEPS
-    } else {
-        total
-    };
-    for (p, repeat, s) in order {
-        let (point, spec) = (&target_points[s][p], &usable[s]);
-        if opts.stop.load(Ordering::Relaxed) {
-            break;
-        }
-        if !plan.workload.grow || p == 0 {
-            kept = None;
-        }
-        let zipf = (point.workload.key_distribution == KeyDistribution::Zipfian)
-            .then(ZipfianConstants::ycsb_scrambled);
-        let mut run_at = |point: &crate::plan::Point,
-                          bound: Option<&crate::find::LatencyBound>|
-         -> Result<search::StepOutcome, RunError> {
-            let label = format!(
-                "{}{}{}",
-                spec.label(),
-                point
-                    .labels
-                    .iter()
-                    .map(|(k, v)| format!(" {k}={v}"))
-                    .collect::<String>(),
-                if plan.repeats > 1 && !searching {
-                    format!(" repeat {}", repeat + 1)
-                } else {
-                    String::new()
-                }
-            );
-            let w = &point.workload;
-            observer.run_started(index, total, &label, w.duration_s.map(|d| d + w.warmup_s));
-            let run = run_one(
-                spec,
-                plan,
-                point,
-                repeat,
-                index as u32,
-                &pool,
-                zipf,
-                opener,
-                opts,
-                observer,
-                &mut recorded,
-                &mut kept,
-            );
-            // A run that refused to start (a synchronised start it could
-            // not keep) ends the experiment; the file says so and why.
-            let run = match run {
-                Ok(run) => run,
-                Err(e) => {
-                    result.status = "refused".into();
-                    result.warnings.push(e.to_string());
-                    write(&result)?;
-                    return Err(e);
-                }
-            };
-            if run.client.client_bound {
-                let note = format!(
-                    "run {} ({label}) was client-bound: a bakeoff thread was busy {:.0} % of the time; these numbers measure bakeoff, not the target. Add --threads or lower --clients.",
-                    run.index,
-                    run.client.thread_busy_percent.iter().cloned().fold(0.0, f64::max)
-                );
-                observer.note(&note);
-                result.warnings.push(note);
-            }
-            for note in open_loop_notes(&run, &label)
-                .into_iter()
-                .chain(unstored_write_notes(run.index, &run.measure, &label))
-            {
-                observer.note(&note);
-                result.warnings.push(note);
-            }
-            if let Some(l) = run.client.link.as_ref().filter(|l| l.relay_bound) {
-                let note = format!(
-                    "run {} ({label}): the link relay was busy {:.0} % of the time; the relay, not the link, may have set the pace. Lower --clients or --rate.",
-                    run.index, l.relay_busy_percent
-                );
-                observer.note(&note);
-                result.warnings.push(note);
-            }
-            observer.run_finished(&run);
-            let outcome = search::StepOutcome::of(&run, bound);
-            result.runs.push(run);
-            result.shard = shard_record(plan, &result.runs);
-            result.targets = merge_records(&result.targets, &recorded);
-            write(&result)?;
-            index += 1;
-            Ok(outcome)
-        };
-        if !searching {
-            run_at(point, None)?;
-        } else if repeat == 0 {
-            // A search runs once per point and target: its steps stand for
-            // repeats.
-            let found = search::search(point, &spec.id(), &opts.stop, &mut run_at)?;
-            if let Some(note) = search_note(&found) {
-                observer.note(&note);
-            }
-            result.searches.push(found);
-            write(&result)?;
-        }
+    order
+}
+
+/// What a finished run tells the user beyond its figures: a client that
+/// set the pace, an open loop that fell behind, writes that stored
+/// nothing, a link relay that set the pace.
+fn run_notes(run: &RunResult, label: &str) -> Vec<String> {
+    let mut notes = Vec::new();
+    if run.client.client_bound {
+        notes.push(format!(
+            "run {} ({label}) was client-bound: a bakeoff thread was busy {:.0} % of the time; these numbers measure bakeoff, not the target. Add --threads or lower --clients.",
+            run.index,
+            run.client.thread_busy_percent.iter().cloned().fold(0.0, f64::max)
+        ));
     }
-    result.status = if opts.stop.load(Ordering::Relaxed) {
-        "interrupted".into()
-    } else {
-        "complete".into()
-    };
-    write(&result)?;
-    Ok(result)
+    notes.extend(open_loop_notes(run, label));
+    notes.extend(unstored_write_notes(run.index, &run.measure, label));
+    if let Some(l) = run.client.link.as_ref().filter(|l| l.relay_bound) {
+        notes.push(format!(
+            "run {} ({label}): the link relay was busy {:.0} % of the time; the relay, not the link, may have set the pace. Lower --clients or --rate.",
+            run.index, l.relay_busy_percent
+        ));
+    }
+    notes
 }
 
 /// What a shard's file says of the shard: its index, the plan's hash, and
@@ -1108,432 +1132,6 @@ fn merge_records(
         .collect();
     out.extend(recorded.values().cloned());
     out
-}
-
-#[allow(clippy::too_many_arguments)]
-fn run_one(
-    spec: &TargetSpec,
-    plan: &Plan,
-    point: &crate::plan::Point,
-    repeat: u32,
-    index: u32,
-    pool: &ValuePool,
-    zipf: Option<ZipfianConstants>,
-    opener: &dyn TargetOpener,
-    opts: &ExperimentOptions,
-    observer: &mut dyn Observer,
-    recorded: &mut BTreeMap<String, TargetRecord>,
-    kept: &mut Option<Box<dyn Target>>,
-) -> Result<RunResult, RunError> {
-    // This process's part of the point's workload: all of it, or a shard's.
-    let own = plan.own_part(&point.workload);
-    let w = &own;
-    let mut run = RunResult {
-        index,
-        target: spec.id(),
-        point: point.labels.clone(),
-        repeat,
-        workload: w.clone(),
-        status: "failed".into(),
-        message: None,
-        load: None,
-        warmup: None,
-        measure: PhaseResult::default(),
-        started_at: None,
-        ended_at: None,
-        clock_offset_ns: None,
-        timeline: Vec::new(),
-        resources: Vec::new(),
-        client: ClientUsage::default(),
-        checks: Checks::default(),
-        fault: None,
-        durability: None,
-        disk: None,
-        nodes: Vec::new(),
-        redirections: None,
-        trace: None,
-    };
-    // A growth series reuses the target its first checkpoint opened, and
-    // a search the one its first step opened.
-    let reused = kept.is_some();
-    if !reused {
-        match opener.open(spec, plan, w) {
-            Ok(t) => *kept = Some(t),
-            Err(e) => {
-                run.message = Some(e.to_string());
-                return Ok(run);
-            }
-        }
-    }
-    let Some(target) = kept.as_deref() else {
-        return Ok(run);
-    };
-    // A full load again on a target that holds the last one (a search's
-    // later step; not a growth checkpoint, whose load adds to what is
-    // there): emptied first where the load cannot overwrite (opening
-    // empties it once).
-    if reused && w.empties_before_load() && w.load_from == 0 {
-        if let Err(e) = target.empty() {
-            run.message = Some(format!("emptying the target before its load failed: {e}"));
-            return Ok(run);
-        }
-    }
-    let mut record = target.record();
-    record.name = spec.id();
-    record.declared = opener.declared_settings(spec, plan);
-    record.durable_to = opener.durable_to(spec, plan);
-    recorded.insert(spec.label(), record);
-    // The call that injects the workload's fault, if it asks for one.
-    let inject = w.fault.map(|f| move || target.fault(f.kind));
-    // A replication run checks every read against acknowledged writes.
-    let acked = (w.topology == crate::plan::Topology::PrimaryReplica)
-        .then(|| crate::stale::AckedVersions::new(w.records));
-    // Client-encoded values come from a table of their own, the same for
-    // every run of the form (a growth series reads its earlier
-    // checkpoints' values back).
-    let encoded_pool;
-    let pool = if w.value_form().is_plain() {
-        pool
-    } else {
-        encoded_pool = ValuePool::encoded(w.value_form(), w.value_size.max(), w.value_content);
-        &encoded_pool
-    };
-    let ctx = JobContext {
-        workload: w,
-        seed: plan.run_seed(),
-        pool,
-        zipf,
-        stop: &opts.stop,
-        fault: w
-            .fault
-            .zip(inject.as_ref())
-            .map(|(f, inject)| ScheduledFault {
-                at_s: f.moment_s(plan.seed, index, repeat),
-                inject,
-            }),
-        nonce: run_nonce(plan.seed, index),
-        read_back: &[],
-        acked: acked.as_ref(),
-    };
-    let before = target.counters();
-    let mut sent = Sent::default();
-    let mut node_sent = Vec::new();
-    let mut node_redirects = Vec::new();
-    let mut load_s = 0.0;
-    // Seconds the replica took to catch up with the load.
-    let mut after_load = None;
-    if w.load {
-        let t = &target;
-        let load_workload = load_workload(w);
-        let load_ctx = JobContext {
-            workload: &load_workload,
-            fault: None,
-            acked: None,
-            ..ctx
-        };
-        let outcome = run_job(
-            t.driver(),
-            JobKind::Load,
-            &load_ctx,
-            &mut || t.resources(),
-            observer,
-        );
-        match outcome {
-            Ok(o) => {
-                sent.add(&o.phases[0]);
-                add_node_sent(&mut node_sent, &o.node_sent);
-                add_node_sent(&mut node_redirects, &o.node_redirects);
-                run.load = Some(PhaseResult::from_stats(&o.phases[0], o.last_phase_s));
-                load_s = o
-                    .timeline
-                    .last()
-                    .map(|p| p.t_s as f64 + 1.0)
-                    .unwrap_or(o.last_phase_s)
-                    .ceil();
-                run.timeline.extend(o.timeline);
-                run.resources.extend(o.resources);
-            }
-            Err(m) => {
-                run.message = Some(format!("load phase failed: {m}"));
-                return Ok(run);
-            }
-        }
-        run.checks.records_after_load = target.record_count();
-        if acked.is_some() {
-            after_load = replica_caught_up(target, REPLICA_CATCH_UP_AFTER_LOAD, &opts.stop);
-        }
-    }
-    // The server's disk use over the measure job, for disk writes per write.
-    let disk_before = target.resources();
-    // Little's law's numerator and window, ns.
-    let mut little = (0u64, 0u64);
-    // The durability check's writes, and when its fault (or the run) ended.
-    let mut writes = None;
-    // A synchronised start: the clocks agree, and the time has come. After
-    // the server's disk counters are read (their /proc files take
-    // milliseconds on a server of many processes), so that nothing slow
-    // stands between the time and the start.
-    if let Some(start) = plan.start.as_ref().map(|s| s.of_run(index)) {
-        let refused = |source| RunError::Start {
-            target: spec.id(),
-            source,
-        };
-        let offset = start::clock_offset(target)
-            .map_err(|e| refused(start::StartError::Unreadable(e.to_string())))?;
-        run.clock_offset_ns = offset;
-        start::check_offset(&start, offset).map_err(refused)?;
-        start::wait_for(&start, &opts.stop, &std::time::SystemTime::now).map_err(refused)?;
-    }
-    // The link relay's CPU over the measure job, apart from the client's
-    // (after any wait for the start: a few counters read from memory).
-    let link_before = target.link().map(|l| (l, std::time::Instant::now()));
-    if !opts.stop.load(Ordering::Relaxed) {
-        let t = &target;
-        let at = || humantime::format_rfc3339_micros(std::time::SystemTime::now()).to_string();
-        run.started_at = Some(at());
-        let outcome = run_job(
-            t.driver(),
-            JobKind::Measure,
-            &ctx,
-            &mut || t.resources(),
-            observer,
-        );
-        run.ended_at = Some(at());
-        match outcome {
-            Ok(o) => {
-                for p in &o.phases {
-                    sent.add(p);
-                }
-                add_node_sent(&mut node_sent, &o.node_sent);
-                add_node_sent(&mut node_redirects, &o.node_redirects);
-                if w.warmup_s > 0.0 {
-                    run.warmup = Some(PhaseResult::from_stats(&o.phases[0], w.warmup_s));
-                }
-                run.measure = PhaseResult::from_stats(&o.phases[1], o.last_phase_s);
-                run.trace = o.trace;
-                if acked.is_some() {
-                    run.measure.stale_reads = Some(o.phases[1].stale_reads);
-                }
-                little = (o.busy_in_window_ns, o.window_ns);
-                let end_ns = o
-                    .fault
-                    .as_ref()
-                    .map(|(at_s, _)| (at_s * 1e9) as u64)
-                    .unwrap_or((w.warmup_s * 1e9) as u64 + (o.last_phase_s * 1e9) as u64);
-                writes = o.durability.map(|d| (d.writes, end_ns));
-                if let (Some(f), Some((at_s, outcome))) = (w.fault, o.fault) {
-                    let back = outcome.as_ref().ok().map(|d| d.as_secs_f64());
-                    run.fault = Some(FaultRecord {
-                        kind: f.kind,
-                        // On the run's timeline, which counts the load's seconds.
-                        at_s: at_s + load_s,
-                        back_after_s: back,
-                        recovered_after_s: back
-                            .and_then(|_| FaultRecord::recovery(&o.timeline, at_s)),
-                        error: outcome.err().map(|e| e.to_string()),
-                    });
-                }
-                run.timeline.extend(o.timeline.into_iter().map(|mut p| {
-                    p.t_s += load_s as u32;
-                    p
-                }));
-                run.resources.extend(o.resources.into_iter().map(|mut r| {
-                    r.t_s += load_s;
-                    r
-                }));
-                let busy_max = o.busy_percent.iter().cloned().fold(0.0, f64::max);
-                // In-process engines do their work on bakeoff's threads: a
-                // busy thread there is the engine, not a saturated client.
-                let in_process = o.backend == "in-process";
-                run.client = ClientUsage {
-                    io_backend: o.backend,
-                    thread_busy_percent: o
-                        .busy_percent
-                        .iter()
-                        .map(|b| (b * 10.0).round() / 10.0)
-                        .collect(),
-                    client_bound: busy_max > 90.0 && !in_process,
-                    spin_percent: o
-                        .spin_percent
-                        .iter()
-                        .map(|b| (b * 10.0).round() / 10.0)
-                        .collect(),
-                    link: link_before.and_then(|(before, at)| {
-                        LinkUsage::between(&before, &target.link()?, at.elapsed())
-                    }),
-                    encoding: None,
-                };
-                // What encoding and decoding cost the client, timed apart
-                // from the run (its workers never encode in the hot path).
-                if let Some(table) = pool.encoded_payloads() {
-                    match table.cost(ENCODING_TIMED_FOR) {
-                        Ok(u) => run.client.encoding = Some(u),
-                        Err(e) => {
-                            run.message = Some(format!("the client's encoding is broken: {e}"));
-                            return Ok(run);
-                        }
-                    }
-                }
-            }
-            Err(m) => {
-                run.message = Some(format!("measure phase failed: {m}"));
-                return Ok(run);
-            }
-        }
-    }
-    if acked.is_some() {
-        run.checks.replica = Some(replica_check(target, after_load, &opts.stop));
-    }
-    if let (Some(b), Some(a)) = (disk_before, target.resources()) {
-        let phases: Vec<&PhaseResult> = run.warmup.iter().chain([&run.measure]).collect();
-        run.disk = DiskPerWrite::between(&b, &a, &phases, run.fault.is_some());
-    }
-    // A restarted server counts from zero: its counters cannot be set
-    // against what was sent. Nor can one shard's requests be: the server
-    // counts every shard's (the merged file's sum is what they add up to).
-    let alone = plan.shard.is_none_or(|s| s.count == 1);
-    if let (Some(b), Some(a), None, true) = (before.as_ref(), target.counters(), &run.fault, alone)
-    {
-        run.checks.counters = target.counter_checks(b, &a, &sent);
-        run.checks
-            .counters
-            .extend(target.node_checks(b, &a, &node_sent));
-    }
-    run.nodes = target
-        .nodes()
-        .into_iter()
-        .zip(&node_sent)
-        .enumerate()
-        .map(|(i, (node, sent))| NodeOps {
-            node,
-            sent: sent.iter().sum(),
-            redirected: node_redirects
-                .get(i)
-                .map(|&[moved, ask]| Redirections { moved, ask }),
-        })
-        .collect();
-    if !node_redirects.is_empty() {
-        run.redirections = Some(Redirections {
-            moved: node_redirects.iter().map(|r| r[0]).sum(),
-            ask: node_redirects.iter().map(|r| r[1]).sum(),
-        });
-    }
-    if let Some(f) = &run.fault {
-        if let Some(e) = &f.error {
-            run.status = "failed".into();
-            run.message = Some(format!(
-                "after --fault {} (t = {:.1} s on the timeline) the server did not come back: {e}; what was measured before is in the file",
-                f.kind.name(),
-                f.at_s
-            ));
-            return Ok(run);
-        }
-    }
-    // A server that died on its own during the run (not by the fault,
-    // which it survived) fails the run, saying how: a crash of the engine
-    // on its recovered files is a finding, not a connection error.
-    if let Some(why) = target.gone() {
-        run.status = "failed".into();
-        run.message = Some(format!(
-            "{} stopped during the run{}: {why}; what was measured before is in the file",
-            spec.label(),
-            match &run.fault {
-                Some(f) => format!(
-                    " (after --fault {} at t = {:.1} s it had come back)",
-                    f.kind.name(),
-                    f.at_s
-                ),
-                _ => String::new(),
-            }
-        ));
-        return Ok(run);
-    }
-    if let Some((log, end_ns)) = writes {
-        match check::read_back(target, &ctx, &log, end_ns, observer) {
-            Ok(c) => run.durability = Some(c),
-            Err(e) => {
-                run.message = Some(format!(
-                    "the durability check could not read the writes back: {e}; what was measured before is in the file"
-                ));
-                return Ok(run);
-            }
-        }
-    }
-    let m = &run.measure;
-    if w.rate.is_none() && m.error_total() == 0 && m.completed > 0 && little.1 > 0 {
-        // In-process workers make one call at a time each.
-        let in_flight = if run.client.io_backend == "in-process" {
-            w.clients.min(w.threads) as f64
-        } else {
-            w.in_flight() as f64
-        };
-        // The mean number of requests out over the measured window, against
-        // the number the clients keep out: below 1 when the client leaves
-        // gaps between requests.
-        let ratio = little.0 as f64 / little.1 as f64 / in_flight;
-        run.checks.littles_law_ratio = Some((ratio * 1000.0).round() / 1000.0);
-    }
-    let load_errors = run.load.as_ref().map(|l| l.error_total()).unwrap_or(0);
-    let errors = load_errors + run.measure.error_total();
-    if let (Some(f), true) = (&run.fault, errors > 0) {
-        // The errors are what the fault did: the run measured it.
-        run.status = "ok".into();
-        run.message = Some(format!(
-            "--fault {} (t = {:.1} s on the timeline): {errors} operations or connection attempts failed around it; see errors by kind and the timeline",
-            f.kind.name(),
-            f.at_s
-        ));
-    } else if errors > 0 {
-        run.status = "errors".into();
-        let split = if load_errors > 0 {
-            format!(
-                " ({load_errors} while loading, {} measured)",
-                errors - load_errors
-            )
-        } else {
-            String::new()
-        };
-        run.message = Some(format!(
-            "{errors} operations or connection attempts failed{split}; see errors by kind"
-        ));
-    } else if run.measure.completed == 0 && !ctx.stop.load(Ordering::Relaxed) {
-        // Nothing to report is not a clean result: a phase too short for
-        // one reply, or clients that never got to send.
-        run.status = "errors".into();
-        run.message = Some(format!(
-            "the measured phase ({:.3} s) completed no operation, so there is nothing to report; measure longer (--duration) or check the target",
-            run.measure.duration_s
-        ));
-    } else {
-        run.status = "ok".into();
-    }
-    if ctx.stop.load(Ordering::Relaxed) {
-        // Stopped by a signal before its end: what it measured is real but
-        // partial, and a durability check read back what it could in its
-        // grace time (the rest unread, not lost); no class is measured
-        // from it.
-        run.status = "interrupted".into();
-        let line = "stopped by a signal before the run's end; its figures cover what was measured until then";
-        run.message = Some(match run.message.take() {
-            Some(m) => format!("{line}; {m}"),
-            None => line.to_string(),
-        });
-    }
-    if let Some(c) = &run.durability {
-        let line = format!(
-            "durability check: {} of {} acknowledged ({} recovered, {} unexpected, {} unread)",
-            c.verdict(),
-            c.acknowledged,
-            c.recovered,
-            c.unexpected,
-            c.unread
-        );
-        run.message = Some(match run.message.take() {
-            Some(m) => format!("{m}; {line}"),
-            None => line,
-        });
-    }
-    Ok(run)
 }
 
 #[cfg(test)]

@@ -1,0 +1,142 @@
+//! Features beyond the plain run (open → load → measure → check): each is
+//! an [`Extra`] that hooks the stages it needs and writes its own part of
+//! the run's result. The stages themselves (crates/core/src/runner/one.rs)
+//! know none of them.
+//!
+//! An extra is listed for a run by [`for_run`] when the run asks for it
+//! (a fault, a durability check, a replica, a link, a synchronised start,
+//! client-encoded values, a target of several nodes), in the order its
+//! hooks must run.
+
+mod disk;
+mod durability;
+mod encoding;
+mod fault;
+mod link;
+mod nodes;
+mod replication;
+mod server_time;
+mod survived;
+mod sync_start;
+
+use crate::driver::JobKind;
+use crate::error::RunError;
+use crate::plan::{Plan, TargetSpec, Workload};
+use crate::result::RunResult;
+
+use super::{Counters, JobContext, JobOutcome, Observer, Target};
+
+/// What every stage of one run sees.
+pub(super) struct Stage<'a> {
+    /// The target of the run.
+    pub spec: &'a TargetSpec,
+    /// The experiment's plan.
+    pub plan: &'a Plan,
+    /// The run's index in the experiment.
+    pub index: u32,
+    /// The opened target.
+    pub target: &'a dyn Target,
+    /// The measure job's context (its workload, stop flag, fault).
+    pub ctx: &'a JobContext<'a>,
+}
+
+impl Stage<'_> {
+    /// This process's part of the run's workload.
+    pub fn workload(&self) -> &Workload {
+        self.ctx.workload
+    }
+}
+
+/// A feature beyond the plain run. Every hook has a default that does
+/// nothing, so an extra says only what it adds.
+pub(super) trait Extra {
+    /// A job of the run finished (the load, then the measure).
+    fn job_done(&mut self, _stage: &Stage, _kind: JobKind, _outcome: &JobOutcome) {}
+
+    /// After the load and the count of records it left.
+    fn loaded(&mut self, _stage: &Stage, _run: &mut RunResult) {}
+
+    /// Just before the measure job, in the order the extras are listed;
+    /// an error refuses the run (and ends the experiment).
+    fn before_measure(&mut self, _stage: &Stage, _run: &mut RunResult) -> Result<(), RunError> {
+        Ok(())
+    }
+
+    /// The measure job's outcome, before its timeline joins the run's
+    /// (`load_s`: the seconds of the load before it on that timeline).
+    /// An error ends the run as failed, with that message.
+    fn measured(
+        &mut self,
+        _stage: &Stage,
+        _outcome: &mut JobOutcome,
+        _load_s: f64,
+        _run: &mut RunResult,
+    ) -> Result<(), String> {
+        Ok(())
+    }
+
+    /// The server's counters before the run's jobs and after them, when
+    /// the target keeps counters.
+    fn counters(
+        &mut self,
+        _stage: &Stage,
+        _before: &Counters,
+        _after: &Counters,
+        _run: &mut RunResult,
+    ) {
+    }
+
+    /// A check after the measure job; an error ends the run as failed,
+    /// with that message (what was measured stays in the file).
+    fn check(
+        &mut self,
+        _stage: &Stage,
+        _run: &mut RunResult,
+        _observer: &mut dyn Observer,
+    ) -> Result<(), String> {
+        Ok(())
+    }
+
+    /// Why the run's `errors` failed operations are what it measured
+    /// rather than a failure of it: the run's message then.
+    fn explains_errors(&self, _run: &RunResult, _errors: u64) -> Option<String> {
+        None
+    }
+
+    /// A last line for the run's message.
+    fn note(&self, _run: &RunResult) -> Option<String> {
+        None
+    }
+}
+
+/// The extras a run of `workload` needs, in the order their hooks run:
+/// counts first, then what must happen just before the measure job (the
+/// server's disk counters, slow on a server of many processes, before a
+/// synchronised start, and the link's counters after it), then the checks
+/// (the fault's, the server still up, and last the read-back that needs
+/// it up).
+pub(super) fn for_run(plan: &Plan, stage: &Stage) -> Vec<Box<dyn Extra>> {
+    let workload = stage.workload();
+    let mut extras: Vec<Box<dyn Extra>> = Vec::new();
+    extras.push(Box::new(nodes::Nodes::default()));
+    if stage.ctx.acked.is_some() {
+        extras.push(Box::new(replication::Replication::default()));
+    }
+    extras.push(Box::new(disk::Disk::default()));
+    if let Some(time) = server_time::ServerTime::of(stage.target) {
+        extras.push(Box::new(time));
+    }
+    if plan.start.is_some() {
+        extras.push(Box::new(sync_start::SyncStart));
+    }
+    extras.push(Box::new(link::Link::default()));
+    extras.push(Box::new(encoding::Encoding));
+    if workload.fault.is_some() {
+        extras.push(Box::new(fault::Fault));
+    }
+    extras.push(Box::new(survived::Survived));
+    if workload.durability {
+        extras.push(Box::new(durability::Durability::default()));
+    }
+    extras
+}

@@ -1,0 +1,28 @@
+//! A synchronised start (`--start-at`, shards): the target's clock agrees
+//! with this machine's, and the measure job waits for the agreed time.
+
+use crate::error::RunError;
+use crate::result::RunResult;
+
+use super::super::start;
+use super::{Extra, Stage};
+
+/// Holds the measure job until the plan's start time.
+pub(super) struct SyncStart;
+
+impl Extra for SyncStart {
+    fn before_measure(&mut self, stage: &Stage, run: &mut RunResult) -> Result<(), RunError> {
+        let Some(at) = stage.plan.start.as_ref().map(|s| s.of_run(stage.index)) else {
+            return Ok(());
+        };
+        let refused = |source| RunError::Start {
+            target: stage.spec.id(),
+            source,
+        };
+        let offset = start::clock_offset(stage.target)
+            .map_err(|e| refused(start::StartError::Unreadable(e.to_string())))?;
+        run.clock_offset_ns = offset;
+        start::check_offset(&at, offset).map_err(refused)?;
+        start::wait_for(&at, stage.ctx.stop, &std::time::SystemTime::now).map_err(refused)
+    }
+}

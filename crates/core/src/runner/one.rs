@@ -1,0 +1,519 @@
+//! One run, in stages: open the target, load, measure, compare the
+//! server's counters, check, settle the status. Every feature beyond the
+//! plain run is an extra (crates/core/src/runner/extras) that hooks these
+//! stages; nothing here knows faults, durability, replicas, links or nodes.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
+
+use crate::driver::JobKind;
+use crate::error::RunError;
+use crate::plan::{Plan, Point, TargetSpec, Topology, Workload};
+use crate::result::{ClientUsage, ExperimentResult, PhaseResult, RunResult, TargetRecord};
+use crate::value::ValuePool;
+use crate::workload::ZipfianConstants;
+
+use super::extras::{self, Extra, Stage};
+use super::{
+    load_workload, run_job, run_nonce, ExperimentOptions, JobContext, JobOutcome, Observer,
+    ScheduledFault, Sent, Target, TargetOpener,
+};
+
+/// What every run of an experiment shares.
+pub(super) struct Runs<'a> {
+    /// The experiment's plan.
+    pub plan: &'a Plan,
+    /// Where plain values come from.
+    pub pool: &'a ValuePool,
+    /// Opens the targets.
+    pub opener: &'a dyn TargetOpener,
+    /// Where the result goes, and the stop flag.
+    pub opts: &'a ExperimentOptions,
+    /// Told of every second and every run.
+    pub observer: &'a mut dyn Observer,
+    /// Each target's record, as its latest run opened it.
+    pub recorded: BTreeMap<String, TargetRecord>,
+    /// The experiment's result so far, written after each run.
+    pub result: ExperimentResult,
+    /// Runs made so far.
+    pub made: usize,
+    /// Runs the experiment makes (an estimate for a search).
+    pub total: usize,
+    /// The target a growth series or a search keeps between its runs.
+    pub kept: Option<Box<dyn Target>>,
+}
+
+/// Writes `result` where the experiment's options say.
+pub(super) fn write(result: &ExperimentResult, opts: &ExperimentOptions) -> Result<(), RunError> {
+    result
+        .write_atomic(&opts.out)
+        .map_err(|source| RunError::Write {
+            path: opts.out.display().to_string(),
+            source,
+        })
+}
+
+/// Which run: its target, point, repetition and index.
+pub(super) struct RunAt<'a> {
+    /// The target.
+    pub spec: &'a TargetSpec,
+    /// The point of the experiment's sweep.
+    pub point: &'a Point,
+    /// Which repetition of the point.
+    pub repeat: u32,
+    /// The run's index in the experiment.
+    pub index: u32,
+}
+
+/// How a stage ended the run early: its message (the status stays
+/// "failed").
+type Ended = String;
+
+impl Runs<'_> {
+    /// Writes the result so far.
+    pub fn write(&self) -> Result<(), RunError> {
+        write(&self.result, self.opts)
+    }
+
+    /// Runs `point` on `spec` (repetition `repeat`, or a search's step
+    /// held to `bound`), tells the observer, adds the run to the result
+    /// and writes it; returns what a search needs of it.
+    pub fn step(
+        &mut self,
+        spec: &TargetSpec,
+        point: &Point,
+        repeat: Option<u32>,
+        bound: Option<&crate::find::LatencyBound>,
+    ) -> Result<super::search::StepOutcome, RunError> {
+        let label = self.label(spec, point, repeat);
+        let w = &point.workload;
+        let duration = w.duration_s.map(|d| d + w.warmup_s);
+        self.observer
+            .run_started(self.made, self.total, &label, duration);
+        let at = RunAt {
+            spec,
+            point,
+            repeat: repeat.unwrap_or(0),
+            index: self.made as u32,
+        };
+        let mut kept = self.kept.take();
+        let run = self.run_one(&at, &mut kept);
+        self.kept = kept;
+        // A run that refused to start (a synchronised start it could not
+        // keep) ends the experiment; the file says so and why.
+        let run = match run {
+            Ok(run) => run,
+            Err(e) => {
+                self.result.status = "refused".into();
+                self.result.warnings.push(e.to_string());
+                self.write()?;
+                return Err(e);
+            }
+        };
+        for note in super::run_notes(&run, &label) {
+            self.observer.note(&note);
+            self.result.warnings.push(note);
+        }
+        self.observer.run_finished(&run);
+        let outcome = super::search::StepOutcome::of(&run, bound);
+        self.result.runs.push(run);
+        self.result.shard = super::shard_record(self.plan, &self.result.runs);
+        self.result.targets = super::merge_records(&self.result.targets, &self.recorded);
+        self.write()?;
+        self.made += 1;
+        Ok(outcome)
+    }
+
+    /// How the run is named on the screen: the target, the point's
+    /// labels, and which repetition when there are several.
+    fn label(&self, spec: &TargetSpec, point: &Point, repeat: Option<u32>) -> String {
+        let labels: String = point
+            .labels
+            .iter()
+            .map(|(k, v)| format!(" {k}={v}"))
+            .collect();
+        match repeat {
+            Some(r) if self.plan.repeats > 1 => {
+                format!("{}{labels} repeat {}", spec.label(), r + 1)
+            }
+            _ => format!("{}{labels}", spec.label()),
+        }
+    }
+
+    /// Runs one point on one target; `kept` holds the target a growth
+    /// series or a search reuses from its previous run.
+    fn run_one(
+        &mut self,
+        at: &RunAt,
+        kept: &mut Option<Box<dyn Target>>,
+    ) -> Result<RunResult, RunError> {
+        // This process's part of the point's workload: all of it, or a shard's.
+        let w = self.plan.own_part(&at.point.workload);
+        let mut run = fresh_run(at, &w);
+        let target = match self.open(at, &w, kept) {
+            Ok(t) => t,
+            Err(m) => return Ok(ended(run, m)),
+        };
+        // A replication run checks every read against acknowledged writes.
+        let acked = (w.topology == Topology::PrimaryReplica)
+            .then(|| crate::stale::AckedVersions::new(w.records));
+        // Client-encoded values come from a table of their own, the same
+        // for every run of the form (a growth series reads its earlier
+        // checkpoints' values back).
+        let encoded;
+        let pool = if w.value_form().is_plain() {
+            self.pool
+        } else {
+            encoded = ValuePool::encoded(w.value_form(), w.value_size.max(), w.value_content);
+            &encoded
+        };
+        let inject = w.fault.map(|f| move || target.fault(f.kind));
+        let ctx = JobContext {
+            workload: &w,
+            seed: self.plan.run_seed(),
+            pool,
+            zipf: (w.key_distribution == crate::workload::KeyDistribution::Zipfian)
+                .then(ZipfianConstants::ycsb_scrambled),
+            stop: &self.opts.stop,
+            fault: w
+                .fault
+                .zip(inject.as_ref())
+                .map(|(f, inject)| ScheduledFault {
+                    at_s: f.moment_s(self.plan.seed, at.index, at.repeat),
+                    inject,
+                }),
+            nonce: run_nonce(self.plan.seed, at.index),
+            read_back: &[],
+            acked: acked.as_ref(),
+        };
+        let stage = Stage {
+            spec: at.spec,
+            plan: self.plan,
+            index: at.index,
+            target,
+            ctx: &ctx,
+        };
+        let mut extras = extras::for_run(self.plan, &stage);
+        match self.stages(&stage, &mut extras, &mut run) {
+            Ok(()) => Ok(run),
+            Err(Stop::Ended(m)) => Ok(ended(run, m)),
+            Err(Stop::Refused(e)) => Err(e),
+        }
+    }
+
+    /// The stages after the target is open, up to the settled status.
+    fn stages(
+        &mut self,
+        stage: &Stage,
+        extras: &mut [Box<dyn Extra>],
+        run: &mut RunResult,
+    ) -> Result<(), Stop> {
+        let before = stage.target.counters();
+        let mut sent = Sent::default();
+        let load_s = if stage.workload().load {
+            self.load(stage, extras, run, &mut sent)?
+        } else {
+            0.0
+        };
+        for e in extras.iter_mut() {
+            e.before_measure(stage, run).map_err(Stop::Refused)?;
+        }
+        let little = if self.opts.stop.load(Ordering::Relaxed) {
+            (0, 0)
+        } else {
+            self.measure(stage, extras, load_s, run, &mut sent)?
+        };
+        compare_counters(stage, extras, before, &sent, run);
+        for e in extras.iter_mut() {
+            e.check(stage, run, self.observer).map_err(Stop::Ended)?;
+        }
+        littles_law(stage.workload(), little, run);
+        settle_status(stage, extras, run);
+        Ok(())
+    }
+
+    /// Opens the run's target, or takes the one a growth checkpoint or a
+    /// search step before it kept; records what it is.
+    fn open<'k>(
+        &mut self,
+        at: &RunAt,
+        w: &Workload,
+        kept: &'k mut Option<Box<dyn Target>>,
+    ) -> Result<&'k dyn Target, Ended> {
+        let reused = kept.is_some();
+        if !reused {
+            *kept = Some(
+                self.opener
+                    .open(at.spec, self.plan, w)
+                    .map_err(|e| e.to_string())?,
+            );
+        }
+        let target = kept.as_deref().ok_or_else(String::new)?;
+        // A full load again on a target that holds the last one (a
+        // search's later step; not a growth checkpoint, whose load adds to
+        // what is there): emptied first where the load cannot overwrite
+        // (opening empties it once).
+        if reused && w.empties_before_load() && w.load_from == 0 {
+            target
+                .empty()
+                .map_err(|e| format!("emptying the target before its load failed: {e}"))?;
+        }
+        let mut record = target.record();
+        record.name = at.spec.id();
+        record.declared = self.opener.declared_settings(at.spec, self.plan);
+        record.durable_to = self.opener.durable_to(at.spec, self.plan);
+        self.recorded.insert(at.spec.label(), record);
+        Ok(target)
+    }
+
+    /// The load job; returns its length on the run's timeline, seconds.
+    fn load(
+        &mut self,
+        stage: &Stage,
+        extras: &mut [Box<dyn Extra>],
+        run: &mut RunResult,
+        sent: &mut Sent,
+    ) -> Result<f64, Stop> {
+        let target = stage.target;
+        let load_workload = load_workload(stage.workload());
+        let ctx = JobContext {
+            workload: &load_workload,
+            fault: None,
+            acked: None,
+            ..*stage.ctx
+        };
+        let o = run_job(
+            target.driver(),
+            JobKind::Load,
+            &ctx,
+            &mut || target.resources(),
+            self.observer,
+        )
+        .map_err(|m| Stop::Ended(format!("load phase failed: {m}")))?;
+        sent.add(&o.phases[0]);
+        for e in extras.iter_mut() {
+            e.job_done(stage, JobKind::Load, &o);
+        }
+        run.load = Some(PhaseResult::from_stats(&o.phases[0], o.last_phase_s));
+        let load_s = o
+            .timeline
+            .last()
+            .map(|p| p.t_s as f64 + 1.0)
+            .unwrap_or(o.last_phase_s)
+            .ceil();
+        run.timeline.extend(o.timeline);
+        run.resources.extend(o.resources);
+        run.checks.records_after_load = target.record_count();
+        for e in extras.iter_mut() {
+            e.loaded(stage, run);
+        }
+        Ok(load_s)
+    }
+
+    /// The measure job (warm-up, then the measured phase); returns Little's
+    /// law's numerator and window, ns.
+    fn measure(
+        &mut self,
+        stage: &Stage,
+        extras: &mut [Box<dyn Extra>],
+        load_s: f64,
+        run: &mut RunResult,
+        sent: &mut Sent,
+    ) -> Result<(u64, u64), Stop> {
+        let target = stage.target;
+        let w = stage.workload();
+        let now = || humantime::format_rfc3339_micros(std::time::SystemTime::now()).to_string();
+        run.started_at = Some(now());
+        let outcome = run_job(
+            target.driver(),
+            JobKind::Measure,
+            stage.ctx,
+            &mut || target.resources(),
+            self.observer,
+        );
+        run.ended_at = Some(now());
+        let mut o = outcome.map_err(|m| Stop::Ended(format!("measure phase failed: {m}")))?;
+        for p in &o.phases {
+            sent.add(p);
+        }
+        if w.warmup_s > 0.0 {
+            run.warmup = Some(PhaseResult::from_stats(&o.phases[0], w.warmup_s));
+        }
+        run.measure = PhaseResult::from_stats(&o.phases[1], o.last_phase_s);
+        run.trace = o.trace.take();
+        run.client = client_usage(&o);
+        for e in extras.iter_mut() {
+            e.job_done(stage, JobKind::Measure, &o);
+            e.measured(stage, &mut o, load_s, run)
+                .map_err(Stop::Ended)?;
+        }
+        run.timeline.extend(o.timeline.into_iter().map(|mut p| {
+            p.t_s += load_s as u32;
+            p
+        }));
+        run.resources.extend(o.resources.into_iter().map(|mut r| {
+            r.t_s += load_s;
+            r
+        }));
+        Ok((o.busy_in_window_ns, o.window_ns))
+    }
+}
+
+/// Why the stages stopped before the end.
+enum Stop {
+    /// The run ends as failed, with this message; it is still recorded.
+    Ended(Ended),
+    /// The run refused to start (a synchronised start it could not keep):
+    /// the experiment ends.
+    Refused(RunError),
+}
+
+/// A run not yet made: status "failed" until its stages say otherwise.
+fn fresh_run(at: &RunAt, w: &Workload) -> RunResult {
+    RunResult {
+        index: at.index,
+        target: at.spec.id(),
+        point: at.point.labels.clone(),
+        repeat: at.repeat,
+        workload: w.clone(),
+        status: "failed".into(),
+        message: None,
+        load: None,
+        warmup: None,
+        measure: PhaseResult::default(),
+        started_at: None,
+        ended_at: None,
+        clock_offset_ns: None,
+        timeline: Vec::new(),
+        resources: Vec::new(),
+        client: ClientUsage::default(),
+        checks: Default::default(),
+        fault: None,
+        durability: None,
+        disk: None,
+        nodes: Vec::new(),
+        redirections: None,
+        trace: None,
+        server_time: None,
+    }
+}
+
+/// `run`, ended by a stage with `message`.
+fn ended(mut run: RunResult, message: String) -> RunResult {
+    run.message = Some(message);
+    run
+}
+
+/// What the client's threads did in the measure job.
+fn client_usage(o: &JobOutcome) -> ClientUsage {
+    let busy_max = o.busy_percent.iter().cloned().fold(0.0, f64::max);
+    // In-process engines do their work on bakeoff's threads: a busy
+    // thread there is the engine, not a saturated client.
+    let in_process = o.backend == "in-process";
+    let tenth = |v: &[f64]| v.iter().map(|b| (b * 10.0).round() / 10.0).collect();
+    ClientUsage {
+        io_backend: o.backend.clone(),
+        thread_busy_percent: tenth(&o.busy_percent),
+        client_bound: busy_max > 90.0 && !in_process,
+        spin_percent: tenth(&o.spin_percent),
+        link: None,
+        encoding: None,
+    }
+}
+
+/// The server's counters set against what was sent. A restarted server
+/// counts from zero: its counters cannot be set against what was sent.
+/// Nor can one shard's requests be: the server counts every shard's (the
+/// merged file's sum is what they add up to).
+fn compare_counters(
+    stage: &Stage,
+    extras: &mut [Box<dyn Extra>],
+    before: Option<super::Counters>,
+    sent: &Sent,
+    run: &mut RunResult,
+) {
+    let alone = stage.plan.shard.is_none_or(|s| s.count == 1);
+    let faulted = run.fault.is_some();
+    if let (Some(b), Some(a), false, true) = (before, stage.target.counters(), faulted, alone) {
+        run.checks.counters = stage.target.counter_checks(&b, &a, sent);
+        for e in extras.iter_mut() {
+            e.counters(stage, &b, &a, run);
+        }
+    }
+}
+
+/// Little's law: the mean number of requests out over the measured
+/// window, against the number the clients keep out (below 1 when the
+/// client leaves gaps between requests). Closed loop, clean runs only.
+fn littles_law(w: &Workload, (busy_ns, window_ns): (u64, u64), run: &mut RunResult) {
+    let m = &run.measure;
+    if w.rate.is_some() || m.error_total() > 0 || m.completed == 0 || window_ns == 0 {
+        return;
+    }
+    // In-process workers make one call at a time each.
+    let in_flight = if run.client.io_backend == "in-process" {
+        w.clients.min(w.threads) as f64
+    } else {
+        w.in_flight() as f64
+    };
+    let ratio = busy_ns as f64 / window_ns as f64 / in_flight;
+    run.checks.littles_law_ratio = Some((ratio * 1000.0).round() / 1000.0);
+}
+
+/// The run's status and message from its errors, the extras that explain
+/// them, a stop, and the extras' notes.
+fn settle_status(stage: &Stage, extras: &[Box<dyn Extra>], run: &mut RunResult) {
+    let load_errors = run.load.as_ref().map(|l| l.error_total()).unwrap_or(0);
+    let errors = load_errors + run.measure.error_total();
+    let explained = (errors > 0)
+        .then(|| extras.iter().find_map(|e| e.explains_errors(run, errors)))
+        .flatten();
+    let stopped = stage.ctx.stop.load(Ordering::Relaxed);
+    if let Some(why) = explained {
+        // The errors are what the run measured (a fault's).
+        run.status = "ok".into();
+        run.message = Some(why);
+    } else if errors > 0 {
+        run.status = "errors".into();
+        let split = if load_errors > 0 {
+            format!(
+                " ({load_errors} while loading, {} measured)",
+                errors - load_errors
+            )
+        } else {
+            String::new()
+        };
+        run.message = Some(format!(
+            "{errors} operations or connection attempts failed{split}; see errors by kind"
+        ));
+    } else if run.measure.completed == 0 && !stopped {
+        // Nothing to report is not a clean result: a phase too short for
+        // one reply, or clients that never got to send.
+        run.status = "errors".into();
+        run.message = Some(format!(
+            "the measured phase ({:.3} s) completed no operation, so there is nothing to report; measure longer (--duration) or check the target",
+            run.measure.duration_s
+        ));
+    } else {
+        run.status = "ok".into();
+    }
+    if stopped {
+        // Stopped by a signal before its end: what it measured is real but
+        // partial, and a durability check read back what it could in its
+        // grace time (the rest unread, not lost); no class is measured
+        // from it.
+        run.status = "interrupted".into();
+        let line = "stopped by a signal before the run's end; its figures cover what was measured until then";
+        run.message = Some(match run.message.take() {
+            Some(m) => format!("{line}; {m}"),
+            None => line.to_string(),
+        });
+    }
+    let notes: Vec<String> = extras.iter().filter_map(|e| e.note(run)).collect();
+    for line in notes {
+        run.message = Some(match run.message.take() {
+            Some(m) => format!("{m}; {line}"),
+            None => line,
+        });
+    }
+}
