@@ -25,12 +25,9 @@ use std::time::Duration;
 use bakeoff_core::driver::{Codec, Connector};
 use bakeoff_core::error::TargetError;
 use bakeoff_core::net::CodecDriver;
-use bakeoff_core::plan::FaultKind;
 use bakeoff_core::plan::{Endpoint, Plan, TargetSpec, Workload};
 use bakeoff_core::result::{CounterCheck, TargetRecord};
-use bakeoff_core::runner::{
-    compare_counters, CounterRule, Counters, FaultStruck, LinkSample, ProcSnapshot, Sent, Target,
-};
+use bakeoff_core::runner::{compare_counters, CounterRule, Counters, Sent, Target};
 use bakeoff_core::workload::OpKind;
 use bakeoff_servers::ManagedServer;
 
@@ -160,18 +157,18 @@ impl Connector for HsConnector {
 pub fn probe(spec: &TargetSpec, plan: &Plan) -> Result<(), TargetError> {
     let settings = HsSettings::parse(plan.settings_of(spec))?;
     match &spec.endpoint {
-        Endpoint::Managed => match settings.server.port {
-            Some(p) if !bakeoff_servers::port_is_free(p) => Err(TargetError::Server(format!(
-                "port {p} (servers.handlersocket.port) on 127.0.0.1 is already in use; free it, or remove the setting"
-            ))),
-            _ => Ok(()),
-        },
+        Endpoint::Managed => {
+            crate::settings::fixed_port_free("handlersocket", settings.server.port)
+        }
         Endpoint::External { host, port, .. } => {
             let connector = HsConnector {
                 addr: resolve(host, *port)?,
                 secret: spec.password.as_ref().map(|p| p.as_bytes().to_vec()),
             };
-            connector.connect(crate::admin::ADMIN_CONNECT_WITHIN).map(|_| ()).map_err(|e| TargetError::Server(e.to_string()))
+            connector
+                .connect(crate::admin::ADMIN_CONNECT_WITHIN)
+                .map(|_| ())
+                .map_err(|e| TargetError::Server(e.to_string()))
         }
     }
 }
@@ -444,19 +441,5 @@ impl Target for HsTarget {
         n
     }
 
-    fn resources(&self) -> Option<ProcSnapshot> {
-        self.server.as_ref().map(|s| s.snapshot())
-    }
-
-    fn fault(&self, kind: FaultKind) -> Result<FaultStruck, TargetError> {
-        crate::running::fault(self.server.as_ref(), kind)
-    }
-
-    fn gone(&self) -> Option<String> {
-        self.server.as_ref()?.lock().gone()
-    }
-
-    fn link(&self) -> Option<LinkSample> {
-        self.relay.as_ref().map(|r| r.sample())
-    }
+    crate::running::one_server_methods!();
 }

@@ -10,12 +10,9 @@ use std::time::Duration;
 
 use bakeoff_core::driver::{Codec, Connector, Driver};
 use bakeoff_core::error::TargetError;
-use bakeoff_core::plan::FaultKind;
 use bakeoff_core::plan::{Endpoint, Plan, TargetSpec, Topology, Workload};
 use bakeoff_core::result::{CounterCheck, TargetRecord};
-use bakeoff_core::runner::{
-    compare_counters, CounterRule, Counters, FaultStruck, LinkSample, ProcSnapshot, Sent, Target,
-};
+use bakeoff_core::runner::{compare_counters, CounterRule, Counters, Sent, Target};
 use bakeoff_core::workload::OpKind;
 use bakeoff_servers::{ManagedServer, ServerCommand};
 
@@ -148,12 +145,7 @@ pub fn probe(spec: &TargetSpec, plan: &Plan) -> Result<(), TargetError> {
             if bakeoff_servers::find_on_path("memcached").is_none() {
                 return Err(TargetError::Server("`memcached` is not on PATH; install it with `apt-get install memcached` (Debian package memcached)".into()));
             }
-            if let Some(p) = settings.port {
-                if !bakeoff_servers::port_is_free(p) {
-                    return Err(TargetError::Server(format!("port {p} (servers.{}.port) on 127.0.0.1 is already in use; free it, or remove the setting so bakeoff picks a free port", spec.name)));
-                }
-            }
-            Ok(())
+            crate::settings::fixed_port_free(&spec.name, settings.port)
         }
         Endpoint::External { host, port, .. } => {
             let addr = resolve(host, *port)?;
@@ -367,19 +359,5 @@ impl Target for MemcachedTarget {
         stats(self.addr).ok()?.get("curr_items")?.parse().ok()
     }
 
-    fn resources(&self) -> Option<ProcSnapshot> {
-        self.server.as_ref().map(|s| s.snapshot())
-    }
-
-    fn fault(&self, kind: FaultKind) -> Result<FaultStruck, TargetError> {
-        crate::running::fault(self.server.as_ref(), kind)
-    }
-
-    fn gone(&self) -> Option<String> {
-        self.server.as_ref()?.lock().gone()
-    }
-
-    fn link(&self) -> Option<LinkSample> {
-        self.relay.as_ref().map(|r| r.sample())
-    }
+    crate::running::one_server_methods!();
 }

@@ -846,12 +846,7 @@ pub fn probe(spec: &TargetSpec, plan: &Plan) -> Result<(), TargetError> {
     match dsn_of(spec) {
         None => {
             settings.server()?;
-            match settings.port {
-                Some(p) if !bakeoff_servers::port_is_free(p) => Err(TargetError::Server(format!(
-                    "port {p} (servers.mongodb.port) on 127.0.0.1 is already in use; free it, or remove the setting"
-                ))),
-                _ => Ok(()),
-            }
+            crate::settings::fixed_port_free("mongodb", settings.port)
         }
         Some(dsn) => block_quick(async { Ok(dsn.connect(1).await.map(|_| ())?) }),
     }

@@ -11,13 +11,9 @@ use std::time::Duration;
 
 use bakeoff_core::driver::{Connector, Driver, Stream};
 use bakeoff_core::error::TargetError;
-use bakeoff_core::plan::FaultKind;
 use bakeoff_core::plan::{Endpoint, Plan, ReadFrom, TargetSpec, Topology, Workload};
 use bakeoff_core::result::{CounterCheck, TargetRecord};
-use bakeoff_core::runner::{
-    compare_counters, CommandTime, CounterRule, Counters, FaultStruck, LinkSample, ProcSnapshot,
-    Sent, Target,
-};
+use bakeoff_core::runner::{compare_counters, CommandTime, CounterRule, Counters, Sent, Target};
 use bakeoff_core::workload::OpKind;
 use bakeoff_servers::{ManagedServer, ServerCommand};
 
@@ -237,12 +233,7 @@ pub fn probe(spec: &TargetSpec, plan: &Plan) -> Result<(), TargetError> {
             if bakeoff_servers::find_on_path("redis-server").is_none() {
                 return Err(TargetError::Server("`redis-server` is not on PATH; install it with `apt-get install redis-server` (Debian package redis-server)".into()));
             }
-            if let Some(p) = settings.port {
-                if !bakeoff_servers::port_is_free(p) {
-                    return Err(TargetError::Server(format!("port {p} (servers.redis.port) on 127.0.0.1 is already in use; free it, or remove the setting so bakeoff picks a free port")));
-                }
-            }
-            Ok(())
+            crate::settings::fixed_port_free("redis", settings.port)
         }
         Endpoint::External { host, port, .. } => {
             let addr = resolve(host, *port)?;
@@ -702,21 +693,7 @@ impl Target for RedisTarget {
         }
     }
 
-    fn resources(&self) -> Option<ProcSnapshot> {
-        self.server.as_ref().map(|s| s.snapshot())
-    }
-
-    fn fault(&self, kind: FaultKind) -> Result<FaultStruck, TargetError> {
-        crate::running::fault(self.server.as_ref(), kind)
-    }
-
-    fn gone(&self) -> Option<String> {
-        self.server.as_ref()?.lock().gone()
-    }
-
-    fn link(&self) -> Option<LinkSample> {
-        self.relay.as_ref().map(|r| r.sample())
-    }
+    crate::running::one_server_methods!();
 }
 
 #[cfg(test)]

@@ -47,3 +47,32 @@ pub fn fault(server: Option<&RunningServer>, kind: FaultKind) -> Result<FaultStr
         ))),
     }
 }
+
+/// The [`Target`](bakeoff_core::runner::Target) methods of a target that is
+/// one server bakeoff may have started (a field `server:
+/// Option<RunningServer>`), perhaps behind a link relay (`relay:
+/// Option<Relay>`): its resources, faults, exit and relay, written once
+/// for every such target. Invoked inside its `impl Target`.
+macro_rules! one_server_methods {
+    () => {
+        fn resources(&self) -> Option<bakeoff_core::runner::ProcSnapshot> {
+            self.server.as_ref().map(|s| s.snapshot())
+        }
+
+        fn fault(
+            &self,
+            kind: bakeoff_core::plan::FaultKind,
+        ) -> Result<bakeoff_core::runner::FaultStruck, bakeoff_core::error::TargetError> {
+            crate::running::fault(self.server.as_ref(), kind)
+        }
+
+        fn gone(&self) -> Option<String> {
+            self.server.as_ref()?.lock().gone()
+        }
+
+        fn link(&self) -> Option<bakeoff_core::runner::LinkSample> {
+            self.relay.as_ref().map(|r| r.sample())
+        }
+    };
+}
+pub(crate) use one_server_methods;

@@ -72,6 +72,17 @@ impl Setting {
     }
 }
 
+/// Checks that the fixed port `port` of a managed server (the setting
+/// `servers.{section}.port`), if one is set, is free on 127.0.0.1.
+pub fn fixed_port_free(section: &str, port: Option<u16>) -> Result<(), TargetError> {
+    match port {
+        Some(p) if !bakeoff_servers::port_is_free(p) => Err(TargetError::Server(format!(
+            "port {p} (servers.{section}.port) on 127.0.0.1 is already in use; free it, or remove the setting so bakeoff picks a free port"
+        ))),
+        _ => Ok(()),
+    }
+}
+
 /// The settings every managed server takes: a fixed port.
 pub const PORT: Setting = Setting {
     name: "port",

@@ -620,15 +620,12 @@ pub fn available() -> Result<(), TargetError> {
 pub fn probe(spec: &TargetSpec, plan: &Plan) -> Result<(), TargetError> {
     let settings = MariaSettings::parse(plan.settings_of(spec))?;
     match dsn_of(spec) {
-        None => match settings.port {
-            Some(p) if !bakeoff_servers::port_is_free(p) => Err(TargetError::Server(format!(
-                "port {p} (servers.mariadb.port) on 127.0.0.1 is already in use; free it, or remove the setting"
-            ))),
-            _ => Ok(()),
-        },
+        None => crate::settings::fixed_port_free("mariadb", settings.port),
         Some(dsn) => block_quick(async {
             let mut c = connect(&dsn, None).await?;
-            c.query_drop("SELECT 1").await.map_err(|e| TargetError::Server(e.to_string()))
+            c.query_drop("SELECT 1")
+                .await
+                .map_err(|e| TargetError::Server(e.to_string()))
         }),
     }
 }

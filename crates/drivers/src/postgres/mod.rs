@@ -576,12 +576,7 @@ pub fn available() -> Result<(), TargetError> {
 pub fn probe(spec: &TargetSpec, plan: &Plan) -> Result<(), TargetError> {
     let settings = PgSettings::parse(plan.settings_of(spec))?;
     match dsn_of(spec) {
-        None => match settings.port {
-            Some(p) if !bakeoff_servers::port_is_free(p) => Err(TargetError::Server(format!(
-                "port {p} (servers.postgres.port) on 127.0.0.1 is already in use; free it, or remove the setting"
-            ))),
-            _ => Ok(()),
-        },
+        None => crate::settings::fixed_port_free("postgres", settings.port),
         Some(dsn) => block_quick(async {
             let c = connect(&dsn).await?;
             c.simple_query("SELECT 1")
