@@ -350,6 +350,11 @@ fn a_late_shard_and_incomplete_merges_are_refused() {
         "{text}"
     );
     assert!(merged.with_extension("html").exists());
+    // Markdown has every table the text and HTML reports have.
+    let o = bakeoff(&["report", merged.to_str().unwrap(), "--markdown"]);
+    let md = String::from_utf8_lossy(&o.stdout);
+    assert!(md.contains("## Shards\n"), "{md}");
+    assert!(md.lines().any(|l| l.starts_with("| 1/2 |")), "{md}");
 }
 
 /// Runs shard `index` of 2 with --print-result; returns what it printed.

@@ -284,6 +284,7 @@ impl<'a> Page<'a> {
         self.encoding();
         self.topology();
         self.searches();
+        self.server_time();
         self.html.push_str(r#"<p class="note">Latencies are response times of the measured phase (warm-up excluded), all operation kinds together; throughput counts successful operations. Per operation kind: see the CSV or Markdown report.</p>"#);
     }
 
@@ -303,16 +304,14 @@ impl<'a> Page<'a> {
         if rows.is_empty() {
             return;
         }
-        self.h2("durability", "Durability");
-        self.html.push_str(r#"<p class="note">Every write of the durability check was logged by the client as acknowledged, failed or indeterminate, and read back after the run: <b>lost</b> writes were acknowledged yet are absent; <b>recovered</b> ones were not acknowledged yet are present; a <b>hole</b> is a lost write before a surviving later one of the same writer.</p>"#);
+        self.declared_heading("durability");
         self.table(&crate::durability::DURABILITY_HEAD, &rows, 3);
     }
 
     /// The disk-per-write table, when some run measured its server's disk.
     fn disk(&mut self) {
         self.run_table(
-            ("disk", "Disk per write"),
-            "What the server's processes sent to storage per write (set, update, delete) over the warm-up and the measured phase, from /proc/PID/io; fsyncs are counted exactly where the data directory is on bakeoff's power-cut layer. Second by second: the disk charts below.",
+            "disk",
             (&crate::durability::DISK_HEAD, 2),
             crate::durability::disk_row,
         );
@@ -322,20 +321,26 @@ impl<'a> Page<'a> {
     /// client-encoded.
     fn encoding(&mut self) {
         self.run_table(
-            ("encoding", "Client-side encoding"),
-            crate::encoding::ENCODING_NOTE,
+            "encoding",
             (&crate::encoding::ENCODING_HEAD, 2),
             crate::encoding::encoding_row,
         );
     }
 
-    /// A section (`id`, `title`) with a note and a table of one row per
-    /// run that has one (`row`), under `head` with its first `left`
-    /// columns aligned left; nothing when no run has a row.
+    /// The heading and note of the section declared under `id`
+    /// ([`crate::sections`]).
+    fn declared_heading(&mut self, id: &str) {
+        let section = crate::sections::section(id);
+        self.h2(section.id, section.title);
+        let _ = write!(self.html, r#"<p class="note">{}</p>"#, esc(section.note));
+    }
+
+    /// The section declared under `id` with a table of one row per run
+    /// that has one (`row`), under `head` with its first `left` columns
+    /// aligned left; nothing when no run has a row.
     fn run_table(
         &mut self,
-        (id, title): (&str, &str),
-        note: &str,
+        id: &str,
         (head, left): (&[&str], usize),
         row: fn(&RunResult) -> Option<Vec<String>>,
     ) {
@@ -343,9 +348,26 @@ impl<'a> Page<'a> {
         if rows.is_empty() {
             return;
         }
-        self.h2(id, title);
-        let _ = write!(self.html, r#"<p class="note">{note}</p>"#);
+        self.declared_heading(id);
         self.table(head, &rows, left);
+    }
+
+    /// The server's own time per command, for each result whose runs
+    /// have it.
+    fn server_time(&mut self) {
+        let sources = self.view.sources.clone();
+        let tables: Vec<_> = sources
+            .iter()
+            .filter_map(|r| crate::sections::server_time_rows(r))
+            .collect();
+        if tables.is_empty() {
+            return;
+        }
+        self.declared_heading("server-time");
+        for rows in tables {
+            let head: Vec<&str> = rows[0].iter().map(String::as_str).collect();
+            self.table(&head, &rows[1..], 3);
+        }
     }
 
     /// Replication drawn: write and read rates alone against with a
@@ -412,8 +434,7 @@ impl<'a> Page<'a> {
         if rows.is_empty() {
             return;
         }
-        self.h2("searches", "Peak and capacity");
-        let _ = write!(self.html, r#"<p class="note">{}</p>"#, esc(SEARCH_NOTE));
+        self.declared_heading("searches");
         self.table(&SEARCH_HEAD, &rows, 3);
         // One chart per kind and point, a line per series.
         // (kind, point) → (series, steps drawn, the step found).
@@ -554,35 +575,27 @@ impl<'a> Page<'a> {
             self.view.runs.iter().map(|rr| rr.run).collect();
         let nodes: Vec<Vec<String>> = runs.iter().filter_map(|r| nodes_row(r)).collect();
         if !nodes.is_empty() {
-            self.h2("nodes", "Requests per node");
-            let _ = write!(self.html, r#"<p class="note">{}</p>"#, esc(NODES_NOTE));
+            self.declared_heading("nodes");
             self.table(&NODES_HEAD, &nodes, 2);
         }
         let replication: Vec<Vec<String>> =
             runs.iter().filter_map(|r| replication_row(r)).collect();
         if !replication.is_empty() {
-            self.h2("replication", "Replication");
-            let _ = write!(
-                self.html,
-                r#"<p class="note">{}</p>"#,
-                esc(REPLICATION_NOTE)
-            );
+            self.declared_heading("replication");
             self.table(&REPLICATION_HEAD, &replication, 3);
             self.replication_charts(&runs);
         }
         let sources = self.view.sources.clone();
         for r in sources {
             if let Some(rows) = shards_rows(r) {
-                self.h2("shards", "Shards");
-                let _ = write!(self.html, r#"<p class="note">{}</p>"#, esc(SHARDS_NOTE));
+                self.declared_heading("shards");
                 let head: Vec<&str> = rows[0].iter().map(String::as_str).collect();
                 self.table(&head, &rows[1..], 2);
             }
         }
         let links: Vec<Vec<String>> = runs.iter().filter_map(|r| link_row(r)).collect();
         if !links.is_empty() {
-            self.h2("link", "Link");
-            let _ = write!(self.html, r#"<p class="note">{}</p>"#, esc(LINK_NOTE));
+            self.declared_heading("link");
             self.table(&LINK_HEAD, &links, 3);
         }
     }

@@ -32,6 +32,7 @@ pub mod encoding;
 pub mod html;
 pub mod markdown;
 pub mod search;
+pub mod sections;
 pub mod svg;
 pub mod topology;
 pub mod verdict;
@@ -57,9 +58,6 @@ impl Exporter for JsonExporter {
         writeln!(out)
     }
 }
-
-/// A table's rows, its head first.
-type Rows = Vec<Vec<String>>;
 
 /// A side-by-side table of the runs, with units, plus checks and warnings.
 pub struct TextExporter;
@@ -282,20 +280,10 @@ impl Exporter for TextExporter {
             rows.extend(body);
             text_table(&rows, 2, out)?;
             // The tables some runs have, each under its heading.
-            let sections: [(&str, Option<Rows>, usize); 8] = [
-                ("durability (every write logged as acknowledged or not, read back after the run):", durability::durability_rows(r), 3),
-                ("disk per write (the server's processes, warm-up and measured phase):", durability::disk_rows(r), 2),
-                ("client-side encoding (encode and decode timed apart, on the run's values):", encoding::encoding_rows(r), 2),
-                ("searches (peak: clients doubled until throughput stopped rising; capacity: the highest open-loop rate that held the bound):", search::search_rows(r), 3),
-                ("requests per node (sharded targets):", topology::nodes_rows(r), 2),
-                ("replication (writes to the primary):", topology::replication_rows(r), 3),
-                ("link (bakeoff's relay between clients and servers):", topology::link_rows(r), 3),
-                ("shards (merged by bakeoff merge; rate reached / asked, start after --start-at, clock against the server's):", topology::shards_rows(r), 2),
-            ];
-            for (heading, rows, left) in sections {
-                if let Some(rows) = rows {
-                    writeln!(out, "\n{heading}")?;
-                    text_table(&rows, left, out)?;
+            for section in sections::TABLE_SECTIONS {
+                if let Some(rows) = (section.rows)(r) {
+                    writeln!(out, "\n{}", section.text_heading)?;
+                    text_table(&rows, section.left, out)?;
                     writeln!(out)?;
                 }
             }

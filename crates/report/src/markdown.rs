@@ -118,40 +118,12 @@ impl Exporter for MarkdownExporter {
         }
 
         for r in results {
-            if let Some(rows) = crate::durability::durability_rows(r) {
-                writeln!(out, "## Durability\n")?;
-                writeln!(out, "Every write logged by the client as acknowledged or not, and read back after the run; the class is what was measured with each setting.\n")?;
-                md_table(&rows[0], &rows[1..], 3, out)?;
-            }
-            if let Some(rows) = crate::durability::disk_rows(r) {
-                writeln!(out, "## Disk per write\n")?;
-                writeln!(out, "What the server's processes sent to storage per write (set, update, delete), warm-up and measured phase; fsyncs are counted exactly where the data directory is on bakeoff's power-cut layer.\n")?;
-                md_table(&rows[0], &rows[1..], 2, out)?;
-            }
-            if let Some(rows) = crate::encoding::encoding_rows(r) {
-                writeln!(out, "## Client-side encoding\n")?;
-                writeln!(out, "{}\n", crate::encoding::ENCODING_NOTE)?;
-                md_table(&rows[0], &rows[1..], 2, out)?;
-            }
-            if let Some(rows) = crate::search::search_rows(r) {
-                writeln!(out, "## Peak and capacity\n")?;
-                writeln!(out, "{}\n", crate::search::SEARCH_NOTE)?;
-                md_table(&rows[0], &rows[1..], 3, out)?;
-            }
-            if let Some(rows) = crate::topology::nodes_rows(r) {
-                writeln!(out, "## Requests per node\n")?;
-                writeln!(out, "{}\n", crate::topology::NODES_NOTE)?;
-                md_table(&rows[0], &rows[1..], 2, out)?;
-            }
-            if let Some(rows) = crate::topology::replication_rows(r) {
-                writeln!(out, "## Replication\n")?;
-                writeln!(out, "{}\n", crate::topology::REPLICATION_NOTE)?;
-                md_table(&rows[0], &rows[1..], 3, out)?;
-            }
-            if let Some(rows) = crate::topology::link_rows(r) {
-                writeln!(out, "## Link\n")?;
-                writeln!(out, "{}\n", crate::topology::LINK_NOTE)?;
-                md_table(&rows[0], &rows[1..], 3, out)?;
+            for section in crate::sections::TABLE_SECTIONS {
+                if let Some(rows) = (section.rows)(r) {
+                    writeln!(out, "## {}\n", section.title)?;
+                    writeln!(out, "{}\n", section.note)?;
+                    md_table(&rows[0], &rows[1..], section.left, out)?;
+                }
             }
         }
 
