@@ -463,9 +463,14 @@ fn server_settings_line(
 
 /// Exit code for a finished experiment.
 pub fn exit_code_of(result: &ExperimentResult) -> i32 {
-    if result.status == "interrupted" {
+    if result.status == bakeoff_core::result::ExperimentStatus::Interrupted {
         crate::signals::received().map_or(EXIT_INTERRUPTED, |sig| 128 + sig)
-    } else if result.runs.iter().any(|r| r.status != "ok") || result.runs.is_empty() {
+    } else if result
+        .runs
+        .iter()
+        .any(|r| r.status != bakeoff_core::result::RunStatus::Ok)
+        || result.runs.is_empty()
+    {
         EXIT_RUN_ERRORS
     } else {
         EXIT_OK
@@ -496,7 +501,7 @@ pub fn run_experiment_from_args(
     };
     let env = environment::detect(plan.seed, command_line());
     let r = run_experiment(&plan, &Registry, env, &opts, observer)?;
-    if r.runs.is_empty() && r.status == "complete" {
+    if r.runs.is_empty() && r.status == bakeoff_core::result::ExperimentStatus::Complete {
         return Err(AppError::Usage(format!(
             "no target could be used: {}",
             r.warnings.join("; ")

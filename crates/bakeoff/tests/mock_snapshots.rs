@@ -206,7 +206,10 @@ fn result_file_on_disk_matches_the_schema_and_reads_back() {
     assert!(compiled.validate(&broken).is_err());
     let back = ExperimentResult::read(&path).unwrap();
     assert_eq!(back.runs.len(), 4);
-    assert_eq!(back.status, "complete");
+    assert_eq!(
+        back.status,
+        bakeoff_core::result::ExperimentStatus::Complete
+    );
 }
 
 #[test]

@@ -297,9 +297,9 @@ pub fn merge_results(files: &[(String, ExperimentResult)]) -> Result<ExperimentR
         .unwrap_or_default();
     merged.status = files
         .iter()
-        .map(|(_, r)| r.status.clone())
-        .find(|s| s != "complete")
-        .unwrap_or_else(|| "complete".into());
+        .map(|(_, r)| r.status)
+        .find(|s| *s != crate::result::ExperimentStatus::Complete)
+        .unwrap_or(crate::result::ExperimentStatus::Complete);
     merged.warnings = files
         .iter()
         .flat_map(|(name, r)| r.warnings.iter().map(move |w| format!("{name}: {w}")))
@@ -383,15 +383,16 @@ fn add_runs(parts: &[&RunResult]) -> Result<RunResult, MergeError> {
     run.workload.clients = parts.iter().map(|r| r.workload.clients).sum();
     run.workload.threads = parts.iter().map(|r| r.workload.threads).sum();
     run.workload.rate = parts.iter().map(|r| r.workload.rate).sum::<Option<f64>>();
-    run.status = if parts.iter().any(|r| r.status == "failed") {
-        "failed".into()
-    } else if parts.iter().any(|r| r.status == "interrupted") {
+    use crate::result::RunStatus;
+    run.status = if parts.iter().any(|r| r.status == RunStatus::Failed) {
+        RunStatus::Failed
+    } else if parts.iter().any(|r| r.status == RunStatus::Interrupted) {
         // One shard stopped early: the sum covers less than the run.
-        "interrupted".into()
-    } else if parts.iter().any(|r| r.status == "errors") {
-        "errors".into()
+        RunStatus::Interrupted
+    } else if parts.iter().any(|r| r.status == RunStatus::Errors) {
+        RunStatus::Errors
     } else {
-        first.status.clone()
+        first.status
     };
     let messages: Vec<String> = parts.iter().filter_map(|r| r.message.clone()).collect();
     run.message = (!messages.is_empty()).then(|| messages.join("; "));
@@ -446,12 +447,12 @@ fn add_timelines(parts: &[&RunResult]) -> Vec<TimelinePoint> {
     let mut by_second: BTreeMap<(u8, u32), TimelinePoint> = BTreeMap::new();
     for r in parts {
         for p in &r.timeline {
-            let order = u8::from(p.phase != "warmup");
+            let order = u8::from(p.phase != crate::result::Phase::Warmup);
             let m = by_second
                 .entry((order, p.t_s))
                 .or_insert_with(|| TimelinePoint {
                     t_s: p.t_s,
-                    phase: p.phase.clone(),
+                    phase: p.phase,
                     ..TimelinePoint::default()
                 });
             m.ops_per_s += p.ops_per_s;

@@ -30,9 +30,9 @@ pub struct ExperimentResult {
     /// When the experiment started (RFC 3339, UTC).
     pub started_at: String,
     /// `running` while runs are being added, then `complete`,
-    /// `interrupted` (Ctrl-C), `failed`, or `refused` (a run could not
-    /// keep its synchronised start; the warning says why).
-    pub status: String,
+    /// `interrupted` (Ctrl-C), or `refused` (a run could not keep its
+    /// synchronised start; the warning says why).
+    pub status: ExperimentStatus,
     /// The validated plan.
     pub plan: Plan,
     /// The machine and the tool.
@@ -438,8 +438,8 @@ impl PhaseResult {
 pub struct TimelinePoint {
     /// Seconds since the start of the warm-up (or of the measure phase).
     pub t_s: u32,
-    /// `warmup` or `measure`.
-    pub phase: String,
+    /// `load`, `warmup`, `measure` or `read-back`.
+    pub phase: Phase,
     /// Successful operations in this second.
     pub ops_per_s: u64,
     /// Errors in this second.
@@ -687,6 +687,78 @@ pub struct ReplicaCheck {
     pub replica_records: Option<u64>,
 }
 
+/// Where an experiment stands.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum ExperimentStatus {
+    /// Runs are being added.
+    #[default]
+    Running,
+    /// Every run was made.
+    Complete,
+    /// Stopped by a signal before its end.
+    Interrupted,
+    /// A run could not keep its synchronised start.
+    Refused,
+}
+
+/// How a run ended.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum RunStatus {
+    /// Every operation succeeded (or its failures were what it measured:
+    /// a fault's).
+    Ok,
+    /// Some operations failed.
+    Errors,
+    /// The run could not be made, or not to its end (its message says
+    /// why).
+    #[default]
+    Failed,
+    /// Stopped by a signal before its end.
+    Interrupted,
+}
+
+/// The phase a second of the timeline belongs to.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum Phase {
+    /// Loading the records.
+    Load,
+    /// The warm-up, excluded from the figures.
+    Warmup,
+    /// The measured phase.
+    #[default]
+    Measure,
+    /// The durability check's read-back.
+    ReadBack,
+}
+
+macro_rules! as_str {
+    ($t:ty { $($v:ident => $s:literal),* }) => {
+        impl $t {
+            /// The name the result file uses.
+            pub fn as_str(self) -> &'static str {
+                match self { $(Self::$v => $s),* }
+            }
+        }
+        impl std::fmt::Display for $t {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    };
+}
+as_str!(ExperimentStatus { Running => "running", Complete => "complete", Interrupted => "interrupted", Refused => "refused" });
+as_str!(RunStatus { Ok => "ok", Errors => "errors", Failed => "failed", Interrupted => "interrupted" });
+as_str!(Phase { Load => "load", Warmup => "warmup", Measure => "measure", ReadBack => "read-back" });
+
 /// One run: one target at one point of the matrix, one repeat.
 #[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RunResult {
@@ -703,7 +775,7 @@ pub struct RunResult {
     /// `ok`, `errors` (some operations failed), `failed` (with a reason)
     /// or `interrupted` (stopped by a signal before its end: its figures
     /// cover what was measured until then).
-    pub status: String,
+    pub status: RunStatus,
     /// Why the run failed or what went wrong, if anything.
     pub message: Option<String>,
     /// The load phase, if one ran.

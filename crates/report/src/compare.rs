@@ -66,11 +66,10 @@ type RunKey = (String, BTreeMap<String, String>);
 fn groups(r: &ExperimentResult) -> Vec<(RunKey, Vec<&RunResult>)> {
     let mut out: Vec<(RunKey, Vec<&RunResult>)> = Vec::new();
     // Failed and interrupted runs measured nothing, or less than a run.
-    for run in r
-        .runs
-        .iter()
-        .filter(|r| r.status != "failed" && r.status != "interrupted")
-    {
+    for run in r.runs.iter().filter(|r| {
+        r.status != bakeoff_core::result::RunStatus::Failed
+            && r.status != bakeoff_core::result::RunStatus::Interrupted
+    }) {
         let key = (run.target.clone(), run.point.clone());
         match out.iter_mut().find(|(k, _)| *k == key) {
             Some((_, v)) => v.push(run),

@@ -109,7 +109,7 @@ impl Exporter for CsvExporter {
                     run.index.to_string(),
                     point.clone(),
                     run.repeat.to_string(),
-                    run.status.clone(),
+                    run.status.to_string(),
                     op.clone(),
                     num(m.duration_s),
                     completed.to_string(),

@@ -66,7 +66,10 @@ pub fn broken_promise(r: &ExperimentResult, run: &RunResult) -> Option<String> {
     let (c, f) = (run.durability.as_ref()?, run.fault.as_ref()?);
     let declared = crate::record_of(r, run)?.durable_to?;
     let promised = declared.promises_to_survive(f.kind);
-    (promised && run.status != "interrupted" && !c.kept_every_acknowledged_write()).then(|| {
+    (promised
+        && run.status != bakeoff_core::result::RunStatus::Interrupted
+        && !c.kept_every_acknowledged_write())
+    .then(|| {
         format!(
             "declared durable to {declared}, yet under {} it {}",
             f.kind.name(),
@@ -82,7 +85,9 @@ pub fn spread_rows<'a>(runs: impl Iterator<Item = &'a RunResult>) -> Vec<Vec<Str
     let mut groups: BTreeMap<(String, String), Vec<&RunResult>> = BTreeMap::new();
     // An interrupted run's read-back may have stopped short: it is in its
     // own row, not in a measured class.
-    for run in runs.filter(|r| r.durability.is_some() && r.status != "interrupted") {
+    for run in runs.filter(|r| {
+        r.durability.is_some() && r.status != bakeoff_core::result::RunStatus::Interrupted
+    }) {
         let point: Vec<String> = run.point.iter().map(|(k, v)| format!("{k}={v}")).collect();
         groups
             .entry((run.target.clone(), point.join(" ")))
@@ -239,7 +244,11 @@ impl Classes {
         for r in results {
             // An interrupted run's read-back may have stopped short: no
             // class is measured from it.
-            for run in r.runs.iter().filter(|run| run.status != "interrupted") {
+            for run in r
+                .runs
+                .iter()
+                .filter(|run| run.status != bakeoff_core::result::RunStatus::Interrupted)
+            {
                 let (Some(c), Some(f), Some(t)) = (
                     &run.durability,
                     &run.fault,
@@ -310,7 +319,7 @@ pub fn durability_row(run: &RunResult) -> Option<Vec<String>> {
         c.holes.to_string(),
         back,
         recovered,
-        if run.status == "interrupted" {
+        if run.status == bakeoff_core::result::RunStatus::Interrupted {
             // Unread writes are neither kept nor lost: no class.
             format!("none: interrupted, {} unread", c.unread)
         } else {
@@ -452,7 +461,7 @@ mod tests {
         assert_eq!(broken_promise(&r, &r.runs[0]), None);
         // An interrupted run's read-back may have stopped short.
         r.targets[0].durable_to = Some(DurableTo::PowerCut);
-        r.runs[0].status = "interrupted".into();
+        r.runs[0].status = bakeoff_core::result::RunStatus::Interrupted;
         assert_eq!(broken_promise(&r, &r.runs[0]), None);
     }
 

@@ -197,7 +197,7 @@ impl<'a> Page<'a> {
                 },
                 esc(&r.plan.name),
                 esc(&r.started_at),
-                esc(&r.status),
+                esc(r.status.as_str()),
                 r.runs.len(),
                 esc(&r.environment.hostname),
                 r.environment.cores,
@@ -1587,7 +1587,7 @@ fn node_name(r: &RunResult, i: usize) -> String {
 fn measure_start(r: &RunResult) -> f64 {
     r.timeline
         .iter()
-        .find(|t| t.phase == "measure")
+        .find(|t| t.phase == bakeoff_core::result::Phase::Measure)
         .map(|t| t.t_s as f64)
         .unwrap_or(0.0)
 }
@@ -1599,7 +1599,10 @@ fn phase_bands(runs: &[(usize, &RunResult)]) -> Vec<Band> {
     let load_from = runs
         .iter()
         .filter_map(|(_, r)| {
-            let first = r.timeline.iter().find(|t| t.phase == "load")?;
+            let first = r
+                .timeline
+                .iter()
+                .find(|t| t.phase == bakeoff_core::result::Phase::Load)?;
             Some(first.t_s as f64 - measure_start(r))
         })
         .fold(0.0, f64::min);
@@ -1661,11 +1664,12 @@ fn measured_seconds(r: &RunResult) -> impl Iterator<Item = &bakeoff_core::result
     let end = r
         .timeline
         .iter()
-        .find(|t| t.phase == "measure")
+        .find(|t| t.phase == bakeoff_core::result::Phase::Measure)
         .map(|t| t.t_s as f64 + r.measure.duration_s);
-    r.timeline
-        .iter()
-        .filter(move |t| !(t.phase == "measure" && end.is_some_and(|e| t.t_s as f64 >= e - 0.01)))
+    r.timeline.iter().filter(move |t| {
+        !(t.phase == bakeoff_core::result::Phase::Measure
+            && end.is_some_and(|e| t.t_s as f64 >= e - 0.01))
+    })
 }
 
 impl Exporter for HtmlExporter {

@@ -105,7 +105,7 @@ pub fn summary_row(series: &str, run: &RunResult) -> Vec<String> {
     vec![
         series.to_string(),
         run_point_label(run),
-        if run.status == "failed" {
+        if run.status == bakeoff_core::result::RunStatus::Failed {
             "failed".into()
         } else {
             fmt_rate(m.throughput_per_s)

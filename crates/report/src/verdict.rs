@@ -69,7 +69,7 @@ pub fn server_cpu_per_op_ns(r: &RunResult) -> Option<f64> {
     let start = r
         .timeline
         .iter()
-        .find(|t| t.phase == "measure")
+        .find(|t| t.phase == bakeoff_core::result::Phase::Measure)
         .map(|t| f64::from(t.t_s))?;
     let end = start + m.duration_s;
     let inside: Vec<f64> = r
@@ -145,7 +145,7 @@ pub fn verdict(r: &ExperimentResult) -> Vec<String> {
         for run in r
             .runs
             .iter()
-            .filter(|x| &&x.point == point && x.status == "ok")
+            .filter(|x| &&x.point == point && x.status == bakeoff_core::result::RunStatus::Ok)
         {
             let runs = groups.entry(Group::of(r, run)).or_default();
             if !runs.iter().any(|x| x.target == run.target) {

@@ -19,8 +19,8 @@ use crate::error::{RunError, TargetError};
 use crate::plan::{FaultKind, Plan, RequestMode, TargetSpec, Workload};
 use crate::recorder::{Interval, PhaseStats, WorkerOutput};
 use crate::result::{
-    CounterCheck, Environment, ExperimentResult, NodeResourceSample, PhaseResult, ResourceSample,
-    RunResult, TargetRecord, TimelinePoint, SCHEMA_VERSION,
+    CounterCheck, Environment, ExperimentResult, ExperimentStatus, NodeResourceSample, Phase,
+    PhaseResult, ResourceSample, RunResult, TargetRecord, TimelinePoint, SCHEMA_VERSION,
 };
 use crate::value::ValuePool;
 use crate::workload::{OpKind, ZipfianConstants, OP_KINDS};
@@ -550,12 +550,12 @@ impl<'j> Collector<'j> {
         }
     }
 
-    fn phase_name(&self, t: u32) -> &'static str {
+    fn phase_name(&self, t: u32) -> Phase {
         match self.job.kind {
-            JobKind::Load => "load",
-            JobKind::Measure if (t as f64) < self.warmup_end_s => "warmup",
-            JobKind::Measure => "measure",
-            JobKind::ReadBack => "read-back",
+            JobKind::Load => Phase::Load,
+            JobKind::Measure if (t as f64) < self.warmup_end_s => Phase::Warmup,
+            JobKind::Measure => Phase::Measure,
+            JobKind::ReadBack => Phase::ReadBack,
         }
     }
 
@@ -731,7 +731,7 @@ fn last_phase_s(job: &Job, last: u64) -> f64 {
     }
 }
 
-fn timeline_point(iv: &Interval, phase: &str) -> TimelinePoint {
+fn timeline_point(iv: &Interval, phase: Phase) -> TimelinePoint {
     let h = &iv.latency;
     let q = |x: f64| {
         if h.is_empty() {
@@ -742,7 +742,7 @@ fn timeline_point(iv: &Interval, phase: &str) -> TimelinePoint {
     };
     TimelinePoint {
         t_s: iv.second,
-        phase: phase.to_string(),
+        phase,
         ops_per_s: iv.ops,
         errors: iv.errors,
         misses: iv.misses,
@@ -811,7 +811,7 @@ fn open_loop_notes(run: &RunResult, label: &str) -> Vec<String> {
         }
     }
     let achieved = m.attempted_per_s();
-    if run.status == "ok" && m.duration_s > 0.0 && achieved < 0.95 * rate {
+    if run.status == crate::result::RunStatus::Ok && m.duration_s > 0.0 && achieved < 0.95 * rate {
         notes.push(format!(
             "run {} ({label}): the rate asked for was not reached: {} of {} ({:.0} % short); the target or the client could not keep up.",
             run.index,
@@ -921,7 +921,7 @@ pub fn run_experiment(
         schema_version: SCHEMA_VERSION,
         tool: "bakeoff".into(),
         started_at: now_rfc3339(),
-        status: "running".into(),
+        status: crate::result::ExperimentStatus::Running,
         plan: plan.clone(),
         environment,
         targets: Vec::new(),
@@ -992,9 +992,9 @@ pub fn run_experiment(
         }
     }
     runs.result.status = if opts.stop.load(Ordering::Relaxed) {
-        "interrupted".into()
+        ExperimentStatus::Interrupted
     } else {
-        "complete".into()
+        ExperimentStatus::Complete
     };
     runs.write()?;
     Ok(runs.result)

@@ -104,7 +104,7 @@ impl Runs<'_> {
         let run = match run {
             Ok(run) => run,
             Err(e) => {
-                self.result.status = "refused".into();
+                self.result.status = crate::result::ExperimentStatus::Refused;
                 self.result.warnings.push(e.to_string());
                 self.write()?;
                 return Err(e);
@@ -376,7 +376,7 @@ fn fresh_run(at: &RunAt, w: &Workload) -> RunResult {
         point: at.point.labels.clone(),
         repeat: at.repeat,
         workload: w.clone(),
-        status: "failed".into(),
+        status: crate::result::RunStatus::Failed,
         message: None,
         load: None,
         warmup: None,
@@ -471,10 +471,10 @@ fn settle_status(stage: &Stage, extras: &[Box<dyn Extra>], run: &mut RunResult) 
     let stopped = stage.ctx.stop.load(Ordering::Relaxed);
     if let Some(why) = explained {
         // The errors are what the run measured (a fault's).
-        run.status = "ok".into();
+        run.status = crate::result::RunStatus::Ok;
         run.message = Some(why);
     } else if errors > 0 {
-        run.status = "errors".into();
+        run.status = crate::result::RunStatus::Errors;
         let split = if load_errors > 0 {
             format!(
                 " ({load_errors} while loading, {} measured)",
@@ -489,20 +489,20 @@ fn settle_status(stage: &Stage, extras: &[Box<dyn Extra>], run: &mut RunResult) 
     } else if run.measure.completed == 0 && !stopped {
         // Nothing to report is not a clean result: a phase too short for
         // one reply, or clients that never got to send.
-        run.status = "errors".into();
+        run.status = crate::result::RunStatus::Errors;
         run.message = Some(format!(
             "the measured phase ({:.3} s) completed no operation, so there is nothing to report; measure longer (--duration) or check the target",
             run.measure.duration_s
         ));
     } else {
-        run.status = "ok".into();
+        run.status = crate::result::RunStatus::Ok;
     }
     if stopped {
         // Stopped by a signal before its end: what it measured is real but
         // partial, and a durability check read back what it could in its
         // grace time (the rest unread, not lost); no class is measured
         // from it.
-        run.status = "interrupted".into();
+        run.status = crate::result::RunStatus::Interrupted;
         let line = "stopped by a signal before the run's end; its figures cover what was measured until then";
         run.message = Some(match run.message.take() {
             Some(m) => format!("{line}; {m}"),

@@ -50,7 +50,7 @@ impl StepOutcome {
             achieved: m.attempted_per_s(),
             errors,
             latency_ns,
-            ok: run.status == "ok",
+            ok: run.status == crate::result::RunStatus::Ok,
         }
     }
 }
