@@ -158,7 +158,7 @@ impl Dirty {
         for p in gone.values() {
             self.bytes -= (p.hi - p.lo) as u64;
         }
-        if new % PAGE != 0 {
+        if !new.is_multiple_of(PAGE) {
             let idx = new / PAGE;
             let cut = (new % PAGE) as usize;
             if let Some(p) = self.pages.get_mut(&idx) {

@@ -19,6 +19,11 @@
 //! [`Loop::kick_write`]; parsing, timing and request generation are the
 //! same for both mechanisms.
 //!
+//! The loop is one, in this file; its seams live beside it: `backend`
+//! (io_uring and epoll, the only code that talks to the kernel), `route`
+//! (which node a request goes to, and redirections), `pacing` (an open
+//! loop's wake-ups and spinning) and `conn` (one connection's state).
+//!
 //! Shards. A target of several nodes (client-side sharding) gives each
 //! client one connection per node; a request goes on the connection of the
 //! node its key hashes to ([`Ketama`]), and the client's pipeline depth
@@ -52,240 +57,24 @@ use crate::ketama::Ketama;
 use crate::pacing::WakeLead;
 use crate::slots::{key_slot, Redirect, SlotMap};
 
-/// Which node a request goes to, when a target has several.
-#[derive(Clone, Debug)]
-pub enum Route {
-    /// Keys spread by consistent hashing (shards).
-    Ring(Ketama),
-    /// Writes to node 0 (a primary), reads to node `reads` (the primary
-    /// itself, or a replica).
-    ReadWrite {
-        /// The node reads go to.
-        reads: usize,
-    },
-    /// Redis Cluster: each key to the node serving its hash slot, as the
-    /// map says at the start and `MOVED` replies teach.
-    Slots(SlotMap),
-}
+mod backend;
+mod conn;
+mod pacing;
+mod route;
+
+use backend::{Backend, SEND};
+use conn::Conn;
+use pacing::{MAX_SPIN_CREDIT_NS, MAX_WAKE_LEAD_NS, SPIN_NS, SPIN_SHARE_DIVISOR};
+pub use route::Route;
+use route::ASKING;
+
 use crate::plan::IoBackend;
 use crate::recorder::{monotonic_ns, ErrorKind};
 use crate::session::{io_error_kind, ConnectError};
 use crate::workload::{OpKind, OP_KINDS};
 
-/// Redis Cluster's `ASKING`, sent before a request an `ASK` redirected.
-const ASKING: &[u8] = b"*1\r\n$6\r\nASKING\r\n";
-
-/// Redirections of one request before it counts as failed.
-const MAX_REDIRECTS: u8 = 5;
-
-/// The most an open loop wakes before a send time, ns.
-const MAX_WAKE_LEAD_NS: u64 = 100_000;
-
-/// The last stretch before a send time spent spinning rather than
-/// waiting, beyond the learnt lateness of wake-ups, ns.
-const SPIN_NS: u64 = 3_000;
-
-/// The most of a worker's time spent spinning before send times: an
-/// eighth (plus the last SPIN_NS before each send). Past it the thread
-/// sleeps until SPIN_NS before the send time and its lateness shows in the
-/// send lag, so that a fast open loop does not burn a
-/// core (and the target's CPU on a shared machine) to look punctual.
-const SPIN_SHARE_DIVISOR: u64 = 8;
-
-/// Spin time saved up at most, ns: a quiet stretch buys no long burst.
-const MAX_SPIN_CREDIT_NS: u64 = 5_000_000;
-
 /// How often in-flight requests are checked against the timeout.
 const TIMEOUT_CHECK_EVERY_NS: u64 = 10_000_000;
-
-/// `epoll_wait` for at most `wait_ns`: with a nanosecond timeout
-/// (`epoll_pwait2`, Linux 5.11). A millisecond timeout rounded down would
-/// turn every shorter wait of an open loop into a busy poll; where
-/// `epoll_pwait2` fails (an older kernel, a seccomp filter), that busy poll
-/// is what remains, as the loop keeps its schedule rather than wake a
-/// millisecond late.
-fn epoll_wait_ns(epfd: i32, events: &mut [libc::epoll_event], wait_ns: u64) -> i32 {
-    use std::sync::atomic::{AtomicBool, Ordering};
-    static NO_PWAIT2: AtomicBool = AtomicBool::new(false);
-    if !NO_PWAIT2.load(Ordering::Relaxed) {
-        let ts = libc::timespec {
-            tv_sec: (wait_ns / 1_000_000_000) as libc::time_t,
-            tv_nsec: (wait_ns % 1_000_000_000) as libc::c_long,
-        };
-        // SAFETY: events is a valid buffer of the given length, ts lives
-        // through the call, and a null signal mask leaves the mask alone.
-        let n = unsafe {
-            libc::syscall(
-                libc::SYS_epoll_pwait2,
-                epfd,
-                events.as_mut_ptr(),
-                events.len() as libc::c_int,
-                &ts as *const libc::timespec,
-                std::ptr::null::<libc::sigset_t>(),
-                0usize,
-            )
-        } as i32;
-        if n >= 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
-            return n;
-        }
-        NO_PWAIT2.store(true, Ordering::Relaxed);
-    }
-    let ms = (wait_ns / 1_000_000) as i32;
-    // SAFETY: events is a valid buffer of the given length.
-    unsafe { libc::epoll_wait(epfd, events.as_mut_ptr(), events.len() as i32, ms) }
-}
-
-struct Conn {
-    stream: Option<crate::driver::Stream>,
-    /// What the server numbered for this connection (see [`Codec::encode`]).
-    handles: Handles,
-    /// Requests made since the last send was started.
-    wbuf: Vec<u8>,
-    /// Bytes being sent (with io_uring the kernel holds a pointer into it
-    /// until the send completes); `spos` of them are gone.
-    sending: Vec<u8>,
-    spos: usize,
-    /// epoll: EPOLLOUT is armed because the socket buffer was full.
-    want_write: bool,
-    /// io_uring: a receive / send is in the kernel.
-    recv_inflight: bool,
-    send_inflight: bool,
-    /// io_uring: the socket was shut down; waiting for the kernel to hand
-    /// back the buffers before closing.
-    closing: bool,
-    rbuf: Vec<u8>,
-    rstart: usize,
-    rend: usize,
-    inflight: VecDeque<Request>,
-    retry_at: u64,
-    dead_since: Option<u64>,
-}
-
-impl Conn {
-    fn usable(&self) -> bool {
-        self.stream.is_some() && !self.closing
-    }
-
-    /// Makes room at the end of the read buffer (compacting, or growing
-    /// once when a single reply is larger than the buffer).
-    fn make_room(&mut self) {
-        if self.rstart == self.rend {
-            self.rstart = 0;
-            self.rend = 0;
-        } else if self.rbuf.len() - self.rend < 4096 {
-            if self.rstart > 0 {
-                self.rbuf.copy_within(self.rstart..self.rend, 0);
-                self.rend -= self.rstart;
-                self.rstart = 0;
-            }
-            if self.rbuf.len() - self.rend < 4096 {
-                let n = self.rbuf.len() * 2;
-                self.rbuf.resize(n, 0);
-            }
-        }
-    }
-
-    fn reset_buffers(&mut self) {
-        self.wbuf.clear();
-        self.sending.clear();
-        self.spos = 0;
-        self.want_write = false;
-        self.rstart = 0;
-        self.rend = 0;
-    }
-}
-
-/// How bytes move: io_uring or epoll.
-enum Backend {
-    Uring {
-        ring: Box<IoUring>,
-        /// Completions copied out of the ring before they are handled.
-        completions: Vec<(u64, i32)>,
-    },
-    Epoll {
-        epfd: i32,
-        events: Vec<libc::epoll_event>,
-    },
-}
-
-impl Drop for Backend {
-    fn drop(&mut self) {
-        if let Backend::Epoll { epfd, .. } = *self {
-            if epfd >= 0 {
-                // SAFETY: closing the epoll fd we created.
-                unsafe { libc::close(epfd) };
-            }
-        }
-    }
-}
-
-const RECV: u64 = 0;
-const SEND: u64 = 1;
-
-impl Backend {
-    fn new(choice: IoBackend, conns: usize) -> (Self, String) {
-        if choice != IoBackend::Epoll {
-            let entries = (2 * conns + 16).next_power_of_two().clamp(64, 4096) as u32;
-            // Completions are run only when this thread enters the ring
-            // (single issuer, deferred task work): no interrupting task work,
-            // cheaper per operation. Older kernels get a plain ring.
-            let tuned = IoUring::builder()
-                .setup_cqsize(entries * 2)
-                .setup_single_issuer()
-                .setup_defer_taskrun()
-                .setup_taskrun_flag()
-                .build(entries);
-            let ring =
-                tuned.or_else(|_| IoUring::builder().setup_cqsize(entries * 2).build(entries));
-            match ring {
-                Ok(ring) => {
-                    return (
-                        Backend::Uring {
-                            ring: Box::new(ring),
-                            completions: Vec::with_capacity(entries as usize * 2),
-                        },
-                        "io_uring".to_string(),
-                    )
-                }
-                Err(e) if choice == IoBackend::IoUring => {
-                    return (
-                        Self::epoll(conns),
-                        format!("epoll (io_uring was asked for but is unavailable: {e})"),
-                    )
-                }
-                Err(e) => {
-                    return (
-                        Self::epoll(conns),
-                        format!("epoll (io_uring unavailable: {e})"),
-                    )
-                }
-            }
-        }
-        (Self::epoll(conns), "epoll".to_string())
-    }
-
-    fn epoll(conns: usize) -> Self {
-        // SAFETY: plain syscall; the fd is closed in Drop.
-        let epfd = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
-        Backend::Epoll {
-            epfd,
-            events: vec![libc::epoll_event { events: 0, u64: 0 }; conns.clamp(1, 1024)],
-        }
-    }
-
-    /// Queues an io_uring operation, submitting first if the queue is full.
-    fn push(ring: &mut IoUring, entry: io_uring::squeue::Entry) {
-        // SAFETY: every buffer an entry points to lives in a Conn that is
-        // neither moved, resized nor dropped until the entry's completion
-        // has been reaped (recv_inflight / send_inflight guard them).
-        unsafe {
-            if ring.submission().push(&entry).is_err() {
-                let _ = ring.submit();
-                let _ = ring.submission().push(&entry);
-            }
-        }
-    }
-}
 
 /// Runs worker `worker`'s share of `job` over the network with `codec`, on
 /// the nodes `connectors` reach (requests sent as `route` says when there
@@ -531,31 +320,6 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
         self.encode_on(k, req);
     }
 
-    /// The connection of client `ci` that request `req` goes on, counted
-    /// there as sent; leaves its key in `key_buf`.
-    #[inline]
-    fn conn_for(&mut self, ci: usize, req: &Request) -> usize {
-        format_key(req.key, &mut self.key_buf);
-        let k = match self.route {
-            _ if !MULTI => ci,
-            None => ci * self.nodes,
-            Some(route) => {
-                let node = match route {
-                    Route::Ring(ring) => ring.node_of(&self.key_buf),
-                    Route::ReadWrite { .. } if req.kind.writes() => 0,
-                    Route::ReadWrite { reads } => *reads,
-                    Route::Slots(_) => self.slot_owner[key_slot(&self.key_buf) as usize] as usize,
-                };
-                self.node_sent[node][req.kind as usize] += 1;
-                ci * self.nodes + node
-            }
-        };
-        if MULTI {
-            self.client_inflight[ci] += 1;
-        }
-        k
-    }
-
     /// A batched load: `first` and up to `batch - 1` records client `ci`
     /// may write after it, in one request. Out of line: only loads with
     /// `--batch` come here.
@@ -621,33 +385,6 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
         self.codec
             .encode_follow_up(&c.handles, req.kind, &self.key_buf, &h, p, &mut c.wbuf);
         c.inflight.push_back(req);
-    }
-
-    /// Redis Cluster: the node on connection `ci` sent `req` to the node
-    /// at `to` (an index, if the address is one of the cluster's); it goes
-    /// there now. Out of line: redirections are rare.
-    #[inline(never)]
-    fn redirect(&mut self, ci: usize, mut req: Request, r: Redirect, to: Option<usize>, now: u64) {
-        let from = ci % self.nodes;
-        let client = self.client_of(ci);
-        self.node_sent[from][req.kind as usize] -= 1;
-        self.node_redirects[from][r.ask as usize] += 1;
-        let Some(to) = to.filter(|_| req.redirects < MAX_REDIRECTS) else {
-            // An address outside the cluster, or a request passed round:
-            // the cluster is not serving it.
-            self.client_inflight[client] -= 1;
-            return self
-                .harness
-                .complete(&req, Outcome::Failed(ErrorKind::ServerError), now);
-        };
-        if !r.ask {
-            self.slot_owner[r.slot as usize] = to as u16;
-        }
-        req.redirects += 1;
-        req.leg = if r.ask { Leg::Asking } else { Leg::Only };
-        self.node_sent[to][req.kind as usize] += 1;
-        format_key(req.key, &mut self.key_buf);
-        self.encode_on(client * self.nodes + to, req);
     }
 
     /// Makes every request client `ci` may make at `now`.
@@ -739,27 +476,6 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
         }
     }
 
-    /// io_uring: keeps one receive in the kernel for `ci`.
-    fn arm_recv(&mut self, ci: usize) {
-        let Backend::Uring { ring, .. } = &mut self.backend else {
-            return;
-        };
-        let c = &mut self.conns[ci];
-        if c.recv_inflight || !c.usable() {
-            return;
-        }
-        c.make_room();
-        let fd = c.stream.as_ref().expect("usable").as_raw_fd();
-        let room = &mut c.rbuf[c.rend..];
-        // (IORING_RECVSEND_POLL_FIRST was measured here and cost more CPU
-        // per operation than the immediate attempt it saves.)
-        let e = opcode::Recv::new(types::Fd(fd), room.as_mut_ptr(), room.len() as u32)
-            .build()
-            .user_data((ci as u64) << 1);
-        Backend::push(ring, e);
-        c.recv_inflight = true;
-    }
-
     /// Every request in flight on `ci` fails with `kind`; the connection is
     /// closed and retried later.
     fn fail(&mut self, ci: usize, kind: ErrorKind, now: u64) {
@@ -784,23 +500,6 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
             c.stream = None; // closing the fd also removes it from epoll
             c.closing = false;
             c.reset_buffers();
-        }
-    }
-
-    /// epoll: reads what is there on `ci` (one `read`).
-    fn on_readable(&mut self, ci: usize) {
-        let c = &mut self.conns[ci];
-        if c.stream.is_none() {
-            return;
-        }
-        c.make_room();
-        let stream = c.stream.as_mut().expect("checked above");
-        let res = stream.read(&mut c.rbuf[c.rend..]);
-        let now = self.now();
-        match res {
-            Ok(n) => self.on_bytes(ci, n, now),
-            Err(e) if matches!(e.kind(), IoErrorKind::WouldBlock | IoErrorKind::Interrupted) => {}
-            Err(_) => self.fail(ci, ErrorKind::Reset, now),
         }
     }
 
@@ -907,51 +606,6 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
             }
         }
         self.kick_client(self.client_of(ci), now);
-    }
-
-    /// io_uring: handles one completion.
-    fn on_completion(&mut self, user_data: u64, res: i32) {
-        let ci = (user_data >> 1) as usize;
-        let op = user_data & 1;
-        let now = self.now();
-        let c = &mut self.conns[ci];
-        if op == RECV {
-            c.recv_inflight = false;
-        } else {
-            c.send_inflight = false;
-        }
-        if c.closing {
-            if !c.recv_inflight && !c.send_inflight {
-                c.stream = None;
-                c.closing = false;
-                c.reset_buffers();
-            }
-            return;
-        }
-        if c.stream.is_none() {
-            return;
-        }
-        if res < 0 {
-            let kind = if -res == libc::ECANCELED || -res == libc::EINTR || -res == libc::EAGAIN {
-                // Not a failure of the connection: try again.
-                if op == RECV {
-                    self.arm_recv(ci);
-                } else {
-                    self.kick_write(ci, now);
-                }
-                return;
-            } else {
-                ErrorKind::Reset
-            };
-            return self.fail(ci, kind, now);
-        }
-        if op == RECV {
-            self.on_bytes(ci, res as usize, now);
-            self.arm_recv(ci);
-        } else {
-            c.spos += res as usize;
-            self.kick_write(ci, now);
-        }
     }
 
     fn check_timeouts(&mut self, now: u64) {
@@ -1090,141 +744,6 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
             }
         }
         self.drain_kernel();
-    }
-
-    /// Whether io_uring has completions waiting to be handled, or (on the
-    /// tuned ring, whose receive completions wait as deferred task work
-    /// until this thread enters the kernel) work that would post some.
-    /// epoll cannot tell without a system call: never.
-    fn has_completions(&mut self) -> bool {
-        match &mut self.backend {
-            Backend::Uring { ring, .. } => {
-                ring.submission().taskrun() || !ring.completion().is_empty()
-            }
-            Backend::Epoll { .. } => false,
-        }
-    }
-
-    /// Whether io_uring holds requests not yet submitted to the kernel.
-    fn has_unsubmitted(&mut self) -> bool {
-        match &mut self.backend {
-            Backend::Uring { ring, .. } => !ring.submission().is_empty(),
-            Backend::Epoll { .. } => false,
-        }
-    }
-
-    /// One wait: io_uring submits everything queued and waits for at least
-    /// one completion in the same system call; epoll waits for readiness.
-    /// Whether it ended with nothing to handle (by its time, or on a
-    /// signal).
-    fn wait_and_handle(&mut self, wait_ns: u64) -> bool {
-        match &mut self.backend {
-            Backend::Uring { ring, completions } => {
-                let ts = types::Timespec::new()
-                    .sec(wait_ns / 1_000_000_000)
-                    .nsec((wait_ns % 1_000_000_000) as u32);
-                let args = types::SubmitArgs::new().timespec(&ts);
-                let r = if wait_ns == 0 {
-                    ring.submit()
-                } else {
-                    ring.submitter().submit_with_args(1, &args)
-                };
-                if let Err(e) = r {
-                    if !matches!(
-                        e.raw_os_error(),
-                        Some(libc::ETIME) | Some(libc::EINTR) | Some(libc::EBUSY)
-                    ) {
-                        // Nothing sensible is left to do with a broken ring
-                        // but to stop making requests.
-                        self.harness.stop();
-                    }
-                }
-                completions.clear();
-                completions.extend(ring.completion().map(|cqe| (cqe.user_data(), cqe.result())));
-                let completions_len = completions.len();
-                for i in 0..completions_len {
-                    let (ud, res) = match &self.backend {
-                        Backend::Uring { completions, .. } => completions[i],
-                        Backend::Epoll { .. } => unreachable!(),
-                    };
-                    self.on_completion(ud, res);
-                }
-                // A timeout is not always an error (ETIME) here: a wait
-                // that brought no completion ended by its time.
-                completions_len == 0
-            }
-            Backend::Epoll { epfd, events } => {
-                let n = epoll_wait_ns(*epfd, events, wait_ns.min(100_000_000));
-                for i in 0..n.max(0) as usize {
-                    let (ci, flags) = match &self.backend {
-                        Backend::Epoll { events, .. } => (events[i].u64 as usize, events[i].events),
-                        Backend::Uring { .. } => unreachable!(),
-                    };
-                    if flags & (libc::EPOLLIN | libc::EPOLLERR | libc::EPOLLHUP) as u32 != 0 {
-                        self.on_readable(ci);
-                    }
-                    if flags & libc::EPOLLOUT as u32 != 0 {
-                        let now = self.now();
-                        self.kick_write(ci, now);
-                    }
-                }
-                n == 0
-            }
-        }
-    }
-
-    /// io_uring: shuts every socket down and waits until the kernel has
-    /// returned every buffer, so none is freed while it may still be written.
-    fn drain_kernel(&mut self) {
-        if !matches!(self.backend, Backend::Uring { .. }) {
-            return;
-        }
-        for c in &mut self.conns {
-            if c.recv_inflight || c.send_inflight {
-                if let Some(s) = &c.stream {
-                    // SAFETY: shutting down a socket we own.
-                    unsafe { libc::shutdown(s.as_raw_fd(), libc::SHUT_RDWR) };
-                }
-                c.closing = true;
-            }
-        }
-        let deadline = self.now() + 5_000_000_000;
-        while self
-            .conns
-            .iter()
-            .any(|c| c.recv_inflight || c.send_inflight)
-            && self.now() < deadline
-        {
-            self.wait_and_handle(10_000_000);
-        }
-    }
-
-    /// How long the next wait may last, ns, and whether it ends at an
-    /// open-loop send time.
-    fn wait_ns(&self, now: u64) -> (u64, bool) {
-        let h = &self.harness;
-        let mut until = h
-            .next_tick()
-            .min(self.next_timeout_check + TIMEOUT_CHECK_EVERY_NS);
-        let mut send_at = u64::MAX;
-        if h.generating() {
-            until = until.min(h.measure_end()).min(if h.warmup_end() > now {
-                h.warmup_end()
-            } else {
-                u64::MAX
-            });
-            if h.open_loop() {
-                for ci in 0..self.client_inflight.len() {
-                    if self.has_room(ci) {
-                        if let Some(t) = h.next_start(ci, now) {
-                            send_at = send_at.min(t);
-                        }
-                    }
-                }
-            }
-        }
-        let wait = until.min(send_at).saturating_sub(now).min(100_000_000);
-        (wait, send_at <= until)
     }
 
     fn finish(mut self) -> WorkerOutput {

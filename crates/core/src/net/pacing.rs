@@ -1,0 +1,52 @@
+//! When an open loop wakes before a send time, and how much of the
+//! worker's time it may spin to send on time.
+
+#[allow(unused_imports)]
+use super::*;
+
+/// The most an open loop wakes before a send time, ns.
+pub(super) const MAX_WAKE_LEAD_NS: u64 = 100_000;
+
+/// The last stretch before a send time spent spinning rather than
+/// waiting, beyond the learnt lateness of wake-ups, ns.
+pub(super) const SPIN_NS: u64 = 3_000;
+
+/// The most of a worker's time spent spinning before send times: an
+/// eighth (plus the last SPIN_NS before each send). Past it the thread
+/// sleeps until SPIN_NS before the send time and its lateness shows in the
+/// send lag, so that a fast open loop does not burn a
+/// core (and the target's CPU on a shared machine) to look punctual.
+pub(super) const SPIN_SHARE_DIVISOR: u64 = 8;
+
+/// Spin time saved up at most, ns: a quiet stretch buys no long burst.
+pub(super) const MAX_SPIN_CREDIT_NS: u64 = 5_000_000;
+
+impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
+    /// How long the next wait may last, ns, and whether it ends at an
+    /// open-loop send time.
+    pub(super) fn wait_ns(&self, now: u64) -> (u64, bool) {
+        let h = &self.harness;
+        let mut until = h
+            .next_tick()
+            .min(self.next_timeout_check + TIMEOUT_CHECK_EVERY_NS);
+        let mut send_at = u64::MAX;
+        if h.generating() {
+            until = until.min(h.measure_end()).min(if h.warmup_end() > now {
+                h.warmup_end()
+            } else {
+                u64::MAX
+            });
+            if h.open_loop() {
+                for ci in 0..self.client_inflight.len() {
+                    if self.has_room(ci) {
+                        if let Some(t) = h.next_start(ci, now) {
+                            send_at = send_at.min(t);
+                        }
+                    }
+                }
+            }
+        }
+        let wait = until.min(send_at).saturating_sub(now).min(100_000_000);
+        (wait, send_at <= until)
+    }
+}
