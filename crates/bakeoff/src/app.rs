@@ -594,14 +594,10 @@ pub fn list_text() -> String {
             Ok(()) => "available here".to_string(),
             Err(why) => format!("not available here: {why}"),
         };
-        let ops: Vec<&str> = e.ops.iter().map(|o| o.name()).collect();
-        let how = if e.program.is_empty() {
-            "in-process (bakeoff opens it on a directory it creates)".to_string()
-        } else {
-            format!(
-                "started by bakeoff, or external at {}://host:port",
-                e.scheme
-            )
+        let ops: Vec<&str> = e.abilities.ops.iter().map(|o| o.name()).collect();
+        let how = match e.scheme() {
+            None => "in-process (bakeoff opens it on a directory it creates)".to_string(),
+            Some(scheme) => format!("started by bakeoff, or external at {scheme}://host:port"),
         };
         s.push_str(&format!(
             "  {:<18} {}\n  {:<18} ops: {}; pipelining: {}; {how}\n  {:<18} {here}\n\n",
@@ -609,7 +605,7 @@ pub fn list_text() -> String {
             e.about,
             "",
             ops.join(", "),
-            if e.pipelining { "yes" } else { "no" },
+            if e.abilities.pipelining { "yes" } else { "no" },
             "",
         ));
     }

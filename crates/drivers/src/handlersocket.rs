@@ -443,3 +443,30 @@ impl Target for HsTarget {
 
     crate::running::one_server_methods!();
 }
+
+/// The registry's row of `handlersocket`: how it is reached, what it can do, its
+/// settings and durability, and how it is opened.
+pub const ENTRY: crate::registry::Entry = crate::registry::Entry {
+    name: "handlersocket",
+    about: "MariaDB's HandlerSocket plugin: InnoDB table kv by primary key, no SQL (pipelined, tab-separated protocol)",
+    package: "mariadb-server",
+    reach: crate::registry::Reach::Server {
+        program: "mariadbd",
+        scheme: "handlersocket",
+        url_options: &[],
+        topologies: &[],
+        probe: crate::handlersocket::probe,
+    },
+    abilities: crate::registry::Abilities {
+        ops: crate::registry::KV,
+        pipelining: true,
+        batch_load: false,
+        requests: &[],
+    },
+    default: true,
+    settings: crate::mariadb::HANDLERSOCKET_SETTINGS,
+    durability: crate::mariadb::DURABILITY,
+    available: crate::handlersocket::available,
+    check: crate::handlersocket::check,
+    open: crate::handlersocket::open,
+};

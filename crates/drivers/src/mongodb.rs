@@ -1093,3 +1093,32 @@ pub fn open(
         .with_backend(backend),
     ))
 }
+
+/// The registry's row of `mongodb`: how it is reached, what it can do, its
+/// settings and durability, and how it is opened.
+pub const ENTRY: crate::registry::Entry = crate::registry::Entry {
+    name: "mongodb",
+    about: "MongoDB wire protocol: mongod, or FerretDB where no mongod exists (collections kv and profile)",
+    package: "mongodb (not in Debian 12; scripts/install-ferretdb.sh installs FerretDB)",
+    reach: crate::registry::Reach::Server {
+        program: "mongod",
+        scheme: "mongodb",
+        url_options: &[],
+        topologies: &[],
+        probe: crate::mongodb::probe,
+    },
+    abilities: crate::registry::Abilities {
+        ops: crate::registry::KV_SEARCH,
+        pipelining: false,
+        batch_load: true,
+        requests: &[bakeoff_core::plan::RequestMode::Connect],
+    },
+    // Left out of the default run: Debian packages no mongod, and what
+    // stands in (FerretDB, bench/ferretdb-backends.sh) is another server.
+    default: false,
+    settings: crate::mongodb::SETTINGS,
+    durability: crate::mongodb::DURABILITY,
+    available: crate::mongodb::available,
+    check: crate::mongodb::check,
+    open: crate::mongodb::open,
+};

@@ -696,6 +696,33 @@ impl Target for RedisTarget {
     crate::running::one_server_methods!();
 }
 
+/// The registry's row of `redis`: how it is reached, what it can do, its
+/// settings and durability, and how it is opened.
+pub const ENTRY: crate::registry::Entry = crate::registry::Entry {
+    name: "redis",
+    about: "Redis over RESP (GET/SET/DEL on string keys)",
+    package: "redis-server",
+    reach: crate::registry::Reach::Server {
+        program: "redis-server",
+        scheme: "redis",
+        url_options: &[],
+        topologies: &["shards", "primary-replica", "cluster"],
+        probe: crate::redis::probe,
+    },
+    abilities: crate::registry::Abilities {
+        ops: crate::registry::KV,
+        pipelining: true,
+        batch_load: false,
+        requests: &[],
+    },
+    default: true,
+    settings: crate::redis::SETTINGS,
+    durability: crate::redis::DURABILITY,
+    available: || crate::registry::server_available("redis-server", "redis-server"),
+    check: |t| crate::redis::RedisSettings::parse(t).map(|_| ()),
+    open: crate::redis::open,
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;

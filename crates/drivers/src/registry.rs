@@ -16,21 +16,61 @@ pub type ProbeFn = fn(&TargetSpec, &Plan) -> Result<(), TargetError>;
 /// Opens a target for one run.
 pub type OpenFn = fn(&TargetSpec, &Plan, &Workload) -> Result<Box<dyn Target>, TargetError>;
 
-/// One row of the registry.
+/// One row of the registry: what a target is, declared in its own module
+/// (its `ENTRY`) beside its settings and code.
 pub struct Entry {
     /// Target name.
     pub name: &'static str,
-    /// URL scheme of external endpoints.
-    pub scheme: &'static str,
     /// One-line description for `bakeoff list`.
     pub about: &'static str,
-    /// Server binary looked up on PATH (empty for embedded engines).
-    pub program: &'static str,
     /// Debian package of the server or library.
     pub package: &'static str,
+    /// How bakeoff reaches it.
+    pub reach: Reach,
+    /// What it can do.
+    pub abilities: Abilities,
+    /// Part of the default comparison.
+    pub default: bool,
+    /// Its settings (`[servers.NAME]`, `--set NAME.KEY=VALUE`), declared once.
+    pub settings: &'static [crate::settings::Setting],
+    /// What those settings promise acknowledged writes survive, declared
+    /// beside them.
+    pub durability: crate::settings::Durability,
     /// Whether this machine has what the target needs (server binary on
     /// PATH, or the engine's library); the error says what to install.
     pub available: fn() -> Result<(), TargetError>,
+    /// Validates `[servers.NAME]` (types, and checks across settings).
+    pub check: fn(Option<&toml::Table>) -> Result<(), TargetError>,
+    /// Opens it for one run (starting its server when bakeoff manages it).
+    pub open: OpenFn,
+}
+
+/// How bakeoff reaches a target.
+pub enum Reach {
+    /// A server over the network: started by bakeoff (`program`), or given
+    /// by URL.
+    Server {
+        /// The server's program, looked up on PATH.
+        program: &'static str,
+        /// URL scheme of external endpoints.
+        scheme: &'static str,
+        /// Query-string keys its URL takes besides the credentials
+        /// (`password`, `user`), e.g. PostgreSQL's `dbname`; any other key
+        /// is refused rather than ignored.
+        url_options: &'static [&'static str],
+        /// Topologies besides `single` it can have (see
+        /// `bakeoff_core::plan::Topology::kind`).
+        topologies: &'static [&'static str],
+        /// Checks beyond settings and availability: a fixed port free, or
+        /// an external endpoint that answers.
+        probe: ProbeFn,
+    },
+    /// An engine bakeoff opens in-process, on a directory it creates.
+    InProcess,
+}
+
+/// What a target can do.
+pub struct Abilities {
     /// Operation kinds.
     pub ops: &'static [OpKind],
     /// Pipelining on one connection.
@@ -39,33 +79,25 @@ pub struct Entry {
     pub batch_load: bool,
     /// Request modes besides `op` (`--request`).
     pub requests: &'static [RequestMode],
-    /// bakeoff can start it.
-    pub managed: bool,
-    /// Part of the default comparison.
-    pub default: bool,
-    /// Topologies besides `single` it can have (see
-    /// `bakeoff_core::plan::Topology::kind`).
-    pub topologies: &'static [&'static str],
-    /// Query-string keys its URL takes besides the credentials
-    /// (`password`, `user`), e.g. PostgreSQL's `dbname` (also the URL's
-    /// path); any other key is refused rather than ignored.
-    pub url_options: &'static [&'static str],
-    /// Its settings (`[servers.NAME]`, `--set NAME.KEY=VALUE`), declared once.
-    pub settings: &'static [crate::settings::Setting],
-    /// What those settings promise acknowledged writes survive, declared
-    /// beside them.
-    pub durability: crate::settings::Durability,
-    /// Validates `[servers.NAME]` (types, and checks across settings).
-    pub check: fn(Option<&toml::Table>) -> Result<(), TargetError>,
-    /// Checks it can be used.
-    /// Checks beyond settings and availability (a free port, an external
-    /// endpoint that answers); `None` for in-process engines.
-    pub probe: Option<ProbeFn>,
-    /// Opens it for one run.
-    pub open: OpenFn,
 }
 
-fn server_available(program: &str, package: &str) -> Result<(), TargetError> {
+impl Entry {
+    /// Its URL scheme, for a server.
+    pub fn scheme(&self) -> Option<&'static str> {
+        match self.reach {
+            Reach::Server { scheme, .. } => Some(scheme),
+            Reach::InProcess => None,
+        }
+    }
+
+    /// Whether it is an engine opened in-process.
+    pub fn in_process(&self) -> bool {
+        matches!(self.reach, Reach::InProcess)
+    }
+}
+
+/// A server target is available where its program is on PATH.
+pub(crate) fn server_available(program: &str, package: &str) -> Result<(), TargetError> {
     match bakeoff_servers::find_on_path(program) {
         Some(_) => Ok(()),
         None => Err(TargetError::NotInstalled {
@@ -75,9 +107,10 @@ fn server_available(program: &str, package: &str) -> Result<(), TargetError> {
     }
 }
 
-const KV: &[OpKind] = &[OpKind::Get, OpKind::Set, OpKind::Update, OpKind::Delete];
+/// Key-value operations.
+pub(crate) const KV: &[OpKind] = &[OpKind::Get, OpKind::Set, OpKind::Update, OpKind::Delete];
 /// Key-value operations plus searches on the profile table.
-const KV_SEARCH: &[OpKind] = &[
+pub(crate) const KV_SEARCH: &[OpKind] = &[
     OpKind::Get,
     OpKind::Set,
     OpKind::Update,
@@ -85,292 +118,27 @@ const KV_SEARCH: &[OpKind] = &[
     OpKind::Search,
 ];
 
-/// Every target this build knows.
+/// Every target this build knows: each module's own row.
 pub fn entries() -> Vec<Entry> {
     let mut v = Vec::new();
     #[cfg(feature = "redis")]
-    v.push(Entry {
-        name: "redis",
-        scheme: "redis",
-        about: "Redis over RESP (GET/SET/DEL on string keys)",
-        program: "redis-server",
-        package: "redis-server",
-        available: || server_available("redis-server", "redis-server"),
-        ops: KV,
-        pipelining: true,
-        batch_load: false,
-        requests: &[],
-        managed: true,
-        default: true,
-        topologies: &["shards", "primary-replica", "cluster"],
-        url_options: &[],
-        settings: crate::redis::SETTINGS,
-        durability: crate::redis::DURABILITY,
-        check: |t| crate::redis::RedisSettings::parse(t).map(|_| ()),
-        probe: Some(crate::redis::probe),
-        open: crate::redis::open,
-    });
+    v.push(crate::redis::ENTRY);
     #[cfg(feature = "memcached")]
-    {
-        v.push(Entry {
-            name: "memcached",
-            scheme: "memcached",
-            about: "memcached, text protocol (get/set/delete)",
-            program: "memcached",
-            package: "memcached",
-            available: || server_available("memcached", "memcached"),
-            ops: KV,
-            pipelining: true,
-            batch_load: false,
-            requests: &[],
-            managed: true,
-            default: true,
-            topologies: &["shards"],
-            url_options: &[],
-            settings: crate::memcached::SETTINGS,
-            durability: crate::settings::Durability::MEMORY_ONLY,
-            check: |t| crate::memcached::MemcachedSettings::parse(t).map(|_| ()),
-            probe: Some(crate::memcached::probe),
-            open: crate::memcached::open,
-        });
-        v.push(Entry {
-            name: "memcached-binary",
-            scheme: "memcached-binary",
-            about: "memcached, binary protocol (GET/SET/DELETE)",
-            program: "memcached",
-            package: "memcached",
-            available: || server_available("memcached", "memcached"),
-            ops: KV,
-            pipelining: true,
-            batch_load: false,
-            requests: &[],
-            managed: true,
-            default: false,
-            topologies: &["shards"],
-            url_options: &[],
-            settings: crate::memcached::SETTINGS,
-            durability: crate::settings::Durability::MEMORY_ONLY,
-            check: |t| crate::memcached::MemcachedSettings::parse(t).map(|_| ()),
-            probe: Some(crate::memcached::probe),
-            open: crate::memcached::open,
-        });
-    }
+    v.extend([crate::memcached::ENTRY, crate::memcached::BINARY_ENTRY]);
     #[cfg(feature = "mariadb")]
-    v.push(Entry {
-        name: "mariadb",
-        scheme: "mariadb",
-        about: "MariaDB / MySQL (InnoDB tables kv and profile, prepared statements, one connection per client)",
-        program: "mariadbd",
-        package: "mariadb-server",
-        available: crate::mariadb::available,
-        ops: KV_SEARCH,
-        pipelining: true,
-        batch_load: true,
-        requests: &[RequestMode::Connect, RequestMode::Phases],
-        managed: true,
-        default: true,
-        topologies: &["primary-replica"],
-        url_options: &["socket"],
-        settings: crate::mariadb::SETTINGS,
-        durability: crate::mariadb::DURABILITY,
-        check: crate::mariadb::check,
-        probe: Some(crate::mariadb::probe),
-        open: crate::mariadb::open,
-    });
-    #[cfg(feature = "mariadb")]
-    v.push(Entry {
-        name: "handlersocket",
-        scheme: "handlersocket",
-        about: "MariaDB's HandlerSocket plugin: InnoDB table kv by primary key, no SQL (pipelined, tab-separated protocol)",
-        program: "mariadbd",
-        package: "mariadb-server",
-        available: crate::handlersocket::available,
-        ops: KV,
-        pipelining: true,
-        batch_load: false,
-        requests: &[],
-        managed: true,
-        default: true,
-        topologies: &[],
-        url_options: &[],
-        settings: crate::mariadb::HANDLERSOCKET_SETTINGS,
-        durability: crate::mariadb::DURABILITY,
-        check: crate::handlersocket::check,
-        probe: Some(crate::handlersocket::probe),
-        open: crate::handlersocket::open,
-    });
+    v.extend([crate::mariadb::ENTRY, crate::handlersocket::ENTRY]);
     #[cfg(feature = "postgres")]
-    v.push(Entry {
-        name: "postgres",
-        scheme: "postgres",
-        about: "PostgreSQL (tables kv and profile, prepared statements, one connection per client)",
-        program: "postgres",
-        package: "postgresql",
-        available: crate::postgres::available,
-        ops: KV_SEARCH,
-        pipelining: true,
-        batch_load: true,
-        requests: &[RequestMode::Connect],
-        managed: true,
-        default: true,
-        topologies: &["primary-replica"],
-        url_options: &["dbname"],
-        settings: crate::postgres::SETTINGS,
-        durability: crate::postgres::DURABILITY,
-        check: crate::postgres::check,
-        probe: Some(crate::postgres::probe),
-        open: crate::postgres::open,
-    });
+    v.push(crate::postgres::ENTRY);
     #[cfg(feature = "mongodb")]
-    v.push(Entry {
-        name: "mongodb",
-        scheme: "mongodb",
-        about: "MongoDB wire protocol: mongod, or FerretDB where no mongod exists (collections kv and profile)",
-        program: "mongod",
-        package: "mongodb (not in Debian 12; scripts/install-ferretdb.sh installs FerretDB)",
-        available: crate::mongodb::available,
-        ops: KV_SEARCH,
-        pipelining: false,
-        batch_load: true,
-        requests: &[RequestMode::Connect],
-        managed: true,
-        // Left out of the default run: mongod is not packaged in Debian, and
-        // FerretDB served this workload at a few operations a second here.
-        default: false,
-        topologies: &[],
-        url_options: &[],
-        settings: crate::mongodb::SETTINGS,
-        durability: crate::mongodb::DURABILITY,
-        check: crate::mongodb::check,
-        probe: Some(crate::mongodb::probe),
-        open: crate::mongodb::open,
-    });
-    v.push(Entry {
-        name: "tokyo-hash",
-        scheme: "",
-        about: "Tokyo Cabinet hash database (TCH), in-process",
-        program: "",
-        package: "libtokyocabinet9",
-        available: crate::embedded::tokyo::available,
-        ops: KV,
-        pipelining: false,
-        batch_load: false,
-        requests: &[],
-        managed: true,
-        default: true,
-        topologies: &[],
-        url_options: &[],
-        settings: crate::embedded::tokyo::HASH_SETTINGS,
-        durability: crate::embedded::tokyo::HASH_DURABILITY,
-        check: crate::embedded::tokyo::check_hash,
-        probe: None,
-        open: |s, p, w| crate::embedded::open_with(s, p, w, crate::embedded::tokyo::opened),
-    });
-    v.push(Entry {
-        name: "tokyo-btree",
-        scheme: "",
-        about: "Tokyo Cabinet B+tree database (TCB), in-process",
-        program: "",
-        package: "libtokyocabinet9",
-        available: crate::embedded::tokyo::available,
-        ops: KV,
-        pipelining: false,
-        batch_load: false,
-        requests: &[],
-        managed: true,
-        default: true,
-        topologies: &[],
-        url_options: &[],
-        settings: crate::embedded::tokyo::BTREE_SETTINGS,
-        durability: crate::embedded::tokyo::BTREE_DURABILITY,
-        check: crate::embedded::tokyo::check_btree,
-        probe: None,
-        open: |s, p, w| crate::embedded::open_with(s, p, w, crate::embedded::tokyo::opened),
-    });
-    v.push(Entry {
-        name: "tokyo-table",
-        scheme: "",
-        about: "Tokyo Cabinet table database (TCT), in-process (column v)",
-        program: "",
-        package: "libtokyocabinet9",
-        available: crate::embedded::tokyo::available,
-        ops: KV_SEARCH,
-        pipelining: false,
-        batch_load: false,
-        requests: &[],
-        managed: true,
-        default: true,
-        topologies: &[],
-        url_options: &[],
-        settings: crate::embedded::tokyo::TABLE_SETTINGS,
-        durability: crate::embedded::tokyo::HASH_DURABILITY,
-        check: crate::embedded::tokyo::check_table,
-        probe: None,
-        open: |s, p, w| crate::embedded::open_with(s, p, w, crate::embedded::tokyo::opened),
-    });
-    v.push(Entry {
-        name: "lmdb",
-        scheme: "",
-        about: "LMDB, in-process (one transaction per operation)",
-        program: "",
-        package: "liblmdb0",
-        available: crate::embedded::lmdb::available,
-        ops: KV,
-        pipelining: false,
-        batch_load: false,
-        requests: &[],
-        managed: true,
-        default: true,
-        topologies: &[],
-        url_options: &[],
-        settings: crate::embedded::lmdb::SETTINGS,
-        durability: crate::embedded::lmdb::DURABILITY,
-        check: crate::embedded::lmdb::check,
-        probe: None,
-        open: |s, p, w| crate::embedded::open_with(s, p, w, crate::embedded::lmdb::opened),
-    });
-    v.push(Entry {
-        name: "rocksdb",
-        scheme: "",
-        about: "RocksDB, in-process (C API)",
-        program: "",
-        package: "librocksdb7.8",
-        available: crate::embedded::rocksdb::available,
-        ops: KV,
-        pipelining: false,
-        batch_load: false,
-        requests: &[],
-        managed: true,
-        default: true,
-        topologies: &[],
-        url_options: &[],
-        settings: crate::embedded::rocksdb::SETTINGS,
-        durability: crate::embedded::rocksdb::DURABILITY,
-        check: crate::embedded::rocksdb::check,
-        probe: None,
-        open: |s, p, w| crate::embedded::open_with(s, p, w, crate::embedded::rocksdb::opened),
-    });
-    v.push(Entry {
-        name: "sqlite",
-        scheme: "",
-        about: "SQLite, in-process (table kv, prepared statements)",
-        program: "",
-        package: "libsqlite3-0",
-        available: crate::embedded::sqlite::available,
-        ops: KV_SEARCH,
-        pipelining: false,
-        batch_load: false,
-        requests: &[],
-        managed: true,
-        default: true,
-        topologies: &[],
-        url_options: &[],
-        settings: crate::embedded::sqlite::SETTINGS,
-        durability: crate::embedded::sqlite::DURABILITY,
-        check: crate::embedded::sqlite::check,
-        probe: None,
-        open: |s, p, w| crate::embedded::open_with(s, p, w, crate::embedded::sqlite::opened),
-    });
+    v.push(crate::mongodb::ENTRY);
+    v.extend([
+        crate::embedded::tokyo::HASH_ENTRY,
+        crate::embedded::tokyo::BTREE_ENTRY,
+        crate::embedded::tokyo::TABLE_ENTRY,
+        crate::embedded::lmdb::ENTRY,
+        crate::embedded::rocksdb::ENTRY,
+        crate::embedded::sqlite::ENTRY,
+    ]);
     v
 }
 
@@ -386,21 +154,31 @@ impl Registry {
 
 impl TargetCatalog for Registry {
     fn capabilities(&self, name: &str) -> Option<Capabilities> {
-        self.find(name).map(|e| Capabilities {
-            ops: e.ops.to_vec(),
-            pipelining: e.pipelining,
-            batch_load: e.batch_load,
-            requests: e.requests.to_vec(),
-            // Servers bakeoff starts can be killed and restarted, and so
-            // can its engines, which a run with a fault opens in a child
-            // process (`embedded::host`).
-            faults: e.managed,
-            managed: e.managed,
-            // Servers are reached over TCP; engines are called in-process.
-            network: !e.program.is_empty(),
-            topologies: e.topologies.iter().map(|t| t.to_string()).collect(),
-            url_options: e.url_options.iter().map(|t| t.to_string()).collect(),
-            url_scheme: (!e.scheme.is_empty()).then(|| e.scheme.to_string()),
+        self.find(name).map(|e| {
+            let (topologies, url_options): (&[&str], &[&str]) = match e.reach {
+                Reach::Server {
+                    topologies,
+                    url_options,
+                    ..
+                } => (topologies, url_options),
+                Reach::InProcess => (&[], &[]),
+            };
+            Capabilities {
+                ops: e.abilities.ops.to_vec(),
+                pipelining: e.abilities.pipelining,
+                batch_load: e.abilities.batch_load,
+                requests: e.abilities.requests.to_vec(),
+                // Servers bakeoff starts can be killed and restarted, and
+                // so can its engines, which a run with a fault opens in a
+                // child process (`embedded::host`).
+                faults: true,
+                managed: true,
+                // Servers are reached over TCP; engines are called in-process.
+                network: !e.in_process(),
+                topologies: topologies.iter().map(|t| t.to_string()).collect(),
+                url_options: url_options.iter().map(|t| t.to_string()).collect(),
+                url_scheme: e.scheme().map(str::to_string),
+            }
         })
     }
 
@@ -411,7 +189,7 @@ impl TargetCatalog for Registry {
     fn target_for_scheme(&self, scheme: &str) -> Option<String> {
         entries()
             .into_iter()
-            .find(|e| e.scheme == scheme)
+            .find(|e| e.scheme() == Some(scheme))
             .map(|e| e.name.to_string())
     }
 
@@ -491,12 +269,9 @@ impl TargetOpener for Registry {
         if matches!(spec.endpoint, Endpoint::Managed) {
             (e.available)()?;
         }
-        if e.program.is_empty() {
-            crate::embedded::host::probe(spec, plan)?;
-        }
-        match e.probe {
-            Some(p) => p(spec, plan),
-            None => Ok(()),
+        match e.reach {
+            Reach::Server { probe, .. } => probe(spec, plan),
+            Reach::InProcess => crate::embedded::host::probe(spec, plan),
         }
     }
 

@@ -391,3 +391,24 @@ pub fn opened(
         settings: record,
     })
 }
+
+/// The registry's row of `lmdb`: how it is reached, what it can do, its
+/// settings and durability, and how it is opened.
+pub const ENTRY: crate::registry::Entry = crate::registry::Entry {
+    name: "lmdb",
+    about: "LMDB, in-process (one transaction per operation)",
+    package: "liblmdb0",
+    reach: crate::registry::Reach::InProcess,
+    abilities: crate::registry::Abilities {
+        ops: crate::registry::KV,
+        pipelining: false,
+        batch_load: false,
+        requests: &[],
+    },
+    default: true,
+    settings: crate::embedded::lmdb::SETTINGS,
+    durability: crate::embedded::lmdb::DURABILITY,
+    available: crate::embedded::lmdb::available,
+    check: crate::embedded::lmdb::check,
+    open: |s, p, w| crate::embedded::open_with(s, p, w, crate::embedded::lmdb::opened),
+};

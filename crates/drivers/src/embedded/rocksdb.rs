@@ -381,3 +381,24 @@ pub fn opened(
         settings: record,
     })
 }
+
+/// The registry's row of `rocksdb`: how it is reached, what it can do, its
+/// settings and durability, and how it is opened.
+pub const ENTRY: crate::registry::Entry = crate::registry::Entry {
+    name: "rocksdb",
+    about: "RocksDB, in-process (C API)",
+    package: "librocksdb7.8",
+    reach: crate::registry::Reach::InProcess,
+    abilities: crate::registry::Abilities {
+        ops: crate::registry::KV,
+        pipelining: false,
+        batch_load: false,
+        requests: &[],
+    },
+    default: true,
+    settings: crate::embedded::rocksdb::SETTINGS,
+    durability: crate::embedded::rocksdb::DURABILITY,
+    available: crate::embedded::rocksdb::available,
+    check: crate::embedded::rocksdb::check,
+    open: |s, p, w| crate::embedded::open_with(s, p, w, crate::embedded::rocksdb::opened),
+};

@@ -573,3 +573,24 @@ pub fn opened(
         settings: record,
     })
 }
+
+/// The registry's row of `sqlite`: how it is reached, what it can do, its
+/// settings and durability, and how it is opened.
+pub const ENTRY: crate::registry::Entry = crate::registry::Entry {
+    name: "sqlite",
+    about: "SQLite, in-process (table kv, prepared statements)",
+    package: "libsqlite3-0",
+    reach: crate::registry::Reach::InProcess,
+    abilities: crate::registry::Abilities {
+        ops: crate::registry::KV_SEARCH,
+        pipelining: false,
+        batch_load: false,
+        requests: &[],
+    },
+    default: true,
+    settings: crate::embedded::sqlite::SETTINGS,
+    durability: crate::embedded::sqlite::DURABILITY,
+    available: crate::embedded::sqlite::available,
+    check: crate::embedded::sqlite::check,
+    open: |s, p, w| crate::embedded::open_with(s, p, w, crate::embedded::sqlite::opened),
+};

@@ -865,3 +865,66 @@ pub fn opened(
         settings: record,
     })
 }
+
+/// The registry's row of `tokyo-hash`: how it is reached, what it can do, its
+/// settings and durability, and how it is opened.
+pub const HASH_ENTRY: crate::registry::Entry = crate::registry::Entry {
+    name: "tokyo-hash",
+    about: "Tokyo Cabinet hash database (TCH), in-process",
+    package: "libtokyocabinet9",
+    reach: crate::registry::Reach::InProcess,
+    abilities: crate::registry::Abilities {
+        ops: crate::registry::KV,
+        pipelining: false,
+        batch_load: false,
+        requests: &[],
+    },
+    default: true,
+    settings: crate::embedded::tokyo::HASH_SETTINGS,
+    durability: crate::embedded::tokyo::HASH_DURABILITY,
+    available: crate::embedded::tokyo::available,
+    check: crate::embedded::tokyo::check_hash,
+    open: |s, p, w| crate::embedded::open_with(s, p, w, crate::embedded::tokyo::opened),
+};
+
+/// The registry's row of `tokyo-btree`: how it is reached, what it can do, its
+/// settings and durability, and how it is opened.
+pub const BTREE_ENTRY: crate::registry::Entry = crate::registry::Entry {
+    name: "tokyo-btree",
+    about: "Tokyo Cabinet B+tree database (TCB), in-process",
+    package: "libtokyocabinet9",
+    reach: crate::registry::Reach::InProcess,
+    abilities: crate::registry::Abilities {
+        ops: crate::registry::KV,
+        pipelining: false,
+        batch_load: false,
+        requests: &[],
+    },
+    default: true,
+    settings: crate::embedded::tokyo::BTREE_SETTINGS,
+    durability: crate::embedded::tokyo::BTREE_DURABILITY,
+    available: crate::embedded::tokyo::available,
+    check: crate::embedded::tokyo::check_btree,
+    open: |s, p, w| crate::embedded::open_with(s, p, w, crate::embedded::tokyo::opened),
+};
+
+/// The registry's row of `tokyo-table`: how it is reached, what it can do, its
+/// settings and durability, and how it is opened.
+pub const TABLE_ENTRY: crate::registry::Entry = crate::registry::Entry {
+    name: "tokyo-table",
+    about: "Tokyo Cabinet table database (TCT), in-process (column v)",
+    package: "libtokyocabinet9",
+    reach: crate::registry::Reach::InProcess,
+    abilities: crate::registry::Abilities {
+        ops: crate::registry::KV_SEARCH,
+        pipelining: false,
+        batch_load: false,
+        requests: &[],
+    },
+    default: true,
+    settings: crate::embedded::tokyo::TABLE_SETTINGS,
+    durability: crate::embedded::tokyo::HASH_DURABILITY,
+    available: crate::embedded::tokyo::available,
+    check: crate::embedded::tokyo::check_table,
+    open: |s, p, w| crate::embedded::open_with(s, p, w, crate::embedded::tokyo::opened),
+};

@@ -1224,3 +1224,30 @@ impl AsyncDriver for MariaDriver {
         Some(read.map_err(|e| std::io::Error::other(e.to_string())))
     }
 }
+
+/// The registry's row of `mariadb`: how it is reached, what it can do, its
+/// settings and durability, and how it is opened.
+pub const ENTRY: crate::registry::Entry = crate::registry::Entry {
+    name: "mariadb",
+    about: "MariaDB / MySQL (InnoDB tables kv and profile, prepared statements, one connection per client)",
+    package: "mariadb-server",
+    reach: crate::registry::Reach::Server {
+        program: "mariadbd",
+        scheme: "mariadb",
+        url_options: &["socket"],
+        topologies: &["primary-replica"],
+        probe: crate::mariadb::probe,
+    },
+    abilities: crate::registry::Abilities {
+        ops: crate::registry::KV_SEARCH,
+        pipelining: true,
+        batch_load: true,
+        requests: &[RequestMode::Connect, RequestMode::Phases],
+    },
+    default: true,
+    settings: crate::mariadb::SETTINGS,
+    durability: crate::mariadb::DURABILITY,
+    available: crate::mariadb::available,
+    check: crate::mariadb::check,
+    open: crate::mariadb::open,
+};
