@@ -648,6 +648,22 @@ fn merge(args: &MergeArgs) -> Result<i32, AppError> {
             args.output
         )));
     }
+    // The output must not be one of the inputs: writing it would destroy
+    // a shard's file.
+    let same = |a: &Path, b: &Path| match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
+    };
+    if let Some(f) = args
+        .files
+        .iter()
+        .find(|f| same(Path::new(f), Path::new(&args.output)))
+    {
+        return Err(AppError::Usage(format!(
+            "-o {}: that is one of the shard files ({f}); write the merged file elsewhere",
+            args.output
+        )));
+    }
     let files = args
         .files
         .iter()

@@ -334,6 +334,21 @@ fn a_late_shard_and_incomplete_merges_are_refused() {
     let r = read_json(&merged);
     assert_eq!(r["runs"][0]["workload"]["clients"], 4);
     assert!(r.get("shard").is_none(), "a merged file is no shard's");
+    // An output that is one of the inputs is refused, the input untouched.
+    let s0 = dir.path().join("s0.json");
+    let before = std::fs::read(&s0).unwrap();
+    let s1 = dir.path().join("s1.json");
+    let o = bakeoff(&[
+        "merge",
+        s0.to_str().unwrap(),
+        s1.to_str().unwrap(),
+        "-o",
+        s0.to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("one of the shard files"), "{stderr}");
+    assert_eq!(std::fs::read(&s0).unwrap(), before);
     // An ordinary result file, with the shards' table in its report.
     let o = bakeoff(&["report", merged.to_str().unwrap()]);
     let text = String::from_utf8_lossy(&o.stdout);

@@ -56,6 +56,23 @@ pub enum MergeError {
         /// Shards in all.
         count: u32,
     },
+    /// A file whose shard number cannot be: at or past its count, or a
+    /// count of 0.
+    #[error("{file} says it is shard {index} of {count}, which cannot be: shards are numbered 0 to COUNT-1, and COUNT is at least 1 (--shard INDEX/COUNT)")]
+    BadShard {
+        /// The file.
+        file: String,
+        /// Its shard number.
+        index: u32,
+        /// Its shard count.
+        count: u32,
+    },
+    /// A sum past what a count can hold: the files are corrupt.
+    #[error("{what}: the shards' counts add up to more than 2^64 - 1; a file is corrupt")]
+    Overflow {
+        /// Which count.
+        what: String,
+    },
     /// A histogram does not decode.
     #[error("{what}: {message}")]
     Histogram {
@@ -117,17 +134,30 @@ pub fn add_latencies(parts: &[&LatencySummary], what: &str) -> Result<LatencySum
     Ok(sum.map_or_else(LatencySummary::default, |h| LatencySummary::of(&h)))
 }
 
+/// The sum of `values`, or [`MergeError::Overflow`] naming `what`.
+fn total(values: impl IntoIterator<Item = u64>, what: &str) -> Result<u64, MergeError> {
+    values
+        .into_iter()
+        .try_fold(0u64, u64::checked_add)
+        .ok_or_else(|| MergeError::Overflow {
+            what: what.to_string(),
+        })
+}
+
 /// One operation kind's figures from every shard that ran it.
 fn add_ops(parts: &[&OpResult], what: &str) -> Result<OpResult, MergeError> {
     let latencies: Vec<&LatencySummary> = parts.iter().map(|o| &o.latency).collect();
     let service: Option<Vec<&LatencySummary>> =
         parts.iter().map(|o| o.service_time.as_ref()).collect();
     Ok(OpResult {
-        sent: parts.iter().map(|o| o.sent).sum(),
-        completed: parts.iter().map(|o| o.completed).sum(),
-        misses: parts.iter().map(|o| o.misses).sum(),
-        failed: parts.iter().map(|o| o.failed).sum(),
-        rows: parts.iter().map(|o| o.rows).sum(),
+        sent: total(parts.iter().map(|o| o.sent), &format!("{what}: sent"))?,
+        completed: total(
+            parts.iter().map(|o| o.completed),
+            &format!("{what}: completed"),
+        )?,
+        misses: total(parts.iter().map(|o| o.misses), &format!("{what}: misses"))?,
+        failed: total(parts.iter().map(|o| o.failed), &format!("{what}: failed"))?,
+        rows: total(parts.iter().map(|o| o.rows), &format!("{what}: rows"))?,
         latency: add_latencies(&latencies, what)?,
         service_time: match service {
             Some(s) => Some(add_latencies(&s, &format!("{what} service time"))?),
@@ -155,14 +185,18 @@ pub fn add_phases(
     let mut errors: BTreeMap<String, u64> = BTreeMap::new();
     for p in parts {
         for (k, n) in &p.errors {
-            *errors.entry(k.clone()).or_default() += n;
+            let e = errors.entry(k.clone()).or_default();
+            *e = total([*e, *n], &format!("{what}: {k} errors"))?;
         }
     }
     let all: Vec<&LatencySummary> = parts.iter().map(|p| &p.all).collect();
     let send_lag: Option<Vec<&LatencySummary>> =
         parts.iter().map(|p| p.send_lag.as_ref()).collect();
     let stale: Option<Vec<u64>> = parts.iter().map(|p| p.stale_reads).collect();
-    let completed = parts.iter().map(|p| p.completed).sum();
+    let completed = total(
+        parts.iter().map(|p| p.completed),
+        &format!("{what}: completed"),
+    )?;
     Ok(PhaseResult {
         duration_s: window_s,
         completed,
@@ -171,14 +205,17 @@ pub fn add_phases(
         // server saw (one shard's longer phase does not dilute it, nor a
         // shorter one inflate it).
         throughput_per_s: parts.iter().map(|p| p.throughput_per_s).sum(),
-        misses: parts.iter().map(|p| p.misses).sum(),
+        misses: total(parts.iter().map(|p| p.misses), &format!("{what}: misses"))?,
         errors,
         ops,
         all: add_latencies(&all, &format!("{what}, all kinds"))?,
         // Phased requests' steps are MariaDB's single-machine experiment;
         // their per-step histograms are added by name.
         steps: add_steps(parts, what)?,
-        stale_reads: stale.map(|s| s.iter().sum()),
+        stale_reads: match stale {
+            Some(s) => Some(total(s, &format!("{what}: stale reads"))?),
+            None => None,
+        },
         send_lag: match send_lag {
             Some(l) => Some(add_latencies(&l, &format!("{what}, send lag"))?),
             None => None,
@@ -234,6 +271,13 @@ pub fn merge_results(files: &[(String, ExperimentResult)]) -> Result<ExperimentR
             ours,
             theirs,
         };
+        if theirs.count == 0 || theirs.index >= theirs.count {
+            return Err(MergeError::BadShard {
+                file: f.0.clone(),
+                index: theirs.index,
+                count: theirs.count,
+            });
+        }
         if theirs.plan_hash != ours.plan_hash {
             return Err(differs(
                 "plan hashes",
@@ -615,6 +659,51 @@ mod tests {
             .to_string()
             .contains("shard counts"));
         assert_eq!(merge_results(&[]).unwrap_err(), MergeError::Empty);
+    }
+
+    /// A shard numbered past its count, or a count of 0, is no shard of
+    /// the experiment: summing it would add a shard that does not exist.
+    #[test]
+    fn shards_outside_their_count_are_refused() {
+        let mut files: Vec<_> = (0..2).map(|i| shard_file(i, 2)).collect();
+        files.push(shard_file(5, 2));
+        let e = merge_results(&files).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                MergeError::BadShard {
+                    index: 5,
+                    count: 2,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        assert!(e.to_string().contains("shard-5.json"), "{e}");
+        let e = merge_results(&[shard_file(0, 0)]).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                MergeError::BadShard {
+                    index: 0,
+                    count: 0,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+    }
+
+    /// Counts that would pass u64::MAX are refused, not wrapped.
+    #[test]
+    fn counts_that_overflow_are_refused() {
+        let mut files: Vec<_> = (0..2).map(|i| shard_file(i, 2)).collect();
+        for (_, r) in &mut files {
+            r.runs[0].measure.completed = u64::MAX - 1;
+        }
+        let e = merge_results(&files).unwrap_err();
+        assert!(matches!(e, MergeError::Overflow { .. }), "{e}");
+        assert!(e.to_string().contains("completed"), "{e}");
     }
 
     #[test]
