@@ -372,8 +372,36 @@ pub fn dry_run_text(plan: &bakeoff_core::plan::Plan) -> String {
             ""
         }
     );
+    let timed = points_text(plan, &points, &mut s);
+    for t in &plan.targets {
+        let line = match t.endpoint {
+            bakeoff_core::plan::Endpoint::Managed => server_settings_line(plan, t),
+            bakeoff_core::plan::Endpoint::External { .. } => {
+                "settings: the running server's own".to_string()
+            }
+        };
+        let _ = writeln!(s, "  {}: {line}", t.label());
+    }
+    if timed > 0.0 {
+        let _ = writeln!(
+            s,
+            "measuring takes at least {:.0} s, plus loading and server starts",
+            timed
+        );
+    }
+    s
+}
+
+/// One line per point of `points`, with every parameter of its workload,
+/// appended to `s`; returns the seconds the timed points measure for.
+fn points_text(
+    plan: &bakeoff_core::plan::Plan,
+    points: &[bakeoff_core::plan::Point],
+    s: &mut String,
+) -> f64 {
+    use std::fmt::Write;
     let mut timed = 0.0;
-    for p in &points {
+    for p in points {
         let w = &p.workload;
         let label: Vec<String> = p.labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
         let length = match (w.duration_s, w.ops) {
@@ -403,23 +431,7 @@ pub fn dry_run_text(plan: &bakeoff_core::plan::Plan) -> String {
         // Every parameter of the run, as the result file will record it.
         let _ = writeln!(s, "    workload: {}", workload_line(w));
     }
-    for t in &plan.targets {
-        let line = match t.endpoint {
-            bakeoff_core::plan::Endpoint::Managed => server_settings_line(plan, t),
-            bakeoff_core::plan::Endpoint::External { .. } => {
-                "settings: the running server's own".to_string()
-            }
-        };
-        let _ = writeln!(s, "  {}: {line}", t.label());
-    }
-    if timed > 0.0 {
-        let _ = writeln!(
-            s,
-            "measuring takes at least {:.0} s, plus loading and server starts",
-            timed
-        );
-    }
-    s
+    timed
 }
 
 /// Every parameter of a run's workload, `key=value`, as a user would

@@ -248,12 +248,10 @@ fn add_steps(
         .collect()
 }
 
-/// Merges the result files of every shard of one experiment, `(file name,
-/// its result)`: they must share the plan, the bakeoff version and the
-/// shard count, and hold each index once. The merged file is an ordinary
-/// result file: its runs add the shards' runs up (see [`add_phases`]), and
-/// [`ExperimentResult::shards`] keeps what each shard did.
-pub fn merge_results(files: &[(String, ExperimentResult)]) -> Result<ExperimentResult, MergeError> {
+/// Checks that `files` are every shard of one experiment, each once: the
+/// same plan, bakeoff version, shard count and runs, every index below
+/// the count.
+fn check_shards(files: &[(String, ExperimentResult)]) -> Result<(), MergeError> {
     let (first_name, first) = files.first().ok_or(MergeError::Empty)?;
     let shard_of = |(name, r): &(String, ExperimentResult)| {
         r.shard
@@ -326,6 +324,17 @@ pub fn merge_results(files: &[(String, ExperimentResult)]) -> Result<ExperimentR
             count: ours.count,
         });
     }
+    Ok(())
+}
+
+/// Merges the result files of every shard of one experiment, `(file name,
+/// its result)`: they must share the plan, the bakeoff version and the
+/// shard count, and hold each index once. The merged file is an ordinary
+/// result file: its runs add the shards' runs up (see [`add_phases`]), and
+/// [`ExperimentResult::shards`] keeps what each shard did.
+pub fn merge_results(files: &[(String, ExperimentResult)]) -> Result<ExperimentResult, MergeError> {
+    check_shards(files)?;
+    let first = &files[0].1;
     let mut runs = Vec::with_capacity(first.runs.len());
     for k in 0..first.runs.len() {
         let parts: Vec<&RunResult> = files.iter().map(|(_, r)| &r.runs[k]).collect();

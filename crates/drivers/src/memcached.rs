@@ -389,29 +389,18 @@ pub const ENTRY: crate::registry::Entry = crate::registry::Entry {
     open: crate::memcached::open,
 };
 
-/// The registry's row of `memcached-binary`: how it is reached, what it can do, its
-/// settings and durability, and how it is opened.
+/// The registry's row of `memcached-binary`: the same server, spoken to
+/// in its binary protocol.
 pub const BINARY_ENTRY: crate::registry::Entry = crate::registry::Entry {
     name: "memcached-binary",
     about: "memcached, binary protocol (GET/SET/DELETE)",
-    package: "memcached",
     reach: crate::registry::Reach::Server {
         program: "memcached",
         scheme: "memcached-binary",
         url_options: &[],
         topologies: &["shards"],
-        probe: crate::memcached::probe,
-    },
-    abilities: crate::registry::Abilities {
-        ops: crate::registry::KV,
-        pipelining: true,
-        batch_load: false,
-        requests: &[],
+        probe,
     },
     default: false,
-    settings: crate::memcached::SETTINGS,
-    durability: crate::settings::Durability::MEMORY_ONLY,
-    available: || crate::registry::server_available("memcached", "memcached"),
-    check: |t| crate::memcached::MemcachedSettings::parse(t).map(|_| ()),
-    open: crate::memcached::open,
+    ..ENTRY
 };

@@ -81,6 +81,19 @@ pub struct Abilities {
     pub requests: &'static [RequestMode],
 }
 
+impl Abilities {
+    /// An engine called in-process: `ops`, one call at a time, no batched
+    /// load, one request mode.
+    pub const fn in_process(ops: &'static [OpKind]) -> Self {
+        Abilities {
+            ops,
+            pipelining: false,
+            batch_load: false,
+            requests: &[],
+        }
+    }
+}
+
 impl Entry {
     /// Its URL scheme, for a server.
     pub fn scheme(&self) -> Option<&'static str> {

@@ -30,6 +30,28 @@ pub(super) struct Conn {
 }
 
 impl Conn {
+    /// A connection not yet open, with `wcap` bytes of room to write,
+    /// `rcap` to read, and `pipeline` requests in flight.
+    pub(super) fn new(wcap: usize, rcap: usize, pipeline: usize) -> Self {
+        Conn {
+            stream: None,
+            handles: Handles::default(),
+            wbuf: Vec::with_capacity(wcap),
+            sending: Vec::with_capacity(wcap),
+            spos: 0,
+            want_write: false,
+            recv_inflight: false,
+            send_inflight: false,
+            closing: false,
+            rbuf: vec![0u8; rcap],
+            rstart: 0,
+            rend: 0,
+            inflight: VecDeque::with_capacity(pipeline),
+            retry_at: 0,
+            dead_since: None,
+        }
+    }
+
     pub(super) fn usable(&self) -> bool {
         self.stream.is_some() && !self.closing
     }

@@ -163,26 +163,9 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
         // is larger. Small to begin with: a crowd of 10000 connections
         // holds 10000 of these.
         let rcap = (pipeline * (w.value_size.max() + 128)).max(16 * 1024);
-        let mut conns = Vec::new();
-        for _ in 0..harness.clients() * nodes {
-            conns.push(Conn {
-                stream: None,
-                handles: Handles::default(),
-                wbuf: Vec::with_capacity(wcap),
-                sending: Vec::with_capacity(wcap),
-                spos: 0,
-                want_write: false,
-                recv_inflight: false,
-                send_inflight: false,
-                closing: false,
-                rbuf: vec![0u8; rcap],
-                rstart: 0,
-                rend: 0,
-                inflight: VecDeque::with_capacity(pipeline),
-                retry_at: 0,
-                dead_since: None,
-            });
-        }
+        let conns: Vec<Conn> = (0..harness.clients() * nodes)
+            .map(|_| Conn::new(wcap, rcap, pipeline))
+            .collect();
         let (backend, backend_name) = Backend::new(w.io, conns.len());
         if let Backend::Epoll { epfd, .. } = &backend {
             if *epfd < 0 {

@@ -193,7 +193,7 @@ impl Runs<'_> {
             target,
             ctx: &ctx,
         };
-        let mut extras = extras::for_run(self.plan, &stage);
+        let mut extras = extras::for_run(&stage);
         match self.stages(&stage, &mut extras, &mut run) {
             Ok(()) => Ok(run),
             Err(Stop::Ended(m)) => Ok(ended(run, m)),

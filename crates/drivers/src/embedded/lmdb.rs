@@ -399,12 +399,7 @@ pub const ENTRY: crate::registry::Entry = crate::registry::Entry {
     about: "LMDB, in-process (one transaction per operation)",
     package: "liblmdb0",
     reach: crate::registry::Reach::InProcess,
-    abilities: crate::registry::Abilities {
-        ops: crate::registry::KV,
-        pipelining: false,
-        batch_load: false,
-        requests: &[],
-    },
+    abilities: crate::registry::Abilities::in_process(crate::registry::KV),
     default: true,
     settings: crate::embedded::lmdb::SETTINGS,
     durability: crate::embedded::lmdb::DURABILITY,

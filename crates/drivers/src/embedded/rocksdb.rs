@@ -389,12 +389,7 @@ pub const ENTRY: crate::registry::Entry = crate::registry::Entry {
     about: "RocksDB, in-process (C API)",
     package: "librocksdb7.8",
     reach: crate::registry::Reach::InProcess,
-    abilities: crate::registry::Abilities {
-        ops: crate::registry::KV,
-        pipelining: false,
-        batch_load: false,
-        requests: &[],
-    },
+    abilities: crate::registry::Abilities::in_process(crate::registry::KV),
     default: true,
     settings: crate::embedded::rocksdb::SETTINGS,
     durability: crate::embedded::rocksdb::DURABILITY,

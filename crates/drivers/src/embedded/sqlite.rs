@@ -581,12 +581,7 @@ pub const ENTRY: crate::registry::Entry = crate::registry::Entry {
     about: "SQLite, in-process (table kv, prepared statements)",
     package: "libsqlite3-0",
     reach: crate::registry::Reach::InProcess,
-    abilities: crate::registry::Abilities {
-        ops: crate::registry::KV_SEARCH,
-        pipelining: false,
-        batch_load: false,
-        requests: &[],
-    },
+    abilities: crate::registry::Abilities::in_process(crate::registry::KV_SEARCH),
     default: true,
     settings: crate::embedded::sqlite::SETTINGS,
     durability: crate::embedded::sqlite::DURABILITY,

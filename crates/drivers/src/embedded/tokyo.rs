@@ -873,12 +873,7 @@ pub const HASH_ENTRY: crate::registry::Entry = crate::registry::Entry {
     about: "Tokyo Cabinet hash database (TCH), in-process",
     package: "libtokyocabinet9",
     reach: crate::registry::Reach::InProcess,
-    abilities: crate::registry::Abilities {
-        ops: crate::registry::KV,
-        pipelining: false,
-        batch_load: false,
-        requests: &[],
-    },
+    abilities: crate::registry::Abilities::in_process(crate::registry::KV),
     default: true,
     settings: crate::embedded::tokyo::HASH_SETTINGS,
     durability: crate::embedded::tokyo::HASH_DURABILITY,
@@ -887,44 +882,24 @@ pub const HASH_ENTRY: crate::registry::Entry = crate::registry::Entry {
     open: |s, p, w| crate::embedded::open_with(s, p, w, crate::embedded::tokyo::opened),
 };
 
-/// The registry's row of `tokyo-btree`: how it is reached, what it can do, its
-/// settings and durability, and how it is opened.
+/// The registry's row of `tokyo-btree`: as the hash database's, with its
+/// own settings and durability.
 pub const BTREE_ENTRY: crate::registry::Entry = crate::registry::Entry {
     name: "tokyo-btree",
     about: "Tokyo Cabinet B+tree database (TCB), in-process",
-    package: "libtokyocabinet9",
-    reach: crate::registry::Reach::InProcess,
-    abilities: crate::registry::Abilities {
-        ops: crate::registry::KV,
-        pipelining: false,
-        batch_load: false,
-        requests: &[],
-    },
-    default: true,
-    settings: crate::embedded::tokyo::BTREE_SETTINGS,
-    durability: crate::embedded::tokyo::BTREE_DURABILITY,
-    available: crate::embedded::tokyo::available,
-    check: crate::embedded::tokyo::check_btree,
-    open: |s, p, w| crate::embedded::open_with(s, p, w, crate::embedded::tokyo::opened),
+    settings: BTREE_SETTINGS,
+    durability: BTREE_DURABILITY,
+    check: check_btree,
+    ..HASH_ENTRY
 };
 
-/// The registry's row of `tokyo-table`: how it is reached, what it can do, its
-/// settings and durability, and how it is opened.
+/// The registry's row of `tokyo-table`: as the hash database's, with its
+/// own settings and searches.
 pub const TABLE_ENTRY: crate::registry::Entry = crate::registry::Entry {
     name: "tokyo-table",
     about: "Tokyo Cabinet table database (TCT), in-process (column v)",
-    package: "libtokyocabinet9",
-    reach: crate::registry::Reach::InProcess,
-    abilities: crate::registry::Abilities {
-        ops: crate::registry::KV_SEARCH,
-        pipelining: false,
-        batch_load: false,
-        requests: &[],
-    },
-    default: true,
-    settings: crate::embedded::tokyo::TABLE_SETTINGS,
-    durability: crate::embedded::tokyo::HASH_DURABILITY,
-    available: crate::embedded::tokyo::available,
-    check: crate::embedded::tokyo::check_table,
-    open: |s, p, w| crate::embedded::open_with(s, p, w, crate::embedded::tokyo::opened),
+    abilities: crate::registry::Abilities::in_process(crate::registry::KV_SEARCH),
+    settings: TABLE_SETTINGS,
+    check: check_table,
+    ..HASH_ENTRY
 };

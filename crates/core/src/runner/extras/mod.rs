@@ -115,7 +115,7 @@ pub(super) trait Extra {
 /// synchronised start, and the link's counters after it), then the checks
 /// (the fault's, the server still up, and last the read-back that needs
 /// it up).
-pub(super) fn for_run(plan: &Plan, stage: &Stage) -> Vec<Box<dyn Extra>> {
+pub(super) fn for_run(stage: &Stage) -> Vec<Box<dyn Extra>> {
     let workload = stage.workload();
     let mut extras: Vec<Box<dyn Extra>> = Vec::new();
     extras.push(Box::new(nodes::Nodes::default()));
@@ -126,7 +126,7 @@ pub(super) fn for_run(plan: &Plan, stage: &Stage) -> Vec<Box<dyn Extra>> {
     if let Some(time) = server_time::ServerTime::of(stage.target) {
         extras.push(Box::new(time));
     }
-    if plan.start.is_some() {
+    if stage.plan.start.is_some() {
         extras.push(Box::new(sync_start::SyncStart));
     }
     extras.push(Box::new(link::Link::default()));
