@@ -11,9 +11,8 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use bakeoff_core::environment;
-use bakeoff_core::error::{PlanError, RunError};
-use bakeoff_core::plan::{Overrides, Plan, Shard};
-use bakeoff_core::result::{ExperimentResult, ResultFileError};
+use bakeoff_core::plan::Plan;
+use bakeoff_core::result::ExperimentResult;
 use bakeoff_core::runner::{run_experiment, ExperimentOptions, Observer};
 use bakeoff_drivers::registry::{entries, Registry};
 use bakeoff_drivers::settings::declared_values;
@@ -23,65 +22,9 @@ use bakeoff_report::markdown::MarkdownExporter;
 use bakeoff_report::{Exporter, JsonExporter, TextExporter};
 
 use crate::cli::{Cli, Command, CompareArgs, MergeArgs, ReportArgs, RunArgs};
+pub use crate::error::{AppError, EXIT_INTERRUPTED, EXIT_OK, EXIT_RUN_ERRORS, EXIT_USAGE};
+pub use crate::planning::{overrides, plan};
 use crate::progress::Progress;
-
-/// Every run clean.
-pub const EXIT_OK: i32 = 0;
-/// Some run recorded errors, or results could not be written.
-pub const EXIT_RUN_ERRORS: i32 = 1;
-/// Bad input or an unusable target; nothing measured.
-pub const EXIT_USAGE: i32 = 2;
-/// Stopped by Ctrl-C (a run stopped by another signal exits with 128 +
-/// its number: 143 for SIGTERM, 129 for SIGHUP).
-pub const EXIT_INTERRUPTED: i32 = 130;
-
-/// Why a command failed.
-#[derive(Debug, thiserror::Error)]
-pub enum AppError {
-    /// Bad flags, preset or target (exit 2).
-    #[error("{0}")]
-    Usage(String),
-    /// Something failed while running (exit 1).
-    #[error("{0}")]
-    Failed(String),
-}
-
-/// A plan that cannot be built is bad input.
-impl From<PlanError> for AppError {
-    fn from(e: PlanError) -> Self {
-        AppError::Usage(e.to_string())
-    }
-}
-
-/// A result file that cannot be read is bad input.
-impl From<ResultFileError> for AppError {
-    fn from(e: ResultFileError) -> Self {
-        AppError::Usage(e.to_string())
-    }
-}
-
-/// A target that cannot be used is bad input (nothing was measured); any
-/// other failure of a run is a failure.
-impl From<RunError> for AppError {
-    fn from(e: RunError) -> Self {
-        match e {
-            e @ (RunError::Setup { .. } | RunError::Start { .. }) => AppError::Usage(e.to_string()),
-            e => AppError::Failed(format!(
-                "{e}; the runs finished before it are in the file if it could be written"
-            )),
-        }
-    }
-}
-
-impl AppError {
-    /// The process exit code for this error.
-    pub fn exit_code(&self) -> i32 {
-        match self {
-            AppError::Usage(_) => EXIT_USAGE,
-            AppError::Failed(_) => EXIT_RUN_ERRORS,
-        }
-    }
-}
 
 /// Runs the parsed command line and returns the exit code.
 pub fn main(cli: Cli) -> i32 {
@@ -147,59 +90,6 @@ fn engine_host(args: &crate::cli::EngineHostArgs) -> Result<i32, AppError> {
     bakeoff_drivers::embedded::host::serve_named(&args.name, &table, args.port)
         .map_err(|e| AppError::Failed(e.to_string()))?;
     Ok(EXIT_OK)
-}
-
-/// Turns `run` flags into plan overrides.
-pub fn overrides(args: &RunArgs) -> Result<Overrides, AppError> {
-    let mut server_settings = Vec::new();
-    for item in &args.settings {
-        let parsed = item
-            .split_once('=')
-            .and_then(|(tk, v)| tk.split_once('.').map(|(t, k)| (t, k, v)));
-        match parsed {
-            Some((t, k, v)) if !t.is_empty() && !k.is_empty() => server_settings.push((t.into(), k.into(), v.into())),
-            _ => {
-                return Err(AppError::Usage(format!(
-                    "flag --set: `{item}` is not TARGET.KEY=VALUE; write e.g. --set redis.persistence=aof-everysec"
-                )))
-            }
-        }
-    }
-    let shard = match &args.shard {
-        Some(text) => {
-            Some(Shard::parse(text).map_err(|m| AppError::Usage(format!("flag --shard: {m}")))?)
-        }
-        None => Shard::from_env(|k| std::env::var(k).ok())
-            .map_err(|m| AppError::Usage(format!("environment: {m}")))?,
-    };
-    Ok(Overrides {
-        shard,
-        start_at: args.start_at.clone(),
-        start_tolerance: args.start_tolerance.clone(),
-        targets: args.targets.clone(),
-        repeats: args.repeats.clone(),
-        seed: args.seed.clone(),
-        scale: args.scale.clone(),
-        workload: args.workload.values.clone(),
-        sweep: args.workload.sweeps.clone(),
-        server_settings,
-    })
-}
-
-/// Builds the validated plan from a preset and flags.
-pub fn plan(args: &RunArgs) -> Result<Plan, AppError> {
-    let flags = overrides(args)?;
-    Ok(
-        match args
-            .preset
-            .as_deref()
-            .map(crate::presets::find)
-            .transpose()?
-        {
-            Some(f) => Plan::build(Some((f.origin.as_str(), f.raw)), &flags, &Registry)?,
-            None => Plan::build(None, &flags, &Registry)?,
-        },
-    )
 }
 
 fn default_out(plan: &Plan) -> PathBuf {
@@ -703,7 +593,7 @@ fn merge(args: &MergeArgs) -> Result<i32, AppError> {
     Ok(EXIT_OK)
 }
 
-fn kubernetes(args: &crate::kubernetes::KubernetesArgs) -> Result<i32, AppError> {
+fn kubernetes(args: &crate::cli::KubernetesArgs) -> Result<i32, AppError> {
     let text = crate::kubernetes::manifests(args, std::time::SystemTime::now())?;
     match &args.output {
         None => emit(&text)?,
@@ -728,40 +618,4 @@ fn compare(args: &CompareArgs) -> Result<i32, AppError> {
         )));
     }
     Ok(EXIT_OK)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use bakeoff_core::error::TargetError;
-
-    /// The exit code follows the error's type: an unusable target or a bad
-    /// plan is bad input (2), a result that cannot be written is a failed
-    /// run (1).
-    #[test]
-    fn exit_codes_follow_error_types() {
-        let setup = RunError::Setup {
-            target: "redis".into(),
-            source: TargetError::NotInstalled {
-                what: "`redis-server` is not on PATH".into(),
-                package: "redis-server".into(),
-            },
-        };
-        let e = AppError::from(setup);
-        assert_eq!(e.exit_code(), EXIT_USAGE);
-        assert!(
-            e.to_string().contains("apt-get install redis-server"),
-            "{e}"
-        );
-        let write = RunError::Write {
-            path: "/x.json".into(),
-            source: std::io::Error::other("disk full"),
-        };
-        assert_eq!(AppError::from(write).exit_code(), EXIT_RUN_ERRORS);
-        let plan = PlanError::Invalid {
-            origin: "flag --clients".into(),
-            message: "0 clients cannot run".into(),
-        };
-        assert_eq!(AppError::from(plan).exit_code(), EXIT_USAGE);
-    }
 }

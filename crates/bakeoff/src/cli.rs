@@ -105,7 +105,7 @@ pub enum Command {
     ///   bakeoff kubernetes --shards 4 --image registry.example/bakeoff:0.1.0 -- -t redis://redis.bench:6379 --clients 256 --duration 60s > job.yaml
     ///
     ///   kubectl apply -f job.yaml
-    Kubernetes(Box<crate::kubernetes::KubernetesArgs>),
+    Kubernetes(Box<KubernetesArgs>),
     /// Print the JSON Schema of result files.
     Schema,
     /// Serve an embedded engine over RESP on a loopback port until SIGTERM.
@@ -346,4 +346,41 @@ impl FromArgMatches for WorkloadFlags {
         }
         Ok(())
     }
+}
+
+/// Arguments of `bakeoff kubernetes`.
+#[derive(Debug, Args)]
+pub struct KubernetesArgs {
+    /// Shards: pods, one per node, each running its part of the
+    /// experiment.
+    #[arg(long, value_name = "N")]
+    pub shards: u32,
+    /// The container image with bakeoff in it (built from the repository's
+    /// Dockerfile and pushed where the cluster pulls from).
+    #[arg(long, value_name = "IMAGE", default_value = concat!("bakeoff:", env!("CARGO_PKG_VERSION")))]
+    pub image: String,
+    /// How far ahead of now the shards start together: time enough for
+    /// every pod to be scheduled, pull the image, connect and load.
+    #[arg(long, value_name = "DURATION", default_value = "2m")]
+    pub slack: String,
+    /// CPU each pod requests, and is limited to (requests equal limits).
+    #[arg(long, value_name = "CPU", default_value = "2")]
+    pub cpu: String,
+    /// Memory each pod requests, and is limited to.
+    #[arg(long, value_name = "BYTES", default_value = "2Gi")]
+    pub memory: String,
+    /// The Job's name. [default: bakeoff-EXPERIMENT]
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+    /// The namespace of the Job and the ConfigMap. [default: the
+    /// context's]
+    #[arg(long, value_name = "NAMESPACE")]
+    pub namespace: Option<String>,
+    /// Write the manifests to FILE instead of standard output.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<String>,
+    /// The run's preset and flags, as for `bakeoff run`, after `--`: e.g.
+    /// `-- -t redis://redis.bench:6379 --clients 64 --duration 60s`.
+    #[arg(last = true, required = true, value_name = "RUN ARGS")]
+    pub run: Vec<String>,
 }

@@ -10,54 +10,17 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::time::SystemTime;
 
-use clap::{Args, Parser};
+use clap::Parser;
 use serde_json::{json, Value};
 
-use crate::app::AppError;
-use crate::cli::RunArgs;
+use crate::cli::{KubernetesArgs, RunArgs};
+use crate::error::AppError;
 use bakeoff_core::plan::Shard;
 
 /// Where the preset file is mounted in the pod.
 const PRESET_DIR: &str = "/etc/bakeoff";
 /// Where a pod writes its result file.
 const RESULTS_DIR: &str = "/results";
-
-/// Arguments of `bakeoff kubernetes`.
-#[derive(Debug, Args)]
-pub struct KubernetesArgs {
-    /// Shards: pods, one per node, each running its part of the
-    /// experiment.
-    #[arg(long, value_name = "N")]
-    pub shards: u32,
-    /// The container image with bakeoff in it (built from the repository's
-    /// Dockerfile and pushed where the cluster pulls from).
-    #[arg(long, value_name = "IMAGE", default_value = concat!("bakeoff:", env!("CARGO_PKG_VERSION")))]
-    pub image: String,
-    /// How far ahead of now the shards start together: time enough for
-    /// every pod to be scheduled, pull the image, connect and load.
-    #[arg(long, value_name = "DURATION", default_value = "2m")]
-    pub slack: String,
-    /// CPU each pod requests, and is limited to (requests equal limits).
-    #[arg(long, value_name = "CPU", default_value = "2")]
-    pub cpu: String,
-    /// Memory each pod requests, and is limited to.
-    #[arg(long, value_name = "BYTES", default_value = "2Gi")]
-    pub memory: String,
-    /// The Job's name. [default: bakeoff-EXPERIMENT]
-    #[arg(long, value_name = "NAME")]
-    pub name: Option<String>,
-    /// The namespace of the Job and the ConfigMap. [default: the
-    /// context's]
-    #[arg(long, value_name = "NAMESPACE")]
-    pub namespace: Option<String>,
-    /// Write the manifests to FILE instead of standard output.
-    #[arg(short = 'o', long = "output", value_name = "FILE")]
-    pub output: Option<String>,
-    /// The run's preset and flags, as for `bakeoff run`, after `--`: e.g.
-    /// `-- -t redis://redis.bench:6379 --clients 64 --duration 60s`.
-    #[arg(last = true, required = true, value_name = "RUN ARGS")]
-    pub run: Vec<String>,
-}
 
 /// `bakeoff run`'s flags on their own, to check the run's arguments.
 #[derive(Parser)]
@@ -99,7 +62,7 @@ pub fn manifests(args: &KubernetesArgs, now: SystemTime) -> Result<String, AppEr
     let mut checked = run.clone();
     checked.shard = Some(shard.to_string());
     checked.start_at = Some(start.clone());
-    let plan = crate::app::plan(&checked)?;
+    let plan = crate::planning::plan(&checked)?;
 
     let name = match &args.name {
         Some(n) => dns_label(n).ok_or_else(|| {

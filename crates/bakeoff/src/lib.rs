@@ -8,6 +8,8 @@
 //!
 //! - [`cli`]: flags with their units and defaults (clap).
 //! - [`app`]: `run`, `list`, `report`, `schema`; exit codes.
+//! - [`error`]: why a command failed, and its exit code.
+//! - [`planning`]: a run's plan from its preset and flags.
 //! - [`kubernetes`]: the manifests of a run as shards on a cluster.
 //! - [`presets`]: the built-in presets, found by name.
 //! - [`progress`]: the live progress line on a terminal.
@@ -33,7 +35,9 @@ macro_rules! say_inline {
 
 pub mod app;
 pub mod cli;
+pub mod error;
 pub mod kubernetes;
+pub mod planning;
 pub mod presets;
 pub mod progress;
 pub mod signals;

@@ -3,7 +3,7 @@
 
 use bakeoff_core::plan::RawPreset;
 
-use crate::app::AppError;
+use crate::error::AppError;
 
 include!(concat!(env!("OUT_DIR"), "/presets.rs"));
 

@@ -3,8 +3,8 @@
 //! counters checked against what the client sent it.
 
 mod common;
-use bakeoff_core::harness::key_of;
 use bakeoff_core::ketama::Ketama;
+use bakeoff_core::keys::key_of;
 use common::*;
 
 /// Each of `records` ids is written once, in order, into empty shards:

@@ -13,13 +13,13 @@ use std::future::Future;
 use std::time::Duration;
 
 use crate::driver::{Job, JobKind, WorkerOutput};
+use crate::error::ConnectError;
 use crate::error::TargetError;
-use crate::harness::{key_of, Harness, Outcome, Request, KEY_LEN, RECONNECT_EVERY_NS};
+use crate::harness::{Harness, Outcome, Request, RECONNECT_EVERY_NS};
+use crate::keys::{key_of, KEY_LEN};
 use crate::plan::RequestMode;
 use crate::recorder::{monotonic_ns, ErrorKind};
-use crate::session::{
-    outcome, perform, Answer, ConnectError, OpBuffers, Session, SessionError, SessionResult,
-};
+use crate::session::{outcome, perform, Answer, OpBuffers, Session, SessionError, SessionResult};
 
 /// `work` on a server, or a timeout after `limit`: every await on a server
 /// has a deadline, so a server that stops answering fails requests as

@@ -81,16 +81,6 @@ impl DurableTo {
             DurableTo::PowerCut => "that survive a power cut",
         }
     }
-
-    /// Whether a store of this class promises to keep every acknowledged
-    /// write through `fault`.
-    pub fn promises_to_survive(self, fault: crate::plan::FaultKind) -> bool {
-        use crate::plan::FaultKind;
-        match fault {
-            FaultKind::PowerCut => self >= DurableTo::PowerCut,
-            FaultKind::Kill | FaultKind::Restart => self >= DurableTo::ProcessCrash,
-        }
-    }
 }
 
 impl std::fmt::Display for DurableTo {

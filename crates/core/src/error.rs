@@ -1,5 +1,7 @@
 //! Errors of plan building and running.
 
+use crate::recorder::ErrorKind;
+
 /// A plan could not be built: the message names the flag or preset key at
 /// fault and says how to fix it. The binary exits with code 2 on these.
 #[derive(Debug, thiserror::Error)]
@@ -50,7 +52,7 @@ pub enum RunError {
         /// Target name.
         target: String,
         /// Why.
-        source: crate::runner::start::StartError,
+        source: StartError,
     },
     /// The result file could not be written.
     #[error("cannot write result file {path}: {source}")]
@@ -81,7 +83,7 @@ pub enum TargetError {
     Settings(String),
     /// No connection could be opened; its kind says how it is counted.
     #[error(transparent)]
-    Connect(#[from] crate::session::ConnectError),
+    Connect(#[from] ConnectError),
     /// The server could not be started, or refused a setup step (creating
     /// the table, reading its counters).
     #[error("{0}")]
@@ -93,4 +95,54 @@ pub enum TargetError {
     /// not be set up.
     #[error("{0}")]
     Client(String),
+}
+
+/// A connection could not be opened. `kind` says how it is counted
+/// (refused, timeout, reset, server error), decided by the driver from its
+/// library's error type; `message` is for the user.
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct ConnectError {
+    /// How the failed attempt is counted.
+    pub kind: ErrorKind,
+    /// What went wrong.
+    pub message: String,
+}
+
+impl ConnectError {
+    /// A failure of kind `kind` saying `message`.
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        Self {
+            kind,
+            message: message.into(),
+        }
+    }
+}
+
+/// Why a synchronised start could not be kept.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum StartError {
+    /// Ready after the start time plus the tolerance.
+    #[error("ready {late} after --start-at {at}, more than the tolerance of {tolerance}: this shard would measure another window than the others; start it earlier, or set the start later (a longer --slack for bakeoff kubernetes)")]
+    Late {
+        /// The planned start.
+        at: String,
+        /// How late, in words.
+        late: String,
+        /// The tolerance, in words.
+        tolerance: String,
+    },
+    /// This machine's clock is too far from the server's.
+    #[error("this machine's clock is {offset} {side} the server's, more than the tolerance of {tolerance}: the shards' windows would not line up; synchronise the clocks (NTP, chrony), or give --start-tolerance")]
+    Clock {
+        /// How far, in words.
+        offset: String,
+        /// `ahead of` or `behind`.
+        side: &'static str,
+        /// The tolerance, in words.
+        tolerance: String,
+    },
+    /// The server's clock could not be read.
+    #[error("the server's clock could not be read for --start-at: {0}")]
+    Unreadable(String),
 }

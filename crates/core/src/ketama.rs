@@ -119,7 +119,7 @@ mod tests {
         let ring = Ketama::new(&nodes);
         let mut counts = [0u32; 4];
         for id in 0..100_000u64 {
-            counts[ring.node_of(&crate::harness::key_of(id))] += 1;
+            counts[ring.node_of(&crate::keys::key_of(id))] += 1;
         }
         for c in counts {
             assert!((15_000..=35_000).contains(&c), "{counts:?}");

@@ -14,9 +14,10 @@ use crate::driver::{Driver, Job, WorkerOutput};
 use crate::error::TargetError;
 use crate::harness::{CpuClock, Harness, Outcome, Request};
 use crate::plan::{Plan, TargetSpec};
+use crate::readings::ProcSnapshot;
 use crate::recorder::ErrorKind;
 use crate::result::{CounterCheck, TargetRecord};
-use crate::runner::{Counters, ProcSnapshot, Sent, Target, TargetOpener};
+use crate::target::{Counters, Sent, Target, TargetOpener};
 use crate::workload::{OpKind, OP_KINDS};
 
 /// Scripted behaviour of the mock.

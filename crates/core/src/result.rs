@@ -595,8 +595,8 @@ pub struct LinkUsage {
 impl LinkUsage {
     /// Over `wall` between two samples of the relay.
     pub fn between(
-        before: &crate::runner::LinkSample,
-        after: &crate::runner::LinkSample,
+        before: &crate::readings::LinkSample,
+        after: &crate::readings::LinkSample,
         wall: std::time::Duration,
     ) -> Option<Self> {
         let wall_ns = wall.as_nanos() as f64;
@@ -914,8 +914,8 @@ impl DiskPerWrite {
     /// between, only the power-cut layer's counts, which outlive its
     /// processes, are given.
     pub fn between(
-        before: &crate::runner::ProcSnapshot,
-        after: &crate::runner::ProcSnapshot,
+        before: &crate::readings::ProcSnapshot,
+        after: &crate::readings::ProcSnapshot,
         phases: &[&PhaseResult],
         restarted: bool,
     ) -> Option<DiskPerWrite> {
@@ -929,7 +929,7 @@ impl DiskPerWrite {
             return None;
         }
         let per = |a: u64, b: u64| a.saturating_sub(b) as f64 / writes as f64;
-        let file = |f: fn(&crate::runner::FileIo) -> u64| {
+        let file = |f: fn(&crate::readings::FileIo) -> u64| {
             after
                 .file_io
                 .zip(before.file_io)
@@ -1112,7 +1112,7 @@ mod tests {
     /// counts always.
     #[test]
     fn disk_per_write_divides_by_every_write_and_drops_counters_a_restart_reset() {
-        use crate::runner::{FileIo, ProcSnapshot};
+        use crate::readings::{FileIo, ProcSnapshot};
         let phase = |sets: u64, gets: u64| {
             let mut p = PhaseResult::default();
             for (kind, n) in [("set", sets), ("get", gets)] {

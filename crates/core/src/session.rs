@@ -8,7 +8,8 @@
 //! [`perform`], for both loops that run sessions ([`crate::async_loop`] and
 //! [`crate::embedded`]), so an operation means the same call everywhere.
 
-use crate::harness::{format_key, Harness, Outcome, Request, KEY_LEN};
+use crate::harness::{Harness, Outcome, Request};
+use crate::keys::{format_key, KEY_LEN};
 use crate::plan::Workload;
 use crate::profile::{Profile, Query, RecordKind};
 use crate::recorder::ErrorKind;
@@ -43,28 +44,6 @@ impl SessionError {
 
 /// What a session's operations return.
 pub type SessionResult<T> = Result<T, SessionError>;
-
-/// A connection could not be opened. `kind` says how it is counted
-/// (refused, timeout, reset, server error), decided by the driver from its
-/// library's error type; `message` is for the user.
-#[derive(Debug, thiserror::Error)]
-#[error("{message}")]
-pub struct ConnectError {
-    /// How the failed attempt is counted.
-    pub kind: ErrorKind,
-    /// What went wrong.
-    pub message: String,
-}
-
-impl ConnectError {
-    /// A failure of kind `kind` saying `message`.
-    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
-        Self {
-            kind,
-            message: message.into(),
-        }
-    }
-}
 
 /// How a socket error is counted.
 pub fn io_error_kind(e: &std::io::Error) -> ErrorKind {

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use bakeoff_core::driver::{Codec, Decoded, Reply, Stream};
 use bakeoff_core::error::TargetError;
-use bakeoff_core::runner::start::ClockReading;
+use bakeoff_core::readings::ClockReading;
 use bakeoff_core::workload::OpKind;
 
 use crate::codec::resp::RespCodec;

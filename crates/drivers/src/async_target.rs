@@ -7,15 +7,15 @@ use std::collections::BTreeMap;
 
 use bakeoff_core::async_loop;
 use bakeoff_core::driver::{Driver, Job, WorkerOutput};
+use bakeoff_core::error::ConnectError;
 use bakeoff_core::error::TargetError;
 use bakeoff_core::plan::FaultKind;
 use bakeoff_core::plan::TargetSpec;
 use bakeoff_core::profile::Profile;
+use bakeoff_core::readings::{LinkSample, ProcSnapshot};
 use bakeoff_core::result::{CounterCheck, TargetRecord};
-use bakeoff_core::runner::{
-    compare_counters, CounterRule, Counters, FaultStruck, LinkSample, ProcSnapshot, Sent, Target,
-};
-use bakeoff_core::session::{ConnectError, ReadWrite, Session};
+use bakeoff_core::session::{ReadWrite, Session};
+use bakeoff_core::target::{compare_counters, CounterRule, Counters, FaultStruck, Sent, Target};
 use bakeoff_servers::ManagedServer;
 
 use crate::running::RunningServer;
@@ -41,7 +41,7 @@ pub trait AsyncDriver: Driver {
         compare_counters(self.counter_rules(), before, after, sent)
     }
     /// The server's clock, if it tells the time (see `Target::clock`).
-    fn clock(&self) -> Option<std::io::Result<bakeoff_core::runner::start::ClockReading>> {
+    fn clock(&self) -> Option<std::io::Result<bakeoff_core::readings::ClockReading>> {
         None
     }
     /// Empties the workload's table before a full load again (see
@@ -143,7 +143,7 @@ impl<D: AsyncDriver> Target for AsyncTarget<D> {
         self.driver.empty()
     }
 
-    fn clock(&self) -> Option<std::io::Result<bakeoff_core::runner::start::ClockReading>> {
+    fn clock(&self) -> Option<std::io::Result<bakeoff_core::readings::ClockReading>> {
         self.driver.clock()
     }
 

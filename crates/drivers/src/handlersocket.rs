@@ -27,7 +27,7 @@ use bakeoff_core::error::TargetError;
 use bakeoff_core::net::CodecDriver;
 use bakeoff_core::plan::{Endpoint, Plan, TargetSpec, Workload};
 use bakeoff_core::result::{CounterCheck, TargetRecord};
-use bakeoff_core::runner::{compare_counters, CounterRule, Counters, Sent, Target};
+use bakeoff_core::target::{compare_counters, CounterRule, Counters, Sent, Target};
 use bakeoff_core::workload::OpKind;
 use bakeoff_servers::ManagedServer;
 

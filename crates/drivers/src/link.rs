@@ -29,8 +29,8 @@ use std::time::Duration;
 use bakeoff_core::error::TargetError;
 use bakeoff_core::pacing::{least_timer_slack, WakeLead};
 use bakeoff_core::plan::{Link, Workload};
+use bakeoff_core::readings::LinkSample;
 use bakeoff_core::recorder::monotonic_ns;
-use bakeoff_core::runner::LinkSample;
 
 /// epoll tokens below the first connection's.
 const LISTENER: u64 = 0;

@@ -19,14 +19,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bakeoff_core::driver::{Driver, Job, WorkerOutput};
+use bakeoff_core::error::ConnectError;
 use bakeoff_core::error::TargetError;
-use bakeoff_core::harness::KEY_LEN;
+use bakeoff_core::keys::KEY_LEN;
 use bakeoff_core::plan::{Endpoint, Plan, TargetSpec, Workload};
 use bakeoff_core::profile::{Profile, Query, RecordKind, SearchKind};
 use bakeoff_core::recorder::ErrorKind;
 use bakeoff_core::result::CounterCheck;
-use bakeoff_core::runner::{compare_counters, CounterRule, Counters, Sent, Target};
-use bakeoff_core::session::{io_error_kind, ConnectError, Session, SessionError, SessionResult};
+use bakeoff_core::session::{io_error_kind, Session, SessionError, SessionResult};
+use bakeoff_core::target::{compare_counters, CounterRule, Counters, Sent, Target};
 use bakeoff_core::workload::OpKind;
 use bakeoff_servers::{ManagedServer, ServerCommand, ServerError};
 use mongodb::bson::{doc, spec::BinarySubtype, Binary, Bson, Document};
@@ -784,7 +785,7 @@ impl AsyncDriver for MongoDriver {
         ]
     }
 
-    fn clock(&self) -> Option<std::io::Result<bakeoff_core::runner::start::ClockReading>> {
+    fn clock(&self) -> Option<std::io::Result<bakeoff_core::readings::ClockReading>> {
         let dsn = self.dsn.clone();
         let read = block_quick(async move {
             let c = dsn.connect(1).await?;
@@ -807,7 +808,7 @@ impl AsyncDriver for MongoDriver {
                 .timestamp_millis();
             let ms = u64::try_from(ms)
                 .map_err(|_| TargetError::Server(format!("localTime {ms} ms is before 1970")))?;
-            Ok(bakeoff_core::runner::start::ClockReading {
+            Ok(bakeoff_core::readings::ClockReading {
                 sent,
                 server: std::time::UNIX_EPOCH + Duration::from_millis(ms),
                 received,

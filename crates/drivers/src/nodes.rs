@@ -18,9 +18,10 @@ use bakeoff_core::error::TargetError;
 use bakeoff_core::ketama::{self, Ketama};
 use bakeoff_core::net::{CodecDriver, Route};
 use bakeoff_core::plan::{Endpoint, TargetSpec};
+use bakeoff_core::readings::{LinkSample, NodeProc, ProcSnapshot};
 use bakeoff_core::result::{CounterCheck, TargetRecord};
-use bakeoff_core::runner::{Counters, LinkSample, NodeProc, ProcSnapshot, Sent, Target};
 use bakeoff_core::slots::{self, SlotMap};
+use bakeoff_core::target::{Counters, Sent, Target};
 use bakeoff_core::workload::{OpKind, OP_KINDS};
 
 /// One node, opened: the target, where it listens (its name on the

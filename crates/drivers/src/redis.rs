@@ -13,7 +13,7 @@ use bakeoff_core::driver::{Connector, Driver, Stream};
 use bakeoff_core::error::TargetError;
 use bakeoff_core::plan::{Endpoint, Plan, ReadFrom, TargetSpec, Topology, Workload};
 use bakeoff_core::result::{CounterCheck, TargetRecord};
-use bakeoff_core::runner::{compare_counters, CommandTime, CounterRule, Counters, Sent, Target};
+use bakeoff_core::target::{compare_counters, CommandTime, CounterRule, Counters, Sent, Target};
 use bakeoff_core::workload::OpKind;
 use bakeoff_servers::{ManagedServer, ServerCommand};
 
@@ -678,7 +678,7 @@ impl Target for RedisTarget {
         compare_counters(RULES, before, after, sent)
     }
 
-    fn clock(&self) -> Option<std::io::Result<bakeoff_core::runner::start::ClockReading>> {
+    fn clock(&self) -> Option<std::io::Result<bakeoff_core::readings::ClockReading>> {
         Some(
             self.admin()
                 .and_then(|mut s| crate::admin::resp_time(&mut s)),

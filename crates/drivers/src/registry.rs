@@ -7,7 +7,7 @@ use bakeoff_core::error::TargetError;
 use bakeoff_core::plan::{
     Capabilities, Endpoint, Plan, RequestMode, TargetCatalog, TargetSpec, Workload,
 };
-use bakeoff_core::runner::{Target, TargetOpener};
+use bakeoff_core::target::{Target, TargetOpener};
 use bakeoff_core::workload::OpKind;
 
 /// A target's own readiness check (port free, endpoint answering).

@@ -6,7 +6,8 @@ use std::sync::{Mutex, MutexGuard};
 
 use bakeoff_core::error::TargetError;
 use bakeoff_core::plan::FaultKind;
-use bakeoff_core::runner::{FaultStruck, ProcSnapshot};
+use bakeoff_core::readings::ProcSnapshot;
+use bakeoff_core::target::FaultStruck;
 use bakeoff_servers::ManagedServer;
 
 /// A started server behind a lock.
@@ -36,7 +37,7 @@ impl RunningServer {
     }
 }
 
-/// [`bakeoff_core::runner::Target::fault`] of a target that may hold a
+/// [`bakeoff_core::target::Target::fault`] of a target that may hold a
 /// started server: an external one cannot be faulted.
 pub fn fault(server: Option<&RunningServer>, kind: FaultKind) -> Result<FaultStruck, TargetError> {
     match server {
@@ -48,21 +49,21 @@ pub fn fault(server: Option<&RunningServer>, kind: FaultKind) -> Result<FaultStr
     }
 }
 
-/// The [`Target`](bakeoff_core::runner::Target) methods of a target that is
+/// The [`Target`](bakeoff_core::target::Target) methods of a target that is
 /// one server bakeoff may have started (a field `server:
 /// Option<RunningServer>`), perhaps behind a link relay (`relay:
 /// Option<Relay>`): its resources, faults, exit and relay, written once
 /// for every such target. Invoked inside its `impl Target`.
 macro_rules! one_server_methods {
     () => {
-        fn resources(&self) -> Option<bakeoff_core::runner::ProcSnapshot> {
+        fn resources(&self) -> Option<bakeoff_core::readings::ProcSnapshot> {
             self.server.as_ref().map(|s| s.snapshot())
         }
 
         fn fault(
             &self,
             kind: bakeoff_core::plan::FaultKind,
-        ) -> Result<bakeoff_core::runner::FaultStruck, bakeoff_core::error::TargetError> {
+        ) -> Result<bakeoff_core::target::FaultStruck, bakeoff_core::error::TargetError> {
             crate::running::fault(self.server.as_ref(), kind)
         }
 
@@ -70,7 +71,7 @@ macro_rules! one_server_methods {
             self.server.as_ref()?.lock().gone()
         }
 
-        fn link(&self) -> Option<bakeoff_core::runner::LinkSample> {
+        fn link(&self) -> Option<bakeoff_core::readings::LinkSample> {
             self.relay.as_ref().map(|r| r.sample())
         }
     };

@@ -65,7 +65,7 @@ fn declared_cell(r: &ExperimentResult, run: &RunResult) -> String {
 pub fn broken_promise(r: &ExperimentResult, run: &RunResult) -> Option<String> {
     let (c, f) = (run.durability.as_ref()?, run.fault.as_ref()?);
     let declared = crate::record_of(r, run)?.durable_to?;
-    let promised = declared.promises_to_survive(f.kind);
+    let promised = declared >= f.kind.survived_by();
     (promised
         && run.status != bakeoff_core::result::RunStatus::Interrupted
         && !c.kept_every_acknowledged_write())

@@ -34,7 +34,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use bakeoff_core::runner::ProcSnapshot;
+use bakeoff_core::readings::ProcSnapshot;
 pub use scratch::ScratchDir;
 
 /// Why a server could not be started.
@@ -679,7 +679,7 @@ impl ManagedServer {
     pub fn fault(
         &mut self,
         kind: bakeoff_core::plan::FaultKind,
-    ) -> Result<bakeoff_core::runner::FaultStruck, ServerError> {
+    ) -> Result<bakeoff_core::target::FaultStruck, ServerError> {
         use bakeoff_core::plan::FaultKind;
         let at = match kind {
             FaultKind::Kill => self.process.kill_group(),
@@ -704,7 +704,7 @@ impl ManagedServer {
             evict_from_page_cache(self.dir.path());
         }
         self.restart(&|_| true)?;
-        Ok(bakeoff_core::runner::FaultStruck {
+        Ok(bakeoff_core::target::FaultStruck {
             at,
             back_after: at.elapsed(),
         })
@@ -743,7 +743,7 @@ impl ManagedServer {
                 s.write_calls += c.write_calls;
             }
         }
-        s.file_io = self.disk_stats().map(|d| bakeoff_core::runner::FileIo {
+        s.file_io = self.disk_stats().map(|d| bakeoff_core::readings::FileIo {
             fsyncs: d.fsyncs,
             writes: d.writes,
             bytes: d.bytes_written,

@@ -50,10 +50,9 @@ use crate::driver::{
     WorkerOutput,
 };
 use crate::error::TargetError;
-use crate::harness::{
-    format_key, key_of, Harness, Leg, Outcome, Request, KEY_LEN, RECONNECT_EVERY_NS,
-};
+use crate::harness::{Harness, Leg, Outcome, Request, RECONNECT_EVERY_NS};
 use crate::ketama::Ketama;
+use crate::keys::{format_key, key_of, KEY_LEN};
 use crate::pacing::WakeLead;
 use crate::slots::{key_slot, Redirect, SlotMap};
 
@@ -68,9 +67,10 @@ use pacing::{MAX_SPIN_CREDIT_NS, MAX_WAKE_LEAD_NS, SPIN_NS, SPIN_SHARE_DIVISOR};
 pub use route::Route;
 use route::ASKING;
 
+use crate::error::ConnectError;
 use crate::plan::IoBackend;
 use crate::recorder::{monotonic_ns, ErrorKind};
-use crate::session::{io_error_kind, ConnectError};
+use crate::session::io_error_kind;
 use crate::workload::{OpKind, OP_KINDS};
 
 /// How often in-flight requests are checked against the timeout.

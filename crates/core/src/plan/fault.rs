@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::durability::DurableTo;
 use crate::units::parse_duration;
 use crate::workload::Rng;
 
@@ -31,6 +32,17 @@ impl FaultKind {
             FaultKind::Kill => "kill",
             FaultKind::Restart => "restart",
             FaultKind::PowerCut => "power-cut",
+        }
+    }
+
+    /// The least durability class whose stores promise to keep every
+    /// acknowledged write through this fault: a restart or a kill takes
+    /// one that survives a process crash, a power cut one that survives
+    /// a power cut.
+    pub fn survived_by(self) -> DurableTo {
+        match self {
+            FaultKind::PowerCut => DurableTo::PowerCut,
+            FaultKind::Kill | FaultKind::Restart => DurableTo::ProcessCrash,
         }
     }
 }

@@ -7,10 +7,11 @@ use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use super::{run_job, JobContext, Observer, Target};
+use super::job::{run_job, JobContext, Observer};
 use crate::driver::JobKind;
 use crate::durability::{classify, DurabilityCheck, ReadBack, Stored, WriteId, WriteLog};
 use crate::error::TargetError;
+use crate::target::Target;
 
 /// Ids read past each writer's last attempted one: a value there is a
 /// write no writer made.
@@ -197,8 +198,8 @@ fn unread(ids: Vec<u64>, log: &WriteLog) -> BTreeSet<WriteId> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::ConnectError;
     use crate::recorder::ErrorKind;
-    use crate::session::ConnectError;
 
     fn starting_up() -> TargetError {
         ConnectError::new(ErrorKind::ServerError, "the database system is starting up").into()

@@ -4,7 +4,8 @@
 //! stages; nothing here knows faults, durability, replicas, links or nodes.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::Ordering;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::driver::JobKind;
 use crate::error::RunError;
@@ -14,10 +15,9 @@ use crate::value::ValuePool;
 use crate::workload::ZipfianConstants;
 
 use super::extras::{self, Extra, Stage};
-use super::{
-    load_workload, run_job, run_nonce, ExperimentOptions, JobContext, JobOutcome, Observer,
-    ScheduledFault, Sent, Target, TargetOpener,
-};
+use super::job::{load_workload, run_job, JobContext, JobOutcome, Observer, ScheduledFault};
+use super::notes::run_notes;
+use crate::target::{Sent, Target, TargetOpener};
 
 /// What every run of an experiment shares.
 pub(super) struct Runs<'a> {
@@ -110,15 +110,15 @@ impl Runs<'_> {
                 return Err(e);
             }
         };
-        for note in super::run_notes(&run, &label) {
+        for note in run_notes(&run, &label) {
             self.observer.note(&note);
             self.result.warnings.push(note);
         }
         self.observer.run_finished(&run);
         let outcome = super::search::StepOutcome::of(&run, bound);
         self.result.runs.push(run);
-        self.result.shard = super::shard_record(self.plan, &self.result.runs);
-        self.result.targets = super::merge_records(&self.result.targets, &self.recorded);
+        self.result.shard = shard_record(self.plan, &self.result.runs);
+        self.result.targets = merge_records(&self.result.targets, &self.recorded);
         self.write()?;
         self.made += 1;
         Ok(outcome)
@@ -428,7 +428,7 @@ fn client_usage(o: &JobOutcome) -> ClientUsage {
 fn compare_counters(
     stage: &Stage,
     extras: &mut [Box<dyn Extra>],
-    before: Option<super::Counters>,
+    before: Option<crate::target::Counters>,
     sent: &Sent,
     run: &mut RunResult,
 ) {
@@ -516,4 +516,63 @@ fn settle_status(stage: &Stage, extras: &[Box<dyn Extra>], run: &mut RunResult) 
             None => line,
         });
     }
+}
+
+/// Options of an experiment run.
+pub struct ExperimentOptions {
+    /// Result file path.
+    pub out: PathBuf,
+    /// Ctrl-C flag.
+    pub stop: std::sync::Arc<AtomicBool>,
+    /// Skip targets that cannot be used (the default comparison) instead
+    /// of refusing to start.
+    pub skip_unavailable: bool,
+}
+
+/// What a shard's file says of the shard: its index, the plan's hash, and
+/// when its measured runs started and ended; `None` for a process that is
+/// no shard.
+pub(super) fn shard_record(plan: &Plan, runs: &[RunResult]) -> Option<crate::result::ShardRecord> {
+    let shard = plan.shard?;
+    Some(crate::result::ShardRecord {
+        index: shard.index,
+        count: shard.count,
+        plan_hash: plan.hash(),
+        planned_start: plan.start.as_ref().map(|s| s.at.clone()),
+        started_at: runs
+            .iter()
+            .find_map(|r| r.started_at.clone())
+            .unwrap_or_default(),
+        ended_at: runs
+            .iter()
+            .rev()
+            .find_map(|r| r.ended_at.clone())
+            .unwrap_or_default(),
+        clock_offset_ns: runs.iter().find_map(|r| r.clock_offset_ns),
+    })
+}
+
+/// The mark of run `index` in the durability check's values: differs
+/// between runs and between invocations, so that values a run left in a
+/// store are not taken for another's.
+fn run_nonce(seed: u64, index: u32) -> u32 {
+    let clock = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    let mixed = crate::workload::fnv1a64(seed ^ clock ^ ((index as u64) << 40));
+    (mixed as u32) | 1
+}
+
+fn merge_records(
+    existing: &[TargetRecord],
+    recorded: &BTreeMap<String, TargetRecord>,
+) -> Vec<TargetRecord> {
+    let mut out: Vec<TargetRecord> = existing
+        .iter()
+        .filter(|t| t.skipped.is_some())
+        .cloned()
+        .collect();
+    out.extend(recorded.values().cloned());
+    out
 }

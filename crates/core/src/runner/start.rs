@@ -6,9 +6,9 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime};
 
-use super::Target;
-use crate::error::TargetError;
+use crate::error::{StartError, TargetError};
 use crate::plan::StartAt;
+use crate::target::Target;
 
 /// Readings of the server's clock; the one with the shortest round trip
 /// gives the offset.
@@ -16,45 +16,6 @@ const CLOCK_READINGS: usize = 5;
 
 /// Longest sleep between looks at the stop flag while waiting.
 const STOP_POLL: Duration = Duration::from_millis(100);
-
-/// One reading of the server's clock between two of this machine's.
-#[derive(Clone, Copy, Debug)]
-pub struct ClockReading {
-    /// This machine's clock as the request left.
-    pub sent: SystemTime,
-    /// The server's answer.
-    pub server: SystemTime,
-    /// This machine's clock as the answer came back.
-    pub received: SystemTime,
-}
-
-/// Why a synchronised start could not be kept.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub enum StartError {
-    /// Ready after the start time plus the tolerance.
-    #[error("ready {late} after --start-at {at}, more than the tolerance of {tolerance}: this shard would measure another window than the others; start it earlier, or set the start later (a longer --slack for bakeoff kubernetes)")]
-    Late {
-        /// The planned start.
-        at: String,
-        /// How late, in words.
-        late: String,
-        /// The tolerance, in words.
-        tolerance: String,
-    },
-    /// This machine's clock is too far from the server's.
-    #[error("this machine's clock is {offset} {side} the server's, more than the tolerance of {tolerance}: the shards' windows would not line up; synchronise the clocks (NTP, chrony), or give --start-tolerance")]
-    Clock {
-        /// How far, in words.
-        offset: String,
-        /// `ahead of` or `behind`.
-        side: &'static str,
-        /// The tolerance, in words.
-        tolerance: String,
-    },
-    /// The server's clock could not be read.
-    #[error("the server's clock could not be read for --start-at: {0}")]
-    Unreadable(String),
-}
 
 fn words(ns: u64) -> String {
     crate::units::fmt_ns(ns as f64)

@@ -52,7 +52,7 @@ pub const BATCH_TAIL: &str = "ON DUPLICATE KEY UPDATE v = VALUES(v)";
 /// `value_len` bytes each sends: what must stay under [`MAX_PAYLOAD`] (the
 /// driver keeps larger batches off the codec).
 pub fn batch_len(rows: usize, value_len: usize) -> usize {
-    64 + BATCH_TAIL.len() + rows * (bakeoff_core::harness::KEY_LEN + value_len + 16)
+    64 + BATCH_TAIL.len() + rows * (bakeoff_core::keys::KEY_LEN + value_len + 16)
 }
 
 /// The largest payload one packet carries; a longer one would be split,
@@ -430,7 +430,7 @@ mod tests {
         let rows: Vec<BatchRow> = [(b'a', b"p0".as_slice()), (b'b', b"\x00'\\")]
             .iter()
             .map(|&(k, payload)| BatchRow {
-                key: [k; bakeoff_core::harness::KEY_LEN],
+                key: [k; bakeoff_core::keys::KEY_LEN],
                 header: [0xab; bakeoff_core::value::HEADER_LEN],
                 payload,
             })

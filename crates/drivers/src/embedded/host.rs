@@ -24,7 +24,7 @@ use bakeoff_core::error::TargetError;
 use bakeoff_core::plan::{Plan, TargetSpec, Workload};
 use bakeoff_core::profile::RecordKind;
 use bakeoff_core::result::TargetRecord;
-use bakeoff_core::runner::Target;
+use bakeoff_core::target::Target;
 use bakeoff_core::workload::OpKind;
 use bakeoff_servers::{ManagedServer, ServerCommand};
 

@@ -22,9 +22,10 @@ use bakeoff_core::embedded::EngineSession;
 use bakeoff_core::error::TargetError;
 use bakeoff_core::plan::{Plan, TargetSpec, Workload};
 use bakeoff_core::profile::RecordKind;
+use bakeoff_core::readings::ProcSnapshot;
 use bakeoff_core::result::{CounterCheck, TargetRecord};
-use bakeoff_core::runner::{Counters, ProcSnapshot, Sent, Target};
 use bakeoff_core::session::SessionError;
+use bakeoff_core::target::{Counters, Sent, Target};
 use bakeoff_core::workload::OpKind;
 
 /// An engine's own failure: opening its files, preparing a statement, an

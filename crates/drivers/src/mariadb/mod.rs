@@ -14,14 +14,15 @@ use std::path::Path;
 use std::time::Duration;
 
 use bakeoff_core::driver::{Connector, Driver, Job, JobKind, WorkerOutput};
+use bakeoff_core::error::ConnectError;
 use bakeoff_core::error::TargetError;
-use bakeoff_core::harness::KEY_LEN;
+use bakeoff_core::keys::KEY_LEN;
 use bakeoff_core::net::CodecDriver;
 use bakeoff_core::plan::{Endpoint, Plan, ReadFrom, RequestMode, TargetSpec, Topology, Workload};
 use bakeoff_core::profile::{Profile, Query, RecordKind};
 use bakeoff_core::recorder::ErrorKind;
-use bakeoff_core::runner::{CounterRule, Counters, Target};
-use bakeoff_core::session::{io_error_kind, ConnectError, Session, SessionError, SessionResult};
+use bakeoff_core::session::{io_error_kind, Session, SessionError, SessionResult};
+use bakeoff_core::target::{CounterRule, Counters, Target};
 use bakeoff_core::workload::OpKind;
 use bakeoff_servers::{ManagedServer, ServerCommand, ServerError};
 use mysql_async::prelude::Queryable;
@@ -337,7 +338,7 @@ fn ten_keys(key: u64, records: u64) -> String {
     (0..10)
         .map(|i| {
             let mut k = [0u8; KEY_LEN];
-            bakeoff_core::harness::format_key((key + i) % records.max(1), &mut k);
+            bakeoff_core::keys::format_key((key + i) % records.max(1), &mut k);
             format!("'{}'", String::from_utf8_lossy(&k))
         })
         .collect::<Vec<_>>()
@@ -478,7 +479,7 @@ impl Session for MariaSession {
             }
             _ => {
                 let mut k = [0u8; KEY_LEN];
-                bakeoff_core::harness::format_key(key, &mut k);
+                bakeoff_core::keys::format_key(key, &mut k);
                 let sql = format!(
                     "INSERT INTO requests (k, v) VALUES ('{}', X'{}')",
                     String::from_utf8_lossy(&k),
@@ -1201,7 +1202,7 @@ impl AsyncDriver for MariaDriver {
         }
     }
 
-    fn clock(&self) -> Option<std::io::Result<bakeoff_core::runner::start::ClockReading>> {
+    fn clock(&self) -> Option<std::io::Result<bakeoff_core::readings::ClockReading>> {
         let dsn = self.reach.primary().clone();
         let read = block_quick(async move {
             let mut c = connect(&dsn, None).await?;
@@ -1215,7 +1216,7 @@ impl AsyncDriver for MariaDriver {
             let epoch: f64 = epoch
                 .and_then(|t| t.parse().ok())
                 .ok_or_else(|| TargetError::Server("NOW(6) gave no time".into()))?;
-            Ok(bakeoff_core::runner::start::ClockReading {
+            Ok(bakeoff_core::readings::ClockReading {
                 sent,
                 server: std::time::UNIX_EPOCH + Duration::from_secs_f64(epoch),
                 received,

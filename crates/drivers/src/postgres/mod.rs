@@ -13,14 +13,15 @@ use std::path::Path;
 use std::time::Duration;
 
 use bakeoff_core::driver::{Connector, Driver, Job, WorkerOutput};
+use bakeoff_core::error::ConnectError;
 use bakeoff_core::error::TargetError;
-use bakeoff_core::harness::KEY_LEN;
+use bakeoff_core::keys::KEY_LEN;
 use bakeoff_core::net::CodecDriver;
 use bakeoff_core::plan::{Endpoint, Plan, ReadFrom, TargetSpec, Topology, Workload};
 use bakeoff_core::profile::{Profile, Query, RecordKind};
 use bakeoff_core::recorder::ErrorKind;
-use bakeoff_core::runner::{CounterRule, Counters, Target};
-use bakeoff_core::session::{io_error_kind, ConnectError, Session, SessionError, SessionResult};
+use bakeoff_core::session::{io_error_kind, Session, SessionError, SessionResult};
+use bakeoff_core::target::{CounterRule, Counters, Target};
 use bakeoff_core::workload::OpKind;
 use bakeoff_servers::{ManagedServer, ServerCommand, ServerError};
 use tokio_postgres::types::ToSql;
@@ -1053,7 +1054,7 @@ impl AsyncDriver for PgDriver {
         .ok()
     }
 
-    fn clock(&self) -> Option<std::io::Result<bakeoff_core::runner::start::ClockReading>> {
+    fn clock(&self) -> Option<std::io::Result<bakeoff_core::readings::ClockReading>> {
         let dsn = self.reach.primary().clone();
         let read = block_quick(async move {
             let c = connect(&dsn).await?;
@@ -1072,7 +1073,7 @@ impl AsyncDriver for PgDriver {
                     _ => None,
                 })
                 .ok_or_else(|| TargetError::Server("clock_timestamp() gave no time".into()))?;
-            Ok(bakeoff_core::runner::start::ClockReading {
+            Ok(bakeoff_core::readings::ClockReading {
                 sent,
                 server: std::time::UNIX_EPOCH + std::time::Duration::from_secs_f64(epoch),
                 received,

@@ -3,8 +3,9 @@
 
 use crate::result::{DiskPerWrite, PhaseResult, RunResult};
 
-use super::super::{Observer, ProcSnapshot};
+use super::super::job::Observer;
 use super::{Extra, Stage};
+use crate::readings::ProcSnapshot;
 
 /// The server's counters as the measure job began.
 #[derive(Default)]

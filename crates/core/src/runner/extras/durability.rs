@@ -5,7 +5,8 @@
 use crate::durability::WriteLog;
 use crate::result::RunResult;
 
-use super::super::{check, JobOutcome, Observer};
+use super::super::check;
+use super::super::job::{JobOutcome, Observer};
 use super::{Extra, Stage};
 
 /// The writes of the measure job, and when its fault (or the run) ended,

@@ -3,7 +3,7 @@
 
 use crate::result::RunResult;
 
-use super::super::JobOutcome;
+use super::super::job::JobOutcome;
 use super::{Extra, Stage};
 
 /// CPU time spent timing the client's encoding, and again its decoding,

@@ -4,7 +4,7 @@
 
 use crate::result::{FaultRecord, RunResult};
 
-use super::super::{JobOutcome, Observer};
+use super::super::job::{JobOutcome, Observer};
 use super::{Extra, Stage};
 
 /// Records the fault the measure job injected (the job schedules it:

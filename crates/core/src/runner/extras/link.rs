@@ -6,8 +6,9 @@ use std::time::Instant;
 use crate::error::RunError;
 use crate::result::{LinkUsage, RunResult};
 
-use super::super::{JobOutcome, LinkSample};
+use super::super::job::JobOutcome;
 use super::{Extra, Stage};
+use crate::readings::LinkSample;
 
 /// The relay's counters as the measure job began.
 #[derive(Default)]

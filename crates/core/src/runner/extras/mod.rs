@@ -24,7 +24,8 @@ use crate::error::RunError;
 use crate::plan::{Plan, TargetSpec, Workload};
 use crate::result::RunResult;
 
-use super::{Counters, JobContext, JobOutcome, Observer, Target};
+use super::job::{JobContext, JobOutcome, Observer};
+use crate::target::{Counters, Target};
 
 /// What every stage of one run sees.
 pub(super) struct Stage<'a> {

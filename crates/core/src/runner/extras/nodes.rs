@@ -6,8 +6,9 @@ use crate::driver::JobKind;
 use crate::result::{NodeOps, Redirections, RunResult};
 use crate::workload::OP_KINDS;
 
-use super::super::{add_node_sent, Counters, JobOutcome};
+use super::super::job::{add_node_sent, JobOutcome};
 use super::{Extra, Stage};
+use crate::target::Counters;
 
 /// Per-node counts over the run's jobs.
 #[derive(Default)]

@@ -8,8 +8,9 @@ use std::time::{Duration, Instant};
 
 use crate::result::{ReplicaCheck, RunResult};
 
-use super::super::{JobOutcome, Observer, Target};
+use super::super::job::{JobOutcome, Observer};
 use super::{Extra, Stage};
+use crate::target::Target;
 
 /// Longest wait for a replica to catch up after a run.
 const REPLICA_CATCH_UP: Duration = Duration::from_secs(10);

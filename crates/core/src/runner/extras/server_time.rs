@@ -10,8 +10,9 @@ use std::collections::BTreeMap;
 use crate::error::RunError;
 use crate::result::{CommandTime as CommandTimeResult, RunResult, ServerTime as ServerTimeResult};
 
-use super::super::{CommandTime, JobOutcome, Target};
+use super::super::job::JobOutcome;
 use super::{Extra, Stage};
+use crate::target::{CommandTime, Target};
 
 /// Reads of the server's command times around the measure job.
 pub(super) struct ServerTime {

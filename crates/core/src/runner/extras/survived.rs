@@ -5,7 +5,7 @@
 
 use crate::result::RunResult;
 
-use super::super::Observer;
+use super::super::job::Observer;
 use super::{Extra, Stage};
 
 /// Fails a run whose server stopped during it.

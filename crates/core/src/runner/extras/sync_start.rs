@@ -20,7 +20,7 @@ impl Extra for SyncStart {
             source,
         };
         let offset = start::clock_offset(stage.target)
-            .map_err(|e| refused(start::StartError::Unreadable(e.to_string())))?;
+            .map_err(|e| refused(crate::error::StartError::Unreadable(e.to_string())))?;
         run.clock_offset_ns = offset;
         start::check_offset(&at, offset).map_err(refused)?;
         start::wait_for(&at, stage.ctx.stop, &std::time::SystemTime::now).map_err(refused)

@@ -1,0 +1,61 @@
+//! The plan of a `run`: its preset and flags, validated against every
+//! parameter and target.
+
+use bakeoff_core::plan::{Overrides, Plan, Shard};
+use bakeoff_drivers::registry::Registry;
+
+use crate::cli::RunArgs;
+use crate::error::AppError;
+
+/// Turns `run` flags into plan overrides.
+pub fn overrides(args: &RunArgs) -> Result<Overrides, AppError> {
+    let mut server_settings = Vec::new();
+    for item in &args.settings {
+        let parsed = item
+            .split_once('=')
+            .and_then(|(tk, v)| tk.split_once('.').map(|(t, k)| (t, k, v)));
+        match parsed {
+            Some((t, k, v)) if !t.is_empty() && !k.is_empty() => server_settings.push((t.into(), k.into(), v.into())),
+            _ => {
+                return Err(AppError::Usage(format!(
+                    "flag --set: `{item}` is not TARGET.KEY=VALUE; write e.g. --set redis.persistence=aof-everysec"
+                )))
+            }
+        }
+    }
+    let shard = match &args.shard {
+        Some(text) => {
+            Some(Shard::parse(text).map_err(|m| AppError::Usage(format!("flag --shard: {m}")))?)
+        }
+        None => Shard::from_env(|k| std::env::var(k).ok())
+            .map_err(|m| AppError::Usage(format!("environment: {m}")))?,
+    };
+    Ok(Overrides {
+        shard,
+        start_at: args.start_at.clone(),
+        start_tolerance: args.start_tolerance.clone(),
+        targets: args.targets.clone(),
+        repeats: args.repeats.clone(),
+        seed: args.seed.clone(),
+        scale: args.scale.clone(),
+        workload: args.workload.values.clone(),
+        sweep: args.workload.sweeps.clone(),
+        server_settings,
+    })
+}
+
+/// Builds the validated plan from a preset and flags.
+pub fn plan(args: &RunArgs) -> Result<Plan, AppError> {
+    let flags = overrides(args)?;
+    Ok(
+        match args
+            .preset
+            .as_deref()
+            .map(crate::presets::find)
+            .transpose()?
+        {
+            Some(f) => Plan::build(Some((f.origin.as_str(), f.raw)), &flags, &Registry)?,
+            None => Plan::build(None, &flags, &Registry)?,
+        },
+    )
+}

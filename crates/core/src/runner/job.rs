@@ -1,0 +1,480 @@
+//! One job (a load, a measure, a read-back) on worker threads: [`run_job`]
+//! starts one thread per worker, each running its share through the
+//! target's [`Driver`]; the calling thread is the collector: it merges the
+//! workers' per-second intervals into the timeline, samples the target's
+//! resources once a second, injects a scheduled fault and reports progress.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use crate::driver::{Driver, Job, JobKind};
+use crate::durability::WorkerDurability;
+use crate::error::TargetError;
+use crate::plan::{RequestMode, Workload};
+use crate::readings::ProcSnapshot;
+use crate::recorder::{Interval, PhaseStats, WorkerOutput};
+use crate::result::{NodeResourceSample, Phase, ResourceSample, RunResult, TimelinePoint};
+use crate::target::FaultStruck;
+use crate::value::ValuePool;
+use crate::workload::{ZipfianConstants, OP_KINDS};
+
+/// Told about progress; the CLI draws it, tests ignore it.
+pub trait Observer {
+    /// A run starts: `index` of `total`.
+    fn run_started(
+        &mut self,
+        _index: usize,
+        _total: usize,
+        _label: &str,
+        _expected_s: Option<f64>,
+    ) {
+    }
+    /// A second of the current job was completed.
+    fn second(&mut self, _job: JobKind, _point: &TimelinePoint) {}
+    /// A run finished.
+    fn run_finished(&mut self, _run: &RunResult) {}
+    /// A note for the user (skipped target, client-bound run).
+    fn note(&mut self, _text: &str) {}
+}
+
+/// An observer that shows nothing.
+pub struct Quiet;
+impl Observer for Quiet {}
+
+/// What a job measured, merged over workers.
+#[derive(Debug)]
+pub struct JobOutcome {
+    /// Merged stats per phase.
+    pub phases: Vec<PhaseStats>,
+    /// Per-second timeline.
+    pub timeline: Vec<TimelinePoint>,
+    /// Resource samples taken while the job ran.
+    pub resources: Vec<ResourceSample>,
+    /// Busy percent of each worker in the last phase, without spinning.
+    pub busy_percent: Vec<f64>,
+    /// Percent of each worker's time in the last phase spent spinning
+    /// before send times.
+    pub spin_percent: Vec<f64>,
+    /// I/O mechanism.
+    pub backend: String,
+    /// Length of the last phase (measure, or load), seconds.
+    pub last_phase_s: f64,
+    /// Time requests were outstanding inside the measured window, summed
+    /// over requests and workers, ns.
+    pub busy_in_window_ns: u64,
+    /// Length of the measured window: from the end of the warm-up to the
+    /// end of a timed phase or the last completion, whichever is first, ns.
+    pub window_ns: u64,
+    /// When the scheduled fault was injected (seconds since the job's
+    /// start) and how it ended, if it was.
+    pub fault: Option<(f64, Result<Duration, TargetError>)>,
+    /// The durability check's writes or read-back, merged over workers.
+    pub durability: Option<WorkerDurability>,
+    /// Requests sent per node and kind, when the target is sharded.
+    pub node_sent: Vec<[u64; OP_KINDS]>,
+    /// Redis Cluster: `MOVED` and `ASK` replies per node.
+    pub node_redirects: Vec<[u64; 2]>,
+    /// Single measured operations in time order, when asked for.
+    pub trace: Option<crate::trace::LatencyTrace>,
+}
+
+/// Adds per-node counts `more` into `into`.
+pub(super) fn add_node_sent<const N: usize>(into: &mut Vec<[u64; N]>, more: &[[u64; N]]) {
+    if into.len() < more.len() {
+        into.resize(more.len(), [0; N]);
+    }
+    for (a, b) in into.iter_mut().zip(more) {
+        for (x, y) in a.iter_mut().zip(b) {
+            *x += y;
+        }
+    }
+}
+
+/// Everything a job needs from its run.
+pub struct JobContext<'a> {
+    /// The workload.
+    pub workload: &'a Workload,
+    /// Seed.
+    pub seed: u64,
+    /// Value pool.
+    pub pool: &'a ValuePool,
+    /// Zipfian constants, if needed.
+    pub zipf: Option<ZipfianConstants>,
+    /// Ctrl-C flag.
+    pub stop: &'a AtomicBool,
+    /// A fault to inject while the job runs.
+    pub fault: Option<ScheduledFault<'a>>,
+    /// The run's mark in the durability check's values.
+    pub nonce: u32,
+    /// Record ids a read-back job reads.
+    pub read_back: &'a [u64],
+    /// A replication run's acknowledged versions (measure job only).
+    pub acked: Option<&'a crate::stale::AckedVersions>,
+}
+
+/// A fault due while a job runs: at `at_s` seconds since the job's start
+/// the collecting thread calls `inject`, while the workers go on (and meet
+/// the fault as errors).
+#[derive(Clone, Copy)]
+pub struct ScheduledFault<'a> {
+    /// When, seconds since the start of the job.
+    pub at_s: f64,
+    /// Kills or stops the server and starts it again; returns how long
+    /// until its own process held the port again.
+    pub inject: &'a dyn Fn() -> Result<FaultStruck, TargetError>,
+}
+
+/// Most clients a connection-per-request experiment loads with: fewer
+/// than the fewest connections a server can be set to take (MariaDB: 10).
+pub const LOAD_CLIENTS_MAX: u32 = 8;
+
+/// The workload of the load before a run of `w`. With a connection per
+/// request, `clients` is the crowd of short connections meant to overload
+/// the server (000-mysql-conns: 1000 against 500 allowed); the load keeps
+/// one connection per client all along, so fewer clients do it rather than
+/// be refused.
+pub(super) fn load_workload(w: &Workload) -> Workload {
+    let mut load = w.clone();
+    if w.request != RequestMode::Op {
+        load.clients = w.clients.min(LOAD_CLIENTS_MAX);
+        load.threads = w.threads.min(load.clients);
+    }
+    load
+}
+
+/// Runs one job on `workload.threads` worker threads; the calling thread
+/// collects intervals, samples `resources` each second and tells `observer`.
+pub fn run_job(
+    driver: &dyn Driver,
+    kind: JobKind,
+    ctx: &JobContext,
+    resources: &mut dyn FnMut() -> Option<ProcSnapshot>,
+    observer: &mut dyn Observer,
+) -> Result<JobOutcome, TargetError> {
+    let (tx, rx) = mpsc::channel::<Interval>();
+    let job = Job {
+        kind,
+        workload: ctx.workload,
+        seed: ctx.seed,
+        pool: ctx.pool,
+        zipf: ctx.zipf,
+        t0: Instant::now(),
+        stop: ctx.stop,
+        intervals: tx,
+        nonce: ctx.nonce,
+        read_back: ctx.read_back,
+        acked: ctx.acked,
+    };
+    let threads = ctx.workload.threads.max(1) as usize;
+    let mut collector = Collector::new(&job, threads, resources());
+    let outputs = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|w| {
+                let job = &job;
+                s.spawn(move || driver.run_worker(job, w))
+            })
+            .collect();
+        let mut due_fault = ctx.fault;
+        loop {
+            let all_done = handles.iter().all(|h| h.is_finished());
+            collector.wait(&rx, due_fault.is_some(), resources, observer);
+            let elapsed = job.t0.elapsed().as_secs_f64();
+            if let Some(f) = due_fault.take_if(|f| elapsed >= f.at_s && !all_done) {
+                collector.strike(&f, elapsed);
+            }
+            if all_done {
+                break;
+            }
+        }
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .map_err(|_| TargetError::Client("a worker thread panicked".into()))?
+            })
+            .collect::<Result<Vec<_>, TargetError>>()
+    })?;
+    collector.drain(&rx, resources, observer);
+    Ok(merge_outputs(&job, outputs, collector))
+}
+
+/// The calling thread's part of a job: the per-second timeline merged
+/// over workers, resource samples, and the fault it injected.
+struct Collector<'j> {
+    job: &'j Job<'j>,
+    threads: usize,
+    warmup_end_s: f64,
+    timeline: Vec<TimelinePoint>,
+    samples: Vec<ResourceSample>,
+    /// Seconds some workers have handed over, and how many have.
+    pending: BTreeMap<u32, (Interval, usize)>,
+    last_snap: Option<ProcSnapshot>,
+    last_snap_t: f64,
+    next_sample: Duration,
+    fault: Option<(f64, Result<Duration, TargetError>)>,
+}
+
+impl<'j> Collector<'j> {
+    fn new(job: &'j Job<'j>, threads: usize, first: Option<ProcSnapshot>) -> Self {
+        Collector {
+            job,
+            threads,
+            warmup_end_s: job.warmup_end_ns() as f64 / 1e9,
+            timeline: Vec::new(),
+            samples: Vec::new(),
+            pending: BTreeMap::new(),
+            last_snap: first,
+            last_snap_t: 0.0,
+            next_sample: Duration::from_secs(1),
+            fault: None,
+        }
+    }
+
+    fn phase_name(&self, t: u32) -> Phase {
+        match self.job.kind {
+            JobKind::Load => Phase::Load,
+            JobKind::Measure if (t as f64) < self.warmup_end_s => Phase::Warmup,
+            JobKind::Measure => Phase::Measure,
+            JobKind::ReadBack => Phase::ReadBack,
+        }
+    }
+
+    /// Waits for the next interval (a short while when a fault is due),
+    /// and samples the resources once a second.
+    fn wait(
+        &mut self,
+        rx: &mpsc::Receiver<Interval>,
+        fault_due: bool,
+        resources: &mut dyn FnMut() -> Option<ProcSnapshot>,
+        observer: &mut dyn Observer,
+    ) {
+        let wait = self
+            .next_sample
+            .saturating_sub(self.job.t0.elapsed())
+            .min(Duration::from_millis(if fault_due { 5 } else { 50 }));
+        if let Ok(iv) = rx.recv_timeout(wait) {
+            if let Some(iv) = self.add(iv) {
+                let p = timeline_point(&iv, self.phase_name(iv.second));
+                observer.second(self.job.kind, &p);
+                self.timeline.push(p);
+            }
+            return;
+        }
+        let elapsed = self.job.t0.elapsed();
+        if elapsed >= self.next_sample {
+            self.sample(elapsed.as_secs_f64(), resources);
+            self.next_sample += Duration::from_secs(1);
+        }
+    }
+
+    /// Adds one worker's second; the second merged over every worker once
+    /// all have handed it over.
+    fn add(&mut self, iv: Interval) -> Option<Interval> {
+        let second = iv.second;
+        (self.merge_in(iv) == self.threads)
+            .then(|| self.pending.remove(&second).expect("just added").0)
+    }
+
+    /// Merges one worker's second into the pending ones; returns how many
+    /// workers have handed that second over.
+    fn merge_in(&mut self, iv: Interval) -> usize {
+        let entry = self
+            .pending
+            .entry(iv.second)
+            .or_insert_with(|| (Interval::new(iv.second), 0));
+        entry.0.merge(&iv);
+        entry.1 += 1;
+        entry.1
+    }
+
+    fn sample(&mut self, t: f64, resources: &mut dyn FnMut() -> Option<ProcSnapshot>) {
+        if let (Some(now), Some(prev)) = (resources(), self.last_snap.as_ref()) {
+            self.samples
+                .push(resource_sample(prev, &now, t - self.last_snap_t, t));
+            self.last_snap = Some(now);
+            self.last_snap_t = t;
+        }
+    }
+
+    /// Injects the due fault; the moment is when it struck (finding a
+    /// process tree to kill takes a while), else when it was called.
+    fn strike(&mut self, f: &ScheduledFault, elapsed: f64) {
+        self.fault = Some(match (f.inject)() {
+            Ok(s) => (
+                s.at.saturating_duration_since(self.job.t0).as_secs_f64(),
+                Ok(s.back_after),
+            ),
+            Err(e) => (elapsed, Err(e)),
+        });
+    }
+
+    /// After the workers: intervals sent after the last wait, partial
+    /// seconds, and a last resource sample.
+    fn drain(
+        &mut self,
+        rx: &mpsc::Receiver<Interval>,
+        resources: &mut dyn FnMut() -> Option<ProcSnapshot>,
+        observer: &mut dyn Observer,
+    ) {
+        while let Ok(iv) = rx.try_recv() {
+            self.merge_in(iv);
+        }
+        for (_, (iv, _)) in std::mem::take(&mut self.pending) {
+            let p = timeline_point(&iv, self.phase_name(iv.second));
+            observer.second(self.job.kind, &p);
+            self.timeline.push(p);
+        }
+        self.timeline.sort_by_key(|p| p.t_s);
+        let t = self.job.t0.elapsed().as_secs_f64();
+        if t - self.last_snap_t > 0.2 {
+            self.sample(t, resources);
+        }
+    }
+}
+
+/// The workers' outputs merged, with what the collector gathered.
+fn merge_outputs(job: &Job, mut outputs: Vec<WorkerOutput>, collected: Collector) -> JobOutcome {
+    let mut durability: Option<WorkerDurability> = None;
+    for out in &mut outputs {
+        if let Some(d) = out.durability.take() {
+            durability.get_or_insert_with(Default::default).merge(d);
+        }
+    }
+    let mut node_sent = Vec::new();
+    let mut node_redirects = Vec::new();
+    for out in &outputs {
+        add_node_sent(&mut node_sent, &out.node_sent);
+        add_node_sent(&mut node_redirects, &out.node_redirects);
+    }
+    let mut phases: Vec<PhaseStats> = Vec::new();
+    for out in &outputs {
+        for (i, p) in out.phases.iter().enumerate() {
+            if phases.len() <= i {
+                phases.push(p.clone());
+            } else {
+                phases[i].merge(p);
+            }
+        }
+    }
+    let trace = outputs.iter().any(|o| o.trace.is_some()).then(|| {
+        let measured = phases.get(1).map_or(0, |p| p.completed.iter().sum());
+        crate::trace::LatencyTrace::merge(outputs.iter().filter_map(|o| o.trace.as_ref()), measured)
+    });
+    let warmup_end = job.warmup_end_ns();
+    let last = outputs
+        .iter()
+        .map(|o| o.last_completion_ns)
+        .max()
+        .unwrap_or(0);
+    JobOutcome {
+        phases,
+        timeline: collected.timeline,
+        resources: collected.samples,
+        busy_percent: outputs
+            .iter()
+            .map(|o| share_percent(o.busy_cpu_ns, o.busy_wall_ns))
+            .collect(),
+        spin_percent: outputs
+            .iter()
+            .map(|o| share_percent(o.spin_ns, o.busy_wall_ns))
+            .collect(),
+        backend: outputs
+            .first()
+            .map(|o| o.backend.to_string())
+            .unwrap_or_default(),
+        last_phase_s: last_phase_s(job, last),
+        busy_in_window_ns: outputs.iter().map(|o| o.busy_in_window_ns).sum(),
+        window_ns: last.min(job.measure_end_ns()).saturating_sub(warmup_end),
+        fault: collected.fault,
+        durability,
+        node_sent,
+        node_redirects,
+        trace,
+    }
+}
+
+/// Length of the job's last phase, seconds, its last completion at `last`
+/// ns: a timed phase lasts its duration plus the drain of the last
+/// requests, never less than the nominal length.
+pub(super) fn last_phase_s(job: &Job, last: u64) -> f64 {
+    let nominal = match (job.kind, job.workload.duration_s) {
+        (JobKind::Measure, Some(d)) => d,
+        _ => 0.0,
+    };
+    let s = last.saturating_sub(job.warmup_end_ns()) as f64 / 1e9;
+    if job.stop.load(Ordering::Relaxed) || s == 0.0 {
+        s.max(1e-9)
+    } else if nominal > 0.0 {
+        s.max(nominal)
+    } else {
+        s
+    }
+}
+
+fn timeline_point(iv: &Interval, phase: Phase) -> TimelinePoint {
+    let h = &iv.latency;
+    let q = |x: f64| {
+        if h.is_empty() {
+            0
+        } else {
+            h.value_at_quantile(x)
+        }
+    };
+    TimelinePoint {
+        t_s: iv.second,
+        phase,
+        ops_per_s: iv.ops,
+        errors: iv.errors,
+        misses: iv.misses,
+        p50_ns: q(0.5),
+        p99_ns: q(0.99),
+        p999_ns: q(0.999),
+        max_ns: if h.is_empty() { 0 } else { h.max() },
+        client_cpu_percent: iv.cpu_ns as f64 / 1e7,
+    }
+}
+
+/// `part` as a percentage of `whole` (0 when `whole` is 0).
+fn share_percent(part: u64, whole: u64) -> f64 {
+    if whole > 0 {
+        100.0 * part as f64 / whole as f64
+    } else {
+        0.0
+    }
+}
+
+fn resource_sample(prev: &ProcSnapshot, now: &ProcSnapshot, dt: f64, t: f64) -> ResourceSample {
+    let dt = dt.max(1e-3);
+    ResourceSample {
+        t_s: (t * 1000.0).round() / 1000.0,
+        cpu_percent: now.cpu_ns.saturating_sub(prev.cpu_ns) as f64 / 1e9 / dt * 100.0,
+        rss_bytes: now.rss_bytes,
+        pss_bytes: now.pss_bytes,
+        read_bytes_per_s: now.read_bytes.saturating_sub(prev.read_bytes) as f64 / dt,
+        write_bytes_per_s: now.write_bytes.saturating_sub(prev.write_bytes) as f64 / dt,
+        write_calls_per_s: Some(now.write_calls.saturating_sub(prev.write_calls) as f64 / dt),
+        fsyncs_per_s: now
+            .file_io
+            .zip(prev.file_io)
+            .map(|(n, p)| n.fsyncs.saturating_sub(p.fsyncs) as f64 / dt),
+        disk_bytes: now.disk_bytes,
+        replication_lag_bytes: now.replication_lag_bytes,
+        connections: now.connections,
+        cgroup_memory_bytes: now.cgroup_memory_bytes,
+        cgroup_cache_bytes: now.cgroup_cache_bytes,
+        nodes: now
+            .nodes
+            .iter()
+            .zip(&prev.nodes)
+            .map(|(n, p)| NodeResourceSample {
+                cpu_percent: n.cpu_ns.saturating_sub(p.cpu_ns) as f64 / 1e9 / dt * 100.0,
+                rss_bytes: n.rss_bytes,
+                pss_bytes: n.pss_bytes,
+                read_bytes_per_s: n.read_bytes.saturating_sub(p.read_bytes) as f64 / dt,
+                write_bytes_per_s: n.write_bytes.saturating_sub(p.write_bytes) as f64 / dt,
+            })
+            .collect(),
+    }
+}

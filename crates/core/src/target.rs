@@ -1,0 +1,209 @@
+//! What a target is to the runner: the [`Target`] a run talks to and
+//! reads counters of, and the [`TargetOpener`] that makes one; with the
+//! counters a target keeps and how they are held against what bakeoff sent.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use crate::driver::Driver;
+use crate::error::TargetError;
+use crate::plan::{FaultKind, Plan, TargetSpec, Workload};
+use crate::readings::{ClockReading, LinkSample, ProcSnapshot};
+use crate::result::{CounterCheck, TargetRecord};
+use crate::workload::{OpKind, OP_KINDS};
+
+/// When a fault struck (the signal sent, or the stop begun) and how long
+/// the server then took until its own process held its port again.
+#[derive(Clone, Copy, Debug)]
+pub struct FaultStruck {
+    /// The moment it struck.
+    pub at: Instant,
+    /// From then until the restarted server held its port.
+    pub back_after: Duration,
+}
+
+/// Operation counters a target keeps itself (e.g. Redis `INFO commandstats`).
+pub type Counters = BTreeMap<String, u64>;
+
+/// How a target's counters add up to operations bakeoff sent: the changes
+/// of `counters` over the run must equal the requests of `kinds`.
+pub struct CounterRule {
+    /// What is compared, with where the figure comes from.
+    pub what: &'static str,
+    /// The target's counters whose changes are summed.
+    pub counters: &'static [&'static str],
+    /// The operation kinds whose requests are summed.
+    pub kinds: &'static [OpKind],
+}
+
+/// What bakeoff sent to a target over a run, all phases, for the
+/// conservation checks against the target's own counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Sent {
+    /// Requests per kind.
+    pub requests: [u64; OP_KINDS],
+    /// Of the operations completed, those answered as a miss, per kind.
+    pub misses: [u64; OP_KINDS],
+    /// Second requests of operations that needed one, per kind (not in
+    /// `requests`).
+    pub follow_ups: [u64; OP_KINDS],
+}
+
+impl Sent {
+    /// Adds what one phase sent.
+    pub fn add(&mut self, phase: &crate::recorder::PhaseStats) {
+        for k in 0..OP_KINDS {
+            self.requests[k] += phase.sent[k];
+            self.misses[k] += phase.misses[k];
+            self.follow_ups[k] += phase.follow_ups[k];
+        }
+    }
+
+    /// Requests of `kind`.
+    pub fn of(&self, kind: OpKind) -> u64 {
+        self.requests[kind as usize]
+    }
+}
+
+/// Applies `rules` to the counters `before` and `after` a run and the
+/// requests `sent` per kind; a rule with nothing on either side is left out.
+pub fn compare_counters(
+    rules: &[CounterRule],
+    before: &Counters,
+    after: &Counters,
+    sent: &Sent,
+) -> Vec<CounterCheck> {
+    let delta = |k: &str| {
+        let a = after.get(k).copied().unwrap_or(0);
+        a.saturating_sub(before.get(k).copied().unwrap_or(0))
+    };
+    rules
+        .iter()
+        .map(|r| CounterCheck {
+            what: r.what.into(),
+            bakeoff: r.kinds.iter().map(|k| sent.of(*k)).sum(),
+            target: r.counters.iter().map(|c| delta(c)).sum(),
+        })
+        .filter(|c| c.bakeoff > 0 || c.target > 0)
+        .collect()
+}
+
+/// One target, ready for one run: a started server, an external endpoint or
+/// an opened engine. Dropping it stops and cleans up what it started.
+pub trait Target {
+    /// The driver that talks to it.
+    fn driver(&self) -> &dyn Driver;
+    /// Version, settings and requests, for the result file.
+    fn record(&self) -> TargetRecord;
+    /// The target's own operation counters, if it keeps any.
+    fn counters(&self) -> Option<Counters>;
+    /// Compares bakeoff's requests sent per kind (all phases) with the
+    /// change of the target's counters over the run.
+    fn counter_checks(&self, before: &Counters, after: &Counters, sent: &Sent)
+        -> Vec<CounterCheck>;
+    /// Records the target holds, if it can tell.
+    fn record_count(&self) -> Option<u64>;
+    /// Removes every record of the workload's table before a full load on
+    /// a target already loaded (a search's later step), where a load
+    /// cannot overwrite what is there (MongoDB's inserts); others keep
+    /// their records, which the load's upserts overwrite.
+    fn empty(&self) -> Result<(), TargetError> {
+        Ok(())
+    }
+    /// Resource counters of the server process, if bakeoff started it.
+    fn resources(&self) -> Option<ProcSnapshot>;
+    /// Kills (`kill`, `power-cut`) or stops (`restart`) the server and
+    /// starts it again on its data; returns when the fault struck and how
+    /// long until its own process held the port again. Only servers
+    /// bakeoff started can; the plan refuses `--fault` for the others, so
+    /// this default is not reached through it.
+    fn fault(&self, kind: FaultKind) -> Result<FaultStruck, TargetError> {
+        Err(TargetError::Client(format!(
+            "--fault {}: bakeoff cannot fault this target",
+            kind.name()
+        )))
+    }
+    /// Why the server bakeoff started is no longer running (how it exited,
+    /// or the signal that killed it, and the end of its log); `None` while
+    /// it runs, and for targets bakeoff did not start.
+    fn gone(&self) -> Option<String> {
+        None
+    }
+    /// What the link relay in front of the target did so far, when the
+    /// workload has a link.
+    fn link(&self) -> Option<LinkSample> {
+        None
+    }
+    /// Records the replica of a primary-replica target holds, if it is one.
+    fn replica_records(&self) -> Option<u64> {
+        None
+    }
+    /// The server's clock, read now, if it tells the time (Redis `TIME`):
+    /// what a synchronised start (`--start-at`) holds this machine's clock
+    /// against.
+    fn clock(&self) -> Option<std::io::Result<ClockReading>> {
+        None
+    }
+    /// The nodes of a target made of several servers (their addresses), in
+    /// the order of the client's per-node counts; empty for one server.
+    fn nodes(&self) -> Vec<String> {
+        Vec::new()
+    }
+    /// The server's own time per command so far, cumulative (Redis:
+    /// `INFO commandstats`), and where it comes from; `None` where the
+    /// server does not time its commands.
+    fn command_times(&self) -> Option<(&'static str, Vec<CommandTime>)> {
+        None
+    }
+    /// Each node's counters compared with the requests sent to it
+    /// (`sent[i]` for node `i`, all phases); empty for one server.
+    fn node_checks(
+        &self,
+        _before: &Counters,
+        _after: &Counters,
+        _sent: &[[u64; OP_KINDS]],
+    ) -> Vec<CounterCheck> {
+        Vec::new()
+    }
+}
+
+/// One command's calls and time inside the server, cumulative since it
+/// started (see [`Target::command_times`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CommandTime {
+    /// The server's name of the command.
+    pub command: String,
+    /// The operations of bakeoff's the command serves.
+    pub kinds: &'static [OpKind],
+    /// Calls so far.
+    pub calls: u64,
+    /// Time spent in them so far, µs.
+    pub usec: u64,
+}
+
+/// Opens targets; implemented by the driver registry.
+pub trait TargetOpener {
+    /// Checks, without starting anything lasting, that `spec` can be used
+    /// (binary on PATH, endpoint answers, password accepted). The message
+    /// says what is wrong and how to fix it.
+    fn probe(&self, spec: &TargetSpec, plan: &Plan) -> Result<(), TargetError>;
+    /// Every declared setting of `spec` as a run of `plan` uses it (set,
+    /// else its default), for the result file; empty for an external
+    /// target, whose settings are its own.
+    fn declared_settings(&self, _spec: &TargetSpec, _plan: &Plan) -> BTreeMap<String, String> {
+        BTreeMap::new()
+    }
+    /// What the settings `spec` runs with in `plan` promise acknowledged
+    /// writes survive, as the target declares; `None` for an external
+    /// target, whose settings are its own.
+    fn durable_to(&self, _spec: &TargetSpec, _plan: &Plan) -> Option<crate::durability::DurableTo> {
+        None
+    }
+    /// Opens `spec` for one run of `workload` (a point of `plan`).
+    fn open(
+        &self,
+        spec: &TargetSpec,
+        plan: &Plan,
+        workload: &Workload,
+    ) -> Result<Box<dyn Target>, TargetError>;
+}
