@@ -21,6 +21,26 @@ use crate::profile::{Profile, Query};
 use crate::recorder::{monotonic_ns, WorkerOutput};
 use crate::session::{outcome, perform, OpBuffers, Session, SessionError, SessionResult};
 
+/// An engine's own failure: opening its files, preparing a statement, an
+/// operation it refused. Counted as a server error when an operation
+/// fails ([`crate::session::SessionError::Server`]); a setup failure of the target
+/// ([`TargetError::Engine`]) otherwise.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct EngineError(pub String);
+
+impl From<EngineError> for crate::session::SessionError {
+    fn from(e: EngineError) -> Self {
+        crate::session::SessionError::Server(e.0)
+    }
+}
+
+impl From<EngineError> for crate::error::TargetError {
+    fn from(e: EngineError) -> Self {
+        crate::error::TargetError::Engine(e.0)
+    }
+}
+
 /// One worker's handle on an engine. Implementations do no timing and no
 /// recording; an `Err` is a failed operation, counted by its kind (an
 /// engine's own errors are [`SessionError::Server`]).

@@ -5,7 +5,7 @@
 use bakeoff_core::error::TargetError;
 use libloading::Library;
 
-use crate::embedded::EngineError;
+use bakeoff_core::embedded::EngineError;
 
 /// A loaded C library and the file name it was found under.
 pub struct Lib {

@@ -446,19 +446,19 @@ impl Target for HsTarget {
 
 /// The registry's row of `handlersocket`: how it is reached, what it can do, its
 /// settings and durability, and how it is opened.
-pub const ENTRY: crate::registry::Entry = crate::registry::Entry {
+pub const ENTRY: crate::entry::Entry = crate::entry::Entry {
     name: "handlersocket",
     about: "MariaDB's HandlerSocket plugin: InnoDB table kv by primary key, no SQL (pipelined, tab-separated protocol)",
     package: "mariadb-server",
-    reach: crate::registry::Reach::Server {
+    reach: crate::entry::Reach::Server {
         program: "mariadbd",
         scheme: "handlersocket",
         url_options: &[],
         topologies: &[],
         probe: crate::handlersocket::probe,
     },
-    abilities: crate::registry::Abilities {
-        ops: crate::registry::KV,
+    abilities: crate::entry::Abilities {
+        ops: crate::entry::KV,
         pipelining: true,
         batch_load: false,
         requests: &[],

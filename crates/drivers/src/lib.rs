@@ -10,7 +10,8 @@
 //! ## Layout
 //!
 //! - [`codec`]: RESP, memcache text, memcache binary.
-//! - [`registry`]: names, capabilities, settings checks, opening targets.
+//! - [`entry`]: what a target is, as its module declares it (its `ENTRY`).
+//! - [`registry`]: the list of those rows, as the plan and the runner see it.
 //! - [`redis`], [`memcached`], [`postgres`], [`mariadb`], [`handlersocket`],
 //!   `mongodb`: the targets, managed or external.
 //! - [`admin`]: blocking request/reply helpers for counters and versions.
@@ -30,6 +31,7 @@ pub mod async_target;
 pub mod codec;
 pub mod dl;
 pub mod embedded;
+pub mod entry;
 #[cfg(feature = "mariadb")]
 pub mod handlersocket;
 pub mod link;

@@ -364,19 +364,19 @@ impl Target for MemcachedTarget {
 
 /// The registry's row of `memcached`: how it is reached, what it can do, its
 /// settings and durability, and how it is opened.
-pub const ENTRY: crate::registry::Entry = crate::registry::Entry {
+pub const ENTRY: crate::entry::Entry = crate::entry::Entry {
     name: "memcached",
     about: "memcached, text protocol (get/set/delete)",
     package: "memcached",
-    reach: crate::registry::Reach::Server {
+    reach: crate::entry::Reach::Server {
         program: "memcached",
         scheme: "memcached",
         url_options: &[],
         topologies: &["shards"],
         probe: crate::memcached::probe,
     },
-    abilities: crate::registry::Abilities {
-        ops: crate::registry::KV,
+    abilities: crate::entry::Abilities {
+        ops: crate::entry::KV,
         pipelining: true,
         batch_load: false,
         requests: &[],
@@ -384,17 +384,17 @@ pub const ENTRY: crate::registry::Entry = crate::registry::Entry {
     default: true,
     settings: crate::memcached::SETTINGS,
     durability: crate::settings::Durability::MEMORY_ONLY,
-    available: || crate::registry::server_available("memcached", "memcached"),
+    available: || crate::entry::server_available("memcached", "memcached"),
     check: |t| crate::memcached::MemcachedSettings::parse(t).map(|_| ()),
     open: crate::memcached::open,
 };
 
 /// The registry's row of `memcached-binary`: the same server, spoken to
 /// in its binary protocol.
-pub const BINARY_ENTRY: crate::registry::Entry = crate::registry::Entry {
+pub const BINARY_ENTRY: crate::entry::Entry = crate::entry::Entry {
     name: "memcached-binary",
     about: "memcached, binary protocol (GET/SET/DELETE)",
-    reach: crate::registry::Reach::Server {
+    reach: crate::entry::Reach::Server {
         program: "memcached",
         scheme: "memcached-binary",
         url_options: &[],

@@ -1097,19 +1097,19 @@ pub fn open(
 
 /// The registry's row of `mongodb`: how it is reached, what it can do, its
 /// settings and durability, and how it is opened.
-pub const ENTRY: crate::registry::Entry = crate::registry::Entry {
+pub const ENTRY: crate::entry::Entry = crate::entry::Entry {
     name: "mongodb",
     about: "MongoDB wire protocol: mongod, or FerretDB where no mongod exists (collections kv and profile)",
     package: "mongodb (not in Debian 12; scripts/install-ferretdb.sh installs FerretDB)",
-    reach: crate::registry::Reach::Server {
+    reach: crate::entry::Reach::Server {
         program: "mongod",
         scheme: "mongodb",
         url_options: &[],
         topologies: &[],
         probe: crate::mongodb::probe,
     },
-    abilities: crate::registry::Abilities {
-        ops: crate::registry::KV_SEARCH,
+    abilities: crate::entry::Abilities {
+        ops: crate::entry::KV_SEARCH,
         pipelining: false,
         batch_load: true,
         requests: &[bakeoff_core::plan::RequestMode::Connect],

@@ -698,19 +698,19 @@ impl Target for RedisTarget {
 
 /// The registry's row of `redis`: how it is reached, what it can do, its
 /// settings and durability, and how it is opened.
-pub const ENTRY: crate::registry::Entry = crate::registry::Entry {
+pub const ENTRY: crate::entry::Entry = crate::entry::Entry {
     name: "redis",
     about: "Redis over RESP (GET/SET/DEL on string keys)",
     package: "redis-server",
-    reach: crate::registry::Reach::Server {
+    reach: crate::entry::Reach::Server {
         program: "redis-server",
         scheme: "redis",
         url_options: &[],
         topologies: &["shards", "primary-replica", "cluster"],
         probe: crate::redis::probe,
     },
-    abilities: crate::registry::Abilities {
-        ops: crate::registry::KV,
+    abilities: crate::entry::Abilities {
+        ops: crate::entry::KV,
         pipelining: true,
         batch_load: false,
         requests: &[],
@@ -718,10 +718,24 @@ pub const ENTRY: crate::registry::Entry = crate::registry::Entry {
     default: true,
     settings: crate::redis::SETTINGS,
     durability: crate::redis::DURABILITY,
-    available: || crate::registry::server_available("redis-server", "redis-server"),
+    available: || crate::entry::server_available("redis-server", "redis-server"),
     check: |t| crate::redis::RedisSettings::parse(t).map(|_| ()),
     open: crate::redis::open,
 };
+
+impl crate::redis_cluster::ClusterNode for RedisTarget {
+    fn addr(&self) -> SocketAddr {
+        RedisTarget::addr(self)
+    }
+
+    fn admin(&self) -> std::io::Result<Stream> {
+        RedisTarget::admin(self)
+    }
+
+    fn info(&self, section: &str) -> std::io::Result<Vec<(String, String)>> {
+        RedisTarget::info(self, section)
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -15,8 +15,21 @@ use std::time::{Duration, Instant};
 use bakeoff_core::error::TargetError;
 use bakeoff_core::slots::SlotMap;
 
+use bakeoff_core::driver::Stream;
+
 use crate::admin::{parse_info, resp_call, RespReply};
-use crate::redis::RedisTarget;
+
+/// A node of the cluster being formed, as forming it needs one (a
+/// managed Redis target): its address, an admin connection straight to
+/// it, and its `INFO` sections.
+pub(crate) trait ClusterNode {
+    /// Where the node listens.
+    fn addr(&self) -> std::net::SocketAddr;
+    /// A connection for admin calls, straight to the node.
+    fn admin(&self) -> std::io::Result<Stream>;
+    /// One `INFO` section, as key-value pairs.
+    fn info(&self, section: &str) -> std::io::Result<Vec<(String, String)>>;
+}
 
 /// What each node is started with, on top of the usual arguments. The
 /// node's cluster state lives in its own directory; a node is failed
@@ -34,7 +47,7 @@ pub(crate) const ARGS: &[&str] = &[
 const FORM_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Sends one command to `node`; an error reply is an error, naming `what`.
-fn call(node: &RedisTarget, words: &[&[u8]], what: &str) -> Result<RespReply, TargetError> {
+fn call(node: &impl ClusterNode, words: &[&[u8]], what: &str) -> Result<RespReply, TargetError> {
     let addr = node.addr();
     let mut s = node
         .admin()
@@ -51,7 +64,7 @@ fn call(node: &RedisTarget, words: &[&[u8]], what: &str) -> Result<RespReply, Ta
 }
 
 /// The node id a node gives itself (`CLUSTER MYID`).
-fn my_id(node: &RedisTarget) -> Result<String, TargetError> {
+fn my_id(node: &impl ClusterNode) -> Result<String, TargetError> {
     match call(node, &[b"CLUSTER", b"MYID"], "CLUSTER MYID")? {
         RespReply::Bulk(b) => Ok(String::from_utf8_lossy(&b).into_owned()),
         RespReply::Simple(s) => Ok(s),
@@ -66,7 +79,7 @@ fn my_id(node: &RedisTarget) -> Result<String, TargetError> {
 /// first `masters` are masters, master `i` serving
 /// [`SlotMap::even_range`]`(i, masters)`; the rest are their replicas, in
 /// turn.
-pub(crate) fn form(nodes: &[RedisTarget], masters: usize) -> Result<(), TargetError> {
+pub(crate) fn form(nodes: &[impl ClusterNode], masters: usize) -> Result<(), TargetError> {
     let n = masters;
     for (i, node) in nodes[..masters].iter().enumerate() {
         let (first, end) = SlotMap::even_range(i, n);
@@ -164,7 +177,7 @@ pub(crate) fn form(nodes: &[RedisTarget], masters: usize) -> Result<(), TargetEr
 
 /// Makes `replica` a replica of the master with id `master`, once it knows
 /// that master (gossip brings it the ids after `MEET`).
-fn replicate(replica: &RedisTarget, master: &str) -> Result<(), TargetError> {
+fn replicate(replica: &impl ClusterNode, master: &str) -> Result<(), TargetError> {
     let start = Instant::now();
     loop {
         match call(

@@ -394,12 +394,12 @@ pub fn opened(
 
 /// The registry's row of `lmdb`: how it is reached, what it can do, its
 /// settings and durability, and how it is opened.
-pub const ENTRY: crate::registry::Entry = crate::registry::Entry {
+pub const ENTRY: crate::entry::Entry = crate::entry::Entry {
     name: "lmdb",
     about: "LMDB, in-process (one transaction per operation)",
     package: "liblmdb0",
-    reach: crate::registry::Reach::InProcess,
-    abilities: crate::registry::Abilities::in_process(crate::registry::KV),
+    reach: crate::entry::Reach::InProcess,
+    abilities: crate::entry::Abilities::in_process(crate::entry::KV),
     default: true,
     settings: crate::embedded::lmdb::SETTINGS,
     durability: crate::embedded::lmdb::DURABILITY,

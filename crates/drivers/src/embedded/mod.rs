@@ -18,35 +18,15 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use bakeoff_core::driver::{Driver, Job, WorkerOutput};
+pub use bakeoff_core::embedded::EngineError;
 use bakeoff_core::embedded::EngineSession;
 use bakeoff_core::error::TargetError;
 use bakeoff_core::plan::{Plan, TargetSpec, Workload};
 use bakeoff_core::profile::RecordKind;
 use bakeoff_core::readings::ProcSnapshot;
 use bakeoff_core::result::{CounterCheck, TargetRecord};
-use bakeoff_core::session::SessionError;
 use bakeoff_core::target::{Counters, Sent, Target};
 use bakeoff_core::workload::OpKind;
-
-/// An engine's own failure: opening its files, preparing a statement, an
-/// operation it refused. Counted as a server error when an operation
-/// fails ([`SessionError::Server`]); a setup failure of the target
-/// ([`TargetError::Engine`]) otherwise.
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct EngineError(pub String);
-
-impl From<EngineError> for SessionError {
-    fn from(e: EngineError) -> Self {
-        SessionError::Server(e.0)
-    }
-}
-
-impl From<EngineError> for TargetError {
-    fn from(e: EngineError) -> Self {
-        TargetError::Engine(e.0)
-    }
-}
 
 /// An opened engine, shared by the worker threads.
 pub trait Engine: Send + Sync + 'static {

@@ -384,12 +384,12 @@ pub fn opened(
 
 /// The registry's row of `rocksdb`: how it is reached, what it can do, its
 /// settings and durability, and how it is opened.
-pub const ENTRY: crate::registry::Entry = crate::registry::Entry {
+pub const ENTRY: crate::entry::Entry = crate::entry::Entry {
     name: "rocksdb",
     about: "RocksDB, in-process (C API)",
     package: "librocksdb7.8",
-    reach: crate::registry::Reach::InProcess,
-    abilities: crate::registry::Abilities::in_process(crate::registry::KV),
+    reach: crate::entry::Reach::InProcess,
+    abilities: crate::entry::Abilities::in_process(crate::entry::KV),
     default: true,
     settings: crate::embedded::rocksdb::SETTINGS,
     durability: crate::embedded::rocksdb::DURABILITY,

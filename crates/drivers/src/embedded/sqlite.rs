@@ -576,12 +576,12 @@ pub fn opened(
 
 /// The registry's row of `sqlite`: how it is reached, what it can do, its
 /// settings and durability, and how it is opened.
-pub const ENTRY: crate::registry::Entry = crate::registry::Entry {
+pub const ENTRY: crate::entry::Entry = crate::entry::Entry {
     name: "sqlite",
     about: "SQLite, in-process (table kv, prepared statements)",
     package: "libsqlite3-0",
-    reach: crate::registry::Reach::InProcess,
-    abilities: crate::registry::Abilities::in_process(crate::registry::KV_SEARCH),
+    reach: crate::entry::Reach::InProcess,
+    abilities: crate::entry::Abilities::in_process(crate::entry::KV_SEARCH),
     default: true,
     settings: crate::embedded::sqlite::SETTINGS,
     durability: crate::embedded::sqlite::DURABILITY,

@@ -868,12 +868,12 @@ pub fn opened(
 
 /// The registry's row of `tokyo-hash`: how it is reached, what it can do, its
 /// settings and durability, and how it is opened.
-pub const HASH_ENTRY: crate::registry::Entry = crate::registry::Entry {
+pub const HASH_ENTRY: crate::entry::Entry = crate::entry::Entry {
     name: "tokyo-hash",
     about: "Tokyo Cabinet hash database (TCH), in-process",
     package: "libtokyocabinet9",
-    reach: crate::registry::Reach::InProcess,
-    abilities: crate::registry::Abilities::in_process(crate::registry::KV),
+    reach: crate::entry::Reach::InProcess,
+    abilities: crate::entry::Abilities::in_process(crate::entry::KV),
     default: true,
     settings: crate::embedded::tokyo::HASH_SETTINGS,
     durability: crate::embedded::tokyo::HASH_DURABILITY,
@@ -884,7 +884,7 @@ pub const HASH_ENTRY: crate::registry::Entry = crate::registry::Entry {
 
 /// The registry's row of `tokyo-btree`: as the hash database's, with its
 /// own settings and durability.
-pub const BTREE_ENTRY: crate::registry::Entry = crate::registry::Entry {
+pub const BTREE_ENTRY: crate::entry::Entry = crate::entry::Entry {
     name: "tokyo-btree",
     about: "Tokyo Cabinet B+tree database (TCB), in-process",
     settings: BTREE_SETTINGS,
@@ -895,10 +895,10 @@ pub const BTREE_ENTRY: crate::registry::Entry = crate::registry::Entry {
 
 /// The registry's row of `tokyo-table`: as the hash database's, with its
 /// own settings and searches.
-pub const TABLE_ENTRY: crate::registry::Entry = crate::registry::Entry {
+pub const TABLE_ENTRY: crate::entry::Entry = crate::entry::Entry {
     name: "tokyo-table",
     about: "Tokyo Cabinet table database (TCT), in-process (column v)",
-    abilities: crate::registry::Abilities::in_process(crate::registry::KV_SEARCH),
+    abilities: crate::entry::Abilities::in_process(crate::entry::KV_SEARCH),
     settings: TABLE_SETTINGS,
     check: check_table,
     ..HASH_ENTRY

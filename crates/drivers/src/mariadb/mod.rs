@@ -1228,19 +1228,19 @@ impl AsyncDriver for MariaDriver {
 
 /// The registry's row of `mariadb`: how it is reached, what it can do, its
 /// settings and durability, and how it is opened.
-pub const ENTRY: crate::registry::Entry = crate::registry::Entry {
+pub const ENTRY: crate::entry::Entry = crate::entry::Entry {
     name: "mariadb",
     about: "MariaDB / MySQL (InnoDB tables kv and profile, prepared statements, one connection per client)",
     package: "mariadb-server",
-    reach: crate::registry::Reach::Server {
+    reach: crate::entry::Reach::Server {
         program: "mariadbd",
         scheme: "mariadb",
         url_options: &["socket"],
         topologies: &["primary-replica"],
         probe: crate::mariadb::probe,
     },
-    abilities: crate::registry::Abilities {
-        ops: crate::registry::KV_SEARCH,
+    abilities: crate::entry::Abilities {
+        ops: crate::entry::KV_SEARCH,
         pipelining: true,
         batch_load: true,
         requests: &[RequestMode::Connect, RequestMode::Phases],

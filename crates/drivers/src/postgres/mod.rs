@@ -1149,19 +1149,19 @@ impl AsyncDriver for PgDriver {
 
 /// The registry's row of `postgres`: how it is reached, what it can do, its
 /// settings and durability, and how it is opened.
-pub const ENTRY: crate::registry::Entry = crate::registry::Entry {
+pub const ENTRY: crate::entry::Entry = crate::entry::Entry {
     name: "postgres",
     about: "PostgreSQL (tables kv and profile, prepared statements, one connection per client)",
     package: "postgresql",
-    reach: crate::registry::Reach::Server {
+    reach: crate::entry::Reach::Server {
         program: "postgres",
         scheme: "postgres",
         url_options: &["dbname"],
         topologies: &["primary-replica"],
         probe: crate::postgres::probe,
     },
-    abilities: crate::registry::Abilities {
-        ops: crate::registry::KV_SEARCH,
+    abilities: crate::entry::Abilities {
+        ops: crate::entry::KV_SEARCH,
         pipelining: true,
         batch_load: true,
         requests: &[bakeoff_core::plan::RequestMode::Connect],
