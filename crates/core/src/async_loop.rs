@@ -144,7 +144,7 @@ where
         Ok(())
     })?;
     let h = harness.into_inner();
-    let mut out = h.finish(now_ns(), "async (tokio, one task per client)".into());
+    let mut out = h.finish(now_ns(), crate::recorder::IoLoop::Async);
     out.node_sent = node_sent.into_inner();
     Ok(out)
 }

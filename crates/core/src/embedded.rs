@@ -145,5 +145,5 @@ pub fn run_worker<S: EngineSession>(session: &mut S, job: &Job, worker: usize) -
         h.complete(&req, outcome(&result, read), done);
         now = done;
     }
-    h.finish(now_ns(), "in-process".into())
+    h.finish(now_ns(), crate::recorder::IoLoop::InProcess)
 }

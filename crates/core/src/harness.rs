@@ -496,7 +496,7 @@ impl<'j> Harness<'j> {
 
     /// Hands over the last partial second and everything measured; `backend`
     /// names the I/O mechanism.
-    pub fn finish(self, now: u64, backend: String) -> WorkerOutput {
+    pub fn finish(self, now: u64, backend: crate::recorder::IoLoop) -> WorkerOutput {
         let mut out = self.meter.finish(now, backend, &self.job.intervals);
         let mut durability = self.durability;
         if let (Some(d), true) = (durability.as_mut(), self.measures) {

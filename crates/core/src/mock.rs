@@ -16,8 +16,8 @@ use crate::harness::{CpuClock, Harness, Outcome, Request};
 use crate::plan::{Plan, TargetSpec};
 use crate::readings::ProcSnapshot;
 use crate::recorder::ErrorKind;
-use crate::result::{CounterCheck, TargetRecord};
-use crate::target::{Counters, Sent, Target, TargetOpener};
+use crate::result::TargetRecord;
+use crate::target::{Counters, Target, TargetOpener};
 use crate::workload::{OpKind, OP_KINDS};
 
 /// Scripted behaviour of the mock.
@@ -161,7 +161,7 @@ impl Driver for MockDriver {
                 (_, None) => break,
             }
         }
-        Ok(h.finish(now, "mock".into()))
+        Ok(h.finish(now, crate::recorder::IoLoop::Other("mock".into())))
     }
 
     fn describe(&self, kind: OpKind) -> String {
@@ -196,9 +196,6 @@ impl Target for MockTarget {
     }
     fn counters(&self) -> Option<Counters> {
         None
-    }
-    fn counter_checks(&self, _: &Counters, _: &Counters, _: &Sent) -> Vec<CounterCheck> {
-        Vec::new()
     }
     fn record_count(&self) -> Option<u64> {
         None

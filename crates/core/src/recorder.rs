@@ -61,6 +61,93 @@ impl ErrorKind {
     }
 }
 
+/// The loop that carried a job's requests, as the result file names it
+/// (`client.io_backend`): the same strings as before it was a type.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum IoLoop {
+    /// bakeoff's network loop on io_uring.
+    IoUring,
+    /// bakeoff's network loop on epoll; `note` says why io_uring was not
+    /// used, where it was tried (`io_uring unavailable: …`).
+    Epoll {
+        /// Why not io_uring, when it was tried.
+        note: Option<String>,
+    },
+    /// A client library's async runtime, one task per client.
+    Async,
+    /// An engine called in-process, on the worker thread.
+    InProcess,
+    /// Another loop, by name (the test suite's scripted and mock loops);
+    /// empty before any job ran.
+    #[default]
+    Unnamed,
+    /// A loop this build does not know, read from a result file.
+    Other(String),
+}
+
+impl IoLoop {
+    /// Its name in the result file.
+    pub fn name(&self) -> String {
+        match self {
+            IoLoop::IoUring => "io_uring".into(),
+            IoLoop::Epoll { note: None } => "epoll".into(),
+            IoLoop::Epoll { note: Some(n) } => format!("epoll ({n})"),
+            IoLoop::Async => "async (tokio, one task per client)".into(),
+            IoLoop::InProcess => "in-process".into(),
+            IoLoop::Unnamed => String::new(),
+            IoLoop::Other(s) => s.clone(),
+        }
+    }
+
+    /// The loop a result file names `name`.
+    pub fn parse(name: &str) -> IoLoop {
+        match name {
+            "io_uring" => IoLoop::IoUring,
+            "epoll" => IoLoop::Epoll { note: None },
+            "async (tokio, one task per client)" => IoLoop::Async,
+            "in-process" => IoLoop::InProcess,
+            "" => IoLoop::Unnamed,
+            n => match n.strip_prefix("epoll (").and_then(|r| r.strip_suffix(')')) {
+                Some(note) => IoLoop::Epoll {
+                    note: Some(note.into()),
+                },
+                None => IoLoop::Other(n.into()),
+            },
+        }
+    }
+}
+
+impl std::fmt::Display for IoLoop {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.name())
+    }
+}
+
+impl Serialize for IoLoop {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.name())
+    }
+}
+
+impl<'de> Deserialize<'de> for IoLoop {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Ok(IoLoop::parse(&String::deserialize(d)?))
+    }
+}
+
+impl schemars::JsonSchema for IoLoop {
+    fn schema_name() -> String {
+        "IoLoop".into()
+    }
+    fn is_referenceable() -> bool {
+        // A plain string in the schema, as the field was.
+        false
+    }
+    fn json_schema(g: &mut schemars::gen::SchemaGenerator) -> schemars::schema::Schema {
+        String::json_schema(g)
+    }
+}
+
 /// A new empty latency histogram (1 ns .. 1 h, 3 significant digits).
 pub fn new_histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, MAX_TRACKABLE_NS, 3).expect("valid histogram bounds")
@@ -319,8 +406,8 @@ pub struct WorkerOutput {
     /// end of the warm-up to the end of a timed phase), summed over
     /// requests, ns: Little's law's numerator.
     pub busy_in_window_ns: u64,
-    /// I/O mechanism used, with the reason for a fallback.
-    pub backend: String,
+    /// The loop that carried the requests, with the reason for a fallback.
+    pub backend: IoLoop,
     /// The durability check's writes or read-back, when the job has one.
     pub durability: Option<crate::durability::WorkerDurability>,
     /// Requests sent per node and kind, all phases, when the target is
@@ -470,7 +557,7 @@ impl WorkerMeter {
     pub fn finish(
         mut self,
         now: u64,
-        backend: String,
+        backend: IoLoop,
         tx: &std::sync::mpsc::Sender<Interval>,
     ) -> WorkerOutput {
         let cpu = (self.cpu)();
@@ -515,6 +602,36 @@ pub fn thread_cpu_ns() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The loop's name in the result file reads back as the same loop, the
+    /// reason for an epoll fallback with it; a name this build does not
+    /// know is kept as it was written.
+    #[test]
+    fn an_io_loop_reads_back_from_its_name() {
+        let loops = [
+            IoLoop::IoUring,
+            IoLoop::Epoll { note: None },
+            IoLoop::Epoll {
+                note: Some("io_uring unavailable: Operation not permitted (os error 1)".into()),
+            },
+            IoLoop::Async,
+            IoLoop::InProcess,
+            IoLoop::Unnamed,
+            IoLoop::Other("dpdk".into()),
+        ];
+        for l in loops {
+            let json = serde_json::to_string(&l).unwrap();
+            assert_eq!(serde_json::from_str::<IoLoop>(&json).unwrap(), l, "{json}");
+        }
+        assert_eq!(
+            serde_json::to_string(&IoLoop::Epoll {
+                note: Some("x".into())
+            })
+            .unwrap(),
+            "\"epoll (x)\""
+        );
+        assert_eq!(IoLoop::parse("in-process"), IoLoop::InProcess);
+    }
 
     #[test]
     fn record_and_merge_are_exact() {

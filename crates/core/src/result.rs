@@ -550,8 +550,9 @@ impl ResourceSample {
 /// bakeoff's own use of the machine during the measure phase.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ClientUsage {
-    /// I/O mechanism of the network loop (`epoll`, `io_uring`, `in-process`).
-    pub io_backend: String,
+    /// The loop that carried the requests (`epoll`, `io_uring`,
+    /// `in-process`, `async (tokio, one task per client)`).
+    pub io_backend: crate::recorder::IoLoop,
     /// Busy fraction of each worker thread, percent: its CPU time doing
     /// work, without the spinning in `spin_percent`.
     pub thread_busy_percent: Vec<f64>,

@@ -97,10 +97,23 @@ pub trait Target {
     fn record(&self) -> TargetRecord;
     /// The target's own operation counters, if it keeps any.
     fn counters(&self) -> Option<Counters>;
+    /// How the target's counters add up to the requests bakeoff sent, for
+    /// [`Target::counter_checks`]; none where it keeps no such counters.
+    fn counter_rules(&self) -> &'static [CounterRule] {
+        &[]
+    }
     /// Compares bakeoff's requests sent per kind (all phases) with the
-    /// change of the target's counters over the run.
-    fn counter_checks(&self, before: &Counters, after: &Counters, sent: &Sent)
-        -> Vec<CounterCheck>;
+    /// change of the target's counters over the run: by
+    /// [`Target::counter_rules`], unless the target's counters need more
+    /// than a sum (requests of its own besides bakeoff's).
+    fn counter_checks(
+        &self,
+        before: &Counters,
+        after: &Counters,
+        sent: &Sent,
+    ) -> Vec<CounterCheck> {
+        compare_counters(self.counter_rules(), before, after, sent)
+    }
     /// Records the target holds, if it can tell.
     fn record_count(&self) -> Option<u64>;
     /// Removes every record of the workload's table before a full load on

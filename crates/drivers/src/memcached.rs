@@ -11,8 +11,8 @@ use std::time::Duration;
 use bakeoff_core::driver::{Codec, Connector, Driver};
 use bakeoff_core::error::TargetError;
 use bakeoff_core::plan::{Endpoint, Plan, TargetSpec, Topology, Workload};
-use bakeoff_core::result::{CounterCheck, TargetRecord};
-use bakeoff_core::target::{compare_counters, CounterRule, Counters, Sent, Target};
+use bakeoff_core::result::TargetRecord;
+use bakeoff_core::target::{CounterRule, Counters, Target};
 use bakeoff_core::workload::OpKind;
 use bakeoff_servers::{ManagedServer, ServerCommand};
 
@@ -329,13 +329,8 @@ impl Target for MemcachedTarget {
         )
     }
 
-    fn counter_checks(
-        &self,
-        before: &Counters,
-        after: &Counters,
-        sent: &Sent,
-    ) -> Vec<CounterCheck> {
-        const RULES: &[CounterRule] = &[
+    fn counter_rules(&self) -> &'static [CounterRule] {
+        &[
             CounterRule {
                 what: "get commands (stats cmd_get)",
                 counters: &["cmd_get"],
@@ -351,8 +346,7 @@ impl Target for MemcachedTarget {
                 counters: &["delete_hits", "delete_misses"],
                 kinds: &[OpKind::Delete],
             },
-        ];
-        compare_counters(RULES, before, after, sent)
+        ]
     }
 
     fn record_count(&self) -> Option<u64> {

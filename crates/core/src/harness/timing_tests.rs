@@ -75,7 +75,7 @@ fn harness<'j>(job: &'j Job<'j>) -> Harness<'j> {
 }
 
 fn finish(h: Harness) -> WorkerOutput {
-    h.finish(10 * S, "scripted".into())
+    h.finish(10 * S, crate::recorder::IoLoop::Other("scripted".into()))
 }
 
 /// The value bakeoff wrote for `key`, as a read would return it.

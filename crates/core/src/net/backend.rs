@@ -70,7 +70,7 @@ pub(super) const RECV: u64 = 0;
 pub(super) const SEND: u64 = 1;
 
 impl Backend {
-    pub(super) fn new(choice: IoBackend, conns: usize) -> (Self, String) {
+    pub(super) fn new(choice: IoBackend, conns: usize) -> (Self, IoLoop) {
         if choice != IoBackend::Epoll {
             let entries = (2 * conns + 16).next_power_of_two().clamp(64, 4096) as u32;
             // Completions are run only when this thread enters the ring
@@ -91,24 +91,28 @@ impl Backend {
                             ring: Box::new(ring),
                             completions: Vec::with_capacity(entries as usize * 2),
                         },
-                        "io_uring".to_string(),
+                        IoLoop::IoUring,
                     )
                 }
                 Err(e) if choice == IoBackend::IoUring => {
                     return (
                         Self::epoll(conns),
-                        format!("epoll (io_uring was asked for but is unavailable: {e})"),
+                        IoLoop::Epoll {
+                            note: Some(format!("io_uring was asked for but is unavailable: {e}")),
+                        },
                     )
                 }
                 Err(e) => {
                     return (
                         Self::epoll(conns),
-                        format!("epoll (io_uring unavailable: {e})"),
+                        IoLoop::Epoll {
+                            note: Some(format!("io_uring unavailable: {e}")),
+                        },
                     )
                 }
             }
         }
-        (Self::epoll(conns), "epoll".to_string())
+        (Self::epoll(conns), IoLoop::Epoll { note: None })
     }
 
     pub(super) fn epoll(conns: usize) -> Self {

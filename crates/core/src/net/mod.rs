@@ -69,7 +69,7 @@ use route::ASKING;
 
 use crate::error::ConnectError;
 use crate::plan::IoBackend;
-use crate::recorder::{monotonic_ns, ErrorKind};
+use crate::recorder::{monotonic_ns, ErrorKind, IoLoop};
 use crate::session::io_error_kind;
 use crate::workload::{OpKind, OP_KINDS};
 
@@ -118,7 +118,7 @@ struct Loop<'a, C: Codec, const MULTI: bool> {
     /// Redis Cluster: this worker's node of each slot.
     slot_owner: Vec<u16>,
     backend: Backend,
-    backend_name: String,
+    backend_name: IoLoop,
     key_buf: [u8; KEY_LEN],
     pipeline: usize,
     /// Records per request: a batched load's `--batch`, 1 otherwise.

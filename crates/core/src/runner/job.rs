@@ -58,7 +58,7 @@ pub struct JobOutcome {
     /// before send times.
     pub spin_percent: Vec<f64>,
     /// I/O mechanism.
-    pub backend: String,
+    pub backend: crate::recorder::IoLoop,
     /// Length of the last phase (measure, or load), seconds.
     pub last_phase_s: f64,
     /// Time requests were outstanding inside the measured window, summed
@@ -382,7 +382,7 @@ fn merge_outputs(job: &Job, mut outputs: Vec<WorkerOutput>, collected: Collector
             .collect(),
         backend: outputs
             .first()
-            .map(|o| o.backend.to_string())
+            .map(|o| o.backend.clone())
             .unwrap_or_default(),
         last_phase_s: last_phase_s(job, last),
         busy_in_window_ns: outputs.iter().map(|o| o.busy_in_window_ns).sum(),

@@ -409,7 +409,7 @@ fn client_usage(o: &JobOutcome) -> ClientUsage {
     let busy_max = o.busy_percent.iter().cloned().fold(0.0, f64::max);
     // In-process engines do their work on bakeoff's threads: a busy
     // thread there is the engine, not a saturated client.
-    let in_process = o.backend == "in-process";
+    let in_process = o.backend == crate::recorder::IoLoop::InProcess;
     let tenth = |v: &[f64]| v.iter().map(|b| (b * 10.0).round() / 10.0).collect();
     ClientUsage {
         io_backend: o.backend.clone(),
@@ -451,7 +451,7 @@ fn littles_law(w: &Workload, (busy_ns, window_ns): (u64, u64), run: &mut RunResu
         return;
     }
     // In-process workers make one call at a time each.
-    let in_flight = if run.client.io_backend == "in-process" {
+    let in_flight = if run.client.io_backend == crate::recorder::IoLoop::InProcess {
         w.clients.min(w.threads) as f64
     } else {
         w.in_flight() as f64

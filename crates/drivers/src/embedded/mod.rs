@@ -24,8 +24,8 @@ use bakeoff_core::error::TargetError;
 use bakeoff_core::plan::{Plan, TargetSpec, Workload};
 use bakeoff_core::profile::RecordKind;
 use bakeoff_core::readings::ProcSnapshot;
-use bakeoff_core::result::{CounterCheck, TargetRecord};
-use bakeoff_core::target::{Counters, Sent, Target};
+use bakeoff_core::result::TargetRecord;
+use bakeoff_core::target::{Counters, Target};
 use bakeoff_core::workload::OpKind;
 
 /// An opened engine, shared by the worker threads.
@@ -224,10 +224,6 @@ impl<E: Engine> Target for EmbeddedTarget<E> {
 
     fn counters(&self) -> Option<Counters> {
         None
-    }
-
-    fn counter_checks(&self, _: &Counters, _: &Counters, _: &Sent) -> Vec<CounterCheck> {
-        Vec::new()
     }
 
     fn record_count(&self) -> Option<u64> {
