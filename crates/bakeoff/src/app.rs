@@ -609,12 +609,16 @@ fn kubernetes(args: &crate::cli::KubernetesArgs) -> Result<i32, AppError> {
 fn compare(args: &CompareArgs) -> Result<i32, AppError> {
     let a = ExperimentResult::read(Path::new(&args.a))?;
     let b = ExperimentResult::read(Path::new(&args.b))?;
-    let c = bakeoff_report::compare::compare(&a, &b);
-    to_stdout(|o| c.write(&a, &b, args.markdown, o))?;
-    if c.rows.is_empty() {
+    let exporter = bakeoff_report::compare::CompareExporter {
+        markdown: args.markdown,
+    };
+    let in_common = !bakeoff_report::compare::compare(&a, &b).rows.is_empty();
+    let (a_path, b_path) = (&args.a, &args.b);
+    let both = [a, b];
+    to_stdout(|o| exporter.export(&both, o))?;
+    if !in_common {
         return Err(AppError::Usage(format!(
-            "{} and {} have no target and point in common",
-            args.a, args.b
+            "{a_path} and {b_path} have no target and point in common"
         )));
     }
     Ok(EXIT_OK)

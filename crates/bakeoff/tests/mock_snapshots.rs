@@ -528,6 +528,19 @@ fn compare_tells_changes_from_noise() {
         .unwrap();
     assert_eq!(none.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&none.stderr).contains("no target and point in common"));
+
+    // The comparison is an exporter like the others: of two experiments
+    // it writes what the command prints; of one it refuses.
+    use bakeoff_report::Exporter as _;
+    let exporter = bakeoff_report::compare::CompareExporter { markdown: false };
+    let mut written = Vec::new();
+    let read = |p: &Path| ExperimentResult::read(p).unwrap();
+    exporter
+        .export(&[read(&a), read(&b)], &mut written)
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&written), text);
+    let e = exporter.export(&[r], &mut Vec::new()).unwrap_err();
+    assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput, "{e}");
 }
 
 /// Several result files make one report, their runs told apart.

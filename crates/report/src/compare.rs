@@ -231,6 +231,25 @@ impl Comparison {
     }
 }
 
+/// `bakeoff compare`: two experiments, A then B, side by side, as an
+/// aligned text table or as Markdown.
+pub struct CompareExporter {
+    /// Markdown rather than text.
+    pub markdown: bool,
+}
+
+impl crate::Exporter for CompareExporter {
+    fn export(&self, results: &[ExperimentResult], out: &mut dyn Write) -> std::io::Result<()> {
+        match results {
+            [a, b] => compare(a, b).write(a, b, self.markdown, out),
+            other => Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("a comparison is of two experiments, not {}", other.len()),
+            )),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
