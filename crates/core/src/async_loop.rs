@@ -58,10 +58,42 @@ fn drops_connection(kind: ErrorKind) -> bool {
 }
 use crate::workload::OP_KINDS;
 
+/// Opens one client's session, as a [`Sessions`] keeps it.
+type Connect<S> =
+    Box<dyn Fn() -> std::pin::Pin<Box<dyn Future<Output = Result<S, ConnectError>>>> + Send + Sync>;
+
+/// A client library's sessions, ready to carry a job on this loop: how a
+/// client opens its session (again after it is lost, and for every
+/// request when the workload asks for a connection per request).
+pub struct Sessions<S> {
+    connect: Connect<S>,
+}
+
+impl<S: Session + 'static> Sessions<S> {
+    /// Sessions opened by `connect`.
+    pub fn new<F, Fut>(connect: F) -> Self
+    where
+        F: Fn() -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<S, ConnectError>> + 'static,
+    {
+        Sessions {
+            connect: Box::new(move || Box::pin(connect())),
+        }
+    }
+}
+
+impl<S> crate::driver::sealed::Sealed for Sessions<S> {}
+
+impl<S: Session + 'static> crate::driver::Carrier for Sessions<S> {
+    fn run_worker(&self, job: &Job, worker: usize) -> Result<WorkerOutput, TargetError> {
+        run_worker(|| (self.connect)(), job, worker)
+    }
+}
+
 /// Runs worker `worker`'s share of `job`, opening one session per client
 /// with `connect` (again after a session is lost, and for every request
 /// when the workload asks for a connection per request).
-pub fn run_worker<S, F, Fut>(
+pub(crate) fn run_worker<S, F, Fut>(
     connect: F,
     job: &Job,
     worker: usize,

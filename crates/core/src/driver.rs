@@ -11,8 +11,9 @@
 //! - an in-process engine: a [`crate::session::Session`] whose calls never
 //!   wait, run by [`crate::embedded`].
 //!
-//! [`Driver::run_worker`] only picks the loop: no driver reads the clock,
-//! records or loops.
+//! A [`Driver`] only says which loop carries a job ([`Driver::carrier`],
+//! a [`Carrier`], which only core implements) and the runner runs it: no
+//! driver reads the clock, records or loops.
 
 use std::net::TcpStream;
 use std::ops::Range;
@@ -386,12 +387,32 @@ pub use crate::recorder::WorkerOutput;
 
 /// A target's driver, as the runner uses it. Shared by all worker threads.
 pub trait Driver: Send + Sync {
+    /// What carries `job`'s requests to the target: one of core's loops,
+    /// made ready by the driver (a codec and its connectors, a way to open
+    /// a client library's session, an engine). The runner runs it; a
+    /// driver cannot loop or time on its own.
+    fn carrier(&self, job: &Job) -> &dyn Carrier;
+
+    /// What is sent for each operation kind, for the report.
+    fn describe(&self, kind: OpKind) -> String;
+}
+
+/// One of core's loops, ready to carry a job's requests: bakeoff's network
+/// loop over a codec ([`crate::net::CodecDriver`]), the async loop over a
+/// client library's sessions ([`crate::async_loop::Sessions`]), the
+/// in-process loop over an engine ([`crate::embedded::InProcess`]), or
+/// the scripted loop of the test suite ([`crate::mock`]). Sealed: only
+/// core's loops are carriers, so every target is timed by the same
+/// harness.
+pub trait Carrier: sealed::Sealed + Send + Sync {
     /// Runs worker `worker`'s share of `job` on the calling thread and
     /// returns what it measured. Errors are reserved for failures that make
     /// the whole job meaningless (no connection could ever be opened);
     /// failed operations are counted, not returned.
     fn run_worker(&self, job: &Job, worker: usize) -> Result<WorkerOutput, TargetError>;
+}
 
-    /// What is sent for each operation kind, for the report.
-    fn describe(&self, kind: OpKind) -> String;
+pub(crate) mod sealed {
+    /// Implemented by core's loops only (see [`super::Carrier`]).
+    pub trait Sealed {}
 }

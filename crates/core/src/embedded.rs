@@ -15,11 +15,13 @@ use std::future::Future;
 use std::pin::pin;
 use std::task::{Context, Poll, Waker};
 
-use crate::driver::Job;
+use crate::driver::{Carrier, Driver, Job};
+use crate::error::TargetError;
 use crate::harness::Harness;
 use crate::profile::{Profile, Query};
 use crate::recorder::{monotonic_ns, WorkerOutput};
 use crate::session::{outcome, perform, OpBuffers, Session, SessionError, SessionResult};
+use crate::workload::OpKind;
 
 /// An engine's own failure: opening its files, preparing a statement, an
 /// operation it refused. Counted as a server error when an operation
@@ -108,7 +110,11 @@ fn at_once<F: Future>(f: F) -> F::Output {
 }
 
 /// Runs worker `worker`'s share of `job` on `session`.
-pub fn run_worker<S: EngineSession>(session: &mut S, job: &Job, worker: usize) -> WorkerOutput {
+pub(crate) fn run_worker<S: EngineSession>(
+    session: &mut S,
+    job: &Job,
+    worker: usize,
+) -> WorkerOutput {
     let session = &mut InProcess(session);
     let mut h = Harness::new(job, worker);
     let t0_ns = monotonic_ns().saturating_sub(job.t0.elapsed().as_nanos() as u64);
@@ -146,4 +152,52 @@ pub fn run_worker<S: EngineSession>(session: &mut S, job: &Job, worker: usize) -
         now = done;
     }
     h.finish(now_ns(), crate::recorder::IoLoop::InProcess)
+}
+
+/// An opened engine, shared by the worker threads.
+pub trait Engine: Send + Sync + 'static {
+    /// A worker's handle.
+    type Session: EngineSession;
+    /// Opens a handle for one worker thread.
+    fn session(&self) -> Result<Self::Session, EngineError>;
+    /// Records stored, if the engine can tell exactly.
+    fn count(&self) -> Option<u64>;
+    /// What one operation does, for the report.
+    fn describe(&self, kind: OpKind) -> String;
+}
+
+/// The driver of an embedded engine: runs the shared loop on a session.
+pub struct EmbeddedDriver<E: Engine> {
+    engine: std::sync::Arc<E>,
+}
+
+impl<E: Engine> EmbeddedDriver<E> {
+    /// The driver of `engine`, shared by the worker threads.
+    pub fn new(engine: std::sync::Arc<E>) -> Self {
+        EmbeddedDriver { engine }
+    }
+
+    /// The engine it drives.
+    pub fn engine(&self) -> &E {
+        &self.engine
+    }
+}
+
+impl<E: Engine> crate::driver::sealed::Sealed for EmbeddedDriver<E> {}
+
+impl<E: Engine> Carrier for EmbeddedDriver<E> {
+    fn run_worker(&self, job: &Job, worker: usize) -> Result<WorkerOutput, TargetError> {
+        let mut session = self.engine.session()?;
+        Ok(run_worker(&mut session, job, worker))
+    }
+}
+
+impl<E: Engine> Driver for EmbeddedDriver<E> {
+    fn carrier(&self, _job: &Job) -> &dyn Carrier {
+        self
+    }
+
+    fn describe(&self, kind: OpKind) -> String {
+        self.engine.describe(kind)
+    }
 }

@@ -10,7 +10,7 @@
 
 use std::collections::VecDeque;
 
-use crate::driver::{Driver, Job, WorkerOutput};
+use crate::driver::{Carrier, Driver, Job, WorkerOutput};
 use crate::error::TargetError;
 use crate::harness::{CpuClock, Harness, Outcome, Request};
 use crate::plan::{Plan, TargetSpec};
@@ -85,6 +85,22 @@ struct SimConn {
 }
 
 impl Driver for MockDriver {
+    fn carrier(&self, _job: &Job) -> &dyn Carrier {
+        self
+    }
+
+    fn describe(&self, kind: OpKind) -> String {
+        format!(
+            "mock {} (scripted latency {} ns)",
+            kind.name(),
+            self.latency_ns[kind as usize]
+        )
+    }
+}
+
+impl crate::driver::sealed::Sealed for MockDriver {}
+
+impl Carrier for MockDriver {
     /// The simulated I/O loop: like the network loop it keeps up to
     /// `pipeline` requests out per client and hands each completion to the
     /// harness, but time is simulated — it jumps to the next reply (or the
@@ -162,14 +178,6 @@ impl Driver for MockDriver {
             }
         }
         Ok(h.finish(now, crate::recorder::IoLoop::Other("mock".into())))
-    }
-
-    fn describe(&self, kind: OpKind) -> String {
-        format!(
-            "mock {} (scripted latency {} ns)",
-            kind.name(),
-            self.latency_ns[kind as usize]
-        )
     }
 }
 

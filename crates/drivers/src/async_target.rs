@@ -5,8 +5,8 @@
 
 use std::collections::BTreeMap;
 
-use bakeoff_core::async_loop;
-use bakeoff_core::driver::{Driver, Job, WorkerOutput};
+use bakeoff_core::async_loop::Sessions;
+use bakeoff_core::driver::{Carrier, Driver};
 use bakeoff_core::error::ConnectError;
 use bakeoff_core::error::TargetError;
 use bakeoff_core::plan::FaultKind;
@@ -235,36 +235,29 @@ impl<A> Reach<A> {
     }
 }
 
-/// Runs worker `worker`'s share of `job` on the async loop, each client's
-/// session opened by `open` on the server of `reach` it is given (a
-/// [`ReadWrite`] pair of sessions for a primary and its replica).
-pub fn run_reached<A, S, F, Fut>(
-    reach: &Reach<A>,
-    open: F,
-    job: &Job,
-    worker: usize,
-) -> Result<WorkerOutput, TargetError>
+/// The sessions that carry a job on the async loop, each client's session
+/// opened by `open` on the server of `reach` it is given (a [`ReadWrite`]
+/// pair of sessions for a primary and its replica).
+pub fn sessions_reached<A, S, F, Fut>(reach: &Reach<A>, open: F) -> Box<dyn Carrier>
 where
-    A: Clone,
+    A: Clone + Send + Sync + 'static,
     S: Session + 'static,
-    F: Fn(A) -> Fut,
-    Fut: std::future::Future<Output = Result<S, ConnectError>>,
+    F: Fn(A) -> Fut + Clone + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Result<S, ConnectError>> + 'static,
 {
-    let open = &open;
-    match reach {
-        Reach::One(a) => async_loop::run_worker(|| open(a.clone()), job, worker),
-        Reach::Pair { primary, reads } => async_loop::run_worker(
-            || async move {
-                let writes = open(primary.clone()).await?;
+    match reach.clone() {
+        Reach::One(a) => Box::new(Sessions::new(move || open(a.clone()))),
+        Reach::Pair { primary, reads } => Box::new(Sessions::new(move || {
+            let (open, primary, reads) = (open.clone(), primary.clone(), reads.clone());
+            async move {
+                let writes = open(primary).await?;
                 let reads = match reads {
-                    Some(r) => Some(open(r.clone()).await?),
+                    Some(r) => Some(open(r).await?),
                     None => None,
                 };
                 Ok(ReadWrite { writes, reads })
-            },
-            job,
-            worker,
-        ),
+            }
+        })),
     }
 }
 

@@ -18,7 +18,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use bakeoff_core::driver::{Driver, Job, WorkerOutput};
+use bakeoff_core::async_loop::Sessions;
+use bakeoff_core::driver::{Carrier, Driver, Job};
 use bakeoff_core::error::ConnectError;
 use bakeoff_core::error::TargetError;
 use bakeoff_core::keys::KEY_LEN;
@@ -598,6 +599,8 @@ impl Session for MongoSession {
 /// The driver: opens sessions inside the shared async loop.
 pub struct MongoDriver {
     dsn: Dsn,
+    /// Sessions on `dsn`, each counting its retried upserts in `retried`.
+    sessions: Sessions<MongoSession>,
     /// Upserts its sessions sent again after a duplicate key.
     retried: Arc<AtomicU64>,
     profile: bool,
@@ -644,16 +647,8 @@ pub fn ferretdb_counters(addr: std::net::SocketAddr) -> Result<Counters, TargetE
 }
 
 impl Driver for MongoDriver {
-    fn run_worker(&self, job: &Job, worker: usize) -> Result<WorkerOutput, TargetError> {
-        let dsn = self.dsn.clone();
-        bakeoff_core::async_loop::run_worker(
-            || {
-                let (dsn, retried) = (dsn.clone(), self.retried.clone());
-                async move { MongoSession::open(&dsn, retried).await }
-            },
-            job,
-            worker,
-        )
+    fn carrier(&self, _job: &Job) -> &dyn Carrier {
+        &self.sessions
     }
 
     fn describe(&self, kind: OpKind) -> String {
@@ -1074,6 +1069,7 @@ pub fn open(
     // With a link, every connection of the driver goes through its relay.
     let (host, port, relay) = crate::link::dial_host(workload, &dsn.host, dsn.port)?;
     let dsn = Dsn { host, port, ..dsn };
+    let retried = Arc::<AtomicU64>::default();
     Ok(Box::new(
         AsyncTarget::new(
             spec,
@@ -1082,8 +1078,15 @@ pub fn open(
             recorded,
             server,
             MongoDriver {
+                sessions: {
+                    let (dsn, retried) = (dsn.clone(), retried.clone());
+                    Sessions::new(move || {
+                        let (dsn, retried) = (dsn.clone(), retried.clone());
+                        async move { MongoSession::open(&dsn, retried).await }
+                    })
+                },
                 dsn,
-                retried: Arc::default(),
+                retried,
                 profile: workload.record == RecordKind::Profile,
                 indexes: workload.indexes,
                 metrics,

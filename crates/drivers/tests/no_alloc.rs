@@ -9,7 +9,8 @@ use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use bakeoff_core::driver::{Codec, Connector, Job, JobKind};
+use bakeoff_core::driver::{Codec, Connector, Driver, Job, JobKind};
+use bakeoff_core::net::CodecDriver;
 use bakeoff_core::plan::{IoBackend, Mix, Workload};
 use bakeoff_core::value::{ValueContent, ValuePool};
 use bakeoff_core::workload::{KeyDistribution, ValueSizes};
@@ -127,17 +128,20 @@ fn steady_state_allocations_on<C: Codec>(
     let names: Vec<(String, u16)> = (0..nodes)
         .map(|i| ("127.0.0.1".to_string(), 20000 + i))
         .collect();
-    let ring = (nodes > 1)
-        .then(|| bakeoff_core::net::Route::Ring(bakeoff_core::ketama::Ketama::new(&names)));
-    steady_state_allocations_through(codec, &connectors, ring.as_ref(), pipeline, io)
+    let driver = if nodes > 1 {
+        let ring = bakeoff_core::net::Route::Ring(bakeoff_core::ketama::Ketama::new(&names));
+        CodecDriver::routed(codec, connectors, ring)
+    } else {
+        let one = connectors.into_iter().next().expect("one connector");
+        CodecDriver::new(codec, one)
+    };
+    steady_state_allocations_through(&driver, pipeline, io)
 }
 
-/// As [`steady_state_allocations`], over the connections `connectors`
-/// open, routed by `route`.
+/// As [`steady_state_allocations`], through `driver`'s connections and
+/// routing.
 fn steady_state_allocations_through<C: Codec>(
-    codec: C,
-    connectors: &[Box<dyn Connector>],
-    route: Option<&bakeoff_core::net::Route>,
+    driver: &CodecDriver<C>,
     pipeline: u32,
     io: IoBackend,
 ) -> (u64, u64) {
@@ -199,7 +203,7 @@ fn steady_state_allocations_through<C: Codec>(
     let (a, b) = std::thread::scope(|s| {
         let h = s.spawn(|| {
             COUNT_ME.with(|c| c.set(true));
-            bakeoff_core::net::run_worker(&codec, connectors, route, &job, 0).unwrap()
+            driver.carrier(&job).run_worker(&job, 0).unwrap()
         });
         std::thread::sleep(Duration::from_millis(1250).saturating_sub(job.t0.elapsed()));
         let a = ALLOCS.load(Ordering::Relaxed);
@@ -305,11 +309,10 @@ fn postgres_hot_path_does_not_allocate() {
         return;
     }
     let (_server, connector) = bakeoff_drivers::postgres::start_with_kv(None).unwrap();
-    let connectors = [connector];
+    let driver = CodecDriver::new(PostgresCodec, connector);
     for io in [IoBackend::IoUring, IoBackend::Epoll] {
         for pipeline in [1, 8] {
-            let (allocs, ops) =
-                steady_state_allocations_through(PostgresCodec, &connectors, None, pipeline, io);
+            let (allocs, ops) = steady_state_allocations_through(&driver, pipeline, io);
             assert!(ops > 500, "the loop was busy: {ops} ops in second 1");
             assert_eq!(
                 allocs, 0,
@@ -326,11 +329,10 @@ fn mariadb_hot_path_does_not_allocate() {
         return;
     }
     let (_server, connector) = bakeoff_drivers::mariadb::start_with_kv(None).unwrap();
-    let connectors = [connector];
+    let driver = CodecDriver::new(MysqlCodec, connector);
     for io in [IoBackend::IoUring, IoBackend::Epoll] {
         for pipeline in [1, 8] {
-            let (allocs, ops) =
-                steady_state_allocations_through(MysqlCodec, &connectors, None, pipeline, io);
+            let (allocs, ops) = steady_state_allocations_through(&driver, pipeline, io);
             assert!(ops > 500, "the loop was busy: {ops} ops in second 1");
             assert_eq!(
                 allocs, 0,

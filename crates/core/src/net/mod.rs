@@ -46,7 +46,7 @@ use std::os::fd::AsRawFd;
 use io_uring::{opcode, types, IoUring};
 
 use crate::driver::{
-    BatchRow, Codec, Connected, Connector, Decoded, Driver, Handles, Job, JobKind, Reply,
+    BatchRow, Carrier, Codec, Connected, Connector, Decoded, Driver, Handles, Job, JobKind, Reply,
     WorkerOutput,
 };
 use crate::error::TargetError;
@@ -79,7 +79,7 @@ const TIMEOUT_CHECK_EVERY_NS: u64 = 10_000_000;
 /// Runs worker `worker`'s share of `job` over the network with `codec`, on
 /// the nodes `connectors` reach (requests sent as `route` says when there
 /// are several).
-pub fn run_worker<C: Codec>(
+pub(crate) fn run_worker<C: Codec>(
     codec: &C,
     connectors: &[Box<dyn Connector>],
     route: Option<&Route>,
@@ -772,7 +772,9 @@ impl<C: Codec> CodecDriver<C> {
     }
 }
 
-impl<C: Codec> Driver for CodecDriver<C> {
+impl<C: Codec> crate::driver::sealed::Sealed for CodecDriver<C> {}
+
+impl<C: Codec> Carrier for CodecDriver<C> {
     fn run_worker(&self, job: &Job, worker: usize) -> Result<WorkerOutput, TargetError> {
         run_worker(
             &self.codec,
@@ -781,6 +783,12 @@ impl<C: Codec> Driver for CodecDriver<C> {
             job,
             worker,
         )
+    }
+}
+
+impl<C: Codec> Driver for CodecDriver<C> {
+    fn carrier(&self, _job: &Job) -> &dyn Carrier {
+        self
     }
 
     fn describe(&self, kind: OpKind) -> String {

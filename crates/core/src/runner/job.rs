@@ -173,7 +173,7 @@ pub fn run_job(
         let handles: Vec<_> = (0..threads)
             .map(|w| {
                 let job = &job;
-                s.spawn(move || driver.run_worker(job, w))
+                s.spawn(move || driver.carrier(job).run_worker(job, w))
             })
             .collect();
         let mut due_fault = ctx.fault;

@@ -17,9 +17,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use bakeoff_core::driver::{Driver, Job, WorkerOutput};
-pub use bakeoff_core::embedded::EngineError;
-use bakeoff_core::embedded::EngineSession;
+use bakeoff_core::driver::Driver;
+pub use bakeoff_core::embedded::{EmbeddedDriver, Engine, EngineError};
 use bakeoff_core::error::TargetError;
 use bakeoff_core::plan::{Plan, TargetSpec, Workload};
 use bakeoff_core::profile::RecordKind;
@@ -27,38 +26,6 @@ use bakeoff_core::readings::ProcSnapshot;
 use bakeoff_core::result::TargetRecord;
 use bakeoff_core::target::{Counters, Target};
 use bakeoff_core::workload::OpKind;
-
-/// An opened engine, shared by the worker threads.
-pub trait Engine: Send + Sync + 'static {
-    /// A worker's handle.
-    type Session: EngineSession;
-    /// Opens a handle for one worker thread.
-    fn session(&self) -> Result<Self::Session, EngineError>;
-    /// Records stored, if the engine can tell exactly.
-    fn count(&self) -> Option<u64>;
-    /// What one operation does, for the report.
-    fn describe(&self, kind: OpKind) -> String;
-}
-
-/// The driver of an embedded engine: runs the shared loop on a session.
-pub struct EmbeddedDriver<E: Engine> {
-    engine: Arc<E>,
-}
-
-impl<E: Engine> Driver for EmbeddedDriver<E> {
-    fn run_worker(&self, job: &Job, worker: usize) -> Result<WorkerOutput, TargetError> {
-        let mut session = self.engine.session()?;
-        Ok(bakeoff_core::embedded::run_worker(
-            &mut session,
-            job,
-            worker,
-        ))
-    }
-
-    fn describe(&self, kind: OpKind) -> String {
-        self.engine.describe(kind)
-    }
-}
 
 /// Where an engine keeps its files.
 pub enum DataDir {
@@ -195,7 +162,7 @@ impl<E: Engine> EmbeddedTarget<E> {
             .map(|k| (k.name().to_string(), engine.describe(*k)))
             .collect();
         Ok(Self {
-            driver: EmbeddedDriver { engine },
+            driver: EmbeddedDriver::new(engine),
             dir,
             record: TargetRecord {
                 name: name.into(),
@@ -227,7 +194,7 @@ impl<E: Engine> Target for EmbeddedTarget<E> {
     }
 
     fn record_count(&self) -> Option<u64> {
-        self.driver.engine.count()
+        self.driver.engine().count()
     }
 
     fn resources(&self) -> Option<ProcSnapshot> {

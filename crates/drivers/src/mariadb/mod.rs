@@ -13,7 +13,7 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
 
-use bakeoff_core::driver::{Connector, Driver, Job, JobKind, WorkerOutput};
+use bakeoff_core::driver::{Carrier, Connector, Driver, Job, JobKind};
 use bakeoff_core::error::ConnectError;
 use bakeoff_core::error::TargetError;
 use bakeoff_core::keys::KEY_LEN;
@@ -30,7 +30,7 @@ use mysql_async::{Conn, Opts, OptsBuilder, Statement};
 
 use crate::admin::{resolve, Address};
 use crate::async_target::{
-    block, block_quick, profile_columns, run_reached, AsyncDriver, AsyncTarget, Reach,
+    block, block_quick, profile_columns, sessions_reached, AsyncDriver, AsyncTarget, Reach,
 };
 use crate::codec::mysql::MysqlCodec;
 use crate::nodes::{Layout, MultiNode};
@@ -530,6 +530,11 @@ pub struct MariaDriver {
     phased: bool,
     /// The same servers as `reach`, through [`MysqlCodec`].
     wire: CodecDriver<MysqlCodec>,
+    /// The same servers as `reach`, through mysql_async sessions.
+    sessions: Box<dyn Carrier>,
+    /// Sessions whose requests are the phased script, for measured
+    /// requests when `phased`.
+    phased_sessions: Box<dyn Carrier>,
 }
 
 impl MariaDriver {
@@ -542,32 +547,36 @@ impl MariaDriver {
                 dsn: dsn.clone(),
             }))
         })?;
+        let sessions_of = |phased: bool| {
+            sessions_reached(&reach, move |dsn: Dsn| async move {
+                MariaSession::open(&dsn, profile, phased).await
+            })
+        };
+        let (sessions, phased_sessions) = (sessions_of(false), sessions_of(true));
         Ok(MariaDriver {
             reach,
             profile,
             phased,
             wire,
+            sessions,
+            phased_sessions,
         })
     }
 }
 
 impl Driver for MariaDriver {
-    fn run_worker(&self, job: &Job, worker: usize) -> Result<WorkerOutput, TargetError> {
+    fn carrier(&self, job: &Job) -> &dyn Carrier {
         // A value, and a batch, must fit one packet (16 MiB).
         use crate::codec::mysql::{batch_len, MAX_PAYLOAD};
         let longest = job.workload.value_size.max();
         let fits = |rows| batch_len(rows, longest) < MAX_PAYLOAD;
         if crate::sql::wire_serves(job, fits) && longest + 1024 < MAX_PAYLOAD {
-            return self.wire.run_worker(job, worker);
+            &self.wire
+        } else if job.kind == JobKind::Measure && job.workload.request == RequestMode::Phases {
+            &*self.phased_sessions
+        } else {
+            &*self.sessions
         }
-        let profile = self.profile;
-        let phased = job.kind == JobKind::Measure && job.workload.request == RequestMode::Phases;
-        run_reached(
-            &self.reach,
-            |dsn| async move { MariaSession::open(&dsn, profile, phased).await },
-            job,
-            worker,
-        )
     }
 
     fn describe(&self, kind: OpKind) -> String {

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use bakeoff_core::driver::{Connector, Driver, Job, WorkerOutput};
+use bakeoff_core::driver::{Carrier, Connector, Driver, Job};
 use bakeoff_core::error::ConnectError;
 use bakeoff_core::error::TargetError;
 use bakeoff_core::keys::KEY_LEN;
@@ -29,7 +29,7 @@ use tokio_postgres::{Client, Config, NoTls, Statement};
 
 use crate::admin::{resolve, Address};
 use crate::async_target::{
-    block, block_quick, profile_columns, run_reached, AsyncDriver, AsyncTarget, Reach,
+    block, block_quick, profile_columns, sessions_reached, AsyncDriver, AsyncTarget, Reach,
 };
 use crate::codec::postgres::PostgresCodec;
 use crate::codec::postgres::BATCH_TAIL;
@@ -490,6 +490,8 @@ pub struct PgDriver {
     profile: bool,
     /// The same servers as `reach`, through [`PostgresCodec`].
     wire: CodecDriver<PostgresCodec>,
+    /// The same servers as `reach`, through tokio-postgres sessions.
+    sessions: Box<dyn Carrier>,
 }
 
 impl PgDriver {
@@ -502,27 +504,26 @@ impl PgDriver {
                 dsn: dsn.clone(),
             }))
         })?;
+        let sessions = sessions_reached(&reach, move |dsn: Dsn| async move {
+            PgSession::open(&dsn, profile).await
+        });
         Ok(PgDriver {
             reach,
             profile,
             wire,
+            sessions,
         })
     }
 }
 
 impl Driver for PgDriver {
-    fn run_worker(&self, job: &Job, worker: usize) -> Result<WorkerOutput, TargetError> {
+    fn carrier(&self, job: &Job) -> &dyn Carrier {
         let fits = |rows| rows <= crate::codec::postgres::MAX_BATCH as usize;
         if crate::sql::wire_serves(job, fits) {
-            return self.wire.run_worker(job, worker);
+            &self.wire
+        } else {
+            &*self.sessions
         }
-        let profile = self.profile;
-        run_reached(
-            &self.reach,
-            |dsn| async move { PgSession::open(&dsn, profile).await },
-            job,
-            worker,
-        )
     }
 
     fn describe(&self, kind: OpKind) -> String {
