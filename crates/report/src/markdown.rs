@@ -99,6 +99,21 @@ impl Exporter for MarkdownExporter {
             }
         }
 
+        // Who leads, like with like, first: as the terminal and the HTML
+        // report open.
+        let verdict: Vec<String> = view
+            .sources
+            .iter()
+            .flat_map(|r| crate::verdict::verdict(r))
+            .collect();
+        if !verdict.is_empty() {
+            writeln!(out, "## Verdict\n")?;
+            for line in &verdict {
+                writeln!(out, "- {}", cell(line))?;
+            }
+            writeln!(out)?;
+        }
+
         writeln!(out, "## Summary\n")?;
         let (head, rows) = crate::summary_table(
             &view.sources,
@@ -349,5 +364,35 @@ impl Exporter for MarkdownExporter {
             out,
         )?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Exporter as _;
+
+    /// The Markdown report opens with the verdict the terminal and the
+    /// HTML report give: each of its lines, as a bullet, before the
+    /// summary.
+    #[test]
+    fn markdown_opens_with_the_verdict() {
+        let r = crate::verdict::tests::four_targets();
+        let lines = crate::verdict::verdict(&r);
+        assert!(!lines.is_empty());
+        let mut out = Vec::new();
+        MarkdownExporter
+            .export(std::slice::from_ref(&r), &mut out)
+            .unwrap();
+        let md = String::from_utf8(out).unwrap();
+        let (head, summary) = md.split_once("## Summary").expect("a summary");
+        assert!(head.contains("## Verdict"), "{md}");
+        for l in &lines {
+            assert!(
+                head.contains(&format!("- {}", cell(l))),
+                "{l} not in\n{head}"
+            );
+        }
+        assert!(!summary.contains("## Verdict"));
     }
 }

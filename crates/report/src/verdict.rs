@@ -255,14 +255,14 @@ fn leads(runs: &[&RunResult], at: &str) -> Vec<String> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use bakeoff_core::result::TargetRecord;
 
     /// The mock result with four targets at one point: two network
     /// servers that survive a power cut, one memory-only server, one
     /// in-process engine; the faster the later.
-    fn four_targets() -> ExperimentResult {
+    pub(crate) fn four_targets() -> ExperimentResult {
         let mut r: ExperimentResult =
             serde_json::from_str(include_str!("../../bakeoff/tests/snapshots/mock.json"))
                 .expect("the mock snapshot is a result");
