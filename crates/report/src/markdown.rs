@@ -370,7 +370,6 @@ impl Exporter for MarkdownExporter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Exporter as _;
 
     /// The Markdown report opens with the verdict the terminal and the
     /// HTML report give: each of its lines, as a bullet, before the
