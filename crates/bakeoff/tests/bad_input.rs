@@ -253,6 +253,26 @@ fn broken_presets() {
 
 /// What the unreachable-server tests rely on: a closed port refuses
 /// connections and no server started meanwhile can take it.
+/// The result-file reader trusts nothing (issue 33, class 3): `report`,
+/// `compare` and `merge` of /dev/zero end at once with exit 2 and what is
+/// wrong, instead of reading until memory runs out.
+#[test]
+fn result_readers_refuse_endless_and_binary_input() {
+    for args in [
+        &["report", "/dev/zero"][..],
+        &["compare", "/dev/zero", "/dev/zero"][..],
+        &["merge", "/dev/zero", "/dev/zero", "-o", "/tmp/never-written.json"][..],
+    ] {
+        let started = std::time::Instant::now();
+        expect_usage_error(args, &["/dev/zero", "not a result file"]);
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(10),
+            "{args:?} took {:?}",
+            started.elapsed()
+        );
+    }
+}
+
 #[test]
 fn a_closed_port_refuses_and_cannot_be_taken() {
     let (_closed, port) = closed_port();

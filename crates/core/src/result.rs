@@ -279,11 +279,31 @@ pub fn encode_histogram(h: &Histogram<u64>) -> String {
     base64::engine::general_purpose::STANDARD.encode(buf)
 }
 
-/// Reads a histogram written by [`encode_histogram`].
+/// Reads a histogram written by [`encode_histogram`]. Its header is
+/// checked against the bounds bakeoff's histograms have before anything
+/// is allocated for it: a header that claims more (a forged or corrupt
+/// file) would have the decoder allocate what it claims.
 pub fn decode_histogram(text: &str) -> Result<Histogram<u64>, String> {
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(text)
         .map_err(|e| format!("histogram is not base64: {e}"))?;
+    // V2 header: cookie, payload length, normalising index offset,
+    // significant digits, lowest discernible and highest trackable value.
+    let field = |at: usize, len: usize| -> Option<u64> {
+        let b = bytes.get(at..at + len)?;
+        Some(b.iter().fold(0u64, |v, &x| (v << 8) | x as u64))
+    };
+    match (field(12, 4), field(16, 8), field(24, 8)) {
+        (Some(digits), Some(lowest), Some(highest))
+            if digits <= 3 && (1..=highest).contains(&lowest) && highest <= crate::recorder::MAX_TRACKABLE_NS => {}
+        (Some(digits), Some(lowest), Some(highest)) => {
+            return Err(format!(
+                "histogram header claims {digits} significant digits over {lowest}..{highest} ns, beyond bakeoff's (3 over 1..{} ns): a corrupt or forged file",
+                crate::recorder::MAX_TRACKABLE_NS
+            ))
+        }
+        _ => return Err("histogram is shorter than its header".into()),
+    }
     Deserializer::new()
         .deserialize(&mut &bytes[..])
         .map_err(|e| format!("histogram does not decode: {e:?}"))
@@ -1021,12 +1041,25 @@ impl ExperimentResult {
     /// Reads a result file, refusing other schema versions with a clear message.
     pub fn read(path: &Path) -> Result<Self, ResultFileError> {
         let shown = || path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|source| ResultFileError::Read {
-            path: shown(),
-            source,
+        let text = read_bounded(path).map_err(|e| match e {
+            Bounded::Io(source) => ResultFileError::Read {
+                path: shown(),
+                source,
+            },
+            Bounded::TooLarge => ResultFileError::TooLarge {
+                path: shown(),
+                limit: MAX_RESULT_BYTES,
+            },
+            Bounded::Binary => ResultFileError::Binary { path: shown() },
         })?;
-        // A pod's log (`run --print-result`): the file follows the marker.
-        let text = match text.rfind(LOG_MARKER) {
+        // A pod's log (`run --print-result`): the file follows the marker,
+        // on a line of its own (inside the JSON it can only stand in a
+        // string, never alone on a line).
+        let text = match text
+            .rfind(&format!("\n{LOG_MARKER}\n"))
+            .map(|at| at + 1)
+            .or_else(|| text.starts_with(&format!("{LOG_MARKER}\n")).then_some(0))
+        {
             Some(at) => &text[at + LOG_MARKER.len()..],
             None => text.as_str(),
         };
@@ -1056,6 +1089,53 @@ impl ExperimentResult {
 /// file, so that it can be taken from a log that holds other lines too.
 pub const LOG_MARKER: &str = "--- bakeoff result file ---";
 
+/// The largest result file bakeoff reads: far past any it writes (the
+/// largest seed experiment's is a few MB; traces are capped), and short of
+/// what would exhaust memory reading `/dev/zero` or a wrong file.
+pub const MAX_RESULT_BYTES: u64 = 1 << 30;
+
+/// Why [`read_bounded`] gave up.
+enum Bounded {
+    Io(std::io::Error),
+    TooLarge,
+    Binary,
+}
+
+/// The text of `path`, read in chunks: refused once it passes
+/// [`MAX_RESULT_BYTES`] (at once for a regular file that is larger), or as
+/// soon as a NUL byte shows it is no text.
+fn read_bounded(path: &Path) -> Result<String, Bounded> {
+    use std::io::Read;
+    let mut f = std::fs::File::open(path).map_err(Bounded::Io)?;
+    let meta = f.metadata().map_err(Bounded::Io)?;
+    if meta.is_file() && meta.len() > MAX_RESULT_BYTES {
+        return Err(Bounded::TooLarge);
+    }
+    let mut bytes = Vec::new();
+    let mut chunk = vec![0u8; 1 << 20];
+    loop {
+        let n = match f.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(Bounded::Io(e)),
+        };
+        if chunk[..n].contains(&0) {
+            return Err(Bounded::Binary);
+        }
+        if bytes.len() as u64 + n as u64 > MAX_RESULT_BYTES {
+            return Err(Bounded::TooLarge);
+        }
+        bytes.extend_from_slice(&chunk[..n]);
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        Bounded::Io(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("not UTF-8 text: {e}"),
+        ))
+    })
+}
+
 /// A result file could not be read back.
 #[derive(Debug, thiserror::Error)]
 pub enum ResultFileError {
@@ -1066,6 +1146,20 @@ pub enum ResultFileError {
         path: String,
         /// Why.
         source: std::io::Error,
+    },
+    /// It is larger than any result file.
+    #[error("{path} is larger than {limit} bytes, more than any result file bakeoff writes: is it a result file (JSON)?")]
+    TooLarge {
+        /// The file.
+        path: String,
+        /// [`MAX_RESULT_BYTES`].
+        limit: u64,
+    },
+    /// It holds NUL bytes: no text.
+    #[error("{path} is not a result file: it holds binary data (NUL bytes), where a result file is JSON text")]
+    Binary {
+        /// The file.
+        path: String,
     },
     /// It is not JSON.
     #[error("{path} is not JSON: {message}")]
@@ -1107,6 +1201,68 @@ pub fn json_schema() -> serde_json::Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A result file to write and read back: the mock experiment the
+    /// snapshots hold.
+    fn mock_result() -> ExperimentResult {
+        serde_json::from_str(include_str!("../../bakeoff/tests/snapshots/mock.json"))
+            .expect("the mock snapshot is a result")
+    }
+
+    /// A histogram whose header claims bounds no bakeoff histogram has
+    /// (the highest value 2^62 at 5 significant digits: gigabytes of
+    /// counts) is refused before anything is allocated for it.
+    #[test]
+    fn a_histogram_header_beyond_bakeoffs_bounds_is_refused() {
+        let honest = encode_histogram(&crate::recorder::new_histogram());
+        let mut bytes = base64::engine::general_purpose::STANDARD
+            .decode(&honest)
+            .unwrap();
+        // V2 header: cookie, payload length, normalising offset,
+        // significant digits (12..16), lowest (16..24), highest (24..32).
+        bytes[12..16].copy_from_slice(&5u32.to_be_bytes());
+        bytes[24..32].copy_from_slice(&(1u64 << 62).to_be_bytes());
+        let forged = base64::engine::general_purpose::STANDARD.encode(&bytes);
+        let e = decode_histogram(&forged).unwrap_err();
+        assert!(e.contains("beyond"), "{e}");
+        assert!(decode_histogram(&honest).is_ok());
+    }
+
+    /// A description that holds the marker of a pod's log reads back: the
+    /// marker counts only as a line of its own.
+    #[test]
+    fn a_description_holding_the_log_marker_reads_back() {
+        let mut r = mock_result();
+        r.plan.description = format!("copied from a log: {LOG_MARKER} and on");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("marked.json");
+        r.write_atomic(&path).unwrap();
+        let back = ExperimentResult::read(&path).unwrap();
+        assert_eq!(back.plan.description, r.plan.description);
+        // And a log with the marker on its own line still gives the file.
+        let json = std::fs::read_to_string(&path).unwrap();
+        let log = dir.path().join("pod.log");
+        std::fs::write(&log, format!("starting\n{LOG_MARKER}\n{json}")).unwrap();
+        assert_eq!(
+            ExperimentResult::read(&log).unwrap().plan.description,
+            r.plan.description
+        );
+    }
+
+    /// A file that is no text (NUL bytes: /dev/zero, a binary) is refused
+    /// at once, and nothing past the size of the largest result file is
+    /// read: reading /dev/zero ends with an error, not when memory does.
+    #[test]
+    fn endless_or_binary_input_is_refused_without_reading_it_all() {
+        let e = ExperimentResult::read(Path::new("/dev/zero")).unwrap_err();
+        assert!(e.to_string().contains("not a result file"), "{e}");
+        let dir = tempfile::tempdir().unwrap();
+        let big = dir.path().join("big.json");
+        let f = std::fs::File::create(&big).unwrap();
+        f.set_len(MAX_RESULT_BYTES + 1).unwrap();
+        let e = ExperimentResult::read(&big).unwrap_err();
+        assert!(e.to_string().contains("larger than"), "{e}");
+    }
 
     /// Writes of the warm-up and the measured phase together; the
     /// processes' counters only when no fault restarted them; the layer's
