@@ -261,7 +261,13 @@ fn result_readers_refuse_endless_and_binary_input() {
     for args in [
         &["report", "/dev/zero"][..],
         &["compare", "/dev/zero", "/dev/zero"][..],
-        &["merge", "/dev/zero", "/dev/zero", "-o", "/tmp/never-written.json"][..],
+        &[
+            "merge",
+            "/dev/zero",
+            "/dev/zero",
+            "-o",
+            "/tmp/never-written.json",
+        ][..],
     ] {
         let started = std::time::Instant::now();
         expect_usage_error(args, &["/dev/zero", "not a result file"]);
@@ -500,6 +506,40 @@ fn growth_and_batches_are_checked_before_anything_starts() {
         let stderr = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {stderr}");
         assert!(stderr.contains(expected), "{args:?}: {stderr}");
+    }
+}
+
+/// Server settings and faults that would be ignored, or would hold every
+/// write until a timeout, are refused before anything starts (issue 33,
+/// class 6): Redis's WAIT for more replicas than the topology has, and a
+/// power cut of memcached, which keeps nothing on disk.
+#[test]
+fn server_settings_and_faults_that_mean_nothing_are_refused() {
+    let cases: [(&[&str], &[&str]); 3] = [
+        (
+            &["-t", "redis", "--set", "redis.wait_replicas=1"],
+            &["wait_replicas=1", "no replica"],
+        ),
+        (
+            &[
+                "-t",
+                "redis",
+                "--topology",
+                "primary-replica",
+                "--set",
+                "redis.wait_replicas=5",
+            ],
+            &["wait_replicas=5", "1 replica"],
+        ),
+        (
+            &["-t", "memcached", "--fault", "power-cut@1s"],
+            &["power cut", "nothing on disk", "--fault kill"],
+        ),
+    ];
+    for (args, expected) in cases {
+        let mut all = vec!["run", "--duration", "2s"];
+        all.extend_from_slice(args);
+        expect_usage_error(&all, expected);
     }
 }
 

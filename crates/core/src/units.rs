@@ -35,7 +35,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         "h" => 3600.0,
         other => {
             return Err(format!(
-                "unknown time unit `{other}` in `{text}`; use ms, s, m or h"
+                "unknown time unit `{other}` in `{text}`; use us, ms, s, m or h"
             ))
         }
     };
@@ -164,7 +164,10 @@ mod tests {
         assert!(parse_duration("-1s").unwrap_err().contains("negative"));
         assert_eq!(parse_duration("8760h").unwrap(), MAX_DURATION);
         assert!(parse_duration("ten").is_err());
-        assert!(parse_duration("5y").is_err());
+        // The refusal lists every unit the parser takes.
+        let e = parse_duration("5y").unwrap_err();
+        assert!(e.contains("us, ms, s, m or h"), "{e}");
+        assert_eq!(parse_duration("5us").unwrap(), Duration::from_micros(5));
     }
 
     #[test]

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use bakeoff_core::driver::{Codec, Connector, Driver};
 use bakeoff_core::error::TargetError;
-use bakeoff_core::plan::{Endpoint, Plan, TargetSpec, Topology, Workload};
+use bakeoff_core::plan::{Endpoint, FaultKind, Plan, TargetSpec, Topology, Workload};
 use bakeoff_core::result::TargetRecord;
 use bakeoff_core::target::{CounterRule, Counters, Target};
 use bakeoff_core::workload::OpKind;
@@ -142,6 +142,17 @@ pub fn probe(spec: &TargetSpec, plan: &Plan) -> Result<(), TargetError> {
     match &spec.endpoint {
         Endpoint::Managed => {
             let settings = MemcachedSettings::parse(plan.settings_of(spec))?;
+            // Nothing on disk to lose: a power cut would be a kill under
+            // another name.
+            if let Some(f) = plan
+                .points_for(spec)
+                .iter()
+                .find_map(|p| p.workload.fault.filter(|f| f.kind == FaultKind::PowerCut))
+            {
+                return Err(TargetError::Settings(format!(
+                    "--fault {f}: memcached keeps nothing on disk, so a power cut is the same as a crash; use --fault kill@… (the same moment)"
+                )));
+            }
             if bakeoff_servers::find_on_path("memcached").is_none() {
                 return Err(TargetError::Server("`memcached` is not on PATH; install it with `apt-get install memcached` (Debian package memcached)".into()));
             }

@@ -225,11 +225,43 @@ pub struct RedisTarget {
     record: TargetRecord,
 }
 
+/// `wait_replicas` asks each write to wait for that many replicas: more
+/// than the topology has, at any point of the run, would hold every write
+/// until `wait_timeout_ms` (or be dropped without a word where there is no
+/// replica at all).
+fn check_wait_replicas(
+    settings: &RedisSettings,
+    spec: &TargetSpec,
+    plan: &Plan,
+) -> Result<(), TargetError> {
+    let Some(n) = settings.wait_replicas else {
+        return Ok(());
+    };
+    for point in plan.points_for(spec) {
+        let topology = point.workload.topology;
+        let replicas = match topology {
+            Topology::PrimaryReplica => 1,
+            _ => 0,
+        };
+        if n > replicas {
+            let has = match replicas {
+                0 => "has no replica to wait for".to_string(),
+                r => format!("has {r} replica"),
+            };
+            return Err(TargetError::Settings(format!(
+                "servers.redis.wait_replicas={n}: --topology {topology} {has}, so every write would wait in vain; use --topology primary-replica with wait_replicas=1, or drop the setting"
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// Checks that the target can be used, without starting anything lasting.
 pub fn probe(spec: &TargetSpec, plan: &Plan) -> Result<(), TargetError> {
     match &spec.endpoint {
         Endpoint::Managed => {
             let settings = RedisSettings::parse(plan.settings_of(spec))?;
+            check_wait_replicas(&settings, spec, plan)?;
             if bakeoff_servers::find_on_path("redis-server").is_none() {
                 return Err(TargetError::Server("`redis-server` is not on PATH; install it with `apt-get install redis-server` (Debian package redis-server)".into()));
             }
@@ -293,12 +325,6 @@ pub fn open(
             Ok(node(open_one(spec, plan, workload, i, None)?))
         })?)),
         Topology::Cluster(n) => {
-            if settings.wait_replicas.is_some() {
-                return Err(TargetError::Settings(format!(
-                    "servers.redis.wait_replicas with --topology {}: the cluster's masters have no replicas to wait for; use --topology primary-replica, or drop the setting",
-                    workload.topology
-                )));
-            }
             let replicas = n as u64 * settings.cluster_replicas;
             if n as u64 + replicas > 64 {
                 return Err(TargetError::Settings(format!(

@@ -35,8 +35,18 @@ impl Link {
             let Some((key, value)) = part.split_once('=') else {
                 return Err(format!("`{part}` is not KEY=VALUE; {usage}"));
             };
-            match key.trim() {
+            let key = key.trim();
+            if (key == "rtt" && rtt.is_some()) || (key == "bandwidth" && bandwidth.is_some()) {
+                return Err(format!("{key} is given twice; give it once; {usage}"));
+            }
+            match key {
                 "rtt" => {
+                    let v = value.trim();
+                    if !v.is_empty() && v.chars().all(|c| c.is_ascii_digit() || c == '.') {
+                        return Err(format!(
+                            "rtt={v} has no unit; write e.g. {v}ms, {v}us or {v}s"
+                        ));
+                    }
                     let d = parse_duration(value).map_err(|e| format!("rtt: {e}; {usage}"))?;
                     let ns = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
                     if ns > MAX_RTT_NS {
@@ -163,5 +173,19 @@ mod tests {
         ] {
             assert!(Link::parse(bad).is_err(), "{bad}");
         }
+    }
+
+    /// A key given twice is refused rather than the last one kept, and an
+    /// rtt without a unit is refused rather than read as seconds (`[link]
+    /// rtt = 5` meant 5 ms as often as 5 s).
+    #[test]
+    fn a_key_twice_or_an_rtt_without_unit_is_refused() {
+        let e = Link::parse("rtt=1ms,rtt=2ms").unwrap_err();
+        assert!(e.contains("rtt") && e.contains("twice"), "{e}");
+        let e = Link::parse("rtt=1ms,bandwidth=1gbit,bandwidth=2gbit").unwrap_err();
+        assert!(e.contains("bandwidth") && e.contains("twice"), "{e}");
+        let e = Link::parse("rtt=5").unwrap_err();
+        assert!(e.contains("unit") && e.contains("5ms"), "{e}");
+        assert_eq!(Link::parse("rtt=5s").unwrap().rtt_ns, 5_000_000_000);
     }
 }

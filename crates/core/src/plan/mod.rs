@@ -409,6 +409,32 @@ fn workload(given: &Given) -> Result<Workload, PlanError> {
             ));
         }
     }
+    if w.find_peak || w.find_capacity.is_some() {
+        if w.fault.is_some() {
+            return Err(given.origin("fault").err(
+                "a search makes run after run and keeps the best; a fault in each would find the fault's peak, not the target's: run the fault without --find-peak or --find-capacity",
+            ));
+        }
+        if given.has("rate") || given.axes.contains_key("rate") {
+            return Err(given.origin_or_axis("rate").err(
+                "a search sets the rate itself (the peak runs closed loop, the capacity search bisects the rate): leave out the rate",
+            ));
+        }
+        if w.find_peak && given.axes.contains_key("clients") {
+            return Err(given.origin_or_axis("clients").err(
+                "--find-peak chooses the clients itself (1, 2, 4, … until throughput stops rising): leave out the clients sweep",
+            ));
+        }
+    }
+    if w.durability {
+        for key in ["mix", "key_distribution"] {
+            if given.has(key) || given.axes.contains_key(key) {
+                return Err(given.origin_or_axis(key).err(
+                    "the durability check writes fresh ids, one per acknowledgement, and reads them back: it uses no mix and no key distribution; leave it out",
+                ));
+            }
+        }
+    }
     let mix_given = given.has("mix");
     let update_only = Mix {
         weights: [0, 0, 1, 0, 0],
@@ -606,20 +632,38 @@ fn targets(
         let caps = catalog
             .capabilities(&spec.name)
             .expect("parse_target checked the name");
-        for p in &points_of(&spec.name) {
+        let points = points_of(&spec.name);
+        let some_replica = points
+            .iter()
+            .any(|p| p.workload.topology == Topology::PrimaryReplica);
+        for p in &points {
             target::check_capabilities(&spec.name, &caps, &p.workload)
                 .map_err(|m| origin.err(m))?;
             let topology = p.workload.topology;
+            // Reads from a replica where no point has one would read from
+            // the primary without a word.
+            if p.workload.read_from == ReadFrom::Replica && !some_replica {
+                return Err(
+                    Origin::param(
+                        param("read_from").expect("declared"),
+                        flags.workload.contains_key("read_from"),
+                    ).err(format!(
+                        "reads from a replica need one: use --topology primary-replica (not {topology}), or sweep it with single as the baseline"
+                    )),
+                );
+            }
             // A single server serves the reads itself (the baseline of a
             // replication sweep); shards and clusters have no replica.
             if p.workload.read_from == ReadFrom::Replica
                 && !matches!(topology, Topology::Single | Topology::PrimaryReplica)
             {
-                return Err(
-                    Origin::param(param("read_from").expect("declared"), true).err(format!(
+                return Err(Origin::param(
+                    param("read_from").expect("declared"),
+                    flags.workload.contains_key("read_from"),
+                )
+                .err(format!(
                     "reads from a replica need one: use --topology primary-replica (not {topology})"
-                )),
-                );
+                )));
             }
             if topology != Topology::Single {
                 if !caps.topologies.iter().any(|t| t == topology.kind()) {
@@ -1081,6 +1125,18 @@ impl Plan {
             None => points.clone(),
         };
         let targets = targets(&raw, flags, catalog, &points_of)?;
+        if let Some(name) = per_target
+            .keys()
+            .find(|n| !targets.iter().any(|t| &t.name == *n))
+        {
+            return Err(PlanError::Invalid {
+                origin: format!("preset key per_target.{name}"),
+                message: format!(
+                    "`{name}` is not one of this run's targets ({}): its workload would be ignored; add it to the targets or drop the table",
+                    targets.iter().map(|t| t.name.as_str()).collect::<Vec<_>>().join(", ")
+                ),
+            });
+        }
         refuse_what_cannot_apply(&targets, flags, &points_of)?;
         let mut servers = servers(&raw, flags, catalog)?;
         variant_settings(&targets, &mut servers, catalog)?;
@@ -1214,7 +1270,7 @@ mod tests {
     struct Cat;
     impl TargetCatalog for Cat {
         fn capabilities(&self, name: &str) -> Option<Capabilities> {
-            (name == "redis").then(|| Capabilities {
+            (name == "redis" || name == "memcached").then(|| Capabilities {
                 ops: OpKind::ALL.to_vec(),
                 pipelining: true,
                 managed: true,
@@ -1228,10 +1284,10 @@ mod tests {
             })
         }
         fn names(&self) -> Vec<String> {
-            vec!["redis".into()]
+            vec!["redis".into(), "memcached".into()]
         }
         fn target_for_scheme(&self, s: &str) -> Option<String> {
-            (s == "redis").then(|| "redis".into())
+            ["redis", "memcached"].contains(&s).then(|| s.to_string())
         }
         fn check_settings(&self, _: &str, t: &toml::Table) -> Result<(), TargetError> {
             match t.keys().find(|k| *k != "maxmemory") {
@@ -1388,6 +1444,59 @@ mod tests {
         assert_eq!(p.workload.clients, 7);
         assert_eq!(p.workload.records, 10_000);
         assert_eq!(p.name, "p");
+    }
+
+    /// Combinations that would be ignored or would measure something
+    /// other than what they say are refused before anything starts, each
+    /// naming what to drop (issue 33, class 6).
+    #[test]
+    fn combinations_that_mean_nothing_are_refused() {
+        let err = |preset: &str| build(preset, Overrides::default()).unwrap_err().to_string();
+        // A fault in every step of a search: the peak found would be the
+        // fault's.
+        let e = err(
+            "[workload]\nduration = \"5s\"\nfind_peak = true\n[fault]\ninject = \"kill@1s..2s\"\n",
+        );
+        assert!(e.contains("fault") && e.contains("search"), "{e}");
+        // What a search sets itself.
+        let e = err("[workload]\nfind_peak = true\nrate = 1000\n");
+        assert!(e.contains("workload.rate") && e.contains("search"), "{e}");
+        let e = err("[workload]\nfind_capacity = \"p99<=1ms\"\nrate = 1000\n");
+        assert!(e.contains("workload.rate") && e.contains("search"), "{e}");
+        let e = err("[workload]\nfind_peak = true\n[sweep]\nclients = [1, 2]\n");
+        assert!(e.contains("sweep.clients") && e.contains("peak"), "{e}");
+        // What the durability check does not use.
+        let e = err("[workload]\nmix = \"50:50\"\n[fault]\ndurability = true\n");
+        assert!(
+            e.contains("workload.mix") && e.contains("durability"),
+            "{e}"
+        );
+        let e = err("[workload]\nkey_distribution = \"zipfian\"\n[fault]\ndurability = true\n");
+        assert!(
+            e.contains("key_distribution") && e.contains("durability"),
+            "{e}"
+        );
+        // A target's own workload for a target that does not run.
+        let e = err("targets = [\"redis\"]\n[per_target.memcached]\nrecords = 5\n");
+        assert!(
+            e.contains("per_target.memcached") && e.contains("not one of this run's targets"),
+            "{e}"
+        );
+        // Reads from a replica with no replica at any point.
+        let e = err("[topology]\nread_from = \"replica\"\n");
+        assert!(
+            e.contains("read_from") && e.contains("primary-replica"),
+            "{e}"
+        );
+        // Each alone is fine.
+        for ok in [
+            "[workload]\nfind_peak = true\n",
+            "[workload]\nrate = 1000\n",
+            "[fault]\ndurability = true\n",
+            "targets = [\"redis\", \"memcached\"]\n[per_target.memcached]\nrecords = 5\n",
+        ] {
+            build(ok, Overrides::default()).unwrap_or_else(|e| panic!("{ok}: {e}"));
+        }
     }
 
     #[test]
