@@ -9,7 +9,9 @@
 //! each such directory; when it gets it, the owner is gone, and the
 //! directory (unmounted first, should a power-cut layer still sit on it)
 //! and its lock go. The lock sits beside the directory, not inside it: the
-//! power-cut layer is mounted over the directory and would hide it.
+//! power-cut layer is mounted over the directory and would hide it. The
+//! lock holds bakeoff's marker; a `bakeoff-…` directory whose lock does
+//! not is someone else's, and stays.
 
 use std::fs::File;
 use std::os::unix::io::AsRawFd;
@@ -19,6 +21,10 @@ use std::path::{Path, PathBuf};
 const LOCK_SUFFIX: &str = ".lock";
 /// Beginning of the names of bakeoff's directories.
 const PREFIX: &str = "bakeoff-";
+/// What a lock file of bakeoff's holds: the cleaner removes only a
+/// directory whose lock says bakeoff made it, whoever else names theirs
+/// `bakeoff-…`.
+const MARKER: &[u8] = b"bakeoff scratch directory: removed by the next bakeoff once this file is unlocked\n";
 
 /// A temporary directory of this process, removed when dropped; its lock
 /// is released when the process ends.
@@ -41,7 +47,8 @@ impl ScratchDir {
         // Locked under a name the cleaner ignores, then renamed into
         // place: no other process ever sees the lock file unlocked.
         let pending = lock.with_extension(format!("pending-{}", std::process::id()));
-        let held = File::create(&pending)?;
+        let mut held = File::create(&pending)?;
+        std::io::Write::write_all(&mut held, MARKER)?;
         // SAFETY: flock on a descriptor we own.
         if unsafe { libc::flock(held.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
             let e = std::io::Error::last_os_error();
@@ -99,9 +106,15 @@ pub fn remove_stale_in(tmp: &Path) -> Vec<PathBuf> {
             continue;
         };
         let lock = entry.path();
-        let Ok(file) = File::open(&lock) else {
+        let Ok(mut file) = File::open(&lock) else {
             continue;
         };
+        // Only what bakeoff's own marker says it made.
+        let mut head = vec![0u8; MARKER.len() + 1];
+        let n = std::io::Read::read(&mut file, &mut head).unwrap_or(0);
+        if head[..n] != *MARKER {
+            continue;
+        }
         // SAFETY: flock on a descriptor we own.
         if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
             continue; // its process lives
@@ -168,12 +181,18 @@ mod tests {
         );
         // flock locks belong to the open file: another open of the same
         // file in this process is refused like another process would be.
-        File::create(lock_path(&dead)).unwrap();
+        std::fs::write(lock_path(&dead), MARKER).unwrap();
+        // Someone else's directory with an unheld lock beside it, but
+        // without bakeoff's marker: not bakeoff's to remove.
+        let foreign = tmp.path().join("bakeoff-foreign-1");
+        std::fs::create_dir(&foreign).unwrap();
+        std::fs::write(lock_path(&foreign), b"their own lock").unwrap();
         let removed = remove_stale_in(tmp.path());
         assert_eq!(removed, vec![dead.clone()]);
         assert!(live.exists() && lock_path(&live).exists());
         assert!(!dead.exists() && !lock_path(&dead).exists());
         assert!(bare.exists());
+        assert!(foreign.exists() && lock_path(&foreign).exists());
     }
 
     /// A scratch directory is locked while it lives and leaves nothing
@@ -183,6 +202,7 @@ mod tests {
         let s = ScratchDir::new("unit").unwrap();
         let (dir, lock) = (s.path().to_path_buf(), lock_path(s.path()));
         assert!(dir.is_dir() && lock.is_file());
+        assert_eq!(std::fs::read(&lock).unwrap(), MARKER);
         assert!(!remove_stale().contains(&dir), "a live directory was taken");
         assert!(dir.is_dir());
         drop(s);
