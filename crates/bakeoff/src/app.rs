@@ -393,6 +393,9 @@ pub fn run_experiment_from_args(
         .map(PathBuf::from)
         .unwrap_or_else(|| default_out(&plan));
     check_outputs(&out, html_path(args, &out).as_deref())?;
+    // Held until the run ends: a second bakeoff with the same -o is
+    // refused rather than one result silently replacing the other.
+    let _claim = bakeoff_servers::scratch::OutputLock::take(&out).map_err(AppError::Usage)?;
     // The default comparison skips what this machine cannot start; a target
     // the user named must work or the run does not start.
     let skip_unavailable = args.targets.is_empty() && args.preset.is_none();
@@ -421,6 +424,10 @@ fn html_path(args: &RunArgs, out: &Path) -> Option<PathBuf> {
             .unwrap_or_else(|| out.with_extension("html"))
     })
 }
+
+/// Bytes written where the result file goes, before anything starts: a
+/// small result file's size.
+const PROBE_BYTES: usize = 64 * 1024;
 
 /// Checks, before anything starts, that the result file can be written
 /// where asked and that nothing will overwrite it: a run is never lost
@@ -462,6 +469,15 @@ pub fn check_outputs(out: &Path, html: Option<&Path>) -> Result<(), AppError> {
             out.join("result.json").display()
         ));
     }
+    if std::fs::metadata(out).is_ok_and(|m| {
+        use std::os::unix::fs::FileTypeExt;
+        m.file_type().is_fifo() || m.file_type().is_socket()
+    }) {
+        return bad(format!(
+            "-o {} is a pipe: the result file is written again after every run, and a pipe would take one copy after the other (or wait for ever for a reader); write to a file, or add --print-result to have the result printed once the runs end",
+            out.display()
+        ));
+    }
     let dir = out
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
@@ -473,12 +489,19 @@ pub fn check_outputs(out: &Path, html: Option<&Path>) -> Result<(), AppError> {
             out.display()
         ));
     }
-    if let Err(e) = tempfile::Builder::new()
+    // Room for a result file, not only for its name: a full disk takes a
+    // new file but not its bytes.
+    let probe = tempfile::Builder::new()
         .prefix(".bakeoff-probe-")
         .tempfile_in(dir)
-    {
+        .and_then(|mut f| {
+            use std::io::Write;
+            f.write_all(&[b' '; PROBE_BYTES])?;
+            f.as_file().sync_data()
+        });
+    if let Err(e) = probe {
         return bad(format!(
-            "cannot write the result file {} in {}: {e}; choose another place with -o",
+            "cannot write the result file {} in {}: {e}; free some space or choose another place with -o",
             out.display(),
             dir.display()
         ));
@@ -524,7 +547,7 @@ fn report(args: &ReportArgs) -> Result<i32, AppError> {
         .collect::<Result<Vec<_>, _>>()?;
     if let Some(path) = &args.html {
         write_report(&HtmlExporter, &results, Path::new(path))
-            .map_err(|e| AppError::Failed(format!("cannot write the HTML report {path}: {e}")))?;
+            .map_err(|e| AppError::Usage(format!("cannot write the HTML report {path}: {e}")))?;
         say!("report: {path}");
         if !(args.markdown || args.csv || args.json) {
             return Ok(EXIT_OK);
@@ -576,10 +599,10 @@ fn merge(args: &MergeArgs) -> Result<i32, AppError> {
     let out = Path::new(&args.output);
     merged
         .write_atomic(out)
-        .map_err(|e| AppError::Failed(format!("cannot write {}: {e}", args.output)))?;
+        .map_err(|e| AppError::Usage(format!("cannot write {}: {e}", args.output)))?;
     let html = out.with_extension("html");
     write_report(&HtmlExporter, std::slice::from_ref(&merged), &html).map_err(|e| {
-        AppError::Failed(format!(
+        AppError::Usage(format!(
             "cannot write the HTML report {}: {e}",
             html.display()
         ))

@@ -205,7 +205,10 @@ pub struct RunArgs {
     #[arg(long = "set", value_name = "T.K=V")]
     pub settings: Vec<String>,
 
-    /// Result file. [default: results/NAME-TIMESTAMP.json]
+    /// Result file, written again after every run; checked before
+    /// anything starts (room on its disk; not a pipe), and claimed for
+    /// the run: a second bakeoff with the same file is refused while this
+    /// one runs. [default: results/NAME-TIMESTAMP.json]
     #[arg(short = 'o', long, value_name = "FILE")]
     pub out: Option<String>,
 

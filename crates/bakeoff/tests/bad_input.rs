@@ -279,6 +279,136 @@ fn result_readers_refuse_endless_and_binary_input() {
     }
 }
 
+/// Output that cannot be written is bad input, found before anything
+/// starts (issue 33, class 5): a full disk under `-o` is refused at once
+/// with exit 2 (it passed the probe and failed after the runs); report
+/// and merge exit 2 for an output they cannot write, as run does.
+#[test]
+fn outputs_that_cannot_be_written_are_refused_up_front() {
+    let dir = tmp();
+    let at = dir.path().join("full");
+    std::fs::create_dir(&at).unwrap();
+    let mounted = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=16k", "tmpfs"])
+        .arg(&at)
+        .status()
+        .is_ok_and(|s| s.success());
+    if mounted {
+        let out = at.join("x.json");
+        let stderr = expect_exit(
+            &[
+                "run",
+                "-t",
+                "redis",
+                "--duration",
+                "1s",
+                "-o",
+                out.to_str().unwrap(),
+            ],
+            2,
+        );
+        assert!(
+            stderr.contains("No space left") && stderr.contains("-o"),
+            "{stderr}"
+        );
+        let left: Vec<_> = std::fs::read_dir(&at)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        assert!(left.is_empty(), "left behind: {left:?}");
+        let _ = std::process::Command::new("umount").arg(&at).status();
+    } else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI runs as root and can mount a tmpfs"
+        );
+    }
+    // A FIFO would wait for a reader for ever, and take one copy per run.
+    let fifo = dir.path().join("fifo.json");
+    let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    expect_usage_error(
+        &[
+            "run",
+            "-t",
+            "redis",
+            "--duration",
+            "1s",
+            "-o",
+            fifo.to_str().unwrap(),
+        ],
+        &["is a pipe", "--print-result"],
+    );
+    let result = dir.path().join("r.json");
+    std::fs::write(&result, include_str!("snapshots/mock.json")).unwrap();
+    let r = result.to_str().unwrap();
+    expect_usage_error(
+        &["report", r, "--html", "/proc/no/such/report.html"],
+        &["cannot write the HTML report"],
+    );
+    // Two shards of one experiment, to merge.
+    let shards: Vec<String> = (0..2)
+        .map(|i| {
+            let mut v: serde_json::Value =
+                serde_json::from_str(include_str!("snapshots/mock.json")).unwrap();
+            v["shard"] = serde_json::json!({
+                "index": i, "count": 2, "plan_hash": "h",
+                "started_at": "2026-01-01T00:00:00Z", "ended_at": "2026-01-01T00:00:10Z"
+            });
+            let path = dir.path().join(format!("shard{i}.json"));
+            std::fs::write(&path, v.to_string()).unwrap();
+            path.to_str().unwrap().to_string()
+        })
+        .collect();
+    expect_usage_error(
+        &[
+            "merge",
+            &shards[0],
+            &shards[1],
+            "-o",
+            "/proc/no/such/merged.json",
+        ],
+        &["cannot write /proc/no/such/merged.json"],
+    );
+}
+
+/// Two runs with the same -o: the second is refused while the first
+/// runs, where both exited 0 and one result was lost (issue 33, class 5).
+#[test]
+fn a_second_run_to_the_same_output_is_refused() {
+    if !require("redis-server", "redis-server") {
+        return;
+    }
+    let dir = tmp();
+    let out = dir.path().join("same.json");
+    let out = out.to_str().unwrap();
+    let mut first = bakeoff_spawn(&[
+        "run",
+        "-t",
+        "redis",
+        "--records",
+        "1000",
+        "--duration",
+        "3s",
+        "--warmup",
+        "0",
+        "--quiet",
+        "-o",
+        out,
+    ]);
+    // The claim is taken before anything starts.
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    expect_usage_error(
+        &["run", "-t", "redis", "--duration", "1s", "-o", out],
+        &["another bakeoff is writing", "same.json"],
+    );
+    assert!(first.wait().unwrap().success());
+    // Once it ended, the path is free again.
+    assert!(read_json(std::path::Path::new(out))["runs"][0]["status"] == "ok");
+}
+
 #[test]
 fn a_closed_port_refuses_and_cannot_be_taken() {
     let (_closed, port) = closed_port();

@@ -318,6 +318,73 @@ fn writing_to_a_device_does_not_replace_it() {
     assert!(!meta.is_file(), "/dev/null was replaced by a regular file");
 }
 
+/// A tmpfs of `kib` KiB mounted on a new folder of `dir`, unmounted when
+/// dropped; `None` where this user cannot mount (not root).
+struct SmallDisk(std::path::PathBuf);
+
+impl SmallDisk {
+    fn mount(dir: &Path, kib: u32) -> Option<SmallDisk> {
+        let at = dir.join("small");
+        std::fs::create_dir(&at).unwrap();
+        let ok = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={kib}k"), "tmpfs"])
+            .arg(&at)
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "CI runs as root and can mount a tmpfs"
+            );
+            eprintln!("skipping: cannot mount a tmpfs here");
+            return None;
+        }
+        Some(SmallDisk(at))
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(&self.0).status();
+    }
+}
+
+/// A result that does not fit where it is written fails with the disk's
+/// error and leaves no `.json.tmp` behind; an output that is a FIFO no one
+/// reads is refused at once instead of blocking for ever (issue 33,
+/// classes 5 and 1).
+#[test]
+fn a_failed_write_leaves_nothing_and_a_fifo_without_reader_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = run_mock(
+        "targets = [\"mock\"]\n[workload]\nops = 10\nwarmup = \"0\"\nload = false\n",
+        &dir.path().join("x.json"),
+    );
+    if let Some(disk) = SmallDisk::mount(dir.path(), 64) {
+        // Filled to the last block, as a full disk is.
+        let filler = disk.0.join("filler");
+        let _ = std::fs::write(&filler, vec![0u8; 128 * 1024]);
+        let out = disk.0.join("r.json");
+        let e = r.write_atomic(&out).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::ENOSPC), "{e}");
+        std::fs::remove_file(&filler).unwrap();
+        let left: Vec<_> = std::fs::read_dir(&disk.0)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        assert!(left.is_empty(), "left behind: {left:?}");
+    }
+    let fifo = dir.path().join("fifo.json");
+    let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let started = std::time::Instant::now();
+    let e = r.write_atomic(&fifo).unwrap_err();
+    assert!(e.to_string().contains("no one reads"), "{e}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(2));
+}
+
 /// Chromium from Debian's package; under CI its absence fails the test.
 fn chromium() -> Option<&'static str> {
     for c in ["/usr/bin/chromium", "/usr/bin/chromium-browser"] {

@@ -1023,19 +1023,24 @@ impl ExperimentResult {
     pub fn write_atomic(&self, path: &Path) -> std::io::Result<()> {
         let json = serde_json::to_vec_pretty(self).map_err(std::io::Error::other)?;
         if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
-            return std::fs::write(path, &json);
+            return write_to_special(path, &json);
         }
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir)?;
         }
         let tmp = path.with_extension("json.tmp");
-        {
+        let written = (|| {
             use std::io::Write;
             let mut f = std::fs::File::create(&tmp)?;
             f.write_all(&json)?;
-            f.sync_all()?;
+            f.sync_all()
+        })()
+        .and_then(|()| std::fs::rename(&tmp, path));
+        if written.is_err() {
+            // A full disk or a failed rename leaves no half file behind.
+            let _ = std::fs::remove_file(&tmp);
         }
-        std::fs::rename(&tmp, path)
+        written
     }
 
     /// Reads a result file, refusing other schema versions with a clear message.
@@ -1083,6 +1088,34 @@ impl ExperimentResult {
             message: e.to_string(),
         })
     }
+}
+
+/// Writes `bytes` to `path`, which is no regular file (a device, a FIFO,
+/// `/dev/stdout`): in place, never replaced. A FIFO that no one reads is
+/// an error at once, where a plain open would wait for a reader for ever.
+pub fn write_to_special(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    use std::os::unix::io::AsRawFd;
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ENXIO) => std::io::Error::new(
+                e.kind(),
+                format!("{} is a FIFO that no one reads", path.display()),
+            ),
+            _ => e,
+        })?;
+    // Opened without waiting; written the plain way (a pipe's reader may
+    // be slower than bakeoff).
+    // SAFETY: fcntl on a descriptor we own.
+    unsafe {
+        let flags = libc::fcntl(f.as_raw_fd(), libc::F_GETFL);
+        libc::fcntl(f.as_raw_fd(), libc::F_SETFL, flags & !libc::O_NONBLOCK);
+    }
+    (&f).write_all(bytes)
 }
 
 /// The line after which `bakeoff run --print-result` prints the result

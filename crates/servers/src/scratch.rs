@@ -24,7 +24,8 @@ const PREFIX: &str = "bakeoff-";
 /// What a lock file of bakeoff's holds: the cleaner removes only a
 /// directory whose lock says bakeoff made it, whoever else names theirs
 /// `bakeoff-…`.
-const MARKER: &[u8] = b"bakeoff scratch directory: removed by the next bakeoff once this file is unlocked\n";
+const MARKER: &[u8] =
+    b"bakeoff scratch directory: removed by the next bakeoff once this file is unlocked\n";
 
 /// A temporary directory of this process, removed when dropped; its lock
 /// is released when the process ends.
@@ -139,6 +140,82 @@ pub fn remove_stale_in(tmp: &Path) -> Vec<PathBuf> {
     removed
 }
 
+/// A run's claim on its result file: while one bakeoff writes a path,
+/// another asked to write the same one is refused instead of both
+/// replacing each other's file and one result being lost. A lock file in
+/// the temporary folder, named after the path, held with `flock` for the
+/// run; the kernel drops it if the process dies, and the next bakeoff's
+/// [`remove_stale`] removes the file.
+#[derive(Debug)]
+pub struct OutputLock {
+    lock: PathBuf,
+    _held: File,
+}
+
+impl OutputLock {
+    /// Claims `out` (a file that need not exist yet); the error says which
+    /// path another bakeoff is writing.
+    pub fn take(out: &Path) -> Result<Self, String> {
+        Self::take_in(&std::env::temp_dir(), out)
+    }
+
+    /// [`OutputLock::take`] with its lock in folder `tmp`.
+    pub fn take_in(tmp: &Path, out: &Path) -> Result<Self, String> {
+        // The same file however it is named: its folder's real path and
+        // its name.
+        let parent = out
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        let mut key = parent
+            .canonicalize()
+            .unwrap_or_else(|_| parent.to_path_buf())
+            .into_os_string();
+        key.push("/");
+        key.push(out.file_name().unwrap_or_default());
+        // FNV-1a: a stable name, whatever the path's length.
+        let hash = key
+            .as_encoded_bytes()
+            .iter()
+            .fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+                (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3)
+            });
+        let lock = tmp.join(format!("{PREFIX}output-{hash:016x}{LOCK_SUFFIX}"));
+        let claim = || -> std::io::Result<File> {
+            let mut held = std::fs::OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .open(&lock)?;
+            // SAFETY: flock on a descriptor we own.
+            if unsafe { libc::flock(held.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            held.set_len(0)?;
+            std::io::Write::write_all(&mut held, MARKER)?;
+            Ok(held)
+        };
+        match claim() {
+            Ok(held) => Ok(OutputLock { lock, _held: held }),
+            Err(e) if e.raw_os_error() == Some(libc::EWOULDBLOCK) => Err(format!(
+                "another bakeoff is writing {} now; wait for it to end, or give this run another -o",
+                out.display()
+            )),
+            Err(e) => Err(format!(
+                "cannot claim {} for this run ({}: {e}); check the temporary folder (TMPDIR)",
+                out.display(),
+                lock.display()
+            )),
+        }
+    }
+}
+
+impl Drop for OutputLock {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.lock);
+    }
+}
+
 /// Checks that the temporary folder exists and can be written: servers'
 /// data goes there. The error names the folder and the variable to set.
 pub fn check_temp_dir() -> Result<(), String> {
@@ -193,6 +270,26 @@ mod tests {
         assert!(!dead.exists() && !lock_path(&dead).exists());
         assert!(bare.exists());
         assert!(foreign.exists() && lock_path(&foreign).exists());
+    }
+
+    /// One run at a time writes a result file, however the path is
+    /// spelled; the claim goes, and leaves nothing, when its run ends.
+    #[test]
+    fn a_result_file_is_claimed_by_one_run_at_a_time() {
+        let tmp = tempfile::tempdir().unwrap();
+        let outs = tempfile::tempdir().unwrap();
+        let out = outs.path().join("r.json");
+        let first = OutputLock::take_in(tmp.path(), &out).unwrap();
+        let again = outs.path().join(".").join("r.json");
+        let e = OutputLock::take_in(tmp.path(), &again).unwrap_err();
+        assert!(e.contains("another bakeoff is writing"), "{e}");
+        // Another file is another claim.
+        let other = OutputLock::take_in(tmp.path(), &outs.path().join("s.json")).unwrap();
+        drop(first);
+        let back = OutputLock::take_in(tmp.path(), &out).unwrap();
+        drop((back, other));
+        let leftover: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().flatten().collect();
+        assert!(leftover.is_empty(), "{leftover:?}");
     }
 
     /// A scratch directory is locked while it lives and leaves nothing
