@@ -808,9 +808,22 @@ fn start_at(flags: &Overrides) -> Result<Option<StartAt>, PlanError> {
             ))
         }
         None => Ok(None),
-        Some(at) => StartAt::parse(at, tolerance)
-            .map(Some)
-            .map_err(|m| Origin::other("--start-at", "", true).err(m)),
+        Some(at) => {
+            let origin = Origin::other("--start-at", "", true);
+            let start = StartAt::parse(at, tolerance).map_err(|m| origin.err(m))?;
+            let ahead = start
+                .time()
+                .duration_since(std::time::SystemTime::now())
+                .unwrap_or_default();
+            if ahead > shard::MAX_START_AHEAD {
+                return Err(origin.err(format!(
+                    "{} is {} from now, more than a day: a run would wait that long before it measured; give a time within a day (e.g. `date -u +%FT%TZ -d '+2 min'`)",
+                    start.at,
+                    crate::units::fmt_ns(ahead.as_nanos() as f64)
+                )));
+            }
+            Ok(Some(start))
+        }
     }
 }
 
@@ -1305,6 +1318,27 @@ mod tests {
         Plan::build(Some(("p.toml", raw)), &f, &Cat)
     }
 
+    /// A start more than a day ahead is refused when the plan is built,
+    /// rather than waited for in silence (issue 33, class 1).
+    #[test]
+    fn a_start_more_than_a_day_ahead_is_refused() {
+        let ahead = |d: std::time::Duration| Overrides {
+            start_at: Some(
+                humantime::format_rfc3339_seconds(std::time::SystemTime::now() + d).to_string(),
+            ),
+            ..Overrides::default()
+        };
+        let preset = "targets = [\"redis://h:1\"]\n[workload]\nduration = \"10s\"\n";
+        let e = build(preset, ahead(std::time::Duration::from_secs(3 * 86_400)))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("--start-at") && e.contains("more than a day"),
+            "{e}"
+        );
+        build(preset, ahead(std::time::Duration::from_secs(3600))).unwrap();
+    }
+
     #[test]
     fn synchronised_runs_start_one_longest_run_and_a_gap_apart() {
         let preset = "targets = [\"redis://h:1\"]\n[workload]\nclients = 4\nduration = \"10s\"\nwarmup = \"2s\"\n[sweep]\nvalue_size = [100, 1000]\n";
@@ -1313,32 +1347,39 @@ mod tests {
             start_at: Some(start.into()),
             ..Overrides::default()
         };
-        let p = build(preset, flags("2030-01-01T00:00:00Z")).unwrap();
+        // An hour ahead, to the second: a start at most a day ahead is
+        // taken.
+        let base = std::time::SystemTime::now() + std::time::Duration::from_secs(3600);
+        let at = |plus: u64| {
+            humantime::format_rfc3339_seconds(base + std::time::Duration::from_secs(plus))
+                .to_string()
+        };
+        let nanos = |text: &str| {
+            humantime::format_rfc3339_nanos(humantime::parse_rfc3339(text).unwrap()).to_string()
+        };
+        let p = build(preset, flags(&at(0))).unwrap();
         let start = p.start.clone().unwrap();
         assert_eq!(start.every_s, 12.0 + shard::RUN_GAP.as_secs_f64());
-        assert_eq!(start.of_run(0).at, "2030-01-01T00:00:00.000000000Z");
-        assert_eq!(start.of_run(2).at, "2030-01-01T00:01:24.000000000Z");
+        assert_eq!(start.of_run(0).at, nanos(&at(0)));
+        assert_eq!(start.of_run(2).at, nanos(&at(84)));
         // Every shard runs one plan: the hash leaves the index out, and
         // a different start is a different plan.
         let other = Overrides {
             shard: Some(Shard::new(0, 2).unwrap()),
-            ..flags("2030-01-01T00:00:00Z")
+            ..flags(&at(0))
         };
         assert_eq!(p.hash(), build(preset, other).unwrap().hash());
-        assert_ne!(
-            p.hash(),
-            build(preset, flags("2030-01-01T00:00:01Z")).unwrap().hash()
-        );
+        assert_ne!(p.hash(), build(preset, flags(&at(1))).unwrap().hash());
         // An operation count has no known end; a managed server would be
         // each shard's own; clients must go round.
         let ops = "targets = [\"redis://h:1\"]\n[workload]\nclients = 4\nops = 100\n";
-        let e = build(ops, flags("2030-01-01T00:00:00Z")).unwrap_err();
+        let e = build(ops, flags(&at(0))).unwrap_err();
         assert!(e.to_string().contains("no known end"), "{e}");
         let managed = "targets = [\"redis\"]\n[workload]\nclients = 4\n";
-        let e = build(managed, flags("2030-01-01T00:00:00Z")).unwrap_err();
+        let e = build(managed, flags(&at(0))).unwrap_err();
         assert!(e.to_string().contains("one per shard"), "{e}");
         let few = "targets = [\"redis://h:1\"]\n[workload]\nclients = 1\n";
-        let e = build(few, flags("2030-01-01T00:00:00Z")).unwrap_err();
+        let e = build(few, flags(&at(0))).unwrap_err();
         assert!(
             e.to_string().contains("cannot be split between 2 shards"),
             "{e}"

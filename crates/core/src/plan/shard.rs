@@ -140,6 +140,10 @@ impl Shard {
 /// clock may be from the server's, unless `--start-tolerance` says.
 pub const START_TOLERANCE: Duration = Duration::from_millis(250);
 
+/// How far ahead a synchronised start may be: a day (a start years ahead
+/// would have the run wait that long in silence).
+pub const MAX_START_AHEAD: Duration = Duration::from_secs(86_400);
+
 /// Time between one synchronised run's end and the next's start, for
 /// closing the one and opening and loading the other.
 pub const RUN_GAP: Duration = Duration::from_secs(30);

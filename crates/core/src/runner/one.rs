@@ -216,7 +216,8 @@ impl Runs<'_> {
             0.0
         };
         for e in extras.iter_mut() {
-            e.before_measure(stage, run).map_err(Stop::Refused)?;
+            e.before_measure(stage, run, &mut *self.observer)
+                .map_err(Stop::Refused)?;
         }
         let little = if self.opts.stop.load(Ordering::Relaxed) {
             (0, 0)

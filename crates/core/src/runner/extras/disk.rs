@@ -18,6 +18,7 @@ impl Extra for Disk {
         &mut self,
         stage: &Stage,
         _run: &mut RunResult,
+        _observer: &mut dyn Observer,
     ) -> Result<(), crate::error::RunError> {
         self.before = stage.target.resources();
         Ok(())

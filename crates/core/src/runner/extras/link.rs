@@ -7,6 +7,7 @@ use crate::error::RunError;
 use crate::result::{LinkUsage, RunResult};
 
 use super::super::job::JobOutcome;
+use super::super::job::Observer;
 use super::{Extra, Stage};
 use crate::readings::LinkSample;
 
@@ -17,7 +18,12 @@ pub(super) struct Link {
 }
 
 impl Extra for Link {
-    fn before_measure(&mut self, stage: &Stage, _run: &mut RunResult) -> Result<(), RunError> {
+    fn before_measure(
+        &mut self,
+        stage: &Stage,
+        _run: &mut RunResult,
+        _observer: &mut dyn Observer,
+    ) -> Result<(), RunError> {
         // After any wait for the start: a few counters read from memory.
         self.before = stage.target.link().map(|l| (l, Instant::now()));
         Ok(())

@@ -59,7 +59,12 @@ pub(super) trait Extra {
 
     /// Just before the measure job, in the order the extras are listed;
     /// an error refuses the run (and ends the experiment).
-    fn before_measure(&mut self, _stage: &Stage, _run: &mut RunResult) -> Result<(), RunError> {
+    fn before_measure(
+        &mut self,
+        _stage: &Stage,
+        _run: &mut RunResult,
+        _observer: &mut dyn Observer,
+    ) -> Result<(), RunError> {
         Ok(())
     }
 

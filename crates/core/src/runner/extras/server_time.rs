@@ -11,6 +11,7 @@ use crate::error::RunError;
 use crate::result::{CommandTime as CommandTimeResult, RunResult, ServerTime as ServerTimeResult};
 
 use super::super::job::JobOutcome;
+use super::super::job::Observer;
 use super::{Extra, Stage};
 use crate::target::{CommandTime, Target};
 
@@ -33,7 +34,12 @@ impl ServerTime {
 }
 
 impl Extra for ServerTime {
-    fn before_measure(&mut self, stage: &Stage, _run: &mut RunResult) -> Result<(), RunError> {
+    fn before_measure(
+        &mut self,
+        stage: &Stage,
+        _run: &mut RunResult,
+        _observer: &mut dyn Observer,
+    ) -> Result<(), RunError> {
         self.before = stage
             .target
             .command_times()
