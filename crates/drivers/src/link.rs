@@ -533,8 +533,21 @@ impl State<'_> {
     }
 }
 
-/// Round trips timed in each pass of the calibration.
+/// Most round trips timed in each pass of the calibration.
 const CALIBRATION_ROUNDS: usize = 200;
+
+/// Fewest round trips timed in each pass: a median of fewer says little.
+const CALIBRATION_ROUNDS_MIN: usize = 10;
+
+/// Time each pass of the calibration may take: the round trips timed are
+/// as many as the link's round trip allows in it (at most
+/// [`CALIBRATION_ROUNDS`]).
+const CALIBRATION_PASS: Duration = Duration::from_millis(700);
+
+/// Round trips from which the relay is not calibrated: its own cost (tens
+/// of µs) is under 0.2 % of them, and timing enough of them would take
+/// seconds before the run.
+const UNCALIBRATED_FROM_NS: u64 = 20_000_000;
 
 /// Passes of the calibration; the least pass's figure is taken, so that a
 /// burst of other work on the machine during one pass does not shorten
@@ -552,9 +565,11 @@ const CALIBRATION_PASSES: usize = 2;
 /// against 5.6 µs straight), while one that waits on its timer pays about
 /// 25 µs; calibrated at zero, a 150 µs link came out 115 µs.
 fn calibrate(link: Link) -> std::io::Result<u64> {
-    if link.one_way_ns() == 0 {
+    if link.one_way_ns() == 0 || link.rtt_ns >= UNCALIBRATED_FROM_NS {
         return Ok(0);
     }
+    let rounds = (CALIBRATION_PASS.as_nanos() as u64 / link.rtt_ns)
+        .clamp(CALIBRATION_ROUNDS_MIN as u64, CALIBRATION_ROUNDS as u64) as usize;
     let echo = TcpListener::bind("127.0.0.1:0")?;
     let echo_addr = echo.local_addr()?;
     let server = std::thread::spawn(move || {
@@ -582,7 +597,10 @@ fn calibrate(link: Link) -> std::io::Result<u64> {
     let open = |addr| -> std::io::Result<TcpStream> {
         let s = TcpStream::connect(addr)?;
         s.set_nodelay(true)?;
-        s.set_read_timeout(Some(Duration::from_secs(2)))?;
+        // A round trip of the link, and time to spare.
+        s.set_read_timeout(Some(
+            Duration::from_nanos(link.rtt_ns) + Duration::from_secs(2),
+        ))?;
         Ok(s)
     };
     let mut straight = open(echo_addr)?;
@@ -598,7 +616,7 @@ fn calibrate(link: Link) -> std::io::Result<u64> {
     let mut least = u64::MAX;
     for _ in 0..CALIBRATION_PASSES {
         let (mut a, mut b) = (Vec::new(), Vec::new());
-        for _ in 0..CALIBRATION_ROUNDS {
+        for _ in 0..rounds {
             a.push(round(&mut straight)?);
             b.push(round(&mut through)?);
         }
@@ -660,6 +678,27 @@ fn arm(timer: RawFd, at_ns: u64) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A relay of a long round trip starts at once (its calibration would
+    /// have timed 400 round trips: 400 s at rtt=1s, and any rtt of 2 s or
+    /// more failed on a fixed 2 s read timeout), and a short one within
+    /// the calibration's budget (issue 33, class 1).
+    #[test]
+    fn a_relay_starts_within_its_calibration_budget_whatever_the_rtt() {
+        for rtt_ms in [3000, 1000, 15] {
+            let link = Link::parse(&format!("rtt={rtt_ms}ms")).unwrap();
+            let started = std::time::Instant::now();
+            let relay = Relay::start(echo(), link).unwrap();
+            let took = started.elapsed();
+            assert!(
+                took < Duration::from_millis(2500),
+                "rtt={rtt_ms}ms: started in {took:?}"
+            );
+            if rtt_ms >= 1000 {
+                assert_eq!(relay.overhead_ns, 0, "rtt={rtt_ms}ms");
+            }
+        }
+    }
 
     /// An echo server on loopback; returns its address.
     fn echo() -> SocketAddr {
