@@ -931,3 +931,87 @@ fn garbage_speaking_or_silent_servers_are_refused_in_time() {
         );
     }
 }
+
+/// A server that stalls with many clients on it (SIGSTOP, as a paused VM
+/// would): the lost connections are not opened again one after another,
+/// each waiting out the timeout on the loop's thread (20 clients x 2 s,
+/// and the run went on 40 s past its end); the run ends on time, its
+/// timeouts counted, and Ctrl-C acts at once (issue 33, class 1).
+#[test]
+fn a_stalled_server_holds_neither_the_end_nor_ctrl_c() {
+    if !require("redis-server", "redis-server") {
+        return;
+    }
+    let _alone = alone();
+    for interrupt in [false, true] {
+        let server = redis(Some("pw"));
+        let dir = tmp();
+        let out = dir.path().join("stalled.json");
+        let url = format!("redis://:pw@127.0.0.1:{}", server.addr.port());
+        let mut child = bakeoff_spawn(&[
+            "run",
+            "-t",
+            &url,
+            "--records",
+            "1000",
+            "--clients",
+            "20",
+            "--duration",
+            if interrupt { "60s" } else { "5s" },
+            "--warmup",
+            "0",
+            "--timeout",
+            "2s",
+            "--quiet",
+            "-o",
+            out.to_str().unwrap(),
+        ]);
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        // SAFETY: stopping the server this test started, by its pid.
+        unsafe { libc::kill(server.pid as i32, libc::SIGSTOP) };
+        let stalled = std::time::Instant::now();
+        if interrupt {
+            // Its connections time out, and their new attempts meet the
+            // stall too; then Ctrl-C.
+            std::thread::sleep(std::time::Duration::from_secs(5));
+            // SAFETY: interrupting the bakeoff this test started.
+            unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+        }
+        let asked = std::time::Instant::now();
+        let status = wait_within(&mut child, std::time::Duration::from_secs(60));
+        let (since_stall, since_asked) = (stalled.elapsed(), asked.elapsed());
+        // SAFETY: as above.
+        unsafe { libc::kill(server.pid as i32, libc::SIGCONT) };
+        let status = status.expect("bakeoff hung on a stalled server");
+        let mut stderr = String::new();
+        std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+        if interrupt {
+            assert_eq!(status.code(), Some(130), "{stderr}");
+            // The loop lets go within a second, and an interrupted run
+            // asks the stalled server nothing more.
+            assert!(
+                since_asked < std::time::Duration::from_secs(2),
+                "Ctrl-C took {since_asked:?}: {stderr}"
+            );
+        } else {
+            assert_eq!(status.code(), Some(1), "{stderr}");
+            assert!(
+                since_stall < std::time::Duration::from_secs(15),
+                "ended {since_stall:?} after the stall: {stderr}"
+            );
+            let r = read_json(&out);
+            assert!(
+                r["runs"][0]["measure"]["errors"]["timeout"]
+                    .as_u64()
+                    .unwrap_or(0)
+                    > 0
+            );
+        }
+        eprintln!(
+            "{}: {:?} after the stall, {:?} after asking",
+            if interrupt { "ctrl-c" } else { "end" },
+            since_stall,
+            since_asked
+        );
+    }
+}

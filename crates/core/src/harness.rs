@@ -232,6 +232,13 @@ impl<'j> Harness<'j> {
         self.generating
     }
 
+    /// Whether a stop was asked for (Ctrl-C, a signal), rather than the
+    /// phase having ended.
+    #[inline]
+    pub fn stop_asked(&self) -> bool {
+        self.job.stop.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// Stops making requests: the loop can no longer send.
     pub fn stop(&mut self) {
         self.generating = false;

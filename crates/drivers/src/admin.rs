@@ -173,13 +173,25 @@ fn read_more(
     max: usize,
     protocol: &str,
 ) -> std::io::Result<()> {
-    let left = REPLY_WITHIN.saturating_sub(since.elapsed());
+    read_more_within(stream, buf, since, REPLY_WITHIN, max, protocol)
+}
+
+/// [`read_more`] within `within` of `since` rather than [`REPLY_WITHIN`].
+fn read_more_within(
+    stream: &mut Stream,
+    buf: &mut Vec<u8>,
+    since: Instant,
+    within: Duration,
+    max: usize,
+    protocol: &str,
+) -> std::io::Result<()> {
+    let left = within.saturating_sub(since.elapsed());
     if left.is_zero() {
         return Err(std::io::Error::new(
             std::io::ErrorKind::TimedOut,
             format!(
-                "no whole {protocol} reply within {} s ({} bytes came): is the server stalled, or not a {protocol} server?",
-                REPLY_WITHIN.as_secs(),
+                "no whole {protocol} reply within {:.1} s ({} bytes came): is the server stalled, or not a {protocol} server?",
+                within.as_secs_f64(),
                 buf.len()
             ),
         ));
@@ -224,6 +236,16 @@ fn read_more(
 
 /// Sends one RESP command and reads its whole reply.
 pub fn resp_call(stream: &mut Stream, words: &[&[u8]]) -> std::io::Result<RespReply> {
+    resp_call_within(stream, words, REPLY_WITHIN)
+}
+
+/// [`resp_call`], its reply awaited at most `within` (a connection's
+/// handshake: within the time the loop gives the connection).
+pub fn resp_call_within(
+    stream: &mut Stream,
+    words: &[&[u8]],
+    within: Duration,
+) -> std::io::Result<RespReply> {
     stream.write_all(&resp_command(words))?;
     let since = Instant::now();
     let mut buf = Vec::with_capacity(4096);
@@ -249,7 +271,7 @@ pub fn resp_call(stream: &mut Stream, words: &[&[u8]]) -> std::io::Result<RespRe
             }
             Decoded::Incomplete => {}
         }
-        read_more(stream, &mut buf, since, RESP_REPLY_MAX, "RESP")?;
+        read_more_within(stream, &mut buf, since, within, RESP_REPLY_MAX, "RESP")?;
     }
 }
 

@@ -21,7 +21,8 @@ use crate::nodes::{Layout, MultiNode, Node};
 use crate::running::RunningServer;
 
 use crate::admin::{
-    connect_within, parse_info, resolve, resp_call, RespReply, ADMIN_CONNECT_WITHIN,
+    connect_within, parse_info, resolve, resp_call, resp_call_within, RespReply,
+    ADMIN_CONNECT_WITHIN,
 };
 use crate::codec::resp::{RespCodec, RespWaitCodec};
 use crate::settings::{durable, Durability, Kind, Setting, Settings, PORT};
@@ -192,8 +193,10 @@ impl Connector for RedisConnector {
         let mut s: Stream = connect_within(self.addr, "redis", within)?.into();
         if let Some(p) = &self.password {
             let reply = match &self.user {
-                Some(u) => resp_call(&mut s, &[b"AUTH", u.as_bytes(), p.as_bytes()])?,
-                None => resp_call(&mut s, &[b"AUTH", p.as_bytes()])?,
+                Some(u) => {
+                    resp_call_within(&mut s, &[b"AUTH", u.as_bytes(), p.as_bytes()], within)?
+                }
+                None => resp_call_within(&mut s, &[b"AUTH", p.as_bytes()], within)?,
             };
             if let RespReply::Error(e) = reply {
                 return Err(std::io::Error::new(
@@ -223,7 +226,15 @@ pub struct RedisTarget {
     password: Option<String>,
     driver: CodecDriver<RespCodec>,
     record: TargetRecord,
+    /// Until when (monotonic ns) admin calls fail at once: a server that
+    /// let one time out is not asked again for a while, so that the reads
+    /// after a run on a stalled server (counters, command times, records)
+    /// cost one timeout, not one each.
+    quiet_until_ns: std::sync::atomic::AtomicU64,
 }
+
+/// How long admin calls fail at once after one timed out.
+const QUIET_AFTER_TIMEOUT_NS: u64 = 10_000_000_000;
 
 /// `wait_replicas` asks each write to wait for that many replicas: more
 /// than the topology has, at any point of the run, would hold every write
@@ -525,6 +536,7 @@ impl RedisTarget {
             user,
             password,
             record: TargetRecord::default(),
+            quiet_until_ns: Default::default(),
         }
     }
 
@@ -592,22 +604,52 @@ impl RedisTarget {
 
     /// A connection for admin calls, straight to the server.
     pub(crate) fn admin(&self) -> std::io::Result<Stream> {
+        use std::sync::atomic::Ordering;
+        if bakeoff_core::recorder::monotonic_ns() < self.quiet_until_ns.load(Ordering::Relaxed) {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!(
+                    "redis at {} let an admin call time out a moment ago; not asked again yet",
+                    self.connector_addr
+                ),
+            ));
+        }
         let s = RedisConnector {
             addr: self.connector_addr,
             user: self.user.clone(),
             password: self.password.clone(),
         }
-        .connect(ADMIN_CONNECT_WITHIN)?
+        .connect(ADMIN_CONNECT_WITHIN)
+        .map_err(|e| self.timed_out(e))?
         .stream;
         s.set_read_timeout(Some(Duration::from_secs(10)))?;
         Ok(s)
     }
 
+    /// One admin call: the server's reply to `words`.
+    fn call(&self, words: &[&[u8]]) -> std::io::Result<RespReply> {
+        let mut s = self.admin()?;
+        resp_call(&mut s, words).map_err(|e| self.timed_out(e))
+    }
+
+    /// `e`, remembered when it is a timeout (see `quiet_until_ns`).
+    fn timed_out(&self, e: std::io::Error) -> std::io::Error {
+        if matches!(
+            e.kind(),
+            std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock
+        ) {
+            self.quiet_until_ns.store(
+                bakeoff_core::recorder::monotonic_ns() + QUIET_AFTER_TIMEOUT_NS,
+                std::sync::atomic::Ordering::Relaxed,
+            );
+        }
+        e
+    }
+
     /// The value of configuration parameter `name` (`CONFIG GET`), if the
     /// server answers it.
     fn config(&self, name: &str) -> Option<String> {
-        let mut s = self.admin().ok()?;
-        match resp_call(&mut s, &[b"CONFIG", b"GET", name.as_bytes()]).ok()? {
+        match self.call(&[b"CONFIG", b"GET", name.as_bytes()]).ok()? {
             RespReply::Simple(raw) => config_value(&raw),
             _ => None,
         }
@@ -615,8 +657,7 @@ impl RedisTarget {
 
     /// `INFO section` as key-value pairs.
     pub(crate) fn info(&self, section: &str) -> std::io::Result<Vec<(String, String)>> {
-        let mut s = self.admin()?;
-        match resp_call(&mut s, &[b"INFO", section.as_bytes()])? {
+        match self.call(&[b"INFO", section.as_bytes()])? {
             RespReply::Bulk(b) => Ok(parse_info(&String::from_utf8_lossy(&b))),
             other => Err(std::io::Error::other(format!(
                 "unexpected INFO reply {other:?}"
@@ -706,8 +747,7 @@ impl Target for RedisTarget {
     }
 
     fn record_count(&self) -> Option<u64> {
-        let mut s = self.admin().ok()?;
-        match resp_call(&mut s, &[b"DBSIZE"]).ok()? {
+        match self.call(&[b"DBSIZE"]).ok()? {
             RespReply::Simple(n) => n.parse().ok(),
             _ => None,
         }

@@ -73,6 +73,13 @@ use crate::recorder::{monotonic_ns, ErrorKind, IoLoop};
 use crate::session::io_error_kind;
 use crate::workload::{OpKind, OP_KINDS};
 
+/// How long requests still out may take after a stop was asked for
+/// before the loop ends without them.
+const STOP_GRACE_NS: u64 = 500_000_000;
+
+/// Longest a lost connection's new attempt may hold the loop: a server
+/// that took longer to accept and greet is tried again next round.
+const RECONNECT_WITHIN_NS: u64 = 1_000_000_000;
 /// How often in-flight requests are checked against the timeout.
 const TIMEOUT_CHECK_EVERY_NS: u64 = 10_000_000;
 
@@ -234,9 +241,13 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
     }
 
     fn connect(&mut self, ci: usize) -> std::io::Result<()> {
-        // Within the request timeout: a stalled server holds the loop no
-        // longer per connection than it would hold a request.
-        let within = std::time::Duration::from_nanos(self.timeout_ns);
+        self.connect_within(ci, self.timeout_ns)
+    }
+
+    /// Opens client `ci`'s connection, waiting at most `within_ns` for the
+    /// connection and its handshake: the loop thread waits with it.
+    fn connect_within(&mut self, ci: usize, within_ns: u64) -> std::io::Result<()> {
+        let within = std::time::Duration::from_nanos(within_ns);
         let Connected { stream, handles } = self.connectors[ci % self.nodes].connect(within)?;
         stream.set_nonblocking(true)?;
         if let Backend::Epoll { epfd, .. } = &self.backend {
@@ -604,12 +615,23 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
     }
 
     fn reconnect_due(&mut self, now: u64) {
+        // A connection lost is opened again within the request timeout but
+        // at most RECONNECT_WITHIN_NS, and after one attempt fails the
+        // others wait for the next round: a stalled server holds the loop
+        // (and its end of phase, and Ctrl-C) one short attempt per round,
+        // not a timeout per client one after another.
+        let within = self.timeout_ns.min(RECONNECT_WITHIN_NS);
+        let mut failed = false;
         for ci in 0..self.conns.len() {
             let c = &self.conns[ci];
             if c.stream.is_some() || c.retry_at > now || !self.harness.generating() {
                 continue;
             }
-            match self.connect(ci) {
+            if failed {
+                self.conns[ci].retry_at = now + RECONNECT_EVERY_NS;
+                continue;
+            }
+            match self.connect_within(ci, within) {
                 Ok(()) => {
                     let now = self.now();
                     let client = self.client_of(ci);
@@ -620,6 +642,7 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
                     }
                 }
                 Err(e) => {
+                    failed = true;
                     let kind = if e.kind() == IoErrorKind::TimedOut {
                         ErrorKind::Timeout
                     } else {
@@ -649,9 +672,19 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
             self.fill(ci, start);
             self.kick_client(ci, start);
         }
+        // When a stop was asked for: requests still out get STOP_GRACE_NS,
+        // then the loop ends without them (a stalled server would hold
+        // Ctrl-C for the request timeout).
+        let mut stop_asked_at: Option<u64> = None;
         loop {
             let now = self.now();
             let generating = self.harness.tick(now);
+            if !generating && self.harness.stop_asked() {
+                let at = *stop_asked_at.get_or_insert(now);
+                if now.saturating_sub(at) > STOP_GRACE_NS {
+                    break;
+                }
+            }
             if now >= self.next_timeout_check {
                 self.check_timeouts(now);
                 self.reconnect_due(now);

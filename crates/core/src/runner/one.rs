@@ -224,7 +224,11 @@ impl Runs<'_> {
         } else {
             self.measure(stage, extras, load_s, run, &mut sent)?
         };
-        compare_counters(stage, extras, before, &sent, run);
+        // Interrupted, the counters are not read: Ctrl-C is not held by a
+        // server that may be why the user pressed it.
+        if !self.opts.stop.load(Ordering::Relaxed) {
+            compare_counters(stage, extras, before, &sent, run);
+        }
         for e in extras.iter_mut() {
             e.check(stage, run, self.observer).map_err(Stop::Ended)?;
         }

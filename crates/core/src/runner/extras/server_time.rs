@@ -55,6 +55,10 @@ impl Extra for ServerTime {
         _load_s: f64,
         run: &mut RunResult,
     ) -> Result<(), String> {
+        // Interrupted: the user wants out, and the server may be why.
+        if stage.ctx.stop.load(std::sync::atomic::Ordering::Relaxed) {
+            return Ok(());
+        }
         let Some((_, after)) = stage.target.command_times() else {
             return Ok(());
         };
