@@ -645,7 +645,7 @@ fn growth_and_batches_are_checked_before_anything_starts() {
 /// power cut of memcached, which keeps nothing on disk.
 #[test]
 fn server_settings_and_faults_that_mean_nothing_are_refused() {
-    let cases: [(&[&str], &[&str]); 3] = [
+    let cases: [(&[&str], &[&str]); 6] = [
         (
             &["-t", "redis", "--set", "redis.wait_replicas=1"],
             &["wait_replicas=1", "no replica"],
@@ -664,6 +664,27 @@ fn server_settings_and_faults_that_mean_nothing_are_refused() {
         (
             &["-t", "memcached", "--fault", "power-cut@1s"],
             &["power cut", "nothing on disk", "--fault kill"],
+        ),
+        // memcached never starts with these (issue 33, class 4): they were
+        // a 0 ops/s run that exited 1.
+        (
+            &["-t", "memcached", "--set", "memcached.memory=1mb"],
+            &["memory", "at least 2mb"],
+        ),
+        (
+            &["-t", "memcached", "--set", "memcached.max_connections=1"],
+            &["max_connections", "at least"],
+        ),
+        (
+            &[
+                "-t",
+                "memcached",
+                "--clients",
+                "100",
+                "--set",
+                "memcached.max_connections=50",
+            ],
+            &["max_connections=50", "100 clients"],
         ),
     ];
     for (args, expected) in cases {

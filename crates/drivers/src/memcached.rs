@@ -31,7 +31,7 @@ pub const SETTINGS: &[Setting] = &[
         name: "memory",
         kind: Kind::Bytes,
         default: Some("1gb"),
-        help: "memory for items (-m), at least 1mb",
+        help: "memory for items (-m), at least 2mb (memcached's 1 MiB item limit must be at most half of it)",
     },
     Setting {
         name: "threads",
@@ -43,10 +43,17 @@ pub const SETTINGS: &[Setting] = &[
         name: "max_connections",
         kind: Kind::Count,
         default: Some("4096"),
-        help: "connection limit (-c)",
+        help: "connection limit (-c), at least 8 and more than the run's clients (memcached keeps a few for itself)",
     },
     PORT,
 ];
+
+/// Fewest connections a managed memcached may be given.
+const MIN_CONNECTIONS: u64 = 8;
+
+/// Connections of memcached's own besides the clients': its listening
+/// sockets and bakeoff's stats connection.
+const OWN_CONNECTIONS: u64 = 4;
 
 /// Settings of a managed memcached.
 #[derive(Clone, Debug)]
@@ -66,13 +73,23 @@ impl MemcachedSettings {
     pub fn parse(table: Option<&toml::Table>) -> Result<Self, TargetError> {
         let s = Settings::new(table, SETTINGS)?;
         let memory = s.bytes("memory")?.unwrap_or_default();
-        if memory < 1 << 20 {
-            return Err(TargetError::Server("`memory` must be at least 1mb".into()));
+        // memcached refuses to start when its item size limit (1 MiB) is
+        // more than half its memory.
+        if memory < 2 << 20 {
+            return Err(TargetError::Settings(
+                "`memory` must be at least 2mb: memcached does not start when its 1 MiB item limit is more than half its memory".into(),
+            ));
+        }
+        let max_connections = s.count("max_connections")?.unwrap_or_default();
+        if max_connections < MIN_CONNECTIONS {
+            return Err(TargetError::Settings(format!(
+                "`max_connections` must be at least {MIN_CONNECTIONS}: memcached keeps some for its listening sockets, and bakeoff reads its stats on one"
+            )));
         }
         Ok(MemcachedSettings {
             memory_mb: memory >> 20,
             threads: s.count("threads")?.unwrap_or_default(),
-            max_connections: s.count("max_connections")?.unwrap_or_default(),
+            max_connections,
             port: s.port("port")?,
         })
     }
@@ -151,6 +168,19 @@ pub fn probe(spec: &TargetSpec, plan: &Plan) -> Result<(), TargetError> {
             {
                 return Err(TargetError::Settings(format!(
                     "--fault {f}: memcached keeps nothing on disk, so a power cut is the same as a crash; use --fault kill@… (the same moment)"
+                )));
+            }
+            if let Some(clients) = plan
+                .points_for(spec)
+                .iter()
+                .map(|p| u64::from(p.workload.clients))
+                .find(|&c| c + OWN_CONNECTIONS > settings.max_connections)
+            {
+                return Err(TargetError::Settings(format!(
+                    "servers.{}.max_connections={}: the run's {clients} clients and the {OWN_CONNECTIONS} connections memcached keeps for itself do not fit; give at least {}",
+                    spec.name,
+                    settings.max_connections,
+                    clients + OWN_CONNECTIONS
                 )));
             }
             if bakeoff_servers::find_on_path("memcached").is_none() {
