@@ -1036,3 +1036,52 @@ fn a_stalled_server_holds_neither_the_end_nor_ctrl_c() {
         );
     }
 }
+
+/// A server that dies under a counted run (a load, --ops) with several
+/// clients: every client gives up once it has been gone for the request
+/// timeout, and the run ends with its errors counted, however the
+/// reconnections are spread over rounds.
+#[test]
+fn a_server_that_dies_under_a_counted_run_ends_it() {
+    if !require("redis-server", "redis-server") {
+        return;
+    }
+    let server = redis(None);
+    let dir = tmp();
+    let out = dir.path().join("died.json");
+    let url = format!("redis://127.0.0.1:{}", server.addr.port());
+    let mut child = bakeoff_spawn(&[
+        "run",
+        "-t",
+        &url,
+        "--records",
+        "1000",
+        "--ops",
+        "100000000",
+        "--clients",
+        "8",
+        "--warmup",
+        "0",
+        "--timeout",
+        "1s",
+        "--quiet",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    // SAFETY: killing the server this test started, by its pid.
+    unsafe { libc::kill(server.pid as i32, libc::SIGKILL) };
+    let killed = std::time::Instant::now();
+    let status = wait_within(&mut child, std::time::Duration::from_secs(30))
+        .expect("bakeoff went on for ever after its server died");
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    assert!(
+        killed.elapsed() < std::time::Duration::from_secs(10),
+        "ended {:?} after the server died: {stderr}",
+        killed.elapsed()
+    );
+    let r = read_json(&out);
+    assert_eq!(r["runs"][0]["status"], "errors", "{stderr}");
+}

@@ -467,6 +467,55 @@ fn a_server_that_cannot_restart_fails_the_run_and_keeps_what_was_measured() {
     );
 }
 
+/// A server bakeoff started that dies during the load: the run fails
+/// saying how it died (a full disk kills Redis so), where it said "cannot
+/// connect … are host and port right?" (issue 33, class 4).
+#[test]
+fn a_managed_server_that_dies_during_the_load_fails_the_run_saying_how() {
+    let _beside = beside_others();
+    if !require("redis-server", "redis-server") {
+        return;
+    }
+    let dir = tmp();
+    let out = dir.path().join("died-loading.json");
+    let child = bakeoff_spawn(&[
+        "run",
+        "-t",
+        "redis",
+        "--records",
+        "5000000",
+        "--duration",
+        "3s",
+        "--warmup",
+        "0",
+        "--timeout",
+        "1s",
+        "--quiet",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    let server = first_child(child.id(), |pid, args| {
+        args.first()?.contains("redis-server").then_some(pid)
+    });
+    std::thread::sleep(Duration::from_millis(700));
+    // SAFETY: killing the redis-server the bakeoff this test started
+    // started, by its pid.
+    unsafe { libc::kill(server as i32, libc::SIGKILL) };
+    let o = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "stderr: {stderr}");
+    let run = &read_json(&out)["runs"][0];
+    assert_eq!(run["status"], "failed", "{}", run["message"]);
+    let message = run["message"].as_str().unwrap();
+    assert!(
+        message.contains("the server is no longer running")
+            && message.contains(&format!(
+                "redis-server (pid {server}) was killed by signal 9"
+            )),
+        "{message}"
+    );
+}
+
 /// A server bakeoff started that dies on its own mid-run (here a SIGKILL
 /// from outside; an engine that crashes on its recovered files, in
 /// earnest) fails the run with how it died, not with the connection

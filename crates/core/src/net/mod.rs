@@ -628,7 +628,13 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
                 continue;
             }
             if failed {
-                self.conns[ci].retry_at = now + RECONNECT_EVERY_NS;
+                // Not tried this round; gone for longer than the request
+                // timeout, it gives up as a tried one would.
+                let c = &mut self.conns[ci];
+                c.retry_at = now + RECONNECT_EVERY_NS;
+                if c.dead_since.is_some_and(|d| now - d > self.timeout_ns) {
+                    self.harness.give_up(self.client_of(ci));
+                }
                 continue;
             }
             match self.connect_within(ci, within) {

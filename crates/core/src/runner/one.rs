@@ -294,7 +294,7 @@ impl Runs<'_> {
             &mut || target.resources(),
             self.observer,
         )
-        .map_err(|m| Stop::Ended(format!("load phase failed: {m}")))?;
+        .map_err(|m| Stop::Ended(phase_failed("load", &m, target)))?;
         sent.add(&o.phases[0]);
         for e in extras.iter_mut() {
             e.job_done(stage, JobKind::Load, &o);
@@ -337,7 +337,7 @@ impl Runs<'_> {
             self.observer,
         );
         run.ended_at = Some(now());
-        let mut o = outcome.map_err(|m| Stop::Ended(format!("measure phase failed: {m}")))?;
+        let mut o = outcome.map_err(|m| Stop::Ended(phase_failed("measure", &m, target)))?;
         for p in &o.phases {
             sent.add(p);
         }
@@ -423,6 +423,16 @@ fn client_usage(o: &JobOutcome) -> ClientUsage {
         spin_percent: tenth(&o.spin_percent),
         link: None,
         encoding: None,
+    }
+}
+
+/// Why a job failed: the server bakeoff started having died says why
+/// (how it exited, its log's end: a full disk, say), where the job's own
+/// error only says it could not connect.
+fn phase_failed(phase: &str, error: &crate::error::TargetError, target: &dyn Target) -> String {
+    match target.gone() {
+        Some(why) => format!("{phase} phase failed: the server is no longer running: {why}"),
+        None => format!("{phase} phase failed: {error}"),
     }
 }
 
