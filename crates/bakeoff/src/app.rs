@@ -434,6 +434,9 @@ const PROBE_BYTES: usize = 64 * 1024;
 /// to a path found wrong at its end.
 pub fn check_outputs(out: &Path, html: Option<&Path>) -> Result<(), AppError> {
     let bad = |m: String| Err(AppError::Usage(m));
+    if out.as_os_str().is_empty() {
+        return bad("-o is empty; give the result file a name, e.g. -o results/run.json".into());
+    }
     let ext = out
         .extension()
         .map(|e| e.to_string_lossy().to_ascii_lowercase());
@@ -443,16 +446,6 @@ pub fn check_outputs(out: &Path, html: Option<&Path>) -> Result<(), AppError> {
             out.display(),
             out.with_extension("json").display()
         ));
-    }
-    if let Some(h) = html {
-        let same =
-            h == out || matches!((h.canonicalize(), out.canonicalize()), (Ok(a), Ok(b)) if a == b);
-        if same {
-            return bad(format!(
-                "--html {} is the result file (-o) too, and the report would replace it; give the report another name",
-                h.display()
-            ));
-        }
     }
     if out.is_relative() {
         if let Err(e) = std::env::current_dir() {
@@ -468,6 +461,16 @@ pub fn check_outputs(out: &Path, html: Option<&Path>) -> Result<(), AppError> {
             out.display(),
             out.join("result.json").display()
         ));
+    }
+    if let Some(h) = html {
+        let same =
+            h == out || matches!((h.canonicalize(), out.canonicalize()), (Ok(a), Ok(b)) if a == b);
+        if same {
+            return bad(format!(
+                "--html {} is the result file (-o) too, and the report would replace it; give the report another name",
+                h.display()
+            ));
+        }
     }
     if std::fs::metadata(out).is_ok_and(|m| {
         use std::os::unix::fs::FileTypeExt;

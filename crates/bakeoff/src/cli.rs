@@ -184,7 +184,7 @@ pub struct RunArgs {
     /// and of the rate, with a seed of its own; `bakeoff merge` adds the
     /// shards' files up. A Kubernetes Indexed Job gives it instead with
     /// JOB_COMPLETION_INDEX and BAKEOFF_SHARDS (see `bakeoff kubernetes`).
-    #[arg(long, value_name = "INDEX/COUNT")]
+    #[arg(long, value_name = "INDEX/COUNT", allow_hyphen_values = true)]
     pub shard: Option<String>,
 
     /// Start the measured run (its warm-up first) at this time, RFC 3339 in

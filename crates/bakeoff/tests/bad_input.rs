@@ -61,6 +61,14 @@ fn flags_and_values() {
         &["--set", "TARGET.KEY=VALUE"],
     );
     expect_usage_error(&["run", "-t", "redis://127.0.0.1"], &["no port"]);
+    // Said as what they are (issue 33, class 10): no --html was given.
+    expect_usage_error(&["run", "-t", "redis", "-o", "/"], &["-o / is a directory"]);
+    expect_usage_error(&["run", "-t", "redis", "-o", ""], &["-o is empty"]);
+    expect_usage_error(&["run", "-t", "", "--duration", "1s"], &["no targets"]);
+    expect_usage_error(
+        &["run", "-t", "redis", "--shard", "-1/2"],
+        &["--shard", "-1/2"],
+    );
     // Values beyond what fits, or negative: a bound and a message, never a
     // panic or an abort.
     for flag in ["--timeout", "--duration", "--warmup"] {

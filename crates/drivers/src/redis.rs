@@ -239,7 +239,8 @@ const QUIET_AFTER_TIMEOUT_NS: u64 = 10_000_000_000;
 /// `wait_replicas` asks each write to wait for that many replicas: more
 /// than the topology has, at any point of the run, would hold every write
 /// until `wait_timeout_ms` (or be dropped without a word where there is no
-/// replica at all).
+/// replica at all); a single server is the baseline of a sweep that has a
+/// replica elsewhere.
 fn check_wait_replicas(
     settings: &RedisSettings,
     spec: &TargetSpec,
@@ -248,13 +249,20 @@ fn check_wait_replicas(
     let Some(n) = settings.wait_replicas else {
         return Ok(());
     };
-    for point in plan.points_for(spec) {
+    let points = plan.points_for(spec);
+    // A single server in a sweep that also has a replica is the
+    // baseline: it has nothing to wait for, and WAIT is left out there.
+    let some_replica = points
+        .iter()
+        .any(|p| p.workload.topology == Topology::PrimaryReplica);
+    for point in &points {
         let topology = point.workload.topology;
         let replicas = match topology {
             Topology::PrimaryReplica => 1,
             _ => 0,
         };
-        if n > replicas {
+        let baseline = topology == Topology::Single && some_replica;
+        if n > replicas && !baseline {
             let has = match replicas {
                 0 => "has no replica to wait for".to_string(),
                 r => format!("has {r} replica"),

@@ -551,6 +551,17 @@ fn sweep(given: &Given, base: &Workload) -> Result<Vec<SweepAxis>, PlanError> {
             .iter()
             .map(|t| (p.parse)(t).map_err(|m| origin.err(m)))
             .collect::<Result<Vec<_>, _>>()?;
+        // The same point twice would be run twice, and read as repeats.
+        if let Some((i, _)) = values
+            .iter()
+            .enumerate()
+            .find(|(i, v)| values[..*i].contains(v))
+        {
+            return Err(origin.err(format!(
+                "`{}` is in the list twice; give each value once (use --repeats to run a point again)",
+                texts[i]
+            )));
+        }
         axes.push(SweepAxis {
             axis: p.key.to_string(),
             values,
@@ -623,7 +634,7 @@ fn targets(
             Origin::other("--target", "targets", false),
         )
     };
-    if texts.is_empty() {
+    if texts.iter().all(|t| t.is_empty()) {
         return Err(origin.err("no targets; name at least one, e.g. --target redis"));
     }
     let mut targets = Vec::new();
@@ -1138,9 +1149,18 @@ impl Plan {
             None => points.clone(),
         };
         let targets = targets(&raw, flags, catalog, &points_of)?;
+        // A preset's own target dropped by -t keeps its table unused; a
+        // table for a target neither the preset nor the run has is a slip.
+        let preset_names: Vec<String> = raw
+            .targets
+            .iter()
+            .flatten()
+            .filter_map(|t| target::parse_target(t, catalog).ok())
+            .map(|t| t.name)
+            .collect();
         if let Some(name) = per_target
             .keys()
-            .find(|n| !targets.iter().any(|t| &t.name == *n))
+            .find(|n| !targets.iter().any(|t| &t.name == *n) && !preset_names.contains(n))
         {
             return Err(PlanError::Invalid {
                 origin: format!("preset key per_target.{name}"),
@@ -1538,6 +1558,26 @@ mod tests {
         ] {
             build(ok, Overrides::default()).unwrap_or_else(|e| panic!("{ok}: {e}"));
         }
+    }
+
+    /// A sweep with a value twice, and an empty target, are refused with
+    /// what to do (issue 33, class 10).
+    #[test]
+    fn a_value_twice_in_a_sweep_and_an_empty_target_are_refused() {
+        let mut f = Overrides::default();
+        f.sweep
+            .insert("clients".into(), vec!["1".into(), "2".into(), "1".into()]);
+        let e = build("", f).unwrap_err().to_string();
+        assert!(
+            e.contains("`1` is in the list twice") && e.contains("--repeats"),
+            "{e}"
+        );
+        let f = Overrides {
+            targets: vec!["".into()],
+            ..Overrides::default()
+        };
+        let e = build("", f).unwrap_err().to_string();
+        assert!(e.contains("no targets; name at least one"), "{e}");
     }
 
     #[test]
