@@ -552,11 +552,8 @@ fn sweep(given: &Given, base: &Workload) -> Result<Vec<SweepAxis>, PlanError> {
             .map(|t| (p.parse)(t).map_err(|m| origin.err(m)))
             .collect::<Result<Vec<_>, _>>()?;
         // The same point twice would be run twice, and read as repeats.
-        if let Some((i, _)) = values
-            .iter()
-            .enumerate()
-            .find(|(i, v)| values[..*i].contains(v))
-        {
+        let mut seen = std::collections::HashSet::new();
+        if let Some(i) = values.iter().position(|v| !seen.insert(v.to_string())) {
             return Err(origin.err(format!(
                 "`{}` is in the list twice; give each value once (use --repeats to run a point again)",
                 texts[i]
@@ -1438,11 +1435,11 @@ mod tests {
     /// 700 values, 4 KB of flags, asked for a 100 GB matrix and aborted.
     #[test]
     fn a_sweep_is_bounded() {
-        let list = |n: usize| vec!["1".to_string(); n];
+        let list = |n: usize, unit: &str| (1..=n).map(|i| format!("{i}{unit}")).collect();
         let mut f = Overrides::default();
-        f.sweep.insert("clients".into(), list(700));
-        f.sweep.insert("records".into(), list(700));
-        f.sweep.insert("mix".into(), list(700));
+        f.sweep.insert("clients".into(), list(700, ""));
+        f.sweep.insert("records".into(), list(700, ""));
+        f.sweep.insert("mix".into(), list(700, ":1"));
         let e = build("", f).unwrap_err().to_string();
         assert!(e.contains("more than 10000 points"), "{e}");
         let e = build(
@@ -1453,8 +1450,8 @@ mod tests {
         .to_string();
         assert!(e.contains("sweep.clients") && e.contains("points"), "{e}");
         let mut f = Overrides::default();
-        f.sweep.insert("clients".into(), list(100));
-        f.sweep.insert("records".into(), list(100));
+        f.sweep.insert("clients".into(), list(100, ""));
+        f.sweep.insert("records".into(), list(100, ""));
         assert_eq!(build("", f).unwrap().points().len(), MAX_POINTS);
     }
 
