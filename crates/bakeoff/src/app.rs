@@ -14,7 +14,7 @@ use bakeoff_core::environment;
 use bakeoff_core::plan::Plan;
 use bakeoff_core::result::ExperimentResult;
 use bakeoff_core::runner::{run_experiment, ExperimentOptions, Observer};
-use bakeoff_drivers::registry::{entries, Registry};
+use bakeoff_drivers::registry::{kind, kinds, Registry};
 use bakeoff_drivers::settings::declared_values;
 use bakeoff_report::csv::CsvExporter;
 use bakeoff_report::html::HtmlExporter;
@@ -340,12 +340,12 @@ fn server_settings_line(
     plan: &bakeoff_core::plan::Plan,
     target: &bakeoff_core::plan::TargetSpec,
 ) -> String {
-    let Some(entry) = entries().into_iter().find(|e| e.name == target.name) else {
+    let Some(entry) = kind(&target.name) else {
         return String::new();
     };
     let mut set = Vec::new();
     let mut left = Vec::new();
-    for d in declared_values(entry.settings, plan.settings_of(target)) {
+    for d in declared_values(entry.facts().settings, plan.settings_of(target)) {
         match (d.value, d.set) {
             (Some(v), true) => set.push(format!("{}={v} (set)", d.name)),
             (Some(v), false) => set.push(format!("{}={v}", d.name)),
@@ -517,23 +517,24 @@ pub fn list_text() -> String {
     let mut s = String::from(
         "targets (bakeoff run --target NAME, or --target SCHEME://host:port for one you run):\n\n",
     );
-    for e in entries() {
-        let here = match (e.available)() {
+    for e in kinds() {
+        let here = match e.available() {
             Ok(()) => "available here".to_string(),
             Err(why) => format!("not available here: {why}"),
         };
-        let ops: Vec<&str> = e.abilities.ops.iter().map(|o| o.name()).collect();
-        let how = match e.scheme() {
+        let abilities = e.facts().abilities;
+        let ops: Vec<&str> = abilities.ops.iter().map(|o| o.name()).collect();
+        let how = match e.facts().reach.scheme() {
             None => "in-process (bakeoff opens it on a directory it creates)".to_string(),
             Some(scheme) => format!("started by bakeoff, or external at {scheme}://host:port"),
         };
         s.push_str(&format!(
             "  {:<18} {}\n  {:<18} ops: {}; pipelining: {}; {how}\n  {:<18} {here}\n\n",
-            e.name,
-            e.about,
+            e.name(),
+            e.facts().summary,
             "",
             ops.join(", "),
-            if e.abilities.pipelining { "yes" } else { "no" },
+            if abilities.pipelining { "yes" } else { "no" },
             "",
         ));
     }

@@ -31,6 +31,7 @@ use bakeoff_core::target::{compare_counters, CounterRule, Counters, Sent, Target
 use bakeoff_core::workload::OpKind;
 use bakeoff_servers::ManagedServer;
 
+use crate::kind::OpenResult;
 use crate::running::RunningServer;
 
 use crate::admin::resolve;
@@ -62,11 +63,6 @@ impl HsSettings {
     }
 }
 
-/// Checks `[servers.handlersocket]`.
-pub fn check(t: Option<&toml::Table>) -> Result<(), TargetError> {
-    HsSettings::parse(t).map(|_| ())
-}
-
 fn plugin_path() -> Option<std::path::PathBuf> {
     PLUGIN_DIRS
         .iter()
@@ -75,7 +71,7 @@ fn plugin_path() -> Option<std::path::PathBuf> {
 }
 
 /// Whether MariaDB with the HandlerSocket plugin can be started here.
-pub fn available() -> Result<(), TargetError> {
+fn available() -> Result<(), TargetError> {
     mariadb::available()?;
     match plugin_path() {
         Some(_) => Ok(()),
@@ -149,27 +145,6 @@ impl Connector for HsConnector {
         s.set_read_timeout(None)?;
         s.set_write_timeout(None)?;
         Ok(s.into())
-    }
-}
-
-/// Checks the target can be used: a fixed port free, or the endpoint
-/// answering and accepting the secret.
-pub fn probe(spec: &TargetSpec, plan: &Plan) -> Result<(), TargetError> {
-    let settings = HsSettings::parse(plan.settings_of(spec))?;
-    match &spec.endpoint {
-        Endpoint::Managed => {
-            crate::settings::fixed_port_free("handlersocket", settings.server.port)
-        }
-        Endpoint::External { host, port, .. } => {
-            let connector = HsConnector {
-                addr: resolve(host, *port)?,
-                secret: spec.password.as_ref().map(|p| p.as_bytes().to_vec()),
-            };
-            connector
-                .connect(crate::admin::ADMIN_CONNECT_WITHIN)
-                .map(|_| ())
-                .map_err(|e| TargetError::Server(e.to_string()))
-        }
     }
 }
 
@@ -271,82 +246,6 @@ pub struct HsTarget {
     server: Option<RunningServer>,
 }
 
-/// Opens the target: starts mariadbd with the plugin, or uses the URL.
-pub fn open(
-    spec: &TargetSpec,
-    plan: &Plan,
-    workload: &Workload,
-) -> Result<Box<dyn Target>, TargetError> {
-    let settings = HsSettings::parse(plan.settings_of(spec))?;
-    let mut recorded = BTreeMap::new();
-    let (server, sql, addr, secret, endpoint, version) = match &spec.endpoint {
-        Endpoint::External {
-            host, port, url, ..
-        } => (
-            None,
-            None,
-            resolve(host, *port)?,
-            spec.password.clone(),
-            Some(url.clone()),
-            "HandlerSocket (external; server version unknown)".to_string(),
-        ),
-        Endpoint::Managed => {
-            let secret = fresh_secret();
-            let (server, dsn, addr) = start_with(
-                &settings,
-                &secret,
-                workload.memory_cap,
-                workload.cuts_power(),
-            )?;
-            let command_line = format!("{} {}", server.binary.display(), server.args.join(" "))
-                .replace(&secret, "***");
-            recorded.insert("command_line".to_string(), command_line);
-            recorded.insert("threads_wr".to_string(), settings.threads_wr.to_string());
-            (
-                Some(server),
-                Some(dsn),
-                addr,
-                Some(secret),
-                None,
-                String::new(),
-            )
-        }
-    };
-    let version = match &sql {
-        Some(dsn) => {
-            // The table is MariaDB's, made (and emptied before a load) by SQL.
-            let (v, settings) = crate::async_target::block(mariadb::prepare_table(dsn, workload))?;
-            recorded.extend(settings);
-            format!("MariaDB {v} HandlerSocket plugin")
-        }
-        None => version,
-    };
-    let dial = crate::link::dial(workload, addr)?;
-    let driver = CodecDriver::new(
-        HandlerSocketCodec,
-        Box::new(HsConnector {
-            addr: dial.addr,
-            secret: secret.map(String::into_bytes),
-        }),
-    );
-    let record = TargetRecord::server(
-        &spec.name,
-        server.is_some(),
-        endpoint,
-        version,
-        recorded,
-        |k| driver.codec.describe(k),
-    );
-    Ok(Box::new(HsTarget {
-        driver,
-        record,
-        sql,
-        own_reads: Cell::new(0),
-        relay: dial.relay,
-        server: server.map(RunningServer::new),
-    }))
-}
-
 /// The MariaDB counters HandlerSocket's work moves.
 const HANDLER_COUNTERS: [&str; 3] = ["Handler_read_key", "Handler_update", "Handler_write"];
 
@@ -444,29 +343,133 @@ impl Target for HsTarget {
     crate::running::one_server_methods!();
 }
 
-/// The registry's row of `handlersocket`: how it is reached, what it can do, its
-/// settings and durability, and how it is opened.
-pub const ENTRY: crate::entry::Entry = crate::entry::Entry {
+/// What `handlersocket` is.
+pub const FACTS: crate::kind::TargetFacts = crate::kind::TargetFacts {
     name: "handlersocket",
-    about: "MariaDB's HandlerSocket plugin: InnoDB table kv by primary key, no SQL (pipelined, tab-separated protocol)",
+    summary: "MariaDB's HandlerSocket plugin: InnoDB table kv by primary key, no SQL (pipelined, tab-separated protocol)",
     package: "mariadb-server",
-    reach: crate::entry::Reach::Server {
+    reach: crate::kind::Reach::Server {
         program: "mariadbd",
         scheme: "handlersocket",
         url_options: &[],
         topologies: &[],
-        probe: crate::handlersocket::probe,
     },
-    abilities: crate::entry::Abilities {
-        ops: crate::entry::KV,
+    abilities: crate::kind::Abilities {
+        ops: crate::kind::KV,
         pipelining: true,
         batch_load: false,
         requests: &[],
     },
-    default: true,
+    in_default_comparison: true,
     settings: crate::mariadb::HANDLERSOCKET_SETTINGS,
     durability: crate::mariadb::DURABILITY,
-    available: crate::handlersocket::available,
-    check: crate::handlersocket::check,
-    open: crate::handlersocket::open,
 };
+
+/// `handlersocket`, as the registry knows it.
+pub struct HandlerSocket;
+
+impl crate::kind::TargetKind for HandlerSocket {
+    fn facts(&self) -> &'static crate::kind::TargetFacts {
+        &FACTS
+    }
+    fn available(&self) -> Result<(), TargetError> {
+        available()
+    }
+    fn check(&self, settings: Option<&toml::Table>) -> Result<(), TargetError> {
+        HsSettings::parse(settings).map(|_| ())
+    }
+
+    /// Checks the target can be used: a fixed port free, or the endpoint
+    /// answering and accepting the secret.
+    fn probe(&self, spec: &TargetSpec, plan: &Plan) -> Result<(), TargetError> {
+        let settings = HsSettings::parse(plan.settings_of(spec))?;
+        match &spec.endpoint {
+            Endpoint::Managed => {
+                crate::settings::fixed_port_free("handlersocket", settings.server.port)
+            }
+            Endpoint::External { host, port, .. } => {
+                let connector = HsConnector {
+                    addr: resolve(host, *port)?,
+                    secret: spec.password.as_ref().map(|p| p.as_bytes().to_vec()),
+                };
+                connector
+                    .connect(crate::admin::ADMIN_CONNECT_WITHIN)
+                    .map(|_| ())
+                    .map_err(|e| TargetError::Server(e.to_string()))
+            }
+        }
+    }
+
+    /// Opens the target: starts mariadbd with the plugin, or uses the URL.
+    fn open(&self, spec: &TargetSpec, plan: &Plan, workload: &Workload) -> OpenResult {
+        let settings = HsSettings::parse(plan.settings_of(spec))?;
+        let mut recorded = BTreeMap::new();
+        let (server, sql, addr, secret, endpoint, version) = match &spec.endpoint {
+            Endpoint::External {
+                host, port, url, ..
+            } => (
+                None,
+                None,
+                resolve(host, *port)?,
+                spec.password.clone(),
+                Some(url.clone()),
+                "HandlerSocket (external; server version unknown)".to_string(),
+            ),
+            Endpoint::Managed => {
+                let secret = fresh_secret();
+                let (server, dsn, addr) = start_with(
+                    &settings,
+                    &secret,
+                    workload.memory_cap,
+                    workload.cuts_power(),
+                )?;
+                let command_line = format!("{} {}", server.binary.display(), server.args.join(" "))
+                    .replace(&secret, "***");
+                recorded.insert("command_line".to_string(), command_line);
+                recorded.insert("threads_wr".to_string(), settings.threads_wr.to_string());
+                (
+                    Some(server),
+                    Some(dsn),
+                    addr,
+                    Some(secret),
+                    None,
+                    String::new(),
+                )
+            }
+        };
+        let version = match &sql {
+            Some(dsn) => {
+                // The table is MariaDB's, made (and emptied before a load) by SQL.
+                let (v, settings) =
+                    crate::async_target::block(mariadb::prepare_table(dsn, workload))?;
+                recorded.extend(settings);
+                format!("MariaDB {v} HandlerSocket plugin")
+            }
+            None => version,
+        };
+        let dial = crate::link::dial(workload, addr)?;
+        let driver = CodecDriver::new(
+            HandlerSocketCodec,
+            Box::new(HsConnector {
+                addr: dial.addr,
+                secret: secret.map(String::into_bytes),
+            }),
+        );
+        let record = TargetRecord::server(
+            &spec.name,
+            server.is_some(),
+            endpoint,
+            version,
+            recorded,
+            |k| driver.codec.describe(k),
+        );
+        Ok(Box::new(HsTarget {
+            driver,
+            record,
+            sql,
+            own_reads: Cell::new(0),
+            relay: dial.relay,
+            server: server.map(RunningServer::new),
+        }))
+    }
+}

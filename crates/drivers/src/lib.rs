@@ -10,8 +10,10 @@
 //! ## Layout
 //!
 //! - [`codec`]: RESP, memcache text, memcache binary.
-//! - [`entry`]: what a target is, as its module declares it (its `ENTRY`).
-//! - [`registry`]: the list of those rows, as the plan and the runner see it.
+//! - [`kind`]: what a target is ([`kind::TargetKind`]), which each target
+//!   module implements.
+//! - [`registry`]: the list of those implementations, as the plan and the
+//!   runner see it.
 //! - [`redis`], [`memcached`], [`postgres`], [`mariadb`], [`handlersocket`],
 //!   `mongodb`: the targets, managed or external.
 //! - [`admin`]: blocking request/reply helpers for counters and versions.
@@ -31,9 +33,9 @@ pub mod async_target;
 pub mod codec;
 pub mod dl;
 pub mod embedded;
-pub mod entry;
 #[cfg(feature = "mariadb")]
 pub mod handlersocket;
+pub mod kind;
 pub mod link;
 #[cfg(feature = "mariadb")]
 pub mod mariadb;

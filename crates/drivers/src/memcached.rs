@@ -16,6 +16,7 @@ use bakeoff_core::target::{CounterRule, Counters, Target};
 use bakeoff_core::workload::OpKind;
 use bakeoff_servers::{ManagedServer, ServerCommand};
 
+use crate::kind::OpenResult;
 use crate::nodes::{MultiNode, Node};
 use crate::running::RunningServer;
 
@@ -154,47 +155,6 @@ pub struct MemcachedTarget {
     record: TargetRecord,
 }
 
-/// Checks that the target can be used.
-pub fn probe(spec: &TargetSpec, plan: &Plan) -> Result<(), TargetError> {
-    match &spec.endpoint {
-        Endpoint::Managed => {
-            let settings = MemcachedSettings::parse(plan.settings_of(spec))?;
-            // Nothing on disk to lose: a power cut would be a kill under
-            // another name.
-            if let Some(f) = plan
-                .points_for(spec)
-                .iter()
-                .find_map(|p| p.workload.fault.filter(|f| f.kind == FaultKind::PowerCut))
-            {
-                return Err(TargetError::Settings(format!(
-                    "--fault {f}: memcached keeps nothing on disk, so a power cut is the same as a crash; use --fault kill@… (the same moment)"
-                )));
-            }
-            if let Some(clients) = plan
-                .points_for(spec)
-                .iter()
-                .map(|p| u64::from(p.workload.clients))
-                .find(|&c| c + OWN_CONNECTIONS > settings.max_connections)
-            {
-                return Err(TargetError::Settings(format!(
-                    "servers.{}.max_connections={}: the run's {clients} clients and the {OWN_CONNECTIONS} connections memcached keeps for itself do not fit; give at least {}",
-                    spec.name,
-                    settings.max_connections,
-                    clients + OWN_CONNECTIONS
-                )));
-            }
-            if bakeoff_servers::find_on_path("memcached").is_none() {
-                return Err(TargetError::Server("`memcached` is not on PATH; install it with `apt-get install memcached` (Debian package memcached)".into()));
-            }
-            crate::settings::fixed_port_free(&spec.name, settings.port)
-        }
-        Endpoint::External { host, port, .. } => {
-            let addr = resolve(host, *port)?;
-            stats(addr).map(|_| ())
-        }
-    }
-}
-
 /// Reads `stats` as name → value.
 fn stats(addr: SocketAddr) -> Result<BTreeMap<String, String>, TargetError> {
     let mut s = connect(addr, "memcached").map_err(|e| TargetError::Server(e.to_string()))?;
@@ -217,37 +177,6 @@ fn stats(addr: SocketAddr) -> Result<BTreeMap<String, String>, TargetError> {
         )));
     }
     Ok(map)
-}
-
-/// Opens the target: starts memcached (one, or a node per shard), or
-/// connects to the URL.
-pub fn open(
-    spec: &TargetSpec,
-    plan: &Plan,
-    workload: &Workload,
-) -> Result<Box<dyn Target>, TargetError> {
-    // Shards: N managed nodes, or the hosts of one URL.
-    let specs = match (workload.topology, crate::nodes::external_nodes(spec)) {
-        (_, Some(specs)) => specs,
-        (Topology::Shards(n), None) => vec![spec.clone(); n as usize],
-        _ => return Ok(Box::new(open_one(spec, plan, workload, 0)?)),
-    };
-    let n = specs.len() as u32;
-    let node = |i: u32| {
-        let node = open_one(&specs[i as usize], plan, workload, i)?;
-        Ok(Node {
-            addr: node.addr,
-            connector: Box::new(MemcachedConnector {
-                addr: node.load_addr,
-            }),
-            target: Box::new(node),
-        })
-    };
-    Ok(if spec.name == "memcached-binary" {
-        Box::new(MultiNode::shards(n, MemcacheBinaryCodec, node)?)
-    } else {
-        Box::new(MultiNode::shards(n, MemcacheTextCodec, node)?)
-    })
 }
 
 /// Starts one memcached (node `node` of shards), or connects to the URL.
@@ -397,45 +326,132 @@ impl Target for MemcachedTarget {
     crate::running::one_server_methods!();
 }
 
-/// The registry's row of `memcached`: how it is reached, what it can do, its
-/// settings and durability, and how it is opened.
-pub const ENTRY: crate::entry::Entry = crate::entry::Entry {
+/// What `memcached` is.
+pub const FACTS: crate::kind::TargetFacts = crate::kind::TargetFacts {
     name: "memcached",
-    about: "memcached, text protocol (get/set/delete)",
+    summary: "memcached, text protocol (get/set/delete)",
     package: "memcached",
-    reach: crate::entry::Reach::Server {
+    reach: crate::kind::Reach::Server {
         program: "memcached",
         scheme: "memcached",
         url_options: &[],
         topologies: &["shards"],
-        probe: crate::memcached::probe,
     },
-    abilities: crate::entry::Abilities {
-        ops: crate::entry::KV,
+    abilities: crate::kind::Abilities {
+        ops: crate::kind::KV,
         pipelining: true,
         batch_load: false,
         requests: &[],
     },
-    default: true,
-    settings: crate::memcached::SETTINGS,
+    in_default_comparison: true,
+    settings: SETTINGS,
     durability: crate::settings::Durability::MEMORY_ONLY,
-    available: || crate::entry::server_available("memcached", "memcached"),
-    check: |t| crate::memcached::MemcachedSettings::parse(t).map(|_| ()),
-    open: crate::memcached::open,
 };
 
-/// The registry's row of `memcached-binary`: the same server, spoken to
-/// in its binary protocol.
-pub const BINARY_ENTRY: crate::entry::Entry = crate::entry::Entry {
+/// What `memcached-binary` is: the same server, spoken to in its binary
+/// protocol.
+pub const BINARY_FACTS: crate::kind::TargetFacts = crate::kind::TargetFacts {
     name: "memcached-binary",
-    about: "memcached, binary protocol (GET/SET/DELETE)",
-    reach: crate::entry::Reach::Server {
+    summary: "memcached, binary protocol (GET/SET/DELETE)",
+    package: "memcached",
+    reach: crate::kind::Reach::Server {
         program: "memcached",
         scheme: "memcached-binary",
         url_options: &[],
         topologies: &["shards"],
-        probe,
     },
-    default: false,
-    ..ENTRY
+    abilities: crate::kind::Abilities {
+        ops: crate::kind::KV,
+        pipelining: true,
+        batch_load: false,
+        requests: &[],
+    },
+    in_default_comparison: false,
+    settings: SETTINGS,
+    durability: crate::settings::Durability::MEMORY_ONLY,
 };
+
+/// `memcached`, in its text protocol.
+pub const TEXT: Memcached = Memcached(&FACTS);
+/// `memcached-binary`, in its binary protocol.
+pub const BINARY: Memcached = Memcached(&BINARY_FACTS);
+
+/// memcached, as the registry knows it: one kind a protocol.
+pub struct Memcached(&'static crate::kind::TargetFacts);
+
+impl crate::kind::TargetKind for Memcached {
+    fn facts(&self) -> &'static crate::kind::TargetFacts {
+        self.0
+    }
+    fn check(&self, settings: Option<&toml::Table>) -> Result<(), TargetError> {
+        MemcachedSettings::parse(settings).map(|_| ())
+    }
+
+    /// Checks that the target can be used.
+    fn probe(&self, spec: &TargetSpec, plan: &Plan) -> Result<(), TargetError> {
+        match &spec.endpoint {
+            Endpoint::Managed => {
+                let settings = MemcachedSettings::parse(plan.settings_of(spec))?;
+                // Nothing on disk to lose: a power cut would be a kill under
+                // another name.
+                if let Some(f) = plan
+                    .points_for(spec)
+                    .iter()
+                    .find_map(|p| p.workload.fault.filter(|f| f.kind == FaultKind::PowerCut))
+                {
+                    return Err(TargetError::Settings(format!(
+                        "--fault {f}: memcached keeps nothing on disk, so a power cut is the same as a crash; use --fault kill@… (the same moment)"
+                    )));
+                }
+                if let Some(clients) = plan
+                    .points_for(spec)
+                    .iter()
+                    .map(|p| u64::from(p.workload.clients))
+                    .find(|&c| c + OWN_CONNECTIONS > settings.max_connections)
+                {
+                    return Err(TargetError::Settings(format!(
+                        "servers.{}.max_connections={}: the run's {clients} clients and the {OWN_CONNECTIONS} connections memcached keeps for itself do not fit; give at least {}",
+                        spec.name,
+                        settings.max_connections,
+                        clients + OWN_CONNECTIONS
+                    )));
+                }
+                if bakeoff_servers::find_on_path("memcached").is_none() {
+                    return Err(TargetError::Server("`memcached` is not on PATH; install it with `apt-get install memcached` (Debian package memcached)".into()));
+                }
+                crate::settings::fixed_port_free(&spec.name, settings.port)
+            }
+            Endpoint::External { host, port, .. } => {
+                let addr = resolve(host, *port)?;
+                stats(addr).map(|_| ())
+            }
+        }
+    }
+
+    /// Opens the target: starts memcached (one, or a node per shard), or
+    /// connects to the URL.
+    fn open(&self, spec: &TargetSpec, plan: &Plan, workload: &Workload) -> OpenResult {
+        // Shards: N managed nodes, or the hosts of one URL.
+        let specs = match (workload.topology, crate::nodes::external_nodes(spec)) {
+            (_, Some(specs)) => specs,
+            (Topology::Shards(n), None) => vec![spec.clone(); n as usize],
+            _ => return Ok(Box::new(open_one(spec, plan, workload, 0)?)),
+        };
+        let n = specs.len() as u32;
+        let node = |i: u32| {
+            let node = open_one(&specs[i as usize], plan, workload, i)?;
+            Ok(Node {
+                addr: node.addr,
+                connector: Box::new(MemcachedConnector {
+                    addr: node.load_addr,
+                }),
+                target: Box::new(node),
+            })
+        };
+        Ok(if spec.name == "memcached-binary" {
+            Box::new(MultiNode::shards(n, MemcacheBinaryCodec, node)?)
+        } else {
+            Box::new(MultiNode::shards(n, MemcacheTextCodec, node)?)
+        })
+    }
+}

@@ -28,7 +28,7 @@ use bakeoff_core::profile::{Profile, Query, RecordKind, SearchKind};
 use bakeoff_core::recorder::ErrorKind;
 use bakeoff_core::result::CounterCheck;
 use bakeoff_core::session::{io_error_kind, Session, SessionError, SessionResult};
-use bakeoff_core::target::{compare_counters, CounterRule, Counters, Sent, Target};
+use bakeoff_core::target::{compare_counters, CounterRule, Counters, Sent};
 use bakeoff_core::workload::OpKind;
 use bakeoff_servers::{ManagedServer, ServerCommand, ServerError};
 use mongodb::bson::{doc, spec::BinarySubtype, Binary, Bson, Document};
@@ -36,6 +36,7 @@ use mongodb::options::{ClientOptions, Credential, ServerAddress};
 use mongodb::{Client, Collection};
 
 use crate::async_target::{block, block_quick, profile_columns, AsyncDriver, AsyncTarget};
+use crate::kind::OpenResult;
 use crate::settings::{Durability, Kind, Setting, Settings, PORT};
 
 /// How long the driver looks for the server: a second inside the probe's
@@ -825,29 +826,6 @@ fn dsn_of(spec: &TargetSpec) -> Option<Dsn> {
     }
 }
 
-/// Checks `[servers.mongodb]`.
-pub fn check(t: Option<&toml::Table>) -> Result<(), TargetError> {
-    MongoSettings::parse(t).map(|_| ())
-}
-
-/// Whether a MongoDB-compatible server can be started here.
-pub fn available() -> Result<(), TargetError> {
-    MongoSettings::parse(None)?.server().map(|_| ())
-}
-
-/// Checks the managed server exists and a fixed port is free, or an
-/// external endpoint answers.
-pub fn probe(spec: &TargetSpec, plan: &Plan) -> Result<(), TargetError> {
-    let settings = MongoSettings::parse(plan.settings_of(spec))?;
-    match dsn_of(spec) {
-        None => {
-            settings.server()?;
-            crate::settings::fixed_port_free("mongodb", settings.port)
-        }
-        Some(dsn) => block_quick(async { Ok(dsn.connect(1).await.map(|_| ())?) }),
-    }
-}
-
 /// Empties and indexes the workload's collection; reads the server's
 /// version.
 /// The profile collection's indexes for the equality searches when
@@ -1024,105 +1002,124 @@ pub fn start_on(table: Option<&toml::Table>, lazy_disk: bool) -> Result<Started,
     })
 }
 
-/// Opens the target: starts mongod (or FerretDB), or connects to the URL.
-pub fn open(
-    spec: &TargetSpec,
-    plan: &Plan,
-    workload: &Workload,
-) -> Result<Box<dyn Target>, TargetError> {
-    let (server, backend, dsn, endpoint, metrics) = match dsn_of(spec) {
-        Some(dsn) => {
-            let url = match &spec.endpoint {
-                Endpoint::External { url, .. } => Some(url.clone()),
-                Endpoint::Managed => None,
-            };
-            (None, None, dsn, url, None)
-        }
-        None => {
-            let mut started = start_on(plan.settings_of(spec), workload.cuts_power())?;
-            if let Some(limit) = workload.memory_cap {
-                // The cap is on whichever keeps the documents.
-                match started.backend.as_mut() {
-                    Some(pg) => pg.cap_memory(limit)?,
-                    None => started.server.cap_memory(limit)?,
-                }
-            }
-            let dsn = local(started.server.addr.port());
-            (
-                Some(started.server),
-                started.backend,
-                dsn,
-                None,
-                started.metrics,
-            )
-        }
-    };
-    let pg_port = backend.as_ref().map(|pg| pg.addr.port());
-    let (mut version, mut recorded) = block(prepare(&dsn, workload, pg_port))?;
-    if let Some(pg) = &backend {
-        version.push_str(", documents in PostgreSQL");
-        recorded.insert(
-            "ferretdb_backend".into(),
-            format!("postgresql: {} {}", pg.binary.display(), pg.args.join(" ")),
-        );
-    }
-    // With a link, every connection of the driver goes through its relay.
-    let (host, port, relay) = crate::link::dial_host(workload, &dsn.host, dsn.port)?;
-    let dsn = Dsn { host, port, ..dsn };
-    let retried = Arc::<AtomicU64>::default();
-    Ok(Box::new(
-        AsyncTarget::new(
-            spec,
-            endpoint,
-            version,
-            recorded,
-            server,
-            MongoDriver {
-                sessions: {
-                    let (dsn, retried) = (dsn.clone(), retried.clone());
-                    Sessions::new(move || {
-                        let (dsn, retried) = (dsn.clone(), retried.clone());
-                        async move { MongoSession::open(&dsn, retried).await }
-                    })
-                },
-                dsn,
-                retried,
-                profile: workload.record == RecordKind::Profile,
-                indexes: workload.indexes,
-                metrics,
-                pg_port,
-            },
-        )
-        .linked(relay)
-        .with_backend(backend),
-    ))
-}
-
-/// The registry's row of `mongodb`: how it is reached, what it can do, its
-/// settings and durability, and how it is opened.
-pub const ENTRY: crate::entry::Entry = crate::entry::Entry {
+/// What `mongodb` is.
+pub const FACTS: crate::kind::TargetFacts = crate::kind::TargetFacts {
     name: "mongodb",
-    about: "MongoDB wire protocol: mongod, or FerretDB where no mongod exists (collections kv and profile)",
+    summary: "MongoDB wire protocol: mongod, or FerretDB where no mongod exists (collections kv and profile)",
     package: "mongodb (not in Debian 12; scripts/install-ferretdb.sh installs FerretDB)",
-    reach: crate::entry::Reach::Server {
+    reach: crate::kind::Reach::Server {
         program: "mongod",
         scheme: "mongodb",
         url_options: &[],
         topologies: &[],
-        probe: crate::mongodb::probe,
     },
-    abilities: crate::entry::Abilities {
-        ops: crate::entry::KV_SEARCH,
+    abilities: crate::kind::Abilities {
+        ops: crate::kind::KV_SEARCH,
         pipelining: false,
         batch_load: true,
         requests: &[bakeoff_core::plan::RequestMode::Connect],
     },
     // Left out of the default run: Debian packages no mongod, and what
     // stands in (FerretDB, bench/ferretdb-backends.sh) is another server.
-    default: false,
-    settings: crate::mongodb::SETTINGS,
-    durability: crate::mongodb::DURABILITY,
-    available: crate::mongodb::available,
-    check: crate::mongodb::check,
-    open: crate::mongodb::open,
+    in_default_comparison: false,
+    settings: SETTINGS,
+    durability: DURABILITY,
 };
+
+/// `mongodb`, as the registry knows it.
+pub struct Mongodb;
+
+impl crate::kind::TargetKind for Mongodb {
+    fn facts(&self) -> &'static crate::kind::TargetFacts {
+        &FACTS
+    }
+    fn available(&self) -> Result<(), TargetError> {
+        MongoSettings::parse(None)?.server().map(|_| ())
+    }
+    fn check(&self, settings: Option<&toml::Table>) -> Result<(), TargetError> {
+        MongoSettings::parse(settings).map(|_| ())
+    }
+
+    /// Checks the managed server exists and a fixed port is free, or an
+    /// external endpoint answers.
+    fn probe(&self, spec: &TargetSpec, plan: &Plan) -> Result<(), TargetError> {
+        let settings = MongoSettings::parse(plan.settings_of(spec))?;
+        match dsn_of(spec) {
+            None => {
+                settings.server()?;
+                crate::settings::fixed_port_free("mongodb", settings.port)
+            }
+            Some(dsn) => block_quick(async { Ok(dsn.connect(1).await.map(|_| ())?) }),
+        }
+    }
+
+    /// Opens the target: starts mongod (or FerretDB), or connects to the URL.
+    fn open(&self, spec: &TargetSpec, plan: &Plan, workload: &Workload) -> OpenResult {
+        let (server, backend, dsn, endpoint, metrics) = match dsn_of(spec) {
+            Some(dsn) => {
+                let url = match &spec.endpoint {
+                    Endpoint::External { url, .. } => Some(url.clone()),
+                    Endpoint::Managed => None,
+                };
+                (None, None, dsn, url, None)
+            }
+            None => {
+                let mut started = start_on(plan.settings_of(spec), workload.cuts_power())?;
+                if let Some(limit) = workload.memory_cap {
+                    // The cap is on whichever keeps the documents.
+                    match started.backend.as_mut() {
+                        Some(pg) => pg.cap_memory(limit)?,
+                        None => started.server.cap_memory(limit)?,
+                    }
+                }
+                let dsn = local(started.server.addr.port());
+                (
+                    Some(started.server),
+                    started.backend,
+                    dsn,
+                    None,
+                    started.metrics,
+                )
+            }
+        };
+        let pg_port = backend.as_ref().map(|pg| pg.addr.port());
+        let (mut version, mut recorded) = block(prepare(&dsn, workload, pg_port))?;
+        if let Some(pg) = &backend {
+            version.push_str(", documents in PostgreSQL");
+            recorded.insert(
+                "ferretdb_backend".into(),
+                format!("postgresql: {} {}", pg.binary.display(), pg.args.join(" ")),
+            );
+        }
+        // With a link, every connection of the driver goes through its relay.
+        let (host, port, relay) = crate::link::dial_host(workload, &dsn.host, dsn.port)?;
+        let dsn = Dsn { host, port, ..dsn };
+        let retried = Arc::<AtomicU64>::default();
+        Ok(Box::new(
+            AsyncTarget::new(
+                spec,
+                endpoint,
+                version,
+                recorded,
+                server,
+                MongoDriver {
+                    sessions: {
+                        let (dsn, retried) = (dsn.clone(), retried.clone());
+                        Sessions::new(move || {
+                            let (dsn, retried) = (dsn.clone(), retried.clone());
+                            async move { MongoSession::open(&dsn, retried).await }
+                        })
+                    },
+                    dsn,
+                    retried,
+                    profile: workload.record == RecordKind::Profile,
+                    indexes: workload.indexes,
+                    metrics,
+                    pg_port,
+                },
+            )
+            .linked(relay)
+            .with_backend(backend),
+        ))
+    }
+}

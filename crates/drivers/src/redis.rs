@@ -17,6 +17,7 @@ use bakeoff_core::target::{CommandTime, CounterRule, Counters, Target};
 use bakeoff_core::workload::OpKind;
 use bakeoff_servers::{ManagedServer, ServerCommand};
 
+use crate::kind::OpenResult;
 use crate::nodes::{Layout, MultiNode, Node};
 use crate::running::RunningServer;
 
@@ -273,132 +274,6 @@ fn check_wait_replicas(
         }
     }
     Ok(())
-}
-
-/// Checks that the target can be used, without starting anything lasting.
-pub fn probe(spec: &TargetSpec, plan: &Plan) -> Result<(), TargetError> {
-    match &spec.endpoint {
-        Endpoint::Managed => {
-            let settings = RedisSettings::parse(plan.settings_of(spec))?;
-            check_wait_replicas(&settings, spec, plan)?;
-            if bakeoff_servers::find_on_path("redis-server").is_none() {
-                return Err(TargetError::Server("`redis-server` is not on PATH; install it with `apt-get install redis-server` (Debian package redis-server)".into()));
-            }
-            crate::settings::fixed_port_free("redis", settings.port)
-        }
-        Endpoint::External { host, port, .. } => {
-            let addr = resolve(host, *port)?;
-            let c = RedisConnector {
-                addr,
-                user: spec.user.clone(),
-                password: spec.password.clone(),
-            };
-            let mut s = c
-                .connect(ADMIN_CONNECT_WITHIN)
-                .map_err(|e| TargetError::Server(e.to_string()))?
-                .stream;
-            s.set_read_timeout(Some(Duration::from_secs(5)))
-                .map_err(|e| TargetError::Server(e.to_string()))?;
-            match resp_call(&mut s, &[b"PING"]) {
-                Ok(RespReply::Simple(p)) if p == "PONG" => Ok(()),
-                Ok(RespReply::Error(e)) => Err(TargetError::Server(format!("redis at {addr} answered PING with an error: {e}; if it needs a password, give it in the URL: redis://:PASSWORD@{host}:{port}"))),
-                Ok(other) => Err(TargetError::Server(format!("{addr} answered PING with {other:?}; is it a Redis server?"))),
-                Err(e) => Err(TargetError::Server(format!("{addr} did not answer PING: {e}; is it a Redis server?"))),
-            }
-        }
-    }
-}
-
-/// Opens the target: starts redis-server (one, a node per shard, or a
-/// primary and its replica), or connects to the URL.
-pub fn open(
-    spec: &TargetSpec,
-    plan: &Plan,
-    workload: &Workload,
-) -> Result<Box<dyn Target>, TargetError> {
-    let node = |target: RedisTarget| Node {
-        addr: target.connector_addr,
-        connector: Box::new(RedisConnector {
-            addr: target.load_addr,
-            user: spec.user.clone(),
-            password: spec.password.clone(),
-        }),
-        target: Box::new(target),
-    };
-    let settings = RedisSettings::parse(plan.settings_of(spec))?;
-    if settings.cluster_replicas > 0 && !matches!(workload.topology, Topology::Cluster(_)) {
-        return Err(TargetError::Settings(format!(
-            "servers.redis.cluster_replicas = {} is for a Redis Cluster; add --topology cluster:N (not {})",
-            settings.cluster_replicas, workload.topology
-        )));
-    }
-    if let Some(specs) = crate::nodes::external_nodes(spec) {
-        return Ok(Box::new(MultiNode::shards(
-            specs.len() as u32,
-            RespCodec,
-            |i| Ok(node(open_one(&specs[i as usize], plan, workload, i, None)?)),
-        )?));
-    }
-    match workload.topology {
-        Topology::Shards(n) => Ok(Box::new(MultiNode::shards(n, RespCodec, |i| {
-            Ok(node(open_one(spec, plan, workload, i, None)?))
-        })?)),
-        Topology::Cluster(n) => {
-            let replicas = n as u64 * settings.cluster_replicas;
-            if n as u64 + replicas > 64 {
-                return Err(TargetError::Settings(format!(
-                    "--topology {} with servers.redis.cluster_replicas = {} is {} servers; at most 64 run on one machine",
-                    workload.topology,
-                    settings.cluster_replicas,
-                    n as u64 + replicas
-                )));
-            }
-            let targets = (0..n + replicas as u32)
-                .map(|i| open_one(spec, plan, workload, i, None))
-                .collect::<Result<Vec<_>, _>>()?;
-            crate::redis_cluster::form(&targets, n as usize)?;
-            Ok(Box::new(MultiNode::cluster(
-                targets.into_iter().map(node).collect(),
-                n as usize,
-                RespCodec,
-            )))
-        }
-        Topology::PrimaryReplica => {
-            let primary = open_one(spec, plan, workload, 0, None)?;
-            let replica = open_one(spec, plan, workload, 1, Some(primary.connector_addr))?;
-            replica.wait_for_primary(Duration::from_secs(20))?;
-            let (p, r) = (primary.admin_handle(), replica.admin_handle());
-            let layout = Layout::PrimaryReplica {
-                reads: match workload.read_from {
-                    ReadFrom::Primary => 0,
-                    ReadFrom::Replica => 1,
-                },
-                read_counters: &["get"],
-                lag: Box::new(move || {
-                    let offset = |t: &RedisTarget, field: &str| -> Option<u64> {
-                        let info = t.info("replication").ok()?;
-                        info.iter().find(|(k, _)| k == field)?.1.parse().ok()
-                    };
-                    let (a, b) = (
-                        offset(&p, "master_repl_offset")?,
-                        offset(&r, "slave_repl_offset")?,
-                    );
-                    Some(a.saturating_sub(b))
-                }),
-            };
-            let (primary, replica) = (node(primary), node(replica));
-            Ok(match settings.wait_replicas {
-                Some(n) => Box::new(MultiNode::replicated(
-                    primary,
-                    replica,
-                    RespWaitCodec::new(n, settings.wait_timeout_ms),
-                    layout,
-                )),
-                None => Box::new(MultiNode::replicated(primary, replica, RespCodec, layout)),
-            })
-        }
-        _ => Ok(Box::new(open_one(spec, plan, workload, 0, None)?)),
-    }
 }
 
 /// Starts one redis-server, or connects to the URL.
@@ -764,32 +639,161 @@ impl Target for RedisTarget {
     crate::running::one_server_methods!();
 }
 
-/// The registry's row of `redis`: how it is reached, what it can do, its
-/// settings and durability, and how it is opened.
-pub const ENTRY: crate::entry::Entry = crate::entry::Entry {
+/// What `redis` is.
+pub const FACTS: crate::kind::TargetFacts = crate::kind::TargetFacts {
     name: "redis",
-    about: "Redis over RESP (GET/SET/DEL on string keys)",
+    summary: "Redis over RESP (GET/SET/DEL on string keys)",
     package: "redis-server",
-    reach: crate::entry::Reach::Server {
+    reach: crate::kind::Reach::Server {
         program: "redis-server",
         scheme: "redis",
         url_options: &[],
         topologies: &["shards", "primary-replica", "cluster"],
-        probe: crate::redis::probe,
     },
-    abilities: crate::entry::Abilities {
-        ops: crate::entry::KV,
+    abilities: crate::kind::Abilities {
+        ops: crate::kind::KV,
         pipelining: true,
         batch_load: false,
         requests: &[],
     },
-    default: true,
-    settings: crate::redis::SETTINGS,
-    durability: crate::redis::DURABILITY,
-    available: || crate::entry::server_available("redis-server", "redis-server"),
-    check: |t| crate::redis::RedisSettings::parse(t).map(|_| ()),
-    open: crate::redis::open,
+    in_default_comparison: true,
+    settings: SETTINGS,
+    durability: DURABILITY,
 };
+
+/// `redis`, as the registry knows it.
+pub struct Redis;
+
+impl crate::kind::TargetKind for Redis {
+    fn facts(&self) -> &'static crate::kind::TargetFacts {
+        &FACTS
+    }
+    fn check(&self, settings: Option<&toml::Table>) -> Result<(), TargetError> {
+        RedisSettings::parse(settings).map(|_| ())
+    }
+
+    /// Checks that the target can be used, without starting anything lasting.
+    fn probe(&self, spec: &TargetSpec, plan: &Plan) -> Result<(), TargetError> {
+        match &spec.endpoint {
+            Endpoint::Managed => {
+                let settings = RedisSettings::parse(plan.settings_of(spec))?;
+                check_wait_replicas(&settings, spec, plan)?;
+                if bakeoff_servers::find_on_path("redis-server").is_none() {
+                    return Err(TargetError::Server("`redis-server` is not on PATH; install it with `apt-get install redis-server` (Debian package redis-server)".into()));
+                }
+                crate::settings::fixed_port_free("redis", settings.port)
+            }
+            Endpoint::External { host, port, .. } => {
+                let addr = resolve(host, *port)?;
+                let c = RedisConnector {
+                    addr,
+                    user: spec.user.clone(),
+                    password: spec.password.clone(),
+                };
+                let mut s = c
+                    .connect(ADMIN_CONNECT_WITHIN)
+                    .map_err(|e| TargetError::Server(e.to_string()))?
+                    .stream;
+                s.set_read_timeout(Some(Duration::from_secs(5)))
+                    .map_err(|e| TargetError::Server(e.to_string()))?;
+                match resp_call(&mut s, &[b"PING"]) {
+                    Ok(RespReply::Simple(p)) if p == "PONG" => Ok(()),
+                    Ok(RespReply::Error(e)) => Err(TargetError::Server(format!("redis at {addr} answered PING with an error: {e}; if it needs a password, give it in the URL: redis://:PASSWORD@{host}:{port}"))),
+                    Ok(other) => Err(TargetError::Server(format!("{addr} answered PING with {other:?}; is it a Redis server?"))),
+                    Err(e) => Err(TargetError::Server(format!("{addr} did not answer PING: {e}; is it a Redis server?"))),
+                }
+            }
+        }
+    }
+
+    /// Opens the target: starts redis-server (one, a node per shard, or a
+    /// primary and its replica), or connects to the URL.
+    fn open(&self, spec: &TargetSpec, plan: &Plan, workload: &Workload) -> OpenResult {
+        let node = |target: RedisTarget| Node {
+            addr: target.connector_addr,
+            connector: Box::new(RedisConnector {
+                addr: target.load_addr,
+                user: spec.user.clone(),
+                password: spec.password.clone(),
+            }),
+            target: Box::new(target),
+        };
+        let settings = RedisSettings::parse(plan.settings_of(spec))?;
+        if settings.cluster_replicas > 0 && !matches!(workload.topology, Topology::Cluster(_)) {
+            return Err(TargetError::Settings(format!(
+                "servers.redis.cluster_replicas = {} is for a Redis Cluster; add --topology cluster:N (not {})",
+                settings.cluster_replicas, workload.topology
+            )));
+        }
+        if let Some(specs) = crate::nodes::external_nodes(spec) {
+            return Ok(Box::new(MultiNode::shards(
+                specs.len() as u32,
+                RespCodec,
+                |i| Ok(node(open_one(&specs[i as usize], plan, workload, i, None)?)),
+            )?));
+        }
+        match workload.topology {
+            Topology::Shards(n) => Ok(Box::new(MultiNode::shards(n, RespCodec, |i| {
+                Ok(node(open_one(spec, plan, workload, i, None)?))
+            })?)),
+            Topology::Cluster(n) => {
+                let replicas = n as u64 * settings.cluster_replicas;
+                if n as u64 + replicas > 64 {
+                    return Err(TargetError::Settings(format!(
+                        "--topology {} with servers.redis.cluster_replicas = {} is {} servers; at most 64 run on one machine",
+                        workload.topology,
+                        settings.cluster_replicas,
+                        n as u64 + replicas
+                    )));
+                }
+                let targets = (0..n + replicas as u32)
+                    .map(|i| open_one(spec, plan, workload, i, None))
+                    .collect::<Result<Vec<_>, _>>()?;
+                crate::redis_cluster::form(&targets, n as usize)?;
+                Ok(Box::new(MultiNode::cluster(
+                    targets.into_iter().map(node).collect(),
+                    n as usize,
+                    RespCodec,
+                )))
+            }
+            Topology::PrimaryReplica => {
+                let primary = open_one(spec, plan, workload, 0, None)?;
+                let replica = open_one(spec, plan, workload, 1, Some(primary.connector_addr))?;
+                replica.wait_for_primary(Duration::from_secs(20))?;
+                let (p, r) = (primary.admin_handle(), replica.admin_handle());
+                let layout = Layout::PrimaryReplica {
+                    reads: match workload.read_from {
+                        ReadFrom::Primary => 0,
+                        ReadFrom::Replica => 1,
+                    },
+                    read_counters: &["get"],
+                    lag: Box::new(move || {
+                        let offset = |t: &RedisTarget, field: &str| -> Option<u64> {
+                            let info = t.info("replication").ok()?;
+                            info.iter().find(|(k, _)| k == field)?.1.parse().ok()
+                        };
+                        let (a, b) = (
+                            offset(&p, "master_repl_offset")?,
+                            offset(&r, "slave_repl_offset")?,
+                        );
+                        Some(a.saturating_sub(b))
+                    }),
+                };
+                let (primary, replica) = (node(primary), node(replica));
+                Ok(match settings.wait_replicas {
+                    Some(n) => Box::new(MultiNode::replicated(
+                        primary,
+                        replica,
+                        RespWaitCodec::new(n, settings.wait_timeout_ms),
+                        layout,
+                    )),
+                    None => Box::new(MultiNode::replicated(primary, replica, RespCodec, layout)),
+                })
+            }
+            _ => Ok(Box::new(open_one(spec, plan, workload, 0, None)?)),
+        }
+    }
+}
 
 impl crate::redis_cluster::ClusterNode for RedisTarget {
     fn addr(&self) -> SocketAddr {

@@ -1,5 +1,6 @@
-//! The one place that lists targets: names, capabilities, settings checks,
-//! and how each is opened. Adding a target is a module plus a line here.
+//! The one place that lists targets: each module's [`TargetKind`], as the
+//! plan and the runner see it. Adding a target is a module implementing
+//! it plus a line here.
 
 use std::collections::BTreeMap;
 
@@ -7,30 +8,41 @@ use bakeoff_core::error::TargetError;
 use bakeoff_core::plan::{Capabilities, Endpoint, Plan, TargetCatalog, TargetSpec, Workload};
 use bakeoff_core::target::{Target, TargetOpener};
 
-use crate::entry::{Entry, Reach};
+use crate::kind::{Reach, TargetKind};
 
-/// Every target this build knows: each module's own row.
-pub fn entries() -> Vec<Entry> {
-    let mut v = Vec::new();
+/// Every target this build knows, in the order `bakeoff list` shows them.
+pub fn kinds() -> Vec<&'static dyn TargetKind> {
+    let mut v: Vec<&'static dyn TargetKind> = Vec::new();
     #[cfg(feature = "redis")]
-    v.push(crate::redis::ENTRY);
+    v.push(&crate::redis::Redis);
     #[cfg(feature = "memcached")]
-    v.extend([crate::memcached::ENTRY, crate::memcached::BINARY_ENTRY]);
-    #[cfg(feature = "mariadb")]
-    v.extend([crate::mariadb::ENTRY, crate::handlersocket::ENTRY]);
-    #[cfg(feature = "postgres")]
-    v.push(crate::postgres::ENTRY);
-    #[cfg(feature = "mongodb")]
-    v.push(crate::mongodb::ENTRY);
     v.extend([
-        crate::embedded::tokyo::HASH_ENTRY,
-        crate::embedded::tokyo::BTREE_ENTRY,
-        crate::embedded::tokyo::TABLE_ENTRY,
-        crate::embedded::lmdb::ENTRY,
-        crate::embedded::rocksdb::ENTRY,
-        crate::embedded::sqlite::ENTRY,
+        &crate::memcached::TEXT as &dyn TargetKind,
+        &crate::memcached::BINARY,
+    ]);
+    #[cfg(feature = "mariadb")]
+    v.extend([
+        &crate::mariadb::Mariadb as &dyn TargetKind,
+        &crate::handlersocket::HandlerSocket,
+    ]);
+    #[cfg(feature = "postgres")]
+    v.push(&crate::postgres::Postgres);
+    #[cfg(feature = "mongodb")]
+    v.push(&crate::mongodb::Mongodb);
+    v.extend([
+        &crate::embedded::tokyo::HASH as &dyn TargetKind,
+        &crate::embedded::tokyo::BTREE,
+        &crate::embedded::tokyo::TABLE,
+        &crate::embedded::lmdb::Lmdb,
+        &crate::embedded::rocksdb::Rocksdb,
+        &crate::embedded::sqlite::Sqlite,
     ]);
     v
+}
+
+/// The target named `name`, if this build has it.
+pub fn kind(name: &str) -> Option<&'static dyn TargetKind> {
+    kinds().into_iter().find(|k| k.name() == name)
 }
 
 /// The registry as the plan and the runner see it.
@@ -38,15 +50,17 @@ pub fn entries() -> Vec<Entry> {
 pub struct Registry;
 
 impl Registry {
-    fn find(&self, name: &str) -> Option<Entry> {
-        entries().into_iter().find(|e| e.name == name)
+    fn find(&self, name: &str) -> Option<&'static dyn TargetKind> {
+        kind(name)
     }
 }
 
 impl TargetCatalog for Registry {
     fn capabilities(&self, name: &str) -> Option<Capabilities> {
         self.find(name).map(|e| {
-            let (topologies, url_options): (&[&str], &[&str]) = match e.reach {
+            let reach = e.facts().reach;
+            let abilities = e.facts().abilities;
+            let (topologies, url_options): (&[&str], &[&str]) = match reach {
                 Reach::Server {
                     topologies,
                     url_options,
@@ -55,47 +69,47 @@ impl TargetCatalog for Registry {
                 Reach::InProcess => (&[], &[]),
             };
             Capabilities {
-                ops: e.abilities.ops.to_vec(),
-                pipelining: e.abilities.pipelining,
-                batch_load: e.abilities.batch_load,
-                requests: e.abilities.requests.to_vec(),
+                ops: abilities.ops.to_vec(),
+                pipelining: abilities.pipelining,
+                batch_load: abilities.batch_load,
+                requests: abilities.requests.to_vec(),
                 // Servers bakeoff starts can be killed and restarted, and
                 // so can its engines, which a run with a fault opens in a
                 // child process (`embedded::host`).
                 faults: true,
                 managed: true,
                 // Servers are reached over TCP; engines are called in-process.
-                network: !e.in_process(),
+                network: !matches!(reach, Reach::InProcess),
                 topologies: topologies.iter().map(|t| t.to_string()).collect(),
                 url_options: url_options.iter().map(|t| t.to_string()).collect(),
-                url_scheme: e.scheme().map(str::to_string),
+                url_scheme: reach.scheme().map(str::to_string),
             }
         })
     }
 
     fn names(&self) -> Vec<String> {
-        entries().iter().map(|e| e.name.to_string()).collect()
+        kinds().iter().map(|e| e.name().to_string()).collect()
     }
 
     fn target_for_scheme(&self, scheme: &str) -> Option<String> {
-        entries()
+        kinds()
             .into_iter()
-            .find(|e| e.scheme() == Some(scheme))
-            .map(|e| e.name.to_string())
+            .find(|e| e.facts().reach.scheme() == Some(scheme))
+            .map(|e| e.name().to_string())
     }
 
     fn check_settings(&self, name: &str, settings: &toml::Table) -> Result<(), TargetError> {
         match self.find(name) {
-            Some(e) => (e.check)(Some(settings)),
+            Some(e) => e.check(Some(settings)),
             None => Err(TargetError::Settings(format!("unknown target `{name}`"))),
         }
     }
 
     fn default_targets(&self) -> Vec<String> {
-        entries()
+        kinds()
             .iter()
-            .filter(|e| e.default)
-            .map(|e| e.name.to_string())
+            .filter(|e| e.facts().in_default_comparison)
+            .map(|e| e.name().to_string())
             .collect()
     }
 }
@@ -104,20 +118,21 @@ impl TargetCatalog for Registry {
 pub fn settings_text() -> String {
     let mut out = String::new();
     let mut shown: Vec<&[crate::settings::Setting]> = Vec::new();
-    for e in entries() {
-        let same_as = entries()
+    for e in kinds() {
+        let settings = e.facts().settings;
+        let same_as = kinds()
             .into_iter()
-            .find(|o| std::ptr::eq(o.settings, e.settings) && o.name != e.name);
-        if let Some(o) = same_as.filter(|_| shown.iter().any(|s| std::ptr::eq(*s, e.settings))) {
-            out.push_str(&format!("  {}: as {}\n", e.name, o.name));
+            .find(|o| std::ptr::eq(o.facts().settings, settings) && o.name() != e.name());
+        if let Some(o) = same_as.filter(|_| shown.iter().any(|s| std::ptr::eq(*s, settings))) {
+            out.push_str(&format!("  {}: as {}\n", e.name(), o.name()));
             continue;
         }
-        shown.push(e.settings);
-        out.push_str(&format!("  {}:\n", e.name));
-        for s in e.settings {
+        shown.push(settings);
+        out.push_str(&format!("  {}:\n", e.name()));
+        for s in settings {
             out.push_str(&format!("    {}\n", s.describe()));
         }
-        for line in e.durability.describe(e.settings).lines() {
+        for line in e.facts().durability.describe(settings).lines() {
             out.push_str(&format!("    {line}\n"));
         }
     }
@@ -128,7 +143,7 @@ impl TargetOpener for Registry {
     fn declared_settings(&self, spec: &TargetSpec, plan: &Plan) -> BTreeMap<String, String> {
         match (self.find(&spec.name), &spec.endpoint) {
             (Some(e), Endpoint::Managed) => {
-                crate::settings::declared_values(e.settings, plan.settings_of(spec))
+                crate::settings::declared_values(e.facts().settings, plan.settings_of(spec))
                     .into_iter()
                     .filter_map(|d| Some((d.name.to_string(), d.value?)))
                     .collect()
@@ -143,8 +158,8 @@ impl TargetOpener for Registry {
         plan: &Plan,
     ) -> Option<bakeoff_core::durability::DurableTo> {
         match (self.find(&spec.name), &spec.endpoint) {
-            (Some(e), Endpoint::Managed) => Some(e.durability.of(
-                &crate::settings::declared_values(e.settings, plan.settings_of(spec)),
+            (Some(e), Endpoint::Managed) => Some(e.facts().durability.of(
+                &crate::settings::declared_values(e.facts().settings, plan.settings_of(spec)),
             )),
             _ => None,
         }
@@ -156,14 +171,11 @@ impl TargetOpener for Registry {
             .ok_or_else(|| TargetError::Settings(format!("unknown target `{}`", spec.name)))?;
         // Every target: its settings, and (when bakeoff is to start or open
         // it) what it needs installed; then its own checks, if any.
-        (e.check)(plan.settings_of(spec))?;
+        e.check(plan.settings_of(spec))?;
         if matches!(spec.endpoint, Endpoint::Managed) {
-            (e.available)()?;
+            e.available()?;
         }
-        match e.reach {
-            Reach::Server { probe, .. } => probe(spec, plan),
-            Reach::InProcess => crate::embedded::host::probe(spec, plan),
-        }
+        e.probe(spec, plan)
     }
 
     fn open(
@@ -175,7 +187,7 @@ impl TargetOpener for Registry {
         let e = self
             .find(&spec.name)
             .ok_or_else(|| TargetError::Settings(format!("unknown target `{}`", spec.name)))?;
-        (e.open)(spec, plan, workload)
+        e.open(spec, plan, workload)
     }
 }
 
@@ -188,15 +200,17 @@ mod tests {
     /// undeclared one is an error).
     #[test]
     fn every_declared_default_is_accepted() {
-        for e in entries() {
-            (e.check)(None).unwrap_or_else(|m| panic!("{}: {m}", e.name));
+        for e in kinds() {
+            e.check(None)
+                .unwrap_or_else(|m| panic!("{}: {m}", e.name()));
             let mut t = toml::Table::new();
-            for s in e.settings {
+            for s in e.facts().settings {
                 if let Some(d) = s.default {
                     t.insert(s.name.into(), toml::Value::String(d.into()));
                 }
             }
-            (e.check)(Some(&t)).unwrap_or_else(|m| panic!("{}: {m}", e.name));
+            e.check(Some(&t))
+                .unwrap_or_else(|m| panic!("{}: {m}", e.name()));
         }
     }
 
@@ -206,14 +220,15 @@ mod tests {
     #[test]
     fn durability_declarations_name_declared_settings_and_values() {
         use crate::settings::Kind;
-        for e in entries() {
-            for r in e.durability.rules {
+        for e in kinds() {
+            for r in e.facts().durability.rules {
                 let takes = |name: &str, value: &str| {
                     let s = e
+                        .facts()
                         .settings
                         .iter()
                         .find(|s| s.name == name)
-                        .unwrap_or_else(|| panic!("{}: `{name}` is not a setting", e.name));
+                        .unwrap_or_else(|| panic!("{}: `{name}` is not a setting", e.name()));
                     match s.kind {
                         _ if value == "*" || value.is_empty() => true,
                         Kind::Choice(c) => c.contains(&value),
@@ -225,12 +240,12 @@ mod tests {
                 assert!(
                     takes(r.setting, r.value),
                     "{}: {} = {}",
-                    e.name,
+                    e.name(),
                     r.setting,
                     r.value
                 );
                 if let Some((other, v)) = r.when {
-                    assert!(takes(other, v), "{}: {other} = {v}", e.name);
+                    assert!(takes(other, v), "{}: {other} = {v}", e.name());
                 }
             }
         }
@@ -241,13 +256,15 @@ mod tests {
     fn a_targets_class_is_the_least_its_settings_allow() {
         use bakeoff_core::durability::DurableTo;
         let class = |name: &str, set: &[(&str, &str)]| {
-            let e = entries().into_iter().find(|e| e.name == name).unwrap();
+            let e = kind(name).unwrap();
             let mut t = toml::Table::new();
             for (k, v) in set {
                 t.insert(k.to_string(), toml::Value::String(v.to_string()));
             }
-            e.durability
-                .of(&crate::settings::declared_values(e.settings, Some(&t)))
+            e.facts().durability.of(&crate::settings::declared_values(
+                e.facts().settings,
+                Some(&t),
+            ))
         };
         assert_eq!(class("redis", &[]), DurableTo::MemoryOnly);
         assert_eq!(
@@ -312,6 +329,30 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("power cut: persistence=aof-always"), "{text}");
+    }
+
+    /// Names and URL schemes are each one target's, and only an engine can
+    /// be served from a child process.
+    #[test]
+    fn every_kind_is_found_by_its_name_and_scheme() {
+        let mut names = std::collections::HashSet::new();
+        for e in kinds() {
+            let facts = e.facts();
+            assert!(names.insert(facts.name), "{} twice", facts.name);
+            assert_eq!(kind(facts.name).map(|k| k.name()), Some(facts.name));
+            match facts.reach {
+                Reach::Server { scheme, .. } => {
+                    assert_eq!(
+                        Registry.target_for_scheme(scheme).as_deref(),
+                        Some(facts.name)
+                    );
+                    let refused = e.serve_hosted(&toml::Table::new(), 0).unwrap_err();
+                    assert!(refused.to_string().contains("not an embedded engine"));
+                }
+                Reach::InProcess => assert!(!Registry.capabilities(facts.name).unwrap().network),
+            }
+        }
+        assert!(kind("nosuch").is_none());
     }
 
     #[test]

@@ -28,7 +28,7 @@ use bakeoff_core::target::Target;
 use bakeoff_core::workload::OpKind;
 use bakeoff_servers::{ManagedServer, ServerCommand};
 
-use super::{lmdb, rocksdb, sqlite, tokyo, Engine, OpenHow, Opened};
+use super::{Engine, Opened};
 
 use crate::codec::resp::{decode_request, Request};
 
@@ -47,21 +47,10 @@ extern "C" fn on_stop_signal(_: libc::c_int) {
 /// are) and serves it on 127.0.0.1:`port` until SIGTERM or SIGINT. Its
 /// files are never emptied: a restart finds what the engine left.
 pub fn serve_named(name: &str, table: &toml::Table, port: u16) -> Result<(), TargetError> {
-    let how = OpenHow {
-        load: false,
-        record: RecordKind::Kv,
-        indexes: false,
-    };
-    let t = Some(table);
-    match name {
-        "lmdb" => serve(name, lmdb::opened(name, t, &how)?, port),
-        "rocksdb" => serve(name, rocksdb::opened(name, t, &how)?, port),
-        "sqlite" => serve(name, sqlite::opened(name, t, &how)?, port),
-        "tokyo-hash" | "tokyo-btree" | "tokyo-table" => {
-            serve(name, tokyo::opened(name, t, &how)?, port)
-        }
-        other => Err(TargetError::Settings(format!(
-            "engine-host: no embedded engine named `{other}`"
+    match crate::registry::kind(name) {
+        Some(kind) => kind.serve_hosted(table, port),
+        None => Err(TargetError::Settings(format!(
+            "engine-host: no embedded engine named `{name}`"
         ))),
     }
 }
@@ -111,7 +100,11 @@ impl<E: Engine> Shared<'_, E> {
     }
 }
 
-fn serve<E: Engine>(name: &str, opened: Opened<E>, port: u16) -> Result<(), TargetError> {
+pub(crate) fn serve<E: Engine>(
+    name: &str,
+    opened: Opened<E>,
+    port: u16,
+) -> Result<(), TargetError> {
     // SAFETY: installing a handler that only stores to an atomic.
     unsafe {
         libc::signal(

@@ -311,99 +311,100 @@ impl LmdbSettings {
     }
 }
 
-/// Checks `[servers.lmdb]`.
-pub fn check(t: Option<&toml::Table>) -> Result<(), TargetError> {
-    LmdbSettings::parse(t).map(|_| ())
-}
+/// What `lmdb` is.
+pub const FACTS: crate::kind::TargetFacts = crate::kind::TargetFacts::engine(
+    "lmdb",
+    "LMDB, in-process (one transaction per operation)",
+    PACKAGE,
+    crate::kind::KV,
+    SETTINGS,
+    DURABILITY,
+);
 
-/// Whether the library loads here.
-pub fn available() -> Result<(), TargetError> {
-    Api::load().map(|_| ())
-}
+/// `lmdb`, as the registry knows it.
+pub struct Lmdb;
 
-/// Opens the environment (emptied first for a run that loads).
-pub fn opened(
-    name: &str,
-    table: Option<&toml::Table>,
-    how: &OpenHow,
-) -> Result<Opened<LmdbEngine>, TargetError> {
-    let settings = LmdbSettings::parse(table)?;
-    let api = Api::load()?;
-    let dir = DataDir::new(settings.dir.clone(), name)?;
-    if how.load {
-        let _ = std::fs::remove_file(dir.path().join("data.mdb"));
-        let _ = std::fs::remove_file(dir.path().join("lock.mdb"));
+impl crate::kind::EngineKind for Lmdb {
+    type Engine = LmdbEngine;
+
+    fn facts(&self) -> &'static crate::kind::TargetFacts {
+        &FACTS
     }
-    let path = CString::new(dir.path().display().to_string())
-        .map_err(|_| EngineError("directory path contains a NUL byte".to_string()))?;
-    let mut flags = MDB_NOTLS;
-    match settings.sync.as_str() {
-        "nosync" => flags |= MDB_NOSYNC,
-        "nometasync" => flags |= MDB_NOMETASYNC,
-        _ => {}
+    fn check(&self, settings: Option<&toml::Table>) -> Result<(), TargetError> {
+        LmdbSettings::parse(settings).map(|_| ())
     }
-    let mut env: Env = ptr::null_mut();
-    // SAFETY: creating, sizing and opening an environment we own, then
-    // opening its main database in a first write transaction.
-    let dbi = unsafe {
-        let rc = (api.env_create)(&mut env);
-        if rc != 0 {
-            return Err(api.error(rc).into());
+    fn load(&self) -> Result<(), TargetError> {
+        Api::load().map(|_| ())
+    }
+    /// Opens the environment (emptied first for a run that loads).
+    fn opened(
+        &self,
+        table: Option<&toml::Table>,
+        how: &OpenHow,
+    ) -> Result<Opened<LmdbEngine>, TargetError> {
+        let name = FACTS.name;
+        let settings = LmdbSettings::parse(table)?;
+        let api = Api::load()?;
+        let dir = DataDir::new(settings.dir.clone(), name)?;
+        if how.load {
+            let _ = std::fs::remove_file(dir.path().join("data.mdb"));
+            let _ = std::fs::remove_file(dir.path().join("lock.mdb"));
         }
-        (api.env_set_mapsize)(env, settings.map_size as usize);
-        (api.env_set_maxreaders)(env, 4096);
-        let rc = (api.env_open)(env, path.as_ptr(), flags, 0o644);
-        if rc != 0 {
-            (api.env_close)(env);
-            return Err(TargetError::Engine(format!(
-                "cannot open LMDB environment in {}: {}",
-                dir.path().display(),
-                api.error(rc)
-            )));
+        let path = CString::new(dir.path().display().to_string())
+            .map_err(|_| EngineError("directory path contains a NUL byte".to_string()))?;
+        let mut flags = MDB_NOTLS;
+        match settings.sync.as_str() {
+            "nosync" => flags |= MDB_NOSYNC,
+            "nometasync" => flags |= MDB_NOMETASYNC,
+            _ => {}
         }
-        let mut txn: Txn = ptr::null_mut();
-        let rc = (api.txn_begin)(env, ptr::null_mut(), 0, &mut txn);
-        if rc != 0 {
-            (api.env_close)(env);
-            return Err(api.error(rc).into());
-        }
-        let mut dbi: Dbi = 0;
-        let rc = (api.dbi_open)(txn, ptr::null(), 0, &mut dbi);
-        if rc != 0 {
-            (api.txn_abort)(txn);
-            (api.env_close)(env);
-            return Err(api.error(rc).into());
-        }
-        (api.txn_commit)(txn);
-        dbi
-    };
-    let mut record = BTreeMap::new();
-    record.insert("map_size".into(), settings.map_size.to_string());
-    record.insert("sync".into(), settings.sync.clone());
-    let version = format!("{} ({})", api.version, api._lib.name);
-    let engine = LmdbEngine {
-        env: Arc::new(LmdbEnv { api, env, dbi }),
-    };
-    Ok(Opened {
-        engine,
-        dir,
-        version,
-        settings: record,
-    })
+        let mut env: Env = ptr::null_mut();
+        // SAFETY: creating, sizing and opening an environment we own, then
+        // opening its main database in a first write transaction.
+        let dbi = unsafe {
+            let rc = (api.env_create)(&mut env);
+            if rc != 0 {
+                return Err(api.error(rc).into());
+            }
+            (api.env_set_mapsize)(env, settings.map_size as usize);
+            (api.env_set_maxreaders)(env, 4096);
+            let rc = (api.env_open)(env, path.as_ptr(), flags, 0o644);
+            if rc != 0 {
+                (api.env_close)(env);
+                return Err(TargetError::Engine(format!(
+                    "cannot open LMDB environment in {}: {}",
+                    dir.path().display(),
+                    api.error(rc)
+                )));
+            }
+            let mut txn: Txn = ptr::null_mut();
+            let rc = (api.txn_begin)(env, ptr::null_mut(), 0, &mut txn);
+            if rc != 0 {
+                (api.env_close)(env);
+                return Err(api.error(rc).into());
+            }
+            let mut dbi: Dbi = 0;
+            let rc = (api.dbi_open)(txn, ptr::null(), 0, &mut dbi);
+            if rc != 0 {
+                (api.txn_abort)(txn);
+                (api.env_close)(env);
+                return Err(api.error(rc).into());
+            }
+            (api.txn_commit)(txn);
+            dbi
+        };
+        let mut record = BTreeMap::new();
+        record.insert("map_size".into(), settings.map_size.to_string());
+        record.insert("sync".into(), settings.sync.clone());
+        let version = format!("{} ({})", api.version, api._lib.name);
+        let engine = LmdbEngine {
+            env: Arc::new(LmdbEnv { api, env, dbi }),
+        };
+        Ok(Opened {
+            engine,
+            dir,
+            version,
+            settings: record,
+        })
+    }
 }
-
-/// The registry's row of `lmdb`: how it is reached, what it can do, its
-/// settings and durability, and how it is opened.
-pub const ENTRY: crate::entry::Entry = crate::entry::Entry {
-    name: "lmdb",
-    about: "LMDB, in-process (one transaction per operation)",
-    package: "liblmdb0",
-    reach: crate::entry::Reach::InProcess,
-    abilities: crate::entry::Abilities::in_process(crate::entry::KV),
-    default: true,
-    settings: crate::embedded::lmdb::SETTINGS,
-    durability: crate::embedded::lmdb::DURABILITY,
-    available: crate::embedded::lmdb::available,
-    check: crate::embedded::lmdb::check,
-    open: |s, p, w| crate::embedded::open_with(s, p, w, crate::embedded::lmdb::opened),
-};

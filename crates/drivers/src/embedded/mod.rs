@@ -74,6 +74,16 @@ pub struct OpenHow {
 }
 
 impl OpenHow {
+    /// An engine served from a child process (`bakeoff engine-host`): its
+    /// files are never emptied, so a restart finds what the engine left.
+    pub fn hosted() -> Self {
+        OpenHow {
+            load: false,
+            record: RecordKind::Kv,
+            indexes: false,
+        }
+    }
+
     /// What `workload` asks of the engine.
     pub fn of(workload: &Workload) -> Self {
         OpenHow {
@@ -96,10 +106,6 @@ pub struct Opened<E: Engine> {
     pub settings: BTreeMap<String, String>,
 }
 
-/// An engine module's opening function: target name, its settings table,
-/// what the run asks.
-pub type OpenedFn<E> = fn(&str, Option<&toml::Table>, &OpenHow) -> Result<Opened<E>, TargetError>;
-
 /// Opens engine target `spec` for a run of `workload`: in bakeoff's own
 /// process, or, for a run with a fault, in a child process of its own
 /// ([`host`]), which bakeoff can kill, cut the power of and start again
@@ -108,12 +114,12 @@ pub fn open_with<E: Engine>(
     spec: &TargetSpec,
     plan: &Plan,
     workload: &Workload,
-    opened: OpenedFn<E>,
+    opened: impl FnOnce(Option<&toml::Table>, &OpenHow) -> Result<Opened<E>, TargetError>,
 ) -> Result<Box<dyn Target>, TargetError> {
     if workload.fault.is_some() {
         return host::open(spec, plan, workload);
     }
-    let o = opened(&spec.name, plan.settings_of(spec), &OpenHow::of(workload))?;
+    let o = opened(plan.settings_of(spec), &OpenHow::of(workload))?;
     Ok(Box::new(EmbeddedTarget::new(
         &spec.name,
         o,

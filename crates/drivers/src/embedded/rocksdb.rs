@@ -309,91 +309,92 @@ impl RocksSettings {
     }
 }
 
-/// Checks `[servers.rocksdb]`.
-pub fn check(t: Option<&toml::Table>) -> Result<(), TargetError> {
-    RocksSettings::parse(t).map(|_| ())
-}
+/// What `rocksdb` is.
+pub const FACTS: crate::kind::TargetFacts = crate::kind::TargetFacts::engine(
+    "rocksdb",
+    "RocksDB, in-process (C API)",
+    PACKAGE,
+    crate::kind::KV,
+    SETTINGS,
+    DURABILITY,
+);
 
-/// Whether the library loads here.
-pub fn available() -> Result<(), TargetError> {
-    Api::load().map(|_| ())
-}
+/// `rocksdb`, as the registry knows it.
+pub struct Rocksdb;
 
-/// Opens the database (destroyed first for a run that loads).
-pub fn opened(
-    name: &str,
-    table: Option<&toml::Table>,
-    how: &OpenHow,
-) -> Result<Opened<RocksEngine>, TargetError> {
-    let settings = RocksSettings::parse(table)?;
-    let api = Api::load()?;
-    let dir = DataDir::new(settings.dir.clone(), name)?;
-    let path = CString::new(dir.path().join("db").display().to_string())
-        .map_err(|_| EngineError("path contains a NUL byte".to_string()))?;
-    // SAFETY: building options and opening the database per rocksdb/c.h;
-    // the option objects live as long as the process (a few per run).
-    let db = unsafe {
-        let opts = (api.options_create)();
-        (api.options_set_create_if_missing)(opts, 1);
-        (api.options_set_write_buffer_size)(opts, settings.write_buffer as usize);
-        (api.options_set_compression)(opts, settings.compression_code());
-        let table = (api.block_based_options_create)();
-        (api.block_based_options_set_block_cache)(
-            table,
-            (api.cache_create_lru)(settings.block_cache as usize),
-        );
-        (api.options_set_block_based_table_factory)(opts, table);
-        if how.load {
+impl crate::kind::EngineKind for Rocksdb {
+    type Engine = RocksEngine;
+
+    fn facts(&self) -> &'static crate::kind::TargetFacts {
+        &FACTS
+    }
+    fn check(&self, settings: Option<&toml::Table>) -> Result<(), TargetError> {
+        RocksSettings::parse(settings).map(|_| ())
+    }
+    fn load(&self) -> Result<(), TargetError> {
+        Api::load().map(|_| ())
+    }
+    /// Opens the database (destroyed first for a run that loads).
+    fn opened(
+        &self,
+        table: Option<&toml::Table>,
+        how: &OpenHow,
+    ) -> Result<Opened<RocksEngine>, TargetError> {
+        let name = FACTS.name;
+        let settings = RocksSettings::parse(table)?;
+        let api = Api::load()?;
+        let dir = DataDir::new(settings.dir.clone(), name)?;
+        let path = CString::new(dir.path().join("db").display().to_string())
+            .map_err(|_| EngineError("path contains a NUL byte".to_string()))?;
+        // SAFETY: building options and opening the database per rocksdb/c.h;
+        // the option objects live as long as the process (a few per run).
+        let db = unsafe {
+            let opts = (api.options_create)();
+            (api.options_set_create_if_missing)(opts, 1);
+            (api.options_set_write_buffer_size)(opts, settings.write_buffer as usize);
+            (api.options_set_compression)(opts, settings.compression_code());
+            let table = (api.block_based_options_create)();
+            (api.block_based_options_set_block_cache)(
+                table,
+                (api.cache_create_lru)(settings.block_cache as usize),
+            );
+            (api.options_set_block_based_table_factory)(opts, table);
+            if how.load {
+                let mut err = ptr::null_mut();
+                (api.destroy_db)(opts, path.as_ptr(), &mut err);
+                api.take_error(err).map_err(|e| {
+                    EngineError(format!("cannot empty {}: {e}", path.to_string_lossy()))
+                })?;
+            }
             let mut err = ptr::null_mut();
-            (api.destroy_db)(opts, path.as_ptr(), &mut err);
-            api.take_error(err).map_err(|e| {
-                EngineError(format!("cannot empty {}: {e}", path.to_string_lossy()))
-            })?;
-        }
-        let mut err = ptr::null_mut();
-        let db = (api.open)(opts, path.as_ptr(), &mut err);
-        api.take_error(err)
-            .map_err(|e| EngineError(format!("cannot open {}: {e}", path.to_string_lossy())))?;
-        let write = (api.writeoptions_create)();
-        (api.writeoptions_set_sync)(write, settings.sync as c_uchar);
-        let read = (api.readoptions_create)();
-        let version = format!("RocksDB ({})", api.lib.name);
-        (
-            RocksDb {
-                api,
-                db,
-                write,
-                read,
-            },
+            let db = (api.open)(opts, path.as_ptr(), &mut err);
+            api.take_error(err)
+                .map_err(|e| EngineError(format!("cannot open {}: {e}", path.to_string_lossy())))?;
+            let write = (api.writeoptions_create)();
+            (api.writeoptions_set_sync)(write, settings.sync as c_uchar);
+            let read = (api.readoptions_create)();
+            let version = format!("RocksDB ({})", api.lib.name);
+            (
+                RocksDb {
+                    api,
+                    db,
+                    write,
+                    read,
+                },
+                version,
+            )
+        };
+        let (db, version) = db;
+        let mut record = BTreeMap::new();
+        record.insert("block_cache".into(), settings.block_cache.to_string());
+        record.insert("write_buffer".into(), settings.write_buffer.to_string());
+        record.insert("compression".into(), settings.compression.clone());
+        record.insert("sync".into(), settings.sync.to_string());
+        Ok(Opened {
+            engine: RocksEngine { db: Arc::new(db) },
+            dir,
             version,
-        )
-    };
-    let (db, version) = db;
-    let mut record = BTreeMap::new();
-    record.insert("block_cache".into(), settings.block_cache.to_string());
-    record.insert("write_buffer".into(), settings.write_buffer.to_string());
-    record.insert("compression".into(), settings.compression.clone());
-    record.insert("sync".into(), settings.sync.to_string());
-    Ok(Opened {
-        engine: RocksEngine { db: Arc::new(db) },
-        dir,
-        version,
-        settings: record,
-    })
+            settings: record,
+        })
+    }
 }
-
-/// The registry's row of `rocksdb`: how it is reached, what it can do, its
-/// settings and durability, and how it is opened.
-pub const ENTRY: crate::entry::Entry = crate::entry::Entry {
-    name: "rocksdb",
-    about: "RocksDB, in-process (C API)",
-    package: "librocksdb7.8",
-    reach: crate::entry::Reach::InProcess,
-    abilities: crate::entry::Abilities::in_process(crate::entry::KV),
-    default: true,
-    settings: crate::embedded::rocksdb::SETTINGS,
-    durability: crate::embedded::rocksdb::DURABILITY,
-    available: crate::embedded::rocksdb::available,
-    check: crate::embedded::rocksdb::check,
-    open: |s, p, w| crate::embedded::open_with(s, p, w, crate::embedded::rocksdb::opened),
-};

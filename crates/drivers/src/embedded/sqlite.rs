@@ -495,97 +495,98 @@ impl Engine for SqliteEngine {
     }
 }
 
-/// Checks `[servers.sqlite]`.
-pub fn check(t: Option<&toml::Table>) -> Result<(), TargetError> {
-    SqliteSettings::parse(t).map(|_| ())
-}
+/// What `sqlite` is.
+pub const FACTS: crate::kind::TargetFacts = crate::kind::TargetFacts::engine(
+    "sqlite",
+    "SQLite, in-process (table kv, prepared statements)",
+    PACKAGE,
+    crate::kind::KV_SEARCH,
+    SETTINGS,
+    DURABILITY,
+);
 
-/// Whether the library loads here.
-pub fn available() -> Result<(), TargetError> {
-    Api::load().map(|_| ())
-}
+/// `sqlite`, as the registry knows it.
+pub struct Sqlite;
 
-/// Opens (and, for a run that loads, empties) the database.
-pub fn opened(
-    name: &str,
-    table: Option<&toml::Table>,
-    how: &OpenHow,
-) -> Result<Opened<SqliteEngine>, TargetError> {
-    let settings = SqliteSettings::parse(table)?;
-    let api = Arc::new(Api::load()?);
-    let dir = DataDir::new(settings.dir.clone(), name)?;
-    let file: PathBuf = dir.path().join("bakeoff.sqlite");
-    let path = CString::new(file.display().to_string())
-        .map_err(|_| EngineError("directory path contains a NUL byte".to_string()))?;
-    let pragmas = settings.pragmas();
-    let profile = how.record == RecordKind::Profile;
-    {
-        let c = Conn::open(&api, &path, &pragmas, profile)?;
-        if how.load {
-            c.exec(if profile {
-                "DELETE FROM profile"
-            } else {
-                "DELETE FROM kv"
-            })?;
-        }
-        if profile {
-            if how.indexes {
-                c.exec("CREATE INDEX IF NOT EXISTS profile_sex ON profile (sex)")?;
-                c.exec("CREATE INDEX IF NOT EXISTS profile_loc ON profile (province, city)")?;
-            } else {
-                c.exec("DROP INDEX IF EXISTS profile_sex")?;
-                c.exec("DROP INDEX IF EXISTS profile_loc")?;
+impl crate::kind::EngineKind for Sqlite {
+    type Engine = SqliteEngine;
+
+    fn facts(&self) -> &'static crate::kind::TargetFacts {
+        &FACTS
+    }
+    fn check(&self, settings: Option<&toml::Table>) -> Result<(), TargetError> {
+        SqliteSettings::parse(settings).map(|_| ())
+    }
+    fn load(&self) -> Result<(), TargetError> {
+        Api::load().map(|_| ())
+    }
+    /// Opens (and, for a run that loads, empties) the database.
+    fn opened(
+        &self,
+        table: Option<&toml::Table>,
+        how: &OpenHow,
+    ) -> Result<Opened<SqliteEngine>, TargetError> {
+        let name = FACTS.name;
+        let settings = SqliteSettings::parse(table)?;
+        let api = Arc::new(Api::load()?);
+        let dir = DataDir::new(settings.dir.clone(), name)?;
+        let file: PathBuf = dir.path().join("bakeoff.sqlite");
+        let path = CString::new(file.display().to_string())
+            .map_err(|_| EngineError("directory path contains a NUL byte".to_string()))?;
+        let pragmas = settings.pragmas();
+        let profile = how.record == RecordKind::Profile;
+        {
+            let c = Conn::open(&api, &path, &pragmas, profile)?;
+            if how.load {
+                c.exec(if profile {
+                    "DELETE FROM profile"
+                } else {
+                    "DELETE FROM kv"
+                })?;
+            }
+            if profile {
+                if how.indexes {
+                    c.exec("CREATE INDEX IF NOT EXISTS profile_sex ON profile (sex)")?;
+                    c.exec("CREATE INDEX IF NOT EXISTS profile_loc ON profile (province, city)")?;
+                } else {
+                    c.exec("DROP INDEX IF EXISTS profile_sex")?;
+                    c.exec("DROP INDEX IF EXISTS profile_loc")?;
+                }
             }
         }
-    }
-    let mut record = BTreeMap::new();
-    record.insert("journal_mode".into(), settings.journal_mode.clone());
-    record.insert("synchronous".into(), settings.synchronous.clone());
-    record.insert(
-        "cache_size".into(),
-        settings
-            .cache_size
-            .map(|c| c.to_string())
-            .unwrap_or_else(|| "default".into()),
-    );
-    let version = format!("SQLite {} ({})", api.version, api._lib.name);
-    if profile {
+        let mut record = BTreeMap::new();
+        record.insert("journal_mode".into(), settings.journal_mode.clone());
+        record.insert("synchronous".into(), settings.synchronous.clone());
         record.insert(
-            "indexes".into(),
-            if how.indexes {
-                "sex, (province, city)"
-            } else {
-                "none"
-            }
-            .into(),
+            "cache_size".into(),
+            settings
+                .cache_size
+                .map(|c| c.to_string())
+                .unwrap_or_else(|| "default".into()),
         );
+        let version = format!("SQLite {} ({})", api.version, api._lib.name);
+        if profile {
+            record.insert(
+                "indexes".into(),
+                if how.indexes {
+                    "sex, (province, city)"
+                } else {
+                    "none"
+                }
+                .into(),
+            );
+        }
+        let engine = SqliteEngine {
+            api,
+            path,
+            pragmas,
+            profile,
+        };
+        Ok(Opened {
+            engine,
+            dir,
+            version,
+            settings: record,
+        })
     }
-    let engine = SqliteEngine {
-        api,
-        path,
-        pragmas,
-        profile,
-    };
-    Ok(Opened {
-        engine,
-        dir,
-        version,
-        settings: record,
-    })
 }
-
-/// The registry's row of `sqlite`: how it is reached, what it can do, its
-/// settings and durability, and how it is opened.
-pub const ENTRY: crate::entry::Entry = crate::entry::Entry {
-    name: "sqlite",
-    about: "SQLite, in-process (table kv, prepared statements)",
-    package: "libsqlite3-0",
-    reach: crate::entry::Reach::InProcess,
-    abilities: crate::entry::Abilities::in_process(crate::entry::KV_SEARCH),
-    default: true,
-    settings: crate::embedded::sqlite::SETTINGS,
-    durability: crate::embedded::sqlite::DURABILITY,
-    available: crate::embedded::sqlite::available,
-    check: crate::embedded::sqlite::check,
-    open: |s, p, w| crate::embedded::open_with(s, p, w, crate::embedded::sqlite::opened),
-};

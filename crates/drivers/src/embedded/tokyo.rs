@@ -16,6 +16,7 @@ use bakeoff_core::workload::OpKind;
 
 use super::{DataDir, Engine, EngineError, OpenHow, Opened};
 use crate::dl::{self, Lib};
+use crate::kind::TargetFacts;
 use crate::settings::{durable, Durability, Kind as SettingKind, Setting, Settings, DIR};
 use bakeoff_core::durability::DurableTo;
 
@@ -702,42 +703,13 @@ impl Engine for TokyoEngine {
     }
 }
 
-fn kind_of(name: &str) -> Kind {
-    match name {
-        "tokyo-btree" => Kind::BTree,
-        "tokyo-table" => Kind::Table,
-        _ => Kind::Hash,
-    }
-}
-
-/// Checks `[servers.tokyo-hash]` / `[servers.tokyo-btree]`.
-pub fn check_hash(t: Option<&toml::Table>) -> Result<(), TargetError> {
-    TokyoSettings::parse(Kind::Hash, t).map(|_| ())
-}
-
-/// Checks `[servers.tokyo-table]`.
-pub fn check_table(t: Option<&toml::Table>) -> Result<(), TargetError> {
-    TokyoSettings::parse(Kind::Table, t).map(|_| ())
-}
-
-/// Checks `[servers.tokyo-btree]`.
-pub fn check_btree(t: Option<&toml::Table>) -> Result<(), TargetError> {
-    TokyoSettings::parse(Kind::BTree, t).map(|_| ())
-}
-
-/// Whether the library can be loaded here.
-pub fn available() -> Result<(), TargetError> {
-    Api::load().map(|_| ())
-}
-
-/// Opens a fresh database in the target's directory (`name` says which
-/// of the three kinds).
-pub fn opened(
-    name: &str,
+/// Opens a fresh database of `kind` in the target's directory.
+fn opened(
+    kind: Kind,
     table: Option<&toml::Table>,
     how: &OpenHow,
 ) -> Result<Opened<TokyoEngine>, TargetError> {
-    let kind = kind_of(name);
+    let name = crate::kind::EngineKind::facts(&Tokyo(kind)).name;
     let settings = TokyoSettings::parse(kind, table)?;
     let api = Arc::new(Api::load()?);
     let dir = DataDir::new(settings.dir.clone(), name)?;
@@ -866,40 +838,65 @@ pub fn opened(
     })
 }
 
-/// The registry's row of `tokyo-hash`: how it is reached, what it can do, its
-/// settings and durability, and how it is opened.
-pub const HASH_ENTRY: crate::entry::Entry = crate::entry::Entry {
-    name: "tokyo-hash",
-    about: "Tokyo Cabinet hash database (TCH), in-process",
-    package: "libtokyocabinet9",
-    reach: crate::entry::Reach::InProcess,
-    abilities: crate::entry::Abilities::in_process(crate::entry::KV),
-    default: true,
-    settings: crate::embedded::tokyo::HASH_SETTINGS,
-    durability: crate::embedded::tokyo::HASH_DURABILITY,
-    available: crate::embedded::tokyo::available,
-    check: crate::embedded::tokyo::check_hash,
-    open: |s, p, w| crate::embedded::open_with(s, p, w, crate::embedded::tokyo::opened),
-};
+/// What `tokyo-hash` is.
+pub const HASH_FACTS: TargetFacts = TargetFacts::engine(
+    "tokyo-hash",
+    "Tokyo Cabinet hash database (TCH), in-process",
+    PACKAGE,
+    crate::kind::KV,
+    HASH_SETTINGS,
+    HASH_DURABILITY,
+);
+/// What `tokyo-btree` is.
+pub const BTREE_FACTS: TargetFacts = TargetFacts::engine(
+    "tokyo-btree",
+    "Tokyo Cabinet B+tree database (TCB), in-process",
+    PACKAGE,
+    crate::kind::KV,
+    BTREE_SETTINGS,
+    BTREE_DURABILITY,
+);
+/// What `tokyo-table` is: it can search.
+pub const TABLE_FACTS: TargetFacts = TargetFacts::engine(
+    "tokyo-table",
+    "Tokyo Cabinet table database (TCT), in-process (column v)",
+    PACKAGE,
+    crate::kind::KV_SEARCH,
+    TABLE_SETTINGS,
+    HASH_DURABILITY,
+);
 
-/// The registry's row of `tokyo-btree`: as the hash database's, with its
-/// own settings and durability.
-pub const BTREE_ENTRY: crate::entry::Entry = crate::entry::Entry {
-    name: "tokyo-btree",
-    about: "Tokyo Cabinet B+tree database (TCB), in-process",
-    settings: BTREE_SETTINGS,
-    durability: BTREE_DURABILITY,
-    check: check_btree,
-    ..HASH_ENTRY
-};
+/// One of Tokyo Cabinet's databases, as the registry knows it.
+pub struct Tokyo(Kind);
 
-/// The registry's row of `tokyo-table`: as the hash database's, with its
-/// own settings and searches.
-pub const TABLE_ENTRY: crate::entry::Entry = crate::entry::Entry {
-    name: "tokyo-table",
-    about: "Tokyo Cabinet table database (TCT), in-process (column v)",
-    abilities: crate::entry::Abilities::in_process(crate::entry::KV_SEARCH),
-    settings: TABLE_SETTINGS,
-    check: check_table,
-    ..HASH_ENTRY
-};
+/// `tokyo-hash`: the hash database (TCH).
+pub const HASH: Tokyo = Tokyo(Kind::Hash);
+/// `tokyo-btree`: the B+tree database (TCB).
+pub const BTREE: Tokyo = Tokyo(Kind::BTree);
+/// `tokyo-table`: the table database (TCT).
+pub const TABLE: Tokyo = Tokyo(Kind::Table);
+
+impl crate::kind::EngineKind for Tokyo {
+    type Engine = TokyoEngine;
+
+    fn facts(&self) -> &'static TargetFacts {
+        match self.0 {
+            Kind::Hash => &HASH_FACTS,
+            Kind::BTree => &BTREE_FACTS,
+            Kind::Table => &TABLE_FACTS,
+        }
+    }
+    fn check(&self, settings: Option<&toml::Table>) -> Result<(), TargetError> {
+        TokyoSettings::parse(self.0, settings).map(|_| ())
+    }
+    fn load(&self) -> Result<(), TargetError> {
+        Api::load().map(|_| ())
+    }
+    fn opened(
+        &self,
+        settings: Option<&toml::Table>,
+        how: &OpenHow,
+    ) -> Result<Opened<TokyoEngine>, TargetError> {
+        opened(self.0, settings, how)
+    }
+}

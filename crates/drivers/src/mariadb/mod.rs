@@ -33,6 +33,7 @@ use crate::async_target::{
     block, block_quick, profile_columns, sessions_reached, AsyncDriver, AsyncTarget, Reach,
 };
 use crate::codec::mysql::MysqlCodec;
+use crate::kind::OpenResult;
 use crate::nodes::{Layout, MultiNode};
 use crate::settings::{durable, Durability, DurableRule, Kind, Setting, Settings, PORT};
 use crate::sql::{batch_insert, search_params, search_statements};
@@ -609,11 +610,6 @@ fn dsn_of(spec: &TargetSpec) -> Option<Dsn> {
     }
 }
 
-/// Checks `[servers.mariadb]`.
-pub fn check(t: Option<&toml::Table>) -> Result<(), TargetError> {
-    MariaSettings::parse(t).map(|_| ())
-}
-
 /// Whether MariaDB can be started here.
 pub fn available() -> Result<(), TargetError> {
     for program in ["mariadbd", "mariadb-install-db"] {
@@ -624,20 +620,6 @@ pub fn available() -> Result<(), TargetError> {
         }
     }
     Ok(())
-}
-
-/// Checks a fixed port is free, or an external endpoint answers.
-pub fn probe(spec: &TargetSpec, plan: &Plan) -> Result<(), TargetError> {
-    let settings = MariaSettings::parse(plan.settings_of(spec))?;
-    match dsn_of(spec) {
-        None => crate::settings::fixed_port_free("mariadb", settings.port),
-        Some(dsn) => block_quick(async {
-            let mut c = connect(&dsn, None).await?;
-            c.query_drop("SELECT 1")
-                .await
-                .map_err(|e| TargetError::Server(e.to_string()))
-        }),
-    }
 }
 
 /// Creates database `bakeoff` and its table `kv`, if absent.
@@ -861,50 +843,6 @@ pub(crate) fn count_rows(dsn: &Dsn, table: &str) -> Option<u64> {
         Ok(n.unwrap_or(0))
     })
     .ok()
-}
-
-/// Opens the target: starts mariadbd (one, or a primary and its replica),
-/// or connects to the URL.
-pub fn open(
-    spec: &TargetSpec,
-    plan: &Plan,
-    workload: &Workload,
-) -> Result<Box<dyn Target>, TargetError> {
-    let settings = MariaSettings::parse(plan.settings_of(spec))?;
-    if workload.topology == Topology::PrimaryReplica {
-        return open_replicated(spec, plan, workload, settings);
-    }
-    let (server, dsn, endpoint) = match dsn_of(spec) {
-        Some(dsn) => {
-            let url = match &spec.endpoint {
-                Endpoint::External { url, .. } => Some(url.clone()),
-                Endpoint::Managed => None,
-            };
-            (None, dsn, url)
-        }
-        None => {
-            let (server, dsn) = start_managed(
-                &settings,
-                &|_| Vec::new(),
-                &|_| true,
-                workload.memory_cap,
-                workload.cuts_power(),
-            )?;
-            (Some(server), dsn, None)
-        }
-    };
-    let (version, recorded) = block(prepare_table(&dsn, workload))?;
-    let (target, _) = node_target(
-        spec,
-        workload,
-        server,
-        &dsn,
-        endpoint,
-        version,
-        recorded,
-        Reach::One,
-    )?;
-    Ok(Box::new(target))
 }
 
 /// The target of one server, with its `version` and `recorded` settings,
@@ -1235,29 +1173,93 @@ impl AsyncDriver for MariaDriver {
     }
 }
 
-/// The registry's row of `mariadb`: how it is reached, what it can do, its
-/// settings and durability, and how it is opened.
-pub const ENTRY: crate::entry::Entry = crate::entry::Entry {
+/// What `mariadb` is.
+pub const FACTS: crate::kind::TargetFacts = crate::kind::TargetFacts {
     name: "mariadb",
-    about: "MariaDB / MySQL (InnoDB tables kv and profile, prepared statements, one connection per client)",
+    summary: "MariaDB / MySQL (InnoDB tables kv and profile, prepared statements, one connection per client)",
     package: "mariadb-server",
-    reach: crate::entry::Reach::Server {
+    reach: crate::kind::Reach::Server {
         program: "mariadbd",
         scheme: "mariadb",
         url_options: &["socket"],
         topologies: &["primary-replica"],
-        probe: crate::mariadb::probe,
     },
-    abilities: crate::entry::Abilities {
-        ops: crate::entry::KV_SEARCH,
+    abilities: crate::kind::Abilities {
+        ops: crate::kind::KV_SEARCH,
         pipelining: true,
         batch_load: true,
         requests: &[RequestMode::Connect, RequestMode::Phases],
     },
-    default: true,
-    settings: crate::mariadb::SETTINGS,
-    durability: crate::mariadb::DURABILITY,
-    available: crate::mariadb::available,
-    check: crate::mariadb::check,
-    open: crate::mariadb::open,
+    in_default_comparison: true,
+    settings: SETTINGS,
+    durability: DURABILITY,
 };
+
+/// `mariadb`, as the registry knows it.
+pub struct Mariadb;
+
+impl crate::kind::TargetKind for Mariadb {
+    fn facts(&self) -> &'static crate::kind::TargetFacts {
+        &FACTS
+    }
+    fn available(&self) -> Result<(), TargetError> {
+        available()
+    }
+    fn check(&self, settings: Option<&toml::Table>) -> Result<(), TargetError> {
+        MariaSettings::parse(settings).map(|_| ())
+    }
+
+    /// Checks a fixed port is free, or an external endpoint answers.
+    fn probe(&self, spec: &TargetSpec, plan: &Plan) -> Result<(), TargetError> {
+        let settings = MariaSettings::parse(plan.settings_of(spec))?;
+        match dsn_of(spec) {
+            None => crate::settings::fixed_port_free("mariadb", settings.port),
+            Some(dsn) => block_quick(async {
+                let mut c = connect(&dsn, None).await?;
+                c.query_drop("SELECT 1")
+                    .await
+                    .map_err(|e| TargetError::Server(e.to_string()))
+            }),
+        }
+    }
+
+    /// Opens the target: starts mariadbd (one, or a primary and its replica),
+    /// or connects to the URL.
+    fn open(&self, spec: &TargetSpec, plan: &Plan, workload: &Workload) -> OpenResult {
+        let settings = MariaSettings::parse(plan.settings_of(spec))?;
+        if workload.topology == Topology::PrimaryReplica {
+            return open_replicated(spec, plan, workload, settings);
+        }
+        let (server, dsn, endpoint) = match dsn_of(spec) {
+            Some(dsn) => {
+                let url = match &spec.endpoint {
+                    Endpoint::External { url, .. } => Some(url.clone()),
+                    Endpoint::Managed => None,
+                };
+                (None, dsn, url)
+            }
+            None => {
+                let (server, dsn) = start_managed(
+                    &settings,
+                    &|_| Vec::new(),
+                    &|_| true,
+                    workload.memory_cap,
+                    workload.cuts_power(),
+                )?;
+                (Some(server), dsn, None)
+            }
+        };
+        let (version, recorded) = block(prepare_table(&dsn, workload))?;
+        let (target, _) = node_target(
+            spec,
+            workload,
+            server,
+            &dsn,
+            endpoint,
+            version,
+            recorded,
+            Reach::One,
+        )?;
+        Ok(Box::new(target))
+    }
+}

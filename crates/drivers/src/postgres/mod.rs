@@ -33,6 +33,7 @@ use crate::async_target::{
 };
 use crate::codec::postgres::PostgresCodec;
 use crate::codec::postgres::BATCH_TAIL;
+use crate::kind::OpenResult;
 use crate::nodes::{Layout, MultiNode};
 use crate::settings::{durable, Durability, Kind, Setting, Settings, PORT};
 use crate::sql::{batch_insert, search_params, search_statements};
@@ -556,11 +557,6 @@ fn dsn_of(spec: &TargetSpec) -> Option<Dsn> {
     }
 }
 
-/// Checks `[servers.postgres]`.
-pub fn check(t: Option<&toml::Table>) -> Result<(), TargetError> {
-    PgSettings::parse(t).map(|_| ())
-}
-
 /// Whether PostgreSQL can be started here.
 pub fn available() -> Result<(), TargetError> {
     for program in ["postgres", "initdb"] {
@@ -572,21 +568,6 @@ pub fn available() -> Result<(), TargetError> {
     }
     bakeoff_servers::user_ids("postgres")?;
     Ok(())
-}
-
-/// Checks an external endpoint answers and accepts the credentials.
-pub fn probe(spec: &TargetSpec, plan: &Plan) -> Result<(), TargetError> {
-    let settings = PgSettings::parse(plan.settings_of(spec))?;
-    match dsn_of(spec) {
-        None => crate::settings::fixed_port_free("postgres", settings.port),
-        Some(dsn) => block_quick(async {
-            let c = connect(&dsn).await?;
-            c.simple_query("SELECT 1")
-                .await
-                .map(|_| ())
-                .map_err(|e| TargetError::Server(explain(&dsn, e)))
-        }),
-    }
 }
 
 /// Creates the workload's table (emptied before a load) and its indexes.
@@ -830,40 +811,6 @@ fn start_as(
         stop_signal: libc::SIGINT,
     };
     ManagedServer::start(&cmd).map_err(|e| TargetError::Server(e.to_string()))
-}
-
-/// Opens the target: starts postgres (one, or a primary and its replica),
-/// or connects to the URL.
-pub fn open(
-    spec: &TargetSpec,
-    plan: &Plan,
-    workload: &Workload,
-) -> Result<Box<dyn Target>, TargetError> {
-    if workload.topology == Topology::PrimaryReplica {
-        return open_replicated(spec, plan, workload);
-    }
-    let (server, dsn, endpoint) = match dsn_of(spec) {
-        Some(dsn) => {
-            let url = match &spec.endpoint {
-                Endpoint::External { url, .. } => Some(url.clone()),
-                Endpoint::Managed => None,
-            };
-            (None, dsn, url)
-        }
-        None => {
-            let mut server = start_on(plan.settings_of(spec), None, workload.cuts_power())?;
-            if let Some(limit) = workload.memory_cap {
-                server.cap_memory(limit)?;
-            }
-            let dsn = Dsn::managed(server.addr.port());
-            (Some(server), dsn, None)
-        }
-    };
-    block(prepare_table(&dsn, workload))?;
-    let (target, _) = node_target(spec, workload, server, &dsn, endpoint, |dsn| {
-        Reach::One(dsn)
-    })?;
-    Ok(Box::new(target))
 }
 
 /// The target of one server: its record read back from it, and a driver
@@ -1148,29 +1095,84 @@ impl AsyncDriver for PgDriver {
     }
 }
 
-/// The registry's row of `postgres`: how it is reached, what it can do, its
-/// settings and durability, and how it is opened.
-pub const ENTRY: crate::entry::Entry = crate::entry::Entry {
+/// What `postgres` is.
+pub const FACTS: crate::kind::TargetFacts = crate::kind::TargetFacts {
     name: "postgres",
-    about: "PostgreSQL (tables kv and profile, prepared statements, one connection per client)",
+    summary: "PostgreSQL (tables kv and profile, prepared statements, one connection per client)",
     package: "postgresql",
-    reach: crate::entry::Reach::Server {
+    reach: crate::kind::Reach::Server {
         program: "postgres",
         scheme: "postgres",
         url_options: &["dbname"],
         topologies: &["primary-replica"],
-        probe: crate::postgres::probe,
     },
-    abilities: crate::entry::Abilities {
-        ops: crate::entry::KV_SEARCH,
+    abilities: crate::kind::Abilities {
+        ops: crate::kind::KV_SEARCH,
         pipelining: true,
         batch_load: true,
         requests: &[bakeoff_core::plan::RequestMode::Connect],
     },
-    default: true,
-    settings: crate::postgres::SETTINGS,
-    durability: crate::postgres::DURABILITY,
-    available: crate::postgres::available,
-    check: crate::postgres::check,
-    open: crate::postgres::open,
+    in_default_comparison: true,
+    settings: SETTINGS,
+    durability: DURABILITY,
 };
+
+/// `postgres`, as the registry knows it.
+pub struct Postgres;
+
+impl crate::kind::TargetKind for Postgres {
+    fn facts(&self) -> &'static crate::kind::TargetFacts {
+        &FACTS
+    }
+    fn available(&self) -> Result<(), TargetError> {
+        available()
+    }
+    fn check(&self, settings: Option<&toml::Table>) -> Result<(), TargetError> {
+        PgSettings::parse(settings).map(|_| ())
+    }
+
+    /// Checks an external endpoint answers and accepts the credentials.
+    fn probe(&self, spec: &TargetSpec, plan: &Plan) -> Result<(), TargetError> {
+        let settings = PgSettings::parse(plan.settings_of(spec))?;
+        match dsn_of(spec) {
+            None => crate::settings::fixed_port_free("postgres", settings.port),
+            Some(dsn) => block_quick(async {
+                let c = connect(&dsn).await?;
+                c.simple_query("SELECT 1")
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| TargetError::Server(explain(&dsn, e)))
+            }),
+        }
+    }
+
+    /// Opens the target: starts postgres (one, or a primary and its replica),
+    /// or connects to the URL.
+    fn open(&self, spec: &TargetSpec, plan: &Plan, workload: &Workload) -> OpenResult {
+        if workload.topology == Topology::PrimaryReplica {
+            return open_replicated(spec, plan, workload);
+        }
+        let (server, dsn, endpoint) = match dsn_of(spec) {
+            Some(dsn) => {
+                let url = match &spec.endpoint {
+                    Endpoint::External { url, .. } => Some(url.clone()),
+                    Endpoint::Managed => None,
+                };
+                (None, dsn, url)
+            }
+            None => {
+                let mut server = start_on(plan.settings_of(spec), None, workload.cuts_power())?;
+                if let Some(limit) = workload.memory_cap {
+                    server.cap_memory(limit)?;
+                }
+                let dsn = Dsn::managed(server.addr.port());
+                (Some(server), dsn, None)
+            }
+        };
+        block(prepare_table(&dsn, workload))?;
+        let (target, _) = node_target(spec, workload, server, &dsn, endpoint, |dsn| {
+            Reach::One(dsn)
+        })?;
+        Ok(Box::new(target))
+    }
+}
