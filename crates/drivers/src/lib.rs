@@ -23,7 +23,7 @@
 //!   spread by ketama) or a primary and a replica (`--topology`).
 //! - [`settings`]: typed reading of `[servers.NAME]` tables.
 //! - [`sql`]: what the SQL targets share (their codecs use it too, so it
-//!   needs no feature).
+//!   needs no feature); `sql_server`, the skeleton their targets share.
 //! - [`embedded`]: engines opened in-process (Tokyo Cabinet, …), loaded
 //!   with [`dl`] at run time.
 
@@ -55,3 +55,5 @@ pub mod registry;
 pub mod running;
 pub mod settings;
 pub mod sql;
+#[cfg(any(feature = "postgres", feature = "mariadb"))]
+mod sql_server;

@@ -18,7 +18,7 @@ use bakeoff_core::error::ConnectError;
 use bakeoff_core::error::TargetError;
 use bakeoff_core::keys::KEY_LEN;
 use bakeoff_core::net::CodecDriver;
-use bakeoff_core::plan::{Endpoint, Plan, ReadFrom, RequestMode, TargetSpec, Topology, Workload};
+use bakeoff_core::plan::{Endpoint, Plan, RequestMode, TargetSpec, Topology, Workload};
 use bakeoff_core::profile::{Profile, Query, RecordKind};
 use bakeoff_core::recorder::ErrorKind;
 use bakeoff_core::session::{io_error_kind, Session, SessionError, SessionResult};
@@ -30,13 +30,13 @@ use mysql_async::{Conn, Opts, OptsBuilder, Statement};
 
 use crate::admin::{resolve, Address};
 use crate::async_target::{
-    block, block_quick, profile_columns, sessions_reached, AsyncDriver, AsyncTarget, Reach,
+    block, block_quick, profile_columns, sessions_reached, AsyncDriver, Reach,
 };
 use crate::codec::mysql::MysqlCodec;
 use crate::kind::OpenResult;
-use crate::nodes::{Layout, MultiNode};
 use crate::settings::{durable, Durability, DurableRule, Kind, Setting, Settings, PORT};
 use crate::sql::{batch_insert, search_params, search_statements};
+use crate::sql_server::{Node, Replication, ServerFacts, SqlServer};
 use bakeoff_core::durability::DurableTo;
 
 /// What `[servers.mariadb]` and `[servers.handlersocket]` share: the
@@ -845,44 +845,6 @@ pub(crate) fn count_rows(dsn: &Dsn, table: &str) -> Option<u64> {
     .ok()
 }
 
-/// The target of one server, with its `version` and `recorded` settings,
-/// and a driver whose sessions reach it (through a link relay, if the
-/// workload has one) as `reach` makes of its address. Returns that
-/// address too.
-#[allow(clippy::too_many_arguments)]
-fn node_target(
-    spec: &TargetSpec,
-    workload: &Workload,
-    server: Option<ManagedServer>,
-    dsn: &Dsn,
-    endpoint: Option<String>,
-    version: String,
-    recorded: BTreeMap<String, String>,
-    reach: impl FnOnce(Dsn) -> Reach<Dsn>,
-) -> Result<(AsyncTarget<MariaDriver>, Dsn), TargetError> {
-    // With a link, every connection of the driver goes through its relay.
-    let (host, port, relay) = crate::link::dial_host(workload, &dsn.host, dsn.port)?;
-    let linked = Dsn {
-        host,
-        port,
-        ..dsn.clone()
-    };
-    let target = AsyncTarget::new(
-        spec,
-        endpoint,
-        format!("MariaDB {version}"),
-        recorded,
-        server,
-        MariaDriver::new(
-            reach(linked.clone()),
-            workload.record == RecordKind::Profile,
-            workload.request == RequestMode::Phases,
-        )?,
-    )
-    .linked(relay);
-    Ok((target, linked))
-}
-
 /// Longest wait for a new replica to apply what its primary logged.
 const CATCH_UP_WITHIN_S: u64 = 30;
 
@@ -945,54 +907,22 @@ fn open_replicated(
     block(follow(&r, &p))?;
     let (version, recorded) = block(prepare_table(&p, workload))?;
     block(caught_up(&p, &r))?;
-    let names = [primary.addr.to_string(), replica.addr.to_string()];
-    let reads = match workload.read_from {
-        ReadFrom::Primary => 0,
-        ReadFrom::Replica => 1,
-    };
     let (r_version, r_recorded) = block(server_facts(&r))?;
-    let (replica_target, r_linked) = node_target(
-        spec,
-        workload,
-        Some(replica),
-        &r,
-        None,
-        r_version,
-        r_recorded,
-        Reach::One,
-    )?;
-    let (primary_target, p_linked) = node_target(
-        spec,
-        workload,
-        Some(primary),
-        &p,
-        None,
-        version,
-        recorded,
-        Reach::One,
-    )?;
-    let driver = MariaDriver::new(
-        Reach::Pair {
-            primary: p_linked,
-            reads: (reads == 1).then_some(r_linked),
-        },
-        workload.record == RecordKind::Profile,
-        workload.request == RequestMode::Phases,
-    )?;
-    let layout = Layout::PrimaryReplica {
-        reads,
+    let node = |server, dsn: &Dsn, facts| Node::<Mariadb> {
+        server: Some(server),
+        dsn: dsn.clone(),
+        facts,
+        endpoint: None,
+    };
+    let primary = node(primary, &p, (version, recorded));
+    let replica = node(replica, &r, (r_version, r_recorded));
+    let replication = Replication {
         // Only clients run prepared statements: the replica applies row
         // events.
         read_counters: &["Com_stmt_execute"],
         lag: Box::new(move || block_quick(binlog_lag(&p, &r)).ok()),
     };
-    Ok(Box::new(MultiNode::replicated_with(
-        Box::new(primary_target),
-        Box::new(replica_target),
-        names,
-        driver,
-        layout,
-    )))
+    crate::sql_server::open_pair(spec, workload, primary, replica, replication)
 }
 
 /// Makes the server at `r` a replica of the one at `p`, by GTID.
@@ -1226,40 +1156,53 @@ impl crate::kind::TargetKind for Mariadb {
     /// Opens the target: starts mariadbd (one, or a primary and its replica),
     /// or connects to the URL.
     fn open(&self, spec: &TargetSpec, plan: &Plan, workload: &Workload) -> OpenResult {
-        let settings = MariaSettings::parse(plan.settings_of(spec))?;
         if workload.topology == Topology::PrimaryReplica {
+            let settings = MariaSettings::parse(plan.settings_of(spec))?;
             return open_replicated(spec, plan, workload, settings);
         }
-        let (server, dsn, endpoint) = match dsn_of(spec) {
-            Some(dsn) => {
-                let url = match &spec.endpoint {
-                    Endpoint::External { url, .. } => Some(url.clone()),
-                    Endpoint::Managed => None,
-                };
-                (None, dsn, url)
-            }
-            None => {
-                let (server, dsn) = start_managed(
-                    &settings,
-                    &|_| Vec::new(),
-                    &|_| true,
-                    workload.memory_cap,
-                    workload.cuts_power(),
-                )?;
-                (Some(server), dsn, None)
-            }
-        };
-        let (version, recorded) = block(prepare_table(&dsn, workload))?;
-        let (target, _) = node_target(
-            spec,
-            workload,
-            server,
-            &dsn,
-            endpoint,
-            version,
-            recorded,
-            Reach::One,
-        )?;
-        Ok(Box::new(target))
+        crate::sql_server::open_single::<Self>(spec, plan, workload)
+    }
+}
+
+impl SqlServer for Mariadb {
+    type Dsn = Dsn;
+    type Driver = MariaDriver;
+    const PRODUCT: &'static str = "MariaDB";
+
+    fn dsn_of(spec: &TargetSpec) -> Option<Dsn> {
+        dsn_of(spec)
+    }
+    fn host_port(dsn: &Dsn) -> (&str, u16) {
+        (&dsn.host, dsn.port)
+    }
+    fn moved(dsn: &Dsn, host: String, port: u16) -> Dsn {
+        Dsn {
+            host,
+            port,
+            ..dsn.clone()
+        }
+    }
+    fn start(
+        spec: &TargetSpec,
+        plan: &Plan,
+        workload: &Workload,
+    ) -> Result<(ManagedServer, Dsn), TargetError> {
+        start_managed(
+            &MariaSettings::parse(plan.settings_of(spec))?,
+            &|_| Vec::new(),
+            &|_| true,
+            workload.memory_cap,
+            workload.cuts_power(),
+        )
+    }
+    fn prepare(dsn: &Dsn, workload: &Workload) -> Result<ServerFacts, TargetError> {
+        block(prepare_table(dsn, workload))
+    }
+    fn driver(reach: Reach<Dsn>, workload: &Workload) -> Result<MariaDriver, TargetError> {
+        MariaDriver::new(
+            reach,
+            workload.record == RecordKind::Profile,
+            workload.request == RequestMode::Phases,
+        )
     }
 }

@@ -17,7 +17,7 @@ use bakeoff_core::error::ConnectError;
 use bakeoff_core::error::TargetError;
 use bakeoff_core::keys::KEY_LEN;
 use bakeoff_core::net::CodecDriver;
-use bakeoff_core::plan::{Endpoint, Plan, ReadFrom, TargetSpec, Topology, Workload};
+use bakeoff_core::plan::{Endpoint, Plan, TargetSpec, Topology, Workload};
 use bakeoff_core::profile::{Profile, Query, RecordKind};
 use bakeoff_core::recorder::ErrorKind;
 use bakeoff_core::session::{io_error_kind, Session, SessionError, SessionResult};
@@ -29,14 +29,14 @@ use tokio_postgres::{Client, Config, NoTls, Statement};
 
 use crate::admin::{resolve, Address};
 use crate::async_target::{
-    block, block_quick, profile_columns, sessions_reached, AsyncDriver, AsyncTarget, Reach,
+    block, block_quick, profile_columns, sessions_reached, AsyncDriver, Reach,
 };
 use crate::codec::postgres::PostgresCodec;
 use crate::codec::postgres::BATCH_TAIL;
 use crate::kind::OpenResult;
-use crate::nodes::{Layout, MultiNode};
 use crate::settings::{durable, Durability, Kind, Setting, Settings, PORT};
 use crate::sql::{batch_insert, search_params, search_statements};
+use crate::sql_server::{Node, Replication, ServerFacts, SqlServer};
 use bakeoff_core::durability::DurableTo;
 
 mod wire;
@@ -149,7 +149,7 @@ impl PgSettings {
 
 /// How to reach the server.
 #[derive(Clone)]
-struct Dsn {
+pub(crate) struct Dsn {
     host: String,
     port: u16,
     user: String,
@@ -813,40 +813,6 @@ fn start_as(
     ManagedServer::start(&cmd).map_err(|e| TargetError::Server(e.to_string()))
 }
 
-/// The target of one server: its record read back from it, and a driver
-/// whose sessions reach it (through a link relay, if the workload has
-/// one) as `reach` makes of its address. Returns the address too.
-fn node_target(
-    spec: &TargetSpec,
-    workload: &Workload,
-    server: Option<ManagedServer>,
-    dsn: &Dsn,
-    endpoint: Option<String>,
-    reach: impl FnOnce(Dsn) -> Reach<Dsn>,
-) -> Result<(AsyncTarget<PgDriver>, Dsn), TargetError> {
-    let (version, recorded) = block_quick(server_facts(dsn))?;
-    // With a link, every connection of the driver goes through its relay.
-    let (host, port, relay) = crate::link::dial_host(workload, &dsn.host, dsn.port)?;
-    let linked = Dsn {
-        host,
-        port,
-        ..dsn.clone()
-    };
-    let target = AsyncTarget::new(
-        spec,
-        endpoint,
-        format!("PostgreSQL {version}"),
-        recorded,
-        server,
-        PgDriver::new(
-            reach(linked.clone()),
-            workload.record == RecordKind::Profile,
-        )?,
-    )
-    .linked(relay);
-    Ok((target, linked))
-}
-
 /// Longest wait for a new replica to stream from its primary.
 const STREAMING_WITHIN: Duration = Duration::from_secs(30);
 
@@ -872,35 +838,21 @@ fn open_replicated(
         // the primary's own set-up would wait for ever.
         block(synchronous_standby(&p))?;
     }
-    let names = [primary.addr.to_string(), replica.addr.to_string()];
-    let reads = match workload.read_from {
-        ReadFrom::Primary => 0,
-        ReadFrom::Replica => 1,
+    let node = |server: ManagedServer, dsn: &Dsn| -> Result<Node<Postgres>, TargetError> {
+        Ok(Node {
+            server: Some(server),
+            facts: block_quick(server_facts(dsn))?,
+            dsn: dsn.clone(),
+            endpoint: None,
+        })
     };
-    let (replica_target, r_linked) =
-        node_target(spec, workload, Some(replica), &r, None, Reach::One)?;
-    let (primary_target, p_linked) =
-        node_target(spec, workload, Some(primary), &p, None, Reach::One)?;
-    let driver = PgDriver::new(
-        Reach::Pair {
-            primary: p_linked,
-            reads: (reads == 1).then_some(r_linked),
-        },
-        workload.record == RecordKind::Profile,
-    )?;
-    let layout = Layout::PrimaryReplica {
-        reads,
+    let (primary, replica) = (node(primary, &p)?, node(replica, &r)?);
+    let replication = Replication {
         // Statements only clients run: WAL replay runs none.
         read_counters: &["get", "search"],
         lag: Box::new(move || block_quick(wal_lag(&p)).ok()),
     };
-    Ok(Box::new(MultiNode::replicated_with(
-        Box::new(primary_target),
-        Box::new(replica_target),
-        names,
-        driver,
-        layout,
-    )))
+    crate::sql_server::open_pair(spec, workload, primary, replica, replication)
 }
 
 /// Makes the primary at `p` wait for its replica at each commit, and
@@ -1152,27 +1104,45 @@ impl crate::kind::TargetKind for Postgres {
         if workload.topology == Topology::PrimaryReplica {
             return open_replicated(spec, plan, workload);
         }
-        let (server, dsn, endpoint) = match dsn_of(spec) {
-            Some(dsn) => {
-                let url = match &spec.endpoint {
-                    Endpoint::External { url, .. } => Some(url.clone()),
-                    Endpoint::Managed => None,
-                };
-                (None, dsn, url)
-            }
-            None => {
-                let mut server = start_on(plan.settings_of(spec), None, workload.cuts_power())?;
-                if let Some(limit) = workload.memory_cap {
-                    server.cap_memory(limit)?;
-                }
-                let dsn = Dsn::managed(server.addr.port());
-                (Some(server), dsn, None)
-            }
-        };
-        block(prepare_table(&dsn, workload))?;
-        let (target, _) = node_target(spec, workload, server, &dsn, endpoint, |dsn| {
-            Reach::One(dsn)
-        })?;
-        Ok(Box::new(target))
+        crate::sql_server::open_single::<Self>(spec, plan, workload)
+    }
+}
+
+impl SqlServer for Postgres {
+    type Dsn = Dsn;
+    type Driver = PgDriver;
+    const PRODUCT: &'static str = "PostgreSQL";
+
+    fn dsn_of(spec: &TargetSpec) -> Option<Dsn> {
+        dsn_of(spec)
+    }
+    fn host_port(dsn: &Dsn) -> (&str, u16) {
+        (&dsn.host, dsn.port)
+    }
+    fn moved(dsn: &Dsn, host: String, port: u16) -> Dsn {
+        Dsn {
+            host,
+            port,
+            ..dsn.clone()
+        }
+    }
+    fn start(
+        spec: &TargetSpec,
+        plan: &Plan,
+        workload: &Workload,
+    ) -> Result<(ManagedServer, Dsn), TargetError> {
+        let mut server = start_on(plan.settings_of(spec), None, workload.cuts_power())?;
+        if let Some(limit) = workload.memory_cap {
+            server.cap_memory(limit)?;
+        }
+        let dsn = Dsn::managed(server.addr.port());
+        Ok((server, dsn))
+    }
+    fn prepare(dsn: &Dsn, workload: &Workload) -> Result<ServerFacts, TargetError> {
+        block(prepare_table(dsn, workload))?;
+        block_quick(server_facts(dsn))
+    }
+    fn driver(reach: Reach<Dsn>, workload: &Workload) -> Result<PgDriver, TargetError> {
+        PgDriver::new(reach, workload.record == RecordKind::Profile)
     }
 }
