@@ -14,8 +14,9 @@ use std::fmt::Write as _;
 use std::io::Write;
 
 use bakeoff_core::result::{ExperimentResult, RunResult};
-use bakeoff_core::units::{fmt_bytes, fmt_ns};
+use bakeoff_core::units::fmt_bytes;
 
+use crate::document::{self, Block, Section};
 use crate::svg::{esc, Axis, Band, BarChart, BarGroup, Line, LineChart, RightAxis, Scale, XAxis};
 use crate::view::{
     at_point, client_busy, percentile_spectrum, point_label, point_without, Figure, Group, Spread,
@@ -132,6 +133,43 @@ fn fmt_percentile(p: f64) -> String {
 impl<'a> Page<'a> {
     fn h2(&mut self, id: &str, title: &str) {
         let _ = write!(self.html, r#"<h2 id="{id}">{}</h2>"#, esc(title));
+    }
+
+    /// A section of the report's document: its heading and note.
+    fn section_head(&mut self, section: &Section) {
+        self.h2(section.id, &section.title);
+        if let Some(note) = &section.note {
+            let _ = write!(self.html, r#"<p class="note">{}</p>"#, esc(note));
+        }
+    }
+
+    /// A section's blocks, as the document has them.
+    fn section_blocks(&mut self, section: &Section) {
+        for block in &section.blocks {
+            match block {
+                Block::Bullets(lines) => {
+                    self.html.push_str("<ul>");
+                    for l in lines {
+                        let _ = write!(self.html, "<li>{}</li>", esc(l));
+                    }
+                    self.html.push_str("</ul>");
+                }
+                Block::Paragraph { strong, text } => {
+                    let lead = strong
+                        .as_ref()
+                        .map(|s| format!("<strong>{}</strong> ", esc(s)))
+                        .unwrap_or_default();
+                    let _ = write!(self.html, "<p>{lead}{}</p>", esc(text));
+                }
+                Block::Caption(c) => {
+                    let _ = write!(self.html, "<p>{}:</p>", esc(c));
+                }
+                Block::Table(t) => {
+                    let head: Vec<&str> = t.head.iter().map(String::as_str).collect();
+                    self.table(&head, &t.rows, t.left);
+                }
+            }
+        }
     }
 
     fn line(&mut self, chart: LineChart) {
@@ -251,34 +289,16 @@ impl<'a> Page<'a> {
 
     /// Which target leads each figure, by how much; the seed's finding.
     fn verdict(&mut self) {
-        let lines: Vec<String> = self
-            .view
-            .sources
-            .iter()
-            .flat_map(|r| crate::verdict::verdict(r))
-            .collect();
-        if lines.is_empty() {
-            return;
+        if let Some(section) = document::verdict(&self.view) {
+            self.section_head(&section);
+            self.section_blocks(&section);
         }
-        self.h2("verdict", "Verdict");
-        self.html.push_str("<ul>");
-        for l in lines {
-            let _ = write!(self.html, "<li>{}</li>", esc(&l));
-        }
-        self.html.push_str("</ul>");
     }
 
     fn summary(&mut self) {
-        self.h2("summary", "Summary");
-        let (head, rows) = crate::summary_table(
-            &self.view.sources,
-            self.view
-                .runs
-                .iter()
-                .map(|r| (r.source, self.view.series[r.series].as_str(), r.run)),
-        );
-        let head: Vec<&str> = head.iter().map(String::as_str).collect();
-        self.table(&head, &rows, 2);
+        let section = document::summary(&self.view);
+        self.section_head(&section);
+        self.section_blocks(&section);
         self.durability();
         self.disk();
         self.encoding();
@@ -1310,10 +1330,10 @@ impl<'a> Page<'a> {
             .filter(|r| !r.run.measure.steps.is_empty() && r.run.repeat == 0)
             .map(|r| (r.series, r.run))
             .collect();
-        if with_steps.is_empty() {
+        let Some(section) = document::steps(&self.view) else {
             return;
-        }
-        self.h2("steps", "Request steps");
+        };
+        self.section_head(&section);
         let mut names: Vec<String> = Vec::new();
         for (_, r) in &with_steps {
             for s in &r.measure.steps {
@@ -1351,20 +1371,7 @@ impl<'a> Page<'a> {
             groups,
         });
         self.html.push_str("</div>");
-        let mut rows = Vec::new();
-        for (s, r) in &with_steps {
-            for st in &r.measure.steps {
-                rows.push(vec![
-                    self.view.series[*s].clone(),
-                    st.name.clone(),
-                    st.latency.count.to_string(),
-                    fmt_ns(st.latency.mean_ns),
-                    fmt_ns(st.latency.p50_ns as f64),
-                    fmt_ns(st.latency.p99_ns as f64),
-                ]);
-            }
-        }
-        self.table(&["series", "step", "count", "mean", "p50", "p99"], &rows, 2);
+        self.section_blocks(&section);
     }
 
     fn errors(&mut self) {
@@ -1376,10 +1383,10 @@ impl<'a> Page<'a> {
                 }
             }
         }
-        self.h2("errors", "Errors by kind");
+        let section = document::errors(&self.view);
+        self.section_head(&section);
         if kinds.is_empty() {
-            self.html
-                .push_str("<p>No operation failed in any measured phase.</p>");
+            self.section_blocks(&section);
             return;
         }
         let mut totals: Vec<BarGroup> = Vec::new();
@@ -1413,61 +1420,13 @@ impl<'a> Page<'a> {
             groups: totals,
         });
         self.html.push_str("</div>");
-        let rows = crate::view::error_rows(&self.view);
-        self.table(&["run", "series", "point", "errors", "message"], &rows, 5);
+        self.section_blocks(&section);
     }
 
     fn checks(&mut self) {
-        self.h2("checks", "Checks");
-        self.html.push_str(r#"<p class="note">Little's law (closed loop): mean latency × throughput ÷ requests in flight, 1.00 when no waiting time went uncounted. Counters: bakeoff's request counts next to the target's own.</p>"#);
-        let rows: Vec<Vec<String>> = self
-            .view
-            .runs
-            .iter()
-            .map(|r| {
-                let c = &r.run.checks;
-                vec![
-                    r.run.index.to_string(),
-                    self.view.series[r.series].clone(),
-                    point_label(&r.run.point),
-                    c.littles_law_ratio
-                        .map(|x| format!("{x:.3}"))
-                        .unwrap_or("-".into()),
-                    c.records_after_load
-                        .map(|x| x.to_string())
-                        .unwrap_or("-".into()),
-                    c.counters
-                        .iter()
-                        .map(|k| {
-                            format!(
-                                "{}: {} vs {}{}",
-                                k.what,
-                                k.bakeoff,
-                                k.target,
-                                if k.bakeoff == k.target {
-                                    " ✓"
-                                } else {
-                                    " ✗"
-                                }
-                            )
-                        })
-                        .collect::<Vec<_>>()
-                        .join("; "),
-                ]
-            })
-            .collect();
-        self.table(
-            &[
-                "run",
-                "series",
-                "point",
-                "Little's law",
-                "records after load",
-                "bakeoff vs target counters",
-            ],
-            &rows,
-            3,
-        );
+        let section = document::checks(&self.view);
+        self.section_head(&section);
+        self.section_blocks(&section);
     }
 
     fn targets(&mut self) {
@@ -1516,49 +1475,19 @@ impl<'a> Page<'a> {
             if !tag.is_empty() {
                 let _ = write!(self.html, "<h3>{}</h3>", esc(&tag));
             }
-            let w = &r.plan.workload;
             let rows = vec![
-                vec!["CPU".to_string(), format!("{} ({} logical cores)", e.cpu_model, e.cores)],
+                vec![
+                    "CPU".to_string(),
+                    format!("{} ({} logical cores)", e.cpu_model, e.cores),
+                ],
                 vec!["memory".into(), fmt_bytes(e.memory_bytes as f64)],
                 vec!["kernel".into(), e.kernel.clone()],
                 vec!["host".into(), e.hostname.clone()],
                 vec!["bakeoff".into(), e.bakeoff_version.clone()],
                 vec!["seed".into(), e.seed.to_string()],
                 vec!["command".into(), e.command.clone()],
-                vec![
-                    "workload".into(),
-                    format!(
-                        "{} records, values {} B, mix {} (get:set:update:delete), {} clients on {} thread(s), pipeline {}, {}, warm-up {} s, {}",
-                        w.records,
-                        w.value_size,
-                        w.mix,
-                        w.clients,
-                        w.threads,
-                        w.pipeline,
-                        match (w.duration_s, w.ops) {
-                            (Some(d), _) => format!("{d} s measured"),
-                            (None, Some(n)) => format!("{n} operations measured"),
-                            _ => w
-                                .ops_per_client
-                                .map(|n| format!("{n} operations per client measured"))
-                                .unwrap_or_default(),
-                        },
-                        w.warmup_s,
-                        match w.rate {
-                            Some(r) => format!("open loop at {r} ops/s"),
-                            None => "closed loop".into(),
-                        }
-                    ),
-                ],
-                vec![
-                    "sweep".into(),
-                    r.plan
-                        .sweep
-                        .iter()
-                        .map(|a| a.name().to_string())
-                        .collect::<Vec<_>>()
-                        .join(" × "),
-                ],
+                vec!["workload".into(), document::workload_line(r)],
+                vec!["sweep".into(), document::sweep_line(r)],
                 vec!["repeats".into(), r.plan.repeats.to_string()],
             ];
             self.table(&["", ""], &rows, 2);

@@ -27,6 +27,7 @@ use bakeoff_core::units::{fmt_ns, fmt_per_s, fmt_rate};
 
 pub mod compare;
 pub mod csv;
+pub mod document;
 pub mod durability;
 pub mod encoding;
 pub mod html;
