@@ -4,7 +4,7 @@
 //! bytes received.
 #![no_main]
 
-use bakeoff_core::driver::{Codec, Reply};
+use bakeoff_core::driver::{Codec, Reply, WireOp};
 use bakeoff_drivers::codec::mysql::MysqlCodec;
 use bakeoff_fuzz::{check_encode, check_stream, Rules};
 use libfuzzer_sys::fuzz_target;
@@ -36,10 +36,7 @@ fuzz_target!(|data: &[u8]| {
     let mut out = Vec::new();
     MysqlCodec.encode(
         &[7, 8, 9, 0],
-        bakeoff_core::workload::OpKind::Delete,
-        b"k",
-        &[],
-        &[],
+        WireOp::new(bakeoff_core::workload::OpKind::Delete, b"k", &[], &[]),
         &mut out,
     );
     assert_eq!(&out[5..9], &9u32.to_le_bytes());

@@ -6,7 +6,7 @@
 //! the bytes received.
 #![no_main]
 
-use bakeoff_core::driver::{Codec, Reply};
+use bakeoff_core::driver::{Codec, Reply, WireOp};
 use bakeoff_core::workload::OpKind;
 use bakeoff_drivers::codec::resp::{decode_request, Request, RespCodec, RespWaitCodec, MAX_ARGS};
 use bakeoff_fuzz::{check_encode, check_stream, cuts, Rules};
@@ -59,7 +59,7 @@ fuzz_target!(|data: &[u8]| {
     let (key, rest) = buf.split_at(buf.len().min(seed as usize % 32));
     let (header, payload) = rest.split_at(rest.len() / 2);
     let mut out = Vec::new();
-    RespCodec.encode(&[0; 4], kind, key, header, payload, &mut out);
+    RespCodec.encode(&[0; 4], WireOp::new(kind, key, header, payload), &mut out);
     let Request::Complete { len, argc, args } = decode_request(&out) else {
         panic!("an encoded request does not read back");
     };

@@ -7,7 +7,7 @@
 //! strict prefix of a whole reply incomplete, never invalid (the network
 //! loop drops a connection on invalid, and replies arrive in pieces).
 
-use bakeoff_core::driver::{Codec, Decoded, Reply};
+use bakeoff_core::driver::{Codec, Decoded, Reply, WireOp};
 use bakeoff_core::plan::Plan;
 use bakeoff_core::workload::OpKind;
 
@@ -143,7 +143,7 @@ pub fn check_encode<C: Codec>(codec: &C, data: &[u8]) {
     let (header, payload) = rest.split_at(rest.len() / 2);
     for kind in OpKind::ALL {
         let mut out = b"x".to_vec();
-        codec.encode(&[0; 4], kind, key, header, payload, &mut out);
+        codec.encode(&[0; 4], WireOp::new(kind, key, header, payload), &mut out);
         assert_eq!(out[0], b'x');
         assert!(out.len() > 1 + key.len());
         assert!(!codec.describe(kind).is_empty());

@@ -47,7 +47,7 @@ use io_uring::{opcode, types, IoUring};
 
 use crate::driver::{
     BatchRow, Carrier, Codec, Connected, Connector, Decoded, Driver, Handles, Job, JobKind, Reply,
-    WorkerOutput,
+    WireOp, WorkerOutput,
 };
 use crate::error::TargetError;
 use crate::harness::{Harness, Leg, Outcome, Request, RECONNECT_EVERY_NS};
@@ -356,11 +356,17 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
         }
         if req.kind.writes_value() {
             let (h, p) = self.harness.value(req.client as usize, req.key);
-            self.codec
-                .encode(&c.handles, req.kind, &self.key_buf, &h, p, &mut c.wbuf);
+            self.codec.encode(
+                &c.handles,
+                WireOp::new(req.kind, &self.key_buf, &h, p),
+                &mut c.wbuf,
+            );
         } else {
-            self.codec
-                .encode(&c.handles, req.kind, &self.key_buf, &[], &[], &mut c.wbuf);
+            self.codec.encode(
+                &c.handles,
+                WireOp::new(req.kind, &self.key_buf, &[], &[]),
+                &mut c.wbuf,
+            );
         }
         c.inflight.push_back(req);
     }

@@ -95,7 +95,7 @@
 //! decoding scans the line (8 bytes at a time where no byte is below 0x10).
 //! A stream with no LF within [`MAX_LINE`] bytes is [`Decoded::Invalid`].
 
-use bakeoff_core::driver::{Codec, Decoded, Handles, Reply};
+use bakeoff_core::driver::{Codec, Decoded, Handles, Reply, WireOp};
 use bakeoff_core::workload::OpKind;
 
 /// Index id opened on `PRIMARY` with the column `v`: find, update, delete.
@@ -127,16 +127,9 @@ const DELETE_TAIL: &[u8] = b"\t1\t0\tD\n";
 pub struct HandlerSocketCodec;
 
 impl Codec for HandlerSocketCodec {
-    #[inline]
-    fn encode(
-        &self,
-        _handles: &Handles,
-        kind: OpKind,
-        key: &[u8],
-        header: &[u8],
-        payload: &[u8],
-        out: &mut Vec<u8>,
-    ) {
+    #[inline(always)]
+    fn encode(&self, _handles: &Handles, op: WireOp, out: &mut Vec<u8>) {
+        let (kind, key, header, payload) = (op.kind, op.key, op.header, op.payload);
         out.reserve(16 + key.len() + header.len() + payload.len());
         match kind {
             // Search never reaches a key-value protocol: the plan rejects it
@@ -652,7 +645,7 @@ mod tests {
 
     fn enc(kind: OpKind, key: &[u8], header: &[u8], payload: &[u8]) -> Vec<u8> {
         let mut out = Vec::new();
-        C.encode(&[0; 4], kind, key, header, payload, &mut out);
+        C.encode(&[0; 4], WireOp::new(kind, key, header, payload), &mut out);
         out
     }
 
@@ -754,8 +747,12 @@ mod tests {
     #[test]
     fn encode_appends() {
         let mut out = b"x".to_vec();
-        C.encode(&[0; 4], OpKind::Get, b"a", b"", b"", &mut out);
-        C.encode(&[0; 4], OpKind::Delete, b"b", b"", b"", &mut out);
+        C.encode(&[0; 4], WireOp::new(OpKind::Get, b"a", b"", b""), &mut out);
+        C.encode(
+            &[0; 4],
+            WireOp::new(OpKind::Delete, b"b", b"", b""),
+            &mut out,
+        );
         assert_eq!(out, b"x1\t=\t1\ta\n1\t=\t1\tb\t1\t0\tD\n");
     }
 

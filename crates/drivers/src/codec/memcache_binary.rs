@@ -5,7 +5,7 @@
 //! status, total body length, opaque, CAS. Requests: GET (0x00), SET (0x01,
 //! 8 bytes of extras: flags and expiry), DELETE (0x04).
 
-use bakeoff_core::driver::{Codec, Decoded, Handles, Reply};
+use bakeoff_core::driver::{Codec, Decoded, Handles, Reply, WireOp};
 use bakeoff_core::workload::OpKind;
 
 /// The memcache binary codec.
@@ -37,16 +37,9 @@ fn push_header(out: &mut Vec<u8>, opcode: u8, key_len: usize, extras: u8, body: 
 }
 
 impl Codec for MemcacheBinaryCodec {
-    #[inline]
-    fn encode(
-        &self,
-        _handles: &Handles,
-        kind: OpKind,
-        key: &[u8],
-        header: &[u8],
-        payload: &[u8],
-        out: &mut Vec<u8>,
-    ) {
+    #[inline(always)]
+    fn encode(&self, _handles: &Handles, op: WireOp, out: &mut Vec<u8>) {
+        let (kind, key, header, payload) = (op.kind, op.key, op.header, op.payload);
         match kind {
             // Search never reaches a key-value protocol (the plan rejects it).
             OpKind::Get | OpKind::Delete | OpKind::Search => {
@@ -136,7 +129,7 @@ mod tests {
     #[test]
     fn encodes_requests_byte_for_byte() {
         let mut out = Vec::new();
-        MemcacheBinaryCodec.encode(&[0; 4], OpKind::Get, b"ab", &[], &[], &mut out);
+        MemcacheBinaryCodec.encode(&[0; 4], WireOp::new(OpKind::Get, b"ab", &[], &[]), &mut out);
         assert_eq!(
             out,
             [
@@ -147,7 +140,11 @@ mod tests {
             .concat()
         );
         out.clear();
-        MemcacheBinaryCodec.encode(&[0; 4], OpKind::Set, b"k", b"v", b"w", &mut out);
+        MemcacheBinaryCodec.encode(
+            &[0; 4],
+            WireOp::new(OpKind::Set, b"k", b"v", b"w"),
+            &mut out,
+        );
         assert_eq!(
             out,
             [
@@ -160,7 +157,11 @@ mod tests {
             .concat()
         );
         out.clear();
-        MemcacheBinaryCodec.encode(&[0; 4], OpKind::Delete, b"k", &[], &[], &mut out);
+        MemcacheBinaryCodec.encode(
+            &[0; 4],
+            WireOp::new(OpKind::Delete, b"k", &[], &[]),
+            &mut out,
+        );
         assert_eq!(out[1], OP_DELETE);
         assert_eq!(out.len(), 25);
     }

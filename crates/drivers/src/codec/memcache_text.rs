@@ -5,7 +5,7 @@
 //! `STORED`, `NOT_STORED`, `EXISTS`, `NOT_FOUND`, `DELETED`, `ERROR`,
 //! `CLIENT_ERROR …`, `SERVER_ERROR …`.
 
-use bakeoff_core::driver::{Codec, Decoded, Handles, Reply};
+use bakeoff_core::driver::{Codec, Decoded, Handles, Reply, WireOp};
 use bakeoff_core::workload::OpKind;
 
 use super::{find_crlf, parse_decimal, push_decimal, MAX_DECLARED_LEN};
@@ -15,16 +15,9 @@ use super::{find_crlf, parse_decimal, push_decimal, MAX_DECLARED_LEN};
 pub struct MemcacheTextCodec;
 
 impl Codec for MemcacheTextCodec {
-    #[inline]
-    fn encode(
-        &self,
-        _handles: &Handles,
-        kind: OpKind,
-        key: &[u8],
-        header: &[u8],
-        payload: &[u8],
-        out: &mut Vec<u8>,
-    ) {
+    #[inline(always)]
+    fn encode(&self, _handles: &Handles, op: WireOp, out: &mut Vec<u8>) {
+        let (kind, key, header, payload) = (op.kind, op.key, op.header, op.payload);
         match kind {
             // Search never reaches a key-value protocol (the plan rejects it).
             OpKind::Get | OpKind::Search => {
@@ -119,13 +112,21 @@ mod tests {
     #[test]
     fn encodes_requests_byte_for_byte() {
         let mut out = Vec::new();
-        MemcacheTextCodec.encode(&[0; 4], OpKind::Get, b"k1", &[], &[], &mut out);
+        MemcacheTextCodec.encode(&[0; 4], WireOp::new(OpKind::Get, b"k1", &[], &[]), &mut out);
         assert_eq!(out, b"get k1\r\n");
         out.clear();
-        MemcacheTextCodec.encode(&[0; 4], OpKind::Set, b"k1", b"ab", b"cde", &mut out);
+        MemcacheTextCodec.encode(
+            &[0; 4],
+            WireOp::new(OpKind::Set, b"k1", b"ab", b"cde"),
+            &mut out,
+        );
         assert_eq!(out, b"set k1 0 0 5\r\nabcde\r\n");
         out.clear();
-        MemcacheTextCodec.encode(&[0; 4], OpKind::Delete, b"k1", &[], &[], &mut out);
+        MemcacheTextCodec.encode(
+            &[0; 4],
+            WireOp::new(OpKind::Delete, b"k1", &[], &[]),
+            &mut out,
+        );
         assert_eq!(out, b"delete k1\r\n");
     }
 

@@ -16,7 +16,7 @@
 //! a write's is an OK packet (`0x00`, affected rows, ...); an error is an
 //! ERR packet (`0xff`) in place of either.
 
-use bakeoff_core::driver::{BatchRow, Codec, Decoded, Handles, Reply};
+use bakeoff_core::driver::{BatchRow, Codec, Decoded, Handles, Reply, WireOp};
 use bakeoff_core::workload::OpKind;
 
 /// The read.
@@ -265,16 +265,9 @@ impl MysqlCodec {
 }
 
 impl Codec for MysqlCodec {
-    #[inline]
-    fn encode(
-        &self,
-        ids: &Handles,
-        kind: OpKind,
-        key: &[u8],
-        header: &[u8],
-        payload: &[u8],
-        out: &mut Vec<u8>,
-    ) {
+    #[inline(always)]
+    fn encode(&self, ids: &Handles, op: WireOp, out: &mut Vec<u8>) {
+        let (kind, key, header, payload) = (op.kind, op.key, op.header, op.payload);
         match kind {
             // Search never reaches the codec (the driver runs it through
             // the client library).
@@ -405,10 +398,7 @@ mod tests {
         let mut out = Vec::new();
         MysqlCodec.encode(
             &[1, 2, 3, 0],
-            OpKind::Set,
-            b"key1",
-            b"hd",
-            b"payload",
+            WireOp::new(OpKind::Set, b"key1", b"hd", b"payload"),
             &mut out,
         );
         let len = u32::from_le_bytes([out[0], out[1], out[2], 0]) as usize;
@@ -421,7 +411,11 @@ mod tests {
         // A long value's length takes three bytes.
         let big = vec![7u8; 300];
         out.clear();
-        MysqlCodec.encode(&[1, 2, 3, 0], OpKind::Update, b"k", b"", &big, &mut out);
+        MysqlCodec.encode(
+            &[1, 2, 3, 0],
+            WireOp::new(OpKind::Update, b"k", b"", &big),
+            &mut out,
+        );
         assert_eq!(&out[out.len() - 303..out.len() - 300], &[0xfc, 0x2c, 0x01]);
     }
 

@@ -16,7 +16,7 @@
 //! `ReadyForQuery`. Notices, parameter changes and notifications may come
 //! between them at any time and are skipped.
 
-use bakeoff_core::driver::{BatchRow, Codec, Decoded, Handles, Reply};
+use bakeoff_core::driver::{BatchRow, Codec, Decoded, Handles, Reply, WireOp};
 use bakeoff_core::workload::OpKind;
 
 use super::MAX_DECLARED_LEN;
@@ -155,16 +155,9 @@ fn tag_rows(body: &[u8]) -> Option<u64> {
 }
 
 impl Codec for PostgresCodec {
-    #[inline]
-    fn encode(
-        &self,
-        _handles: &Handles,
-        kind: OpKind,
-        key: &[u8],
-        header: &[u8],
-        payload: &[u8],
-        out: &mut Vec<u8>,
-    ) {
+    #[inline(always)]
+    fn encode(&self, _handles: &Handles, op: WireOp, out: &mut Vec<u8>) {
+        let (kind, key, header, payload) = (op.kind, op.key, op.header, op.payload);
         match kind {
             // Search never reaches the codec (the driver runs it through
             // the client library).
@@ -288,7 +281,11 @@ mod tests {
     #[test]
     fn a_bind_carries_the_statement_key_and_value_in_binary() {
         let mut out = Vec::new();
-        PostgresCodec.encode(&[0; 4], OpKind::Set, b"key1", b"hd", b"payload", &mut out);
+        PostgresCodec.encode(
+            &[0; 4],
+            WireOp::new(OpKind::Set, b"key1", b"hd", b"payload"),
+            &mut out,
+        );
         let len = u32::from_be_bytes(out[1..5].try_into().unwrap()) as usize;
         assert_eq!(out[0], b'B');
         let bind = &out[5..1 + len];

@@ -5,7 +5,7 @@
 //! null bulk strings, arrays (skipped whole), RESP3 null; a Redis
 //! Cluster's `MOVED` and `ASK` errors as redirections.
 
-use bakeoff_core::driver::{Codec, Decoded, Handles, Reply};
+use bakeoff_core::driver::{Codec, Decoded, Handles, Reply, WireOp};
 use bakeoff_core::slots::parse_redirect;
 use bakeoff_core::workload::OpKind;
 
@@ -23,16 +23,9 @@ fn push_bulk_len(out: &mut Vec<u8>, n: usize) {
 }
 
 impl Codec for RespCodec {
-    #[inline]
-    fn encode(
-        &self,
-        _handles: &Handles,
-        kind: OpKind,
-        key: &[u8],
-        header: &[u8],
-        payload: &[u8],
-        out: &mut Vec<u8>,
-    ) {
+    #[inline(always)]
+    fn encode(&self, _handles: &Handles, op: WireOp, out: &mut Vec<u8>) {
+        let (kind, key, header, payload) = (op.kind, op.key, op.header, op.payload);
         match kind {
             // Search never reaches a key-value protocol: the plan rejects it
             // for targets whose capabilities lack it.
@@ -115,17 +108,10 @@ impl RespWaitCodec {
 }
 
 impl Codec for RespWaitCodec {
-    #[inline]
-    fn encode(
-        &self,
-        handles: &Handles,
-        kind: OpKind,
-        key: &[u8],
-        header: &[u8],
-        payload: &[u8],
-        out: &mut Vec<u8>,
-    ) {
-        RespCodec.encode(handles, kind, key, header, payload, out);
+    #[inline(always)]
+    fn encode(&self, handles: &Handles, op: WireOp, out: &mut Vec<u8>) {
+        let (kind, key, header, payload) = (op.kind, op.key, op.header, op.payload);
+        RespCodec.encode(handles, WireOp::new(kind, key, header, payload), out);
         if kind.writes() {
             out.extend_from_slice(&self.wait);
         }
@@ -350,7 +336,11 @@ mod tests {
     #[test]
     fn requests_are_read_back_as_encoded() {
         let mut out = Vec::new();
-        RespCodec.encode(&[0; 4], OpKind::Set, b"k1", b"HE", b"LLO", &mut out);
+        RespCodec.encode(
+            &[0; 4],
+            WireOp::new(OpKind::Set, b"k1", b"HE", b"LLO"),
+            &mut out,
+        );
         let Request::Complete { len, argc, args } = decode_request(&out) else {
             panic!("a whole SET is complete");
         };
@@ -391,16 +381,32 @@ mod tests {
     #[test]
     fn encodes_requests_byte_for_byte() {
         let mut out = Vec::new();
-        RespCodec.encode(&[0; 4], OpKind::Get, b"bk:000000000001", &[], &[], &mut out);
+        RespCodec.encode(
+            &[0; 4],
+            WireOp::new(OpKind::Get, b"bk:000000000001", &[], &[]),
+            &mut out,
+        );
         assert_eq!(out, b"*2\r\n$3\r\nGET\r\n$15\r\nbk:000000000001\r\n");
         out.clear();
-        RespCodec.encode(&[0; 4], OpKind::Set, b"k", b"HE", b"LLO", &mut out);
+        RespCodec.encode(
+            &[0; 4],
+            WireOp::new(OpKind::Set, b"k", b"HE", b"LLO"),
+            &mut out,
+        );
         assert_eq!(out, b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$5\r\nHELLO\r\n");
         out.clear();
-        RespCodec.encode(&[0; 4], OpKind::Update, b"k", b"a", b"", &mut out);
+        RespCodec.encode(
+            &[0; 4],
+            WireOp::new(OpKind::Update, b"k", b"a", b""),
+            &mut out,
+        );
         assert_eq!(out, b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\na\r\n");
         out.clear();
-        RespCodec.encode(&[0; 4], OpKind::Delete, b"k", &[], &[], &mut out);
+        RespCodec.encode(
+            &[0; 4],
+            WireOp::new(OpKind::Delete, b"k", &[], &[]),
+            &mut out,
+        );
         assert_eq!(out, b"*2\r\n$3\r\nDEL\r\n$1\r\nk\r\n");
     }
 
