@@ -279,3 +279,50 @@ fn ten_thousand_connections_are_held_and_counted_by_the_server() {
     assert_eq!(m["ops"]["set"]["sent"].as_u64(), Some(300 * 100));
     assert_eq!(m["completed"].as_u64(), Some(300 * 100));
 }
+
+/// Writes a full Redis refuses (OOM under `noeviction`) are requests it
+/// received: its `rejected_calls`, not its `calls`, count them, and the
+/// counts still agree. What it said is kept with the errors and printed.
+#[test]
+fn writes_redis_refuses_are_counted_and_what_it_said_is_kept() {
+    if !require("redis-server", "redis-server") {
+        return;
+    }
+    let dir = tmp();
+    let out = dir.path().join("oom.json");
+    let o = bakeoff(&[
+        "run",
+        "-t",
+        "redis",
+        "--set",
+        "redis.maxmemory=2mb",
+        "--set",
+        "redis.maxmemory_policy=noeviction",
+        "--records",
+        "30000",
+        "--value-size",
+        "200",
+        "--duration",
+        "1s",
+        "--warmup",
+        "0",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let r = read_json(&out);
+    let run = &r["runs"][0];
+    let said = run["load"]["error_texts"]["server_error"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no text kept: {run}"));
+    assert!(said.starts_with("OOM command not allowed"), "{said}");
+    assert!(
+        stdout.contains("server_error") && stdout.contains("(first: \"OOM command not allowed"),
+        "{stdout}"
+    );
+    let counters = run["checks"]["counters"].as_array().unwrap();
+    assert!(!counters.is_empty());
+    for c in counters {
+        assert_eq!(c["bakeoff"], c["target"], "{c}");
+    }
+}

@@ -19,7 +19,7 @@ use crate::harness::{Harness, Outcome, Request, RECONNECT_EVERY_NS};
 use crate::keys::{key_of, KEY_LEN};
 use crate::plan::RequestMode;
 use crate::recorder::{monotonic_ns, ErrorKind};
-use crate::session::{outcome, perform, Answer, OpBuffers, Session, SessionError, SessionResult};
+use crate::session::{perform, Answer, OpBuffers, Session, SessionError, SessionResult};
 
 /// `work` on a server, or a timeout after `limit`: every await on a server
 /// has a deadline, so a server that stops answering fails requests as
@@ -291,7 +291,7 @@ where
             let done = now_ns();
             let mut h = self.harness.borrow_mut();
             match result {
-                Ok(result) => h.complete(&req, outcome(&result, read), done),
+                Ok(result) => crate::session::record(&mut h, &req, &result, read, done),
                 Err(kind) => {
                     // The request never reached the server: a failed
                     // connection, not a sent request.
@@ -369,9 +369,14 @@ where
         first.sent = (self.now_ns)();
         let result = within(self.limit, s.put_batch(&keys, &refs)).await;
         let done = (self.now_ns)();
-        let outcome = match result {
+        let outcome = match &result {
             Ok(()) => Outcome::Rows(keys.len() as u64),
-            Err(e) => Outcome::Failed(e.kind()),
+            Err(e) => {
+                let kind = e.kind();
+                let mut h = self.harness.borrow_mut();
+                h.failed_saying_lazily(&first, kind, || e.said());
+                Outcome::Failed(kind)
+            }
         };
         self.harness.borrow_mut().complete(&first, outcome, done);
         outcome

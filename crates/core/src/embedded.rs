@@ -20,7 +20,7 @@ use crate::error::TargetError;
 use crate::harness::Harness;
 use crate::profile::{Profile, Query};
 use crate::recorder::{monotonic_ns, WorkerOutput};
-use crate::session::{outcome, perform, OpBuffers, Session, SessionError, SessionResult};
+use crate::session::{perform, OpBuffers, Session, SessionError, SessionResult};
 use crate::workload::OpKind;
 
 /// An engine's own failure: opening its files, preparing a statement, an
@@ -148,7 +148,7 @@ pub(crate) fn run_worker<S: EngineSession>(
         let (op, read) = buffers.prepare(&mut h, req);
         let result = at_once(perform(session, &op, read));
         let done = now_ns();
-        h.complete(&req, outcome(&result, read), done);
+        crate::session::record(&mut h, &req, &result, read, done);
         now = done;
     }
     h.finish(now_ns(), crate::recorder::IoLoop::InProcess)

@@ -383,6 +383,30 @@ impl<'j> Harness<'j> {
         self.record_outcome(req, outcome, now)
     }
 
+    /// Keeps what the target said when `req` failed as `e` (the first
+    /// text of each kind, each phase): the error reply, or the message of
+    /// the client library or engine. Call it before [`Harness::complete`].
+    #[cold]
+    pub fn failed_saying(&mut self, req: &Request, e: ErrorKind, said: &[u8]) {
+        self.meter.stats[req.phase as usize].note_error_text(e, said);
+    }
+
+    /// [`Harness::failed_saying`] with a text made only when none of its
+    /// kind was kept yet (a message formatted per failure would cost the
+    /// failures' flood).
+    #[cold]
+    pub fn failed_saying_lazily(
+        &mut self,
+        req: &Request,
+        e: ErrorKind,
+        said: impl FnOnce() -> String,
+    ) {
+        let stats = &mut self.meter.stats[req.phase as usize];
+        if stats.error_texts[e as usize].is_none() {
+            stats.note_error_text(e, said().as_bytes());
+        }
+    }
+
     /// A replication run: an acknowledged write raises its record's
     /// floor; a read that found a version below the floor it was sent
     /// with is counted stale. Out of line, as only such runs do it.

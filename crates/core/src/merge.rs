@@ -189,6 +189,13 @@ pub fn add_phases(
             *e = total([*e, *n], &format!("{what}: {k} errors"))?;
         }
     }
+    // The first shard's text of each kind stands for them all.
+    let mut error_texts = BTreeMap::new();
+    for p in parts {
+        for (k, t) in &p.error_texts {
+            error_texts.entry(k.clone()).or_insert_with(|| t.clone());
+        }
+    }
     let all: Vec<&LatencySummary> = parts.iter().map(|p| &p.all).collect();
     let send_lag: Option<Vec<&LatencySummary>> =
         parts.iter().map(|p| p.send_lag.as_ref()).collect();
@@ -207,6 +214,7 @@ pub fn add_phases(
         throughput_per_s: parts.iter().map(|p| p.throughput_per_s).sum(),
         misses: total(parts.iter().map(|p| p.misses), &format!("{what}: misses"))?,
         errors,
+        error_texts,
         ops,
         all: add_latencies(&all, &format!("{what}, all kinds"))?,
         // Phased requests' steps are MariaDB's single-machine experiment;

@@ -164,6 +164,22 @@ pub enum Completion {
     Error(ErrorKind),
 }
 
+/// The longest error text a phase keeps for one error kind, bytes.
+pub const ERROR_TEXT_MAX: usize = 200;
+
+/// `said` as one printable line of at most [`ERROR_TEXT_MAX`] bytes: a
+/// protocol's framing (a leading `-`, `\r\n`, NULs) is dropped and control
+/// bytes become spaces.
+pub fn error_text(said: &[u8]) -> String {
+    let cut = &said[..said.len().min(ERROR_TEXT_MAX)];
+    let text: String = String::from_utf8_lossy(cut)
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    let text = text.trim_start_matches(|c: char| !c.is_alphanumeric());
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
 /// Everything measured for one phase (load, warm-up or measure) by one
 /// worker, or merged over workers.
 #[derive(Clone, Debug)]
@@ -183,6 +199,9 @@ pub struct PhaseStats {
     pub failed: [u64; OP_KINDS],
     /// Failures per error kind.
     pub errors: [u64; ERROR_KINDS],
+    /// What the target said, for each error kind, the first time it failed
+    /// that way ("OOM command not allowed …", "MDB_MAP_FULL …").
+    pub error_texts: [Option<String>; ERROR_KINDS],
     /// Requests sent, per kind (a conservation check against the target).
     pub sent: [u64; OP_KINDS],
     /// Second requests sent, per kind of the operation that needed one
@@ -212,6 +231,7 @@ impl PhaseStats {
             misses: [0; OP_KINDS],
             failed: [0; OP_KINDS],
             errors: [0; ERROR_KINDS],
+            error_texts: Default::default(),
             sent: [0; OP_KINDS],
             follow_ups: [0; OP_KINDS],
             rows: [0; OP_KINDS],
@@ -261,6 +281,17 @@ impl PhaseStats {
         self.errors[e as usize] += 1;
     }
 
+    /// Keeps what the target said when it failed as `e`, if nothing was
+    /// kept for `e` yet: printable, on one line, at most
+    /// [`ERROR_TEXT_MAX`] bytes.
+    #[cold]
+    pub fn note_error_text(&mut self, e: ErrorKind, said: &[u8]) {
+        let slot = &mut self.error_texts[e as usize];
+        if slot.is_none() {
+            *slot = Some(error_text(said));
+        }
+    }
+
     /// Adds `other` into `self`, exactly.
     pub fn merge(&mut self, other: &PhaseStats) {
         for k in 0..OP_KINDS {
@@ -291,6 +322,9 @@ impl PhaseStats {
         }
         for e in 0..ERROR_KINDS {
             self.errors[e] += other.errors[e];
+            if self.error_texts[e].is_none() {
+                self.error_texts[e].clone_from(&other.error_texts[e]);
+            }
         }
         for (i, (name, h)) in other.steps.iter().enumerate() {
             if self.steps.len() <= i {
@@ -602,6 +636,40 @@ pub fn thread_cpu_ns() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The first text of each kind is kept, on one printable line without
+    /// the protocol's framing, and merging keeps the first worker's.
+    #[test]
+    fn the_first_error_text_of_each_kind_is_kept_readable() {
+        assert_eq!(
+            error_text(b"-OOM command not allowed\r\n"),
+            "OOM command not allowed"
+        );
+        assert_eq!(
+            error_text(b"SERVER_ERROR object\0 too large\r\n"),
+            "SERVER_ERROR object too large"
+        );
+        assert_eq!(error_text(&[b'x'; 500]).len(), ERROR_TEXT_MAX);
+        let mut a = PhaseStats::new(false);
+        a.note_error_text(ErrorKind::ServerError, b"-first");
+        a.note_error_text(ErrorKind::ServerError, b"-second");
+        assert_eq!(
+            a.error_texts[ErrorKind::ServerError as usize].as_deref(),
+            Some("first")
+        );
+        let mut b = PhaseStats::new(false);
+        b.note_error_text(ErrorKind::Timeout, b"late");
+        b.note_error_text(ErrorKind::ServerError, b"other");
+        a.merge(&b);
+        assert_eq!(
+            a.error_texts[ErrorKind::ServerError as usize].as_deref(),
+            Some("first")
+        );
+        assert_eq!(
+            a.error_texts[ErrorKind::Timeout as usize].as_deref(),
+            Some("late")
+        );
+    }
 
     /// The loop's name in the result file reads back as the same loop, the
     /// reason for an epoll fallback with it; a name this build does not

@@ -343,6 +343,10 @@ pub struct PhaseResult {
     pub misses: u64,
     /// Errors by kind.
     pub errors: BTreeMap<String, u64>,
+    /// What the target said the first time an operation failed each way
+    /// (its error reply, or the client library's message), by error kind.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub error_texts: BTreeMap<String, String>,
     /// Per operation kind (only kinds that ran).
     pub ops: BTreeMap<String, OpResult>,
     /// All kinds together.
@@ -372,6 +376,19 @@ pub struct StepResult {
 }
 
 impl PhaseResult {
+    /// Its errors by kind on one line, each with what the target said the
+    /// first time: `server_error 12 ("OOM command not allowed …"), timeout 3`.
+    pub fn errors_line(&self) -> String {
+        self.errors
+            .iter()
+            .map(|(k, n)| match self.error_texts.get(k) {
+                Some(said) => format!("{k} {n} (first: \"{said}\")"),
+                None => format!("{k} {n}"),
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
     /// Records written per second: the rows of batched writes, or one per
     /// completed write otherwise (the load rate of a load phase).
     pub fn records_written_per_s(&self) -> f64 {
@@ -422,6 +439,13 @@ impl PhaseResult {
             .filter(|e| stats.errors[**e as usize] > 0)
             .map(|e| (e.name().to_string(), stats.errors[*e as usize]))
             .collect();
+        let error_texts = ErrorKind::ALL
+            .iter()
+            .filter_map(|e| {
+                let text = stats.error_texts[*e as usize].as_ref()?;
+                Some((e.name().to_string(), text.clone()))
+            })
+            .collect();
         Self {
             duration_s,
             completed,
@@ -432,6 +456,7 @@ impl PhaseResult {
             },
             misses: stats.misses.iter().sum(),
             errors,
+            error_texts,
             ops,
             all: LatencySummary::of(&all),
             steps: stats

@@ -32,6 +32,15 @@ pub enum SessionError {
 }
 
 impl SessionError {
+    /// What the server, library or engine said, without bakeoff's words
+    /// around it.
+    pub fn said(&self) -> String {
+        match self {
+            SessionError::Server(m) | SessionError::Lost(m) => m.clone(),
+            SessionError::TimedOut(_) => self.to_string(),
+        }
+    }
+
     /// How the failure is counted: a lost connection is a reset.
     pub fn kind(&self) -> ErrorKind {
         match self {
@@ -82,6 +91,22 @@ pub fn outcome<'r>(result: &SessionResult<Answer>, read: &'r [u8]) -> Outcome<'r
         Ok(Answer::Miss) => Outcome::Miss,
         Err(e) => Outcome::Failed(e.kind()),
     }
+}
+
+/// Records `result` of `req` in `h` at `now`: its outcome (read bytes in
+/// `read`), and on a failure what the server, library or engine said.
+#[inline]
+pub fn record(
+    h: &mut crate::harness::Harness,
+    req: &crate::harness::Request,
+    result: &SessionResult<Answer>,
+    read: &[u8],
+    now: u64,
+) {
+    if let Err(e) = result {
+        h.failed_saying_lazily(req, e.kind(), || e.said());
+    }
+    h.complete(req, outcome(result, read), now);
 }
 
 /// One client's connection or engine handle. Implementations do no timing

@@ -563,12 +563,11 @@ impl Target for RedisTarget {
         let mut out = Counters::new();
         for (k, v) in info {
             if let Some(cmd) = k.strip_prefix("cmdstat_") {
-                let calls = v
-                    .split(',')
-                    .find_map(|f| f.strip_prefix("calls="))
-                    .and_then(|c| c.parse().ok())
-                    .unwrap_or(0);
-                out.insert(cmd.to_string(), calls);
+                // A command refused before it ran (OOM under noeviction, a
+                // replica's read-only) is in rejected_calls, not calls
+                // (Redis 7): it is a request received all the same.
+                let received = stat_field(&v, "calls") + stat_field(&v, "rejected_calls");
+                out.insert(cmd.to_string(), received);
             }
         }
         Some(out)
@@ -576,12 +575,7 @@ impl Target for RedisTarget {
 
     fn command_times(&self) -> Option<(&'static str, Vec<CommandTime>)> {
         let info = self.info("commandstats").ok()?;
-        let field = |v: &str, name: &str| -> u64 {
-            v.split(',')
-                .find_map(|f| f.strip_prefix(name)?.strip_prefix('='))
-                .and_then(|c| c.parse().ok())
-                .unwrap_or(0)
-        };
+        let field = stat_field;
         let times = info
             .iter()
             .filter_map(|(k, v)| {
@@ -637,6 +631,15 @@ impl Target for RedisTarget {
     }
 
     crate::running::one_server_methods!();
+}
+
+/// Field `name` of an `INFO commandstats` line's value
+/// (`calls=3,usec=5,…`), 0 where absent.
+fn stat_field(v: &str, name: &str) -> u64 {
+    v.split(',')
+        .find_map(|f| f.strip_prefix(name)?.strip_prefix('='))
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0)
 }
 
 /// What `redis` is.

@@ -216,17 +216,15 @@ pub fn run_notes(r: &ExperimentResult) -> Vec<String> {
         if let Some(msg) = &run.message {
             notes.push(format!("run {} ({}): {}", run.index, run.target, msg));
         }
-        let load = run.load.as_ref().map(|l| &l.errors);
-        for (phase, errors) in [("load ", load), ("", Some(&run.measure.errors))] {
-            let Some(errors) = errors.filter(|e| !e.is_empty()) else {
+        for (phase, p) in [("load ", run.load.as_ref()), ("", Some(&run.measure))] {
+            let Some(p) = p.filter(|p| !p.errors.is_empty()) else {
                 continue;
             };
-            let e: Vec<String> = errors.iter().map(|(k, v)| format!("{k} {v}")).collect();
             notes.push(format!(
                 "run {} ({}) {phase}errors by kind: {}",
                 run.index,
                 run.target,
-                e.join(", ")
+                p.errors_line()
             ));
         }
         if let Some(broken) = durability::broken_promise(r, run) {

@@ -333,13 +333,7 @@ pub fn error_rows(view: &View) -> Vec<Vec<String>> {
                 r.run.index.to_string(),
                 view.series[r.series].clone(),
                 point_label(&r.run.point),
-                r.run
-                    .measure
-                    .errors
-                    .iter()
-                    .map(|(k, v)| format!("{k} {v}"))
-                    .collect::<Vec<_>>()
-                    .join(", "),
+                r.run.measure.errors_line(),
                 r.run.message.clone().unwrap_or_default(),
             ]
         })

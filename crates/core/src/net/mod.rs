@@ -579,6 +579,9 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
                         // where no cluster is: the protocol is out of step.
                         Reply::FollowUp => Outcome::Failed(ErrorKind::Protocol),
                         Reply::ServerError | Reply::Redirect(_) => {
+                            let said = &buf[..len];
+                            self.harness
+                                .failed_saying(&front, ErrorKind::ServerError, said);
                             Outcome::Failed(ErrorKind::ServerError)
                         }
                         Reply::Value { start, end } if end > len || start > end => {
