@@ -118,6 +118,38 @@ fn acknowledged_writes_deleted_behind_its_back_are_lost() {
     );
 }
 
+/// A memcached too small for the writes evicts some: those are not
+/// acknowledged writes lost to a fault, and the check says so with the
+/// server's own eviction count (it said "lost 275226 … holes").
+#[test]
+fn writes_a_full_memcached_evicted_are_told_apart_from_losses() {
+    if !require("memcached", "memcached") {
+        return;
+    }
+    let (code, stderr, r) = check(&[
+        "-t",
+        "memcached",
+        "--set",
+        "memcached.memory=2mb",
+        "--value-size",
+        "20000",
+        "--clients",
+        "2",
+        "--duration",
+        "2s",
+    ]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let run = &r["runs"][0];
+    let (lost, evicted) = (count(run, "lost"), count(run, "evicted"));
+    assert!(lost > 0, "{}", run["durability"]);
+    assert!(evicted >= lost, "{}", run["durability"]);
+    let message = run["message"].as_str().unwrap_or("");
+    assert!(
+        message.contains(&format!("the server evicted {evicted}")),
+        "{message}"
+    );
+}
+
 /// Ctrl-C in the middle of a durability run with no fault: the writes it
 /// made are read back (the read-back has a grace of its own rather than
 /// the run's stop flag), nothing acknowledged counts as lost, and the run

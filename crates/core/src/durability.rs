@@ -278,12 +278,23 @@ pub struct DurabilityCheck {
     /// writer that survived: what a store that loses only a suffix must
     /// never show.
     pub holes: u64,
+    /// Records the server evicted between the write phase's start and the
+    /// read-back's end, by its own counter, where it keeps one: lost
+    /// writes up to this many are evictions, not losses to a fault.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evicted: Option<u64>,
 }
 
 impl DurabilityCheck {
     /// Whether no acknowledged write was lost or damaged.
     pub fn kept_every_acknowledged_write(&self) -> bool {
         self.lost == 0 && self.corrupt == 0
+    }
+
+    /// Whether every lost write can be one the server evicted: as many
+    /// records or more left by eviction, and nothing corrupt.
+    pub fn losses_are_evictions(&self) -> bool {
+        self.lost > 0 && self.corrupt == 0 && self.evicted.is_some_and(|e| e >= self.lost)
     }
 
     /// The measured class in words: `kept every acknowledged write`, or
@@ -301,6 +312,15 @@ impl DurabilityCheck {
                 .map(|w| format!(" (window {})", crate::units::fmt_ns(w as f64)))
                 .unwrap_or_default();
             parts.push(format!("lost {}{window}", self.lost));
+        }
+        match self.evicted {
+            Some(e) if e > 0 && self.losses_are_evictions() => parts.push(format!(
+                "the server evicted {e} records meanwhile (its own count): evictions, not losses to a fault"
+            )),
+            Some(e) if e > 0 && self.lost > 0 => parts.push(format!(
+                "the server evicted {e} records meanwhile (its own count), fewer than were lost"
+            )),
+            _ => {}
         }
         if self.holes > 0 {
             parts.push(format!("{} holes", self.holes));

@@ -116,6 +116,12 @@ pub trait Target {
     }
     /// Records the target holds, if it can tell.
     fn record_count(&self) -> Option<u64>;
+    /// Records the server has evicted since it started, by its own count
+    /// (memcached's `evictions`, Redis's `evicted_keys`), where it evicts
+    /// and says so: a write it evicted is not one a fault lost.
+    fn evictions(&self) -> Option<u64> {
+        None
+    }
     /// Removes every record of the workload's table before a full load on
     /// a target already loaded (a search's later step), where a load
     /// cannot overwrite what is there (MongoDB's inserts); others keep

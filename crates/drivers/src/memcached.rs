@@ -323,6 +323,10 @@ impl Target for MemcachedTarget {
         stats(self.addr).ok()?.get("curr_items")?.parse().ok()
     }
 
+    fn evictions(&self) -> Option<u64> {
+        stats(self.addr).ok()?.get("evictions")?.parse().ok()
+    }
+
     crate::running::one_server_methods!();
 }
 

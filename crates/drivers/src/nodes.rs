@@ -346,6 +346,16 @@ impl<D: Driver> Target for MultiNode<D> {
         }
     }
 
+    fn evictions(&self) -> Option<u64> {
+        match self.layout {
+            Layout::Shards => self.nodes.iter().map(|n| n.evictions()).sum(),
+            Layout::Cluster { masters } => {
+                self.nodes[..masters].iter().map(|n| n.evictions()).sum()
+            }
+            Layout::PrimaryReplica { .. } => self.nodes[0].evictions(),
+        }
+    }
+
     fn replica_records(&self) -> Option<u64> {
         match self.layout {
             Layout::Shards | Layout::Cluster { .. } => None,

@@ -630,6 +630,12 @@ impl Target for RedisTarget {
         }
     }
 
+    fn evictions(&self) -> Option<u64> {
+        let stats = self.info("stats").ok()?;
+        let (_, n) = stats.iter().find(|(k, _)| k == "evicted_keys")?;
+        n.parse().ok()
+    }
+
     crate::running::one_server_methods!();
 }
 

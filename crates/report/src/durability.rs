@@ -68,7 +68,8 @@ pub fn broken_promise(r: &ExperimentResult, run: &RunResult) -> Option<String> {
     let promised = declared >= f.kind.survived_by();
     (promised
         && run.status != bakeoff_core::result::RunStatus::Interrupted
-        && !c.kept_every_acknowledged_write())
+        && !c.kept_every_acknowledged_write()
+        && !c.losses_are_evictions())
     .then(|| {
         format!(
             "declared durable to {declared}, yet under {} it {}",

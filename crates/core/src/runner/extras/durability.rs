@@ -8,15 +8,29 @@ use crate::result::RunResult;
 use super::super::check;
 use super::super::job::{JobOutcome, Observer};
 use super::{Extra, Stage};
+use crate::error::RunError;
 
 /// The writes of the measure job, and when its fault (or the run) ended,
 /// ns since the job's start.
 #[derive(Default)]
 pub(super) struct Durability {
     writes: Option<(WriteLog, u64)>,
+    /// The server's eviction count before the measure job, where it keeps
+    /// one.
+    evictions_before: Option<u64>,
 }
 
 impl Extra for Durability {
+    fn before_measure(
+        &mut self,
+        stage: &Stage,
+        _run: &mut RunResult,
+        _observer: &mut dyn Observer,
+    ) -> Result<(), RunError> {
+        self.evictions_before = stage.target.evictions();
+        Ok(())
+    }
+
     fn measured(
         &mut self,
         stage: &Stage,
@@ -44,13 +58,20 @@ impl Extra for Durability {
         let Some((log, end_ns)) = &self.writes else {
             return Ok(());
         };
-        run.durability = Some(
-            check::read_back(stage.target, stage.ctx, log, *end_ns, observer).map_err(|e| {
+        let mut checked = check::read_back(stage.target, stage.ctx, log, *end_ns, observer)
+            .map_err(|e| {
                 format!(
                     "the durability check could not read the writes back: {e}; what was measured before is in the file"
                 )
-            })?,
-        );
+            })?;
+        // A restart (a fault) resets the server's count: then only what it
+        // counted since can be told.
+        checked.evicted = match (self.evictions_before, stage.target.evictions()) {
+            (Some(before), Some(after)) if after >= before => Some(after - before),
+            (Some(_), Some(after)) => Some(after),
+            _ => None,
+        };
+        run.durability = Some(checked);
         Ok(())
     }
 
