@@ -192,6 +192,17 @@ impl<C: Codec> MultiNode<CodecDriver<C>> {
 }
 
 impl<D: Driver> MultiNode<D> {
+    /// `count` summed over the nodes that hold the data once: every shard,
+    /// a cluster's masters, a pair's primary.
+    fn over_data_nodes(&self, count: impl Fn(&dyn Target) -> Option<u64>) -> Option<u64> {
+        let holders = match self.layout {
+            Layout::Shards => &self.nodes[..],
+            Layout::Cluster { masters } => &self.nodes[..masters],
+            Layout::PrimaryReplica { .. } => &self.nodes[..1],
+        };
+        holders.iter().map(|n| count(n.as_ref())).sum()
+    }
+
     /// A primary and its replica as one target, `driver` opening the
     /// connections to both itself: writes to the primary, reads as
     /// `layout` says. `names` are the servers' addresses.
@@ -337,23 +348,11 @@ impl<D: Driver> Target for MultiNode<D> {
     /// Shards: the sum; a cluster: the masters' sum; a primary and a
     /// replica: the primary's.
     fn record_count(&self) -> Option<u64> {
-        match self.layout {
-            Layout::Shards => self.nodes.iter().map(|n| n.record_count()).sum(),
-            Layout::Cluster { masters } => {
-                self.nodes[..masters].iter().map(|n| n.record_count()).sum()
-            }
-            Layout::PrimaryReplica { .. } => self.nodes[0].record_count(),
-        }
+        self.over_data_nodes(|n| n.record_count())
     }
 
     fn evictions(&self) -> Option<u64> {
-        match self.layout {
-            Layout::Shards => self.nodes.iter().map(|n| n.evictions()).sum(),
-            Layout::Cluster { masters } => {
-                self.nodes[..masters].iter().map(|n| n.evictions()).sum()
-            }
-            Layout::PrimaryReplica { .. } => self.nodes[0].evictions(),
-        }
+        self.over_data_nodes(|n| n.evictions())
     }
 
     fn replica_records(&self) -> Option<u64> {
