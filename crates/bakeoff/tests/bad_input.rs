@@ -444,6 +444,22 @@ fn unreachable_or_refusing_servers() {
         &["run", "-t", &url, "--duration", "1s"],
         &["memcached", "is the server running"],
     );
+    // A refused connection is not a server speaking another protocol.
+    let url = format!("mongodb://127.0.0.1:{port}");
+    let stderr = expect_exit(&["run", "-t", &url, "--duration", "1s"], 2);
+    assert!(
+        stderr.contains("Connection refused") && !stderr.contains("not MongoDB's"),
+        "{stderr}"
+    );
+    // A socket that is a regular file, or is not there, is named as such
+    // before any connection is tried.
+    for (socket, says) in [
+        ("/etc/passwd", "is not a socket"),
+        ("/nonexistent/m.sock", "no socket at"),
+    ] {
+        let url = format!("mariadb://127.0.0.1:3306?socket={socket}");
+        expect_usage_error(&["run", "-t", &url, "--duration", "1s"], &[socket, says]);
+    }
     if !require("redis-server", "redis-server") {
         return;
     }

@@ -274,6 +274,14 @@ fn short_cause(e: &mongodb::error::Error) -> String {
     match &*e.kind {
         mongodb::error::ErrorKind::ServerSelection { message, .. } => {
             match message.split_once("Error: Kind: ") {
+                // The socket failed (refused, reset, unreachable): no
+                // answer at all, as the I/O error says.
+                Some((_, cause)) if cause.trim_start().starts_with("I/O error") => cause
+                    .split(", labels")
+                    .next()
+                    .unwrap_or(cause)
+                    .trim()
+                    .to_string(),
                 Some((_, cause)) => format!(
                     "its answer was not MongoDB's ({})",
                     cause.split(", labels").next().unwrap_or(cause).trim()

@@ -240,6 +240,15 @@ pub(super) fn parse_target(text: &str, catalog: &dyn TargetCatalog) -> Result<Ta
     let mut options = BTreeMap::new();
     for kv in query.split('&').filter(|s| !s.is_empty()) {
         let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+        if !is_secret_key(k) {
+            check_escapes(v, text)?;
+            if v.is_empty() && !USER_KEYS.contains(&k) {
+                return Err(format!(
+                    "`{k}=` names nothing in `{}`; give it a value or leave it out",
+                    redact(text)
+                ));
+            }
+        }
         let v = percent_decode(v);
         if is_secret_key(k) {
             password = Some(v);
@@ -250,6 +259,7 @@ pub(super) fn parse_target(text: &str, catalog: &dyn TargetCatalog) -> Result<Ta
         }
     }
     let path = path.trim_end_matches('/');
+    check_escapes(path, text)?;
     if !path.is_empty() {
         options
             .entry("dbname".to_string())
@@ -286,18 +296,18 @@ pub(super) fn parse_target(text: &str, catalog: &dyn TargetCatalog) -> Result<Ta
         let port: u16 = port
             .parse()
             .map_err(|_| format!("`{port}` in `{}` is not a port number", redact(text)))?;
-        // An IPv6 literal is written in brackets (`[::1]:11211`); the
-        // address itself is what is connected to.
-        let host = host
-            .strip_prefix('[')
-            .and_then(|h| h.strip_suffix(']'))
-            .unwrap_or(host);
-        if host.is_empty() {
-            return Err(format!("URL `{}` has no host", redact(text)));
+        if port == 0 {
+            return Err(format!(
+                "port 0 in `{}` is no server's port; write the port it listens on, e.g. {scheme}://127.0.0.1:6379",
+                redact(text)
+            ));
         }
+        check_escapes(host, text)?;
         // Percent-decoded: a PostgreSQL socket directory is written
         // `%2Frun%2Fpostgresql`, as libpq takes it.
-        nodes.push((percent_decode(host), port));
+        let host = server_host(&percent_decode(host))
+            .map_err(|why| format!("URL `{}`: {why}", redact(text)))?;
+        nodes.push((host, port));
     }
     let (host, port) = nodes.remove(0);
     Ok(TargetSpec {
@@ -313,6 +323,70 @@ pub(super) fn parse_target(text: &str, catalog: &dyn TargetCatalog) -> Result<Ta
         user,
         variant: BTreeMap::new(),
     })
+}
+
+/// The host a URL names, as it is connected to: a host name, an IP
+/// address (IPv6 in brackets, which are dropped), or a socket directory
+/// (an absolute path).
+fn server_host(host: &str) -> Result<String, String> {
+    if host.is_empty() {
+        return Err("it has no host".into());
+    }
+    if host.starts_with('/') {
+        return Ok(host.to_string());
+    }
+    if let Some(inner) = host.strip_prefix('[') {
+        return match inner.strip_suffix(']').map(str::parse::<std::net::Ipv6Addr>) {
+            Some(Ok(_)) => Ok(inner[..inner.len() - 1].to_string()),
+            _ => Err(format!(
+                "`{host}` is not an IPv6 address; an IPv6 address goes in brackets before the port, e.g. [::1]:6379"
+            )),
+        };
+    }
+    if host.contains(']') {
+        return Err(format!(
+            "`{host}`: an IPv6 address goes in brackets before the port, e.g. [::1]:6379"
+        ));
+    }
+    if host.parse::<std::net::IpAddr>().is_ok() {
+        return Ok(host.to_string());
+    }
+    // Host names: dot-separated labels of letters, digits, `-` and `_`
+    // (container and service names use it), none empty or starting or
+    // ending with `-`.
+    let label_ok = |l: &str| {
+        !l.is_empty()
+            && l.len() <= 63
+            && !l.starts_with('-')
+            && !l.ends_with('-')
+            && l.chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    };
+    if host.len() <= 253 && host.trim_end_matches('.').split('.').all(label_ok) {
+        Ok(host.to_string())
+    } else {
+        Err(format!(
+            "`{host}` is not a host name or an IP address (a name is letters, digits, `-` and `_` in dot-separated parts; an IPv6 address goes in brackets, e.g. [::1]:6379)"
+        ))
+    }
+}
+
+/// Refuses a `%` in `part` of URL `url` that does not begin a two-digit
+/// hex escape (`%2F`): it would be taken as it stands, and name a socket
+/// or database that is not there.
+fn check_escapes(part: &str, url: &str) -> Result<(), String> {
+    let b = part.as_bytes();
+    for (i, _) in part.match_indices('%') {
+        let hex = |j: usize| b.get(j).is_some_and(|c| c.is_ascii_hexdigit());
+        if !(hex(i + 1) && hex(i + 2)) {
+            let bad: String = part[i..].chars().take(3).collect();
+            return Err(format!(
+                "`{bad}` in `{}` is not a percent-escape (`%` and two hex digits, e.g. %2F for /); write a literal % as %25",
+                redact(url)
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Query-string keys that name the user.
@@ -445,6 +519,37 @@ mod tests {
                 ..
             } => (url, host, *port, options),
             Endpoint::Managed => panic!("not external"),
+        }
+    }
+
+    /// A URL whose host, port or option cannot name a server is refused
+    /// when it is read, saying what is wrong (they ended in "cannot
+    /// resolve" or "connection refused").
+    #[test]
+    fn hosts_ports_and_options_that_name_no_server_are_refused() {
+        for (url, says) in [
+            ("redis://127.0.0.1:0", "port 0"),
+            ("redis://bad_host!:6379", "not a host name"),
+            ("redis://[::1:6379", "IPv6 address goes in brackets"),
+            ("redis://a..b:6379", "not a host name"),
+            ("redis://-a:6379", "not a host name"),
+            ("postgres://127.0.0.1:5432/db%zz", "`%zz`"),
+            (
+                "postgres://127.0.0.1:5432?dbname=",
+                "`dbname=` names nothing",
+            ),
+        ] {
+            let e = parse_target(url, &Cat).unwrap_err();
+            assert!(e.contains(says), "{url}: {e}");
+        }
+        for (url, host) in [
+            ("redis://[::1]:6379", "::1"),
+            ("redis://redis_1.bench-a.svc:6379", "redis_1.bench-a.svc"),
+            ("postgres://%2Frun%2Fpostgresql:5432", "/run/postgresql"),
+            ("redis://10.0.0.7:6379", "10.0.0.7"),
+        ] {
+            let spec = parse_target(url, &Cat).unwrap_or_else(|e| panic!("{url}: {e}"));
+            assert_eq!(external(&spec).1, host, "{url}");
         }
     }
 

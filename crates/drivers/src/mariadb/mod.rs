@@ -592,6 +592,25 @@ impl Driver for MariaDriver {
     }
 }
 
+/// Whether `path` (a URL's `?socket=`) is a socket, with what it is
+/// instead: a connection to a regular file fails with a bare "connection
+/// refused".
+fn socket_there(path: &Path) -> Result<(), TargetError> {
+    use std::os::unix::fs::FileTypeExt;
+    match std::fs::metadata(path) {
+        Ok(m) if m.file_type().is_socket() => Ok(()),
+        Ok(m) => Err(TargetError::Server(format!(
+            "{} is not a socket (it is a {}); `?socket=` names the server's Unix socket, e.g. /run/mysqld/mysqld.sock",
+            path.display(),
+            if m.is_dir() { "directory" } else { "regular file" }
+        ))),
+        Err(e) => Err(TargetError::Server(format!(
+            "no socket at {} ({e}); is the server running, and is this the socket it listens on?",
+            path.display()
+        ))),
+    }
+}
+
 fn dsn_of(spec: &TargetSpec) -> Option<Dsn> {
     match &spec.endpoint {
         Endpoint::External {
@@ -1145,6 +1164,9 @@ impl crate::kind::TargetKind for Mariadb {
         match dsn_of(spec) {
             None => crate::settings::fixed_port_free("mariadb", settings.port),
             Some(dsn) => block_quick(async {
+                if let Some(socket) = &dsn.socket {
+                    socket_there(socket)?;
+                }
                 let mut c = connect(&dsn, None).await?;
                 c.query_drop("SELECT 1")
                     .await
