@@ -543,11 +543,30 @@ pub fn list_text() -> String {
     s
 }
 
+/// Reads result file `path`, saying on stderr which of its histograms do
+/// not decode (a corrupt or hand-edited file): their percentiles are then
+/// only as the file states them, and charts drawn from them are missing.
+fn read_result(path: &str) -> Result<ExperimentResult, AppError> {
+    const SHOWN: usize = 5;
+    let r = ExperimentResult::read(Path::new(path))?;
+    let problems = r.histogram_problems();
+    for p in problems.iter().take(SHOWN) {
+        say!("warning: {path}: a latency histogram does not decode ({p}); its percentiles are as the file states them, and its charts are left out");
+    }
+    if problems.len() > SHOWN {
+        say!(
+            "warning: {path}: {} more histograms do not decode",
+            problems.len() - SHOWN
+        );
+    }
+    Ok(r)
+}
+
 fn report(args: &ReportArgs) -> Result<i32, AppError> {
     let results = args
         .files
         .iter()
-        .map(|f| ExperimentResult::read(Path::new(f)))
+        .map(|f| read_result(f))
         .collect::<Result<Vec<_>, _>>()?;
     if let Some(path) = &args.html {
         write_report(&HtmlExporter, &results, Path::new(path))
@@ -596,7 +615,7 @@ fn merge(args: &MergeArgs) -> Result<i32, AppError> {
     let files = args
         .files
         .iter()
-        .map(|f| ExperimentResult::read(Path::new(f)).map(|r| (f.clone(), r)))
+        .map(|f| read_result(f).map(|r| (f.clone(), r)))
         .collect::<Result<Vec<_>, _>>()?;
     let merged = bakeoff_core::merge::merge_results(&files)
         .map_err(|e| AppError::Usage(format!("cannot merge: {e}")))?;
@@ -634,8 +653,8 @@ fn kubernetes(args: &crate::cli::KubernetesArgs) -> Result<i32, AppError> {
 }
 
 fn compare(args: &CompareArgs) -> Result<i32, AppError> {
-    let a = ExperimentResult::read(Path::new(&args.a))?;
-    let b = ExperimentResult::read(Path::new(&args.b))?;
+    let a = read_result(&args.a)?;
+    let b = read_result(&args.b)?;
     let exporter = bakeoff_report::compare::CompareExporter {
         markdown: args.markdown,
     };

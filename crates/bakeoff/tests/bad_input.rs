@@ -285,6 +285,29 @@ fn result_readers_refuse_endless_and_binary_input() {
             started.elapsed()
         );
     }
+    // A histogram that does not decode is told, not passed over; a field
+    // that does not match the schema is named by its path.
+    let dir = tmp();
+    let mock: serde_json::Value =
+        serde_json::from_str(include_str!("snapshots/mock.json")).unwrap();
+    let mut broken = mock.clone();
+    broken["runs"][0]["measure"]["all"]["hdr"] = "not base64!".into();
+    let path = dir.path().join("broken.json");
+    std::fs::write(&path, serde_json::to_vec(&broken).unwrap()).unwrap();
+    let p = path.to_str().unwrap();
+    for args in [&["report", p][..], &["compare", p, p][..]] {
+        let o = bakeoff(args);
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("warning:") && stderr.contains("run 0, measure, all kinds"),
+            "{args:?}: {stderr}"
+        );
+    }
+    let mut wrong = mock;
+    wrong["runs"][1]["measure"]["completed"] = "many".into();
+    std::fs::write(&path, serde_json::to_vec(&wrong).unwrap()).unwrap();
+    expect_usage_error(&["report", p], &["runs[1].measure.completed"]);
 }
 
 /// Output that cannot be written is bad input, found before anything

@@ -1040,6 +1040,39 @@ impl FaultRecord {
 }
 
 impl ExperimentResult {
+    /// Every latency histogram of every run that does not decode, each as
+    /// `run 3, measure, get: why`: a corrupt or hand-edited file, whose
+    /// percentiles are then only as the file states them.
+    pub fn histogram_problems(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for run in &self.runs {
+            let phases = [
+                ("load", run.load.as_ref()),
+                ("warm-up", run.warmup.as_ref()),
+                ("measure", Some(&run.measure)),
+            ];
+            for (phase, p) in phases {
+                let Some(p) = p else { continue };
+                let mut summaries = vec![("all kinds".to_string(), &p.all)];
+                for (kind, op) in &p.ops {
+                    summaries.push((kind.clone(), &op.latency));
+                    if let Some(s) = &op.service_time {
+                        summaries.push((format!("{kind} service time"), s));
+                    }
+                }
+                if let Some(l) = &p.send_lag {
+                    summaries.push(("send lag".into(), l));
+                }
+                for (what, summary) in summaries {
+                    if let Err(why) = decode_histogram(&summary.hdr) {
+                        out.push(format!("run {}, {phase}, {what}: {why}", run.index));
+                    }
+                }
+            }
+        }
+        out
+    }
+
     /// Writes the result atomically: a temporary file beside `path`, then a
     /// rename, so a reader (or a crash) never sees half a file.
     /// A path that exists but is not a regular file (`/dev/stdout`, a
@@ -1108,9 +1141,11 @@ impl ExperimentResult {
             }
             None => return Err(ResultFileError::NotResult { path: shown() }),
         }
-        serde_json::from_value(v).map_err(|e| ResultFileError::Schema {
+        // The path of the field that does not match (`runs[1].measure.
+        // completed`), which serde's own message leaves out.
+        serde_path_to_error::deserialize(v).map_err(|e| ResultFileError::Schema {
             path: shown(),
-            message: e.to_string(),
+            message: format!("at {}: {}", e.path(), e.inner()),
         })
     }
 }
@@ -1284,6 +1319,35 @@ mod tests {
         let e = decode_histogram(&forged).unwrap_err();
         assert!(e.contains("beyond"), "{e}");
         assert!(decode_histogram(&honest).is_ok());
+    }
+
+    /// A file that does not match the schema names the field that does
+    /// not, and histograms that do not decode are told, each by where it
+    /// stands, rather than passed over.
+    #[test]
+    fn schema_errors_name_the_field_and_broken_histograms_are_told() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut v = serde_json::to_value(mock_result()).unwrap();
+        v["runs"][1]["measure"]["completed"] = serde_json::json!("many");
+        let path = dir.path().join("bad.json");
+        std::fs::write(&path, serde_json::to_vec(&v).unwrap()).unwrap();
+        let e = ExperimentResult::read(&path).unwrap_err().to_string();
+        assert!(e.contains("runs[1].measure.completed"), "{e}");
+        let mut r = mock_result();
+        assert!(r.histogram_problems().is_empty());
+        r.runs[0].measure.all.hdr = "not base64!".into();
+        let get = r.runs[1].measure.ops.get_mut("get").unwrap();
+        get.latency.hdr = "AAAA".into();
+        let problems = r.histogram_problems();
+        assert_eq!(problems.len(), 2, "{problems:?}");
+        assert!(
+            problems[0].starts_with("run 0, measure, all kinds:"),
+            "{problems:?}"
+        );
+        assert!(
+            problems[1].starts_with("run 1, measure, get:"),
+            "{problems:?}"
+        );
     }
 
     /// A description that holds the marker of a pod's log reads back: the
