@@ -363,16 +363,23 @@ fn server_settings_line(
     line
 }
 
-/// Exit code for a finished experiment.
+/// Exit code for a finished experiment: interrupted; 2 when every run
+/// that did not end well could not even start (its target did not open:
+/// a server that would not start, a database with no room), which is for
+/// the user to fix before a comparison is made; 1 for runs that failed
+/// or had errors once started; else 0.
 pub fn exit_code_of(result: &ExperimentResult) -> i32 {
-    if result.status == bakeoff_core::result::ExperimentStatus::Interrupted {
-        crate::signals::received().map_or(EXIT_INTERRUPTED, |sig| 128 + sig)
-    } else if result
+    use bakeoff_core::result::RunStatus;
+    let not_ok: Vec<_> = result
         .runs
         .iter()
-        .any(|r| r.status != bakeoff_core::result::RunStatus::Ok)
-        || result.runs.is_empty()
-    {
+        .filter(|r| r.status != RunStatus::Ok)
+        .collect();
+    if result.status == bakeoff_core::result::ExperimentStatus::Interrupted {
+        crate::signals::received().map_or(EXIT_INTERRUPTED, |sig| 128 + sig)
+    } else if !not_ok.is_empty() && not_ok.iter().all(|r| r.failed_to_start()) {
+        EXIT_USAGE
+    } else if !not_ok.is_empty() || result.runs.is_empty() {
         EXIT_RUN_ERRORS
     } else {
         EXIT_OK

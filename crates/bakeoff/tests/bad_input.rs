@@ -1132,3 +1132,49 @@ fn a_server_that_dies_under_a_counted_run_ends_it() {
     let r = read_json(&out);
     assert_eq!(r["runs"][0]["status"], "errors", "{stderr}");
 }
+
+/// What cannot start exits 2 with the reason (issue 33, class 4): an
+/// engine or server whose files do not fit in a nearly full TMPDIR fails
+/// before its load, names where, and the experiment exits 2, not 1 as a
+/// "0 ops/s" run.
+#[test]
+fn a_target_that_cannot_start_for_want_of_space_exits_2_naming_where() {
+    let dir = tmp();
+    let at = dir.path().join("nearly-full");
+    std::fs::create_dir(&at).unwrap();
+    let mounted = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=64k", "tmpfs"])
+        .arg(&at)
+        .status()
+        .is_ok_and(|s| s.success());
+    if !mounted {
+        return;
+    }
+    // Room for the output's lock and a little more, not for a database.
+    std::fs::write(at.join("fill"), vec![0u8; 52 * 1024]).unwrap();
+    let out = dir.path().join("sq.json");
+    let o = std::process::Command::new(bin())
+        .args([
+            "run",
+            "-t",
+            "sqlite",
+            "--records",
+            "1000",
+            "--duration",
+            "1s",
+        ])
+        .args(["--warmup", "0", "--quiet", "-o"])
+        .arg(&out)
+        .env("TMPDIR", &at)
+        .output()
+        .unwrap();
+    let _ = std::process::Command::new("umount").arg(&at).status();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    let run = &read_json(&out)["runs"][0];
+    let message = run["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains(at.to_str().unwrap()) && message.contains("full"),
+        "{message}"
+    );
+}

@@ -867,6 +867,11 @@ pub struct RunResult {
     /// phases (`--topology cluster:N`); absent for other topologies.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub redirections: Option<Redirections>,
+    /// The run failed because its target did not open (a server that
+    /// would not start, an engine with no room for its files): nothing
+    /// was loaded or measured.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub did_not_open: bool,
     /// The latency of single measured operations in time order (every Nth
     /// once more were measured), when the workload asked for a trace.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -903,6 +908,13 @@ pub struct NodeOps {
 }
 
 impl RunResult {
+    /// Whether the run failed before its load or measure began: its target
+    /// did not open (a server that would not start, an engine with no room
+    /// for its files).
+    pub fn failed_to_start(&self) -> bool {
+        self.status == RunStatus::Failed && self.did_not_open
+    }
+
     /// How evenly the nodes shared the requests: the busiest node's count
     /// over the mean (1.0 is even; `None` for one server).
     pub fn node_balance(&self) -> Option<f64> {

@@ -152,7 +152,10 @@ impl Runs<'_> {
         let mut run = fresh_run(at, &w);
         let target = match self.open(at, &w, kept) {
             Ok(t) => t,
-            Err(m) => return Ok(ended(run, m)),
+            Err(m) => {
+                run.did_not_open = true;
+                return Ok(ended(run, m));
+            }
         };
         // A replication run checks every read against acknowledged writes.
         let acked = (w.topology == Topology::PrimaryReplica)
@@ -398,6 +401,7 @@ fn fresh_run(at: &RunAt, w: &Workload) -> RunResult {
         disk: None,
         nodes: Vec::new(),
         redirections: None,
+        did_not_open: false,
         trace: None,
         server_time: None,
     }

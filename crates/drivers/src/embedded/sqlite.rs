@@ -535,14 +535,25 @@ impl crate::kind::EngineKind for Sqlite {
             .map_err(|_| EngineError("directory path contains a NUL byte".to_string()))?;
         let pragmas = settings.pragmas();
         let profile = how.record == RecordKind::Profile;
+        // An error opening or emptying the database says where it is:
+        // SQLite's own "database or disk is full" names no place.
+        let at = |e: EngineError| {
+            let full = if e.0.contains("full") {
+                "; free space there, or set TMPDIR or [servers.sqlite] dir elsewhere"
+            } else {
+                ""
+            };
+            EngineError(format!("{} (database {}){full}", e.0, file.display()))
+        };
         {
-            let c = Conn::open(&api, &path, &pragmas, profile)?;
+            let c = Conn::open(&api, &path, &pragmas, profile).map_err(at)?;
             if how.load {
                 c.exec(if profile {
                     "DELETE FROM profile"
                 } else {
                     "DELETE FROM kv"
-                })?;
+                })
+                .map_err(at)?;
             }
             if profile {
                 if how.indexes {
