@@ -647,7 +647,11 @@ fn merge(args: &MergeArgs) -> Result<i32, AppError> {
 }
 
 fn kubernetes(args: &crate::cli::KubernetesArgs) -> Result<i32, AppError> {
-    let text = crate::kubernetes::manifests(args, std::time::SystemTime::now())?;
+    let manifests = crate::kubernetes::manifests(args, std::time::SystemTime::now())?;
+    for note in &manifests.notes {
+        say!("note: {note}");
+    }
+    let text = manifests.yaml;
     match &args.output {
         None => emit(&text)?,
         Some(path) => {

@@ -100,7 +100,11 @@ pub enum Command {
     /// Write the Kubernetes manifests that run an experiment as N shards,
     /// one pod per node, started together: an Indexed Job (never retried)
     /// and a ConfigMap with the preset file. Each pod prints its result
-    /// into its log, which `bakeoff merge` reads. Example:
+    /// into its log, which `bakeoff merge` reads.
+    ///
+    /// The targets' passwords go into a Secret, and nowhere else: each URL
+    /// the pods run reads its own from a variable the Job fills from the
+    /// Secret (`?password_env=BAKEOFF_PASSWORD_1`, `_2`, …). Example:
     ///
     ///   bakeoff kubernetes --shards 4 --image registry.example/bakeoff:0.1.0 -- -t redis://redis.bench:6379 --clients 256 --duration 60s > job.yaml
     ///
@@ -161,8 +165,11 @@ pub struct RunArgs {
     pub dry_run: bool,
 
     /// Target: a name (`redis`, started by bakeoff) or a URL
-    /// (`redis://[:password@]host:port`, `memcached://host:port`).
-    /// Repeatable or comma-separated. [default: every target bakeoff can start]
+    /// (`redis://[:password@]host:port`, `memcached://host:port`). A URL's
+    /// `?password_env=VAR` reads its password from environment variable
+    /// VAR instead (`redis://host:6379?password_env=REDIS_PASSWORD`), out
+    /// of the command line. Repeatable or comma-separated. [default: every
+    /// target bakeoff can start]
     #[arg(short = 't', long = "target", value_name = "NAME|URL")]
     pub targets: Vec<String>,
 
@@ -363,20 +370,26 @@ pub struct KubernetesArgs {
     #[arg(long, value_name = "IMAGE", default_value = concat!("bakeoff:", env!("CARGO_PKG_VERSION")))]
     pub image: String,
     /// How far ahead of now the shards start together: time enough for
-    /// every pod to be scheduled, pull the image, connect and load.
+    /// every pod to be scheduled, pull the image, connect and load; 5s or
+    /// more.
     #[arg(long, value_name = "DURATION", default_value = "2m")]
     pub slack: String,
-    /// CPU each pod requests, and is limited to (requests equal limits).
+    /// CPU each pod requests, and is limited to (requests equal limits):
+    /// cores (`2`, `1.5`) or millicores (`500m`), more than 0.
     #[arg(long, value_name = "CPU", default_value = "2")]
     pub cpu: String,
-    /// Memory each pod requests, and is limited to.
+    /// Memory each pod requests, and is limited to: bytes, plain or with a
+    /// suffix Ki, Mi, Gi, Ti (powers of 2) or k, M, G, T (powers of 10).
     #[arg(long, value_name = "BYTES", default_value = "2Gi")]
     pub memory: String,
-    /// The Job's name. [default: bakeoff-EXPERIMENT]
+    /// The Job's name: a DNS-1123 label (lowercase letters, digits and
+    /// `-`, starting and ending with a letter or digit), at most 50
+    /// characters; any other is refused. [default: bakeoff-EXPERIMENT,
+    /// made such a label]
     #[arg(long, value_name = "NAME")]
     pub name: Option<String>,
-    /// The namespace of the Job and the ConfigMap. [default: the
-    /// context's]
+    /// The namespace of the Job, the ConfigMap and the Secret: a DNS-1123
+    /// label. [default: the context's]
     #[arg(long, value_name = "NAMESPACE")]
     pub namespace: Option<String>,
     /// Write the manifests to FILE instead of standard output.

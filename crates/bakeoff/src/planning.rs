@@ -1,7 +1,7 @@
 //! The plan of a `run`: its preset and flags, validated against every
 //! parameter and target.
 
-use bakeoff_core::plan::{Overrides, Plan, Shard};
+use bakeoff_core::plan::{Environment, Overrides, Plan, Shard};
 use bakeoff_drivers::registry::Registry;
 
 use crate::cli::RunArgs;
@@ -41,6 +41,8 @@ pub fn overrides(args: &RunArgs) -> Result<Overrides, AppError> {
         workload: args.workload.values.clone(),
         sweep: args.workload.sweeps.clone(),
         server_settings,
+        // A target URL's `password_env=NAME` reads the process's variable.
+        env: Environment::of(|k| std::env::var(k).ok()),
     })
 }
 

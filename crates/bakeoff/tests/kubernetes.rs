@@ -185,3 +185,346 @@ fn runs_shards_cannot_make_are_refused() {
         assert!(o.stdout.is_empty(), "{all:?}: no manifests on a refusal");
     }
 }
+
+/// The manifests' documents (after each `---` line), and each one's kind.
+fn documents(yaml: &str) -> Vec<(String, String)> {
+    yaml.split("---\n")
+        .skip(1)
+        .map(|d| {
+            let kind = d
+                .lines()
+                .find_map(|l| l.strip_prefix("kind: "))
+                .unwrap_or("")
+                .trim_matches('"')
+                .to_string();
+            (kind, d.to_string())
+        })
+        .collect()
+}
+
+/// The Job's container arguments, unquoted.
+fn job_args(yaml: &str) -> Vec<String> {
+    let after = yaml
+        .split("          args:\n")
+        .nth(1)
+        .expect("the Job has args");
+    after
+        .lines()
+        .map_while(|l| l.strip_prefix("            - "))
+        .map(|a| serde_json::from_str::<String>(a).expect("a JSON string"))
+        .collect()
+}
+
+/// A target's password — in the URL after the user, in its query, or in a
+/// preset file's target — is in the manifests only inside a Secret; the
+/// Job hands it to each pod by environment, and the pod's run, given that
+/// environment, reads it back (issue 33, class 8).
+#[test]
+fn a_target_password_is_only_in_the_secret() {
+    let dir = tmp();
+    let preset = dir.path().join("guarded.toml");
+    std::fs::write(
+        &preset,
+        "name = \"guarded\"\ntargets = [\"redis://:pr3set-pw@redis.bench:6379\"]\n[workload]\nclients = 4\nduration = \"30s\"\n",
+    )
+    .unwrap();
+    let out = dir.path().join("job.yaml");
+    expect_exit(
+        &[
+            "kubernetes",
+            "--shards",
+            "2",
+            "--name",
+            "guarded",
+            "-o",
+            out.to_str().unwrap(),
+            "--",
+            preset.to_str().unwrap(),
+            "-t",
+            "redis://:s3cret-pw@redis.bench:6379",
+            "--target=postgres://u:pg%40pw@pg.bench:5432/shop",
+            "--target",
+            "redis://redis2.bench:6379?auth=q-pw",
+        ],
+        0,
+    );
+    let text = std::fs::read_to_string(&out).unwrap();
+    let docs = documents(&text);
+    let secrets: Vec<&String> = docs
+        .iter()
+        .filter(|(k, _)| k == "Secret")
+        .map(|(_, d)| d)
+        .collect();
+    assert_eq!(secrets.len(), 1, "one Secret in\n{text}");
+    for pw in ["s3cret-pw", "pg@pw", "q-pw", "pr3set-pw"] {
+        assert!(
+            secrets[0].contains(pw),
+            "{pw} is not in the Secret:\n{text}"
+        );
+    }
+    for (kind, doc) in &docs {
+        if kind != "Secret" {
+            for pw in ["s3cret", "pg@pw", "pg%40pw", "q-pw", "pr3set"] {
+                assert!(!doc.contains(pw), "{pw} in clear in the {kind}:\n{doc}");
+            }
+        }
+    }
+    let header = text.split("---\n").next().unwrap();
+    assert!(!header.contains("pw"), "{header}");
+    assert!(secrets[0].contains("stringData:"), "{}", secrets[0]);
+    assert!(
+        secrets[0].contains("name: \"guarded-passwords\""),
+        "{}",
+        secrets[0]
+    );
+    // The Job reads each password from the Secret, by name.
+    let job = &docs.iter().find(|(k, _)| k == "Job").unwrap().1;
+    assert_eq!(job.matches("secretKeyRef:").count(), 4, "{job}");
+    assert!(
+        job.contains("name: \"BAKEOFF_PASSWORD_1\"\n              valueFrom:\n                secretKeyRef:\n                  name: \"guarded-passwords\"\n                  key: \"BAKEOFF_PASSWORD_1\""),
+        "{job}"
+    );
+    // The preset in the ConfigMap reads its password the same way.
+    let config = &docs.iter().find(|(k, _)| k == "ConfigMap").unwrap().1;
+    assert!(
+        config.contains("redis://redis.bench:6379?password_env=BAKEOFF_PASSWORD_"),
+        "{config}"
+    );
+    // The pod's run: its arguments, given the Secret's variables (and the
+    // Indexed Job's), plan the same targets; without them it is refused.
+    let mut args = job_args(&text);
+    assert!(
+        args.iter()
+            .any(|a| a.starts_with("redis://redis.bench:6379?password_env=BAKEOFF_PASSWORD_")),
+        "{args:?}"
+    );
+    let preset_in_pod = dir.path().join("pod-preset.toml");
+    let preset_text = config
+        .split("preset.toml: |\n")
+        .nth(1)
+        .unwrap()
+        .lines()
+        .map(|l| l.strip_prefix("    ").unwrap_or(l))
+        .collect::<Vec<_>>()
+        .join("\n");
+    std::fs::write(&preset_in_pod, preset_text).unwrap();
+    args[1] = preset_in_pod.to_str().unwrap().to_string();
+    args.push("--dry-run".into());
+    let env: Vec<(String, String)> = secrets[0]
+        .split("stringData:\n")
+        .nth(1)
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.trim().split_once(": "))
+        .map(|(k, v)| (k.to_string(), serde_json::from_str::<String>(v).unwrap()))
+        .collect();
+    assert_eq!(env.len(), 4, "{env:?}");
+    let pod = |with_secret: bool| {
+        let mut c = Command::new(bin());
+        c.args(&args)
+            .env("JOB_COMPLETION_INDEX", "1")
+            .env("BAKEOFF_SHARDS", "2");
+        if with_secret {
+            c.envs(env.iter().map(|(k, v)| (k, v)));
+        }
+        c.output().unwrap()
+    };
+    let o = pod(true);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        stdout.contains("redis (redis://redis.bench:6379?password_env=BAKEOFF_PASSWORD_"),
+        "{stdout}"
+    );
+    let o = pod(false);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("BAKEOFF_PASSWORD_") && stderr.contains("not set"),
+        "{stderr}"
+    );
+    if let Some(validate) = kubernetes_validate() {
+        let v = Command::new(&validate)
+            .args(["--strict", "-k", KUBERNETES])
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert!(
+            v.status.success(),
+            "kubernetes-validate: {}{}\n{text}",
+            String::from_utf8_lossy(&v.stdout),
+            String::from_utf8_lossy(&v.stderr)
+        );
+    }
+}
+
+/// Each of `bakeoff kubernetes`'s own flags is checked before anything is
+/// written: a bad value exits 2 with one message naming the flag, the
+/// value, what is accepted and an example, and no manifests (issue 33,
+/// class 8).
+#[test]
+fn bad_flags_are_refused_before_anything_is_written() {
+    let dir = tmp();
+    let out = dir.path().join("job.yaml");
+    for (flag, value, wants) in [
+        (
+            "--cpu",
+            "0",
+            &["flag --cpu", "`0`", "500m", "more than 0"][..],
+        ),
+        ("--cpu", "two", &["flag --cpu", "`two`", "e.g. --cpu"][..]),
+        ("--cpu", "1.0005", &["flag --cpu", "`1.0005`", "1m"][..]),
+        ("--cpu", "-1", &["flag --cpu", "`-1`", "more than 0"][..]),
+        (
+            "--memory",
+            "2GB",
+            &["flag --memory", "`2GB`", "2Gi", "e.g. --memory"][..],
+        ),
+        (
+            "--memory",
+            "0",
+            &["flag --memory", "`0`", "more than 0"][..],
+        ),
+        (
+            "--memory",
+            "512m",
+            &["flag --memory", "`512m`", "512Mi"][..],
+        ),
+        ("--image", "", &["flag --image", "``", "e.g. --image"][..]),
+        (
+            "--image",
+            "my image:1",
+            &["flag --image", "`my image:1`", "space"][..],
+        ),
+        (
+            "--namespace",
+            "Bench_1",
+            &["flag --namespace", "`Bench_1`", "DNS-1123", "bench-1"][..],
+        ),
+        (
+            "--slack",
+            "0",
+            &["flag --slack", "`0`", "scheduled", "e.g. --slack 2m"][..],
+        ),
+        ("--slack", "2s", &["flag --slack", "`2s`", "5s"][..]),
+        (
+            "--name",
+            "Peak_Run",
+            &["flag --name", "`Peak_Run`", "DNS-1123", "--name peak-run"][..],
+        ),
+        (
+            "--name",
+            "-peak",
+            &["flag --name", "`-peak`", "--name peak"][..],
+        ),
+    ] {
+        let given = format!("{flag}={value}");
+        let args = [
+            "kubernetes",
+            "--shards",
+            "2",
+            given.as_str(),
+            "-o",
+            out.to_str().unwrap(),
+            "--",
+            "-t",
+            "redis://r:6379",
+            "--duration",
+            "10s",
+        ];
+        let o = bakeoff(&args);
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {stderr}");
+        for want in wants {
+            assert!(
+                stderr.contains(want),
+                "{args:?}: {want:?} is not in {stderr}"
+            );
+        }
+        assert_eq!(stderr.trim().lines().count(), 1, "one message: {stderr}");
+        assert!(o.stdout.is_empty(), "{args:?}: no manifests on a refusal");
+        assert!(!out.exists(), "{args:?}: nothing written");
+    }
+    // Accepted forms.
+    for (flag, value) in [
+        ("--cpu", "500m"),
+        ("--cpu", "1.5"),
+        ("--cpu", ".25"),
+        ("--memory", "512Mi"),
+        ("--memory", "1G"),
+        ("--memory", "1.5Gi"),
+        ("--memory", "2147483648"),
+        ("--memory", "128e6"),
+        ("--namespace", "bench-1"),
+        ("--slack", "5s"),
+        ("--name", "peak-run-2"),
+    ] {
+        let given = format!("{flag}={value}");
+        let o = bakeoff(&[
+            "kubernetes",
+            "--shards",
+            "2",
+            &given,
+            "--",
+            "-t",
+            "redis://r:6379",
+            "--duration",
+            "10s",
+        ]);
+        assert!(
+            o.status.success(),
+            "{given}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+}
+
+/// The default name, made from the experiment's, is made a Kubernetes
+/// name and says so when it had to change; a given name is used as it is.
+#[test]
+fn a_changed_default_name_is_said() {
+    let dir = tmp();
+    let preset = dir.path().join("p.toml");
+    std::fs::write(
+        &preset,
+        "name = \"Peak_Run\"\ntargets = [\"redis://redis.bench:6379\"]\n[workload]\nclients = 4\nduration = \"30s\"\n",
+    )
+    .unwrap();
+    let o = bakeoff(&[
+        "kubernetes",
+        "--shards",
+        "2",
+        "--",
+        preset.to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{stderr}");
+    assert!(stdout.contains("name: \"bakeoff-peak-run\""), "{stdout}");
+    assert!(
+        stderr.contains("`bakeoff-peak-run`")
+            && stderr.contains("`bakeoff-Peak_Run`")
+            && stderr.contains("--name"),
+        "{stderr}"
+    );
+    let o = bakeoff(&[
+        "kubernetes",
+        "--shards",
+        "2",
+        "--name",
+        "peak-run",
+        "--",
+        preset.to_str().unwrap(),
+    ]);
+    assert!(o.status.success());
+    assert!(
+        o.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(String::from_utf8_lossy(&o.stdout).contains("name: \"peak-run\""));
+}

@@ -37,10 +37,12 @@ use params::{param, Param, PARAMS};
 
 pub use fault::{Fault, FaultKind};
 pub use link::Link;
-pub use raw::{Overrides, RawPreset, Scalar};
+pub use raw::{Environment, Overrides, RawPreset, Scalar};
 pub use shard::{Shard, StartAt};
 pub use sweep::{Point, SweepAxis};
-pub use target::{redact, Capabilities, Endpoint, TargetCatalog, TargetSpec};
+pub use target::{
+    redact, Capabilities, Endpoint, TargetCatalog, TargetSpec, UrlPassword, PASSWORD_ENV_KEY,
+};
 pub use topology::{ReadFrom, Topology};
 pub use workload::{IoBackend, Mix, RequestMode, Workload};
 
@@ -636,7 +638,7 @@ fn targets(
     }
     let mut targets = Vec::new();
     for text in texts.iter().filter(|t| !t.is_empty()) {
-        let spec = target::parse_target(text, catalog).map_err(|m| origin.err(m))?;
+        let spec = target::parse_target(text, catalog, &flags.env).map_err(|m| origin.err(m))?;
         let caps = catalog
             .capabilities(&spec.name)
             .expect("parse_target checked the name");
@@ -756,12 +758,14 @@ fn targets(
 /// Splits `-t a,b[k=v,k2=v2],c` at the commas between targets, not at
 /// those between a variant's settings, nor at those between the hosts of
 /// one URL (`memcached://h1:11211,h2:11211`: a `host:port` after a URL is
-/// another node of it).
-fn split_target_list(text: &str) -> Vec<String> {
+/// another node of it, the last one followed by the URL's query, if any).
+pub fn split_target_list(text: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for part in split_outside_brackets(text) {
+        // The last node carries the URL's query, if it has one.
+        let node = part.split_once('?').map_or(part, |(node, _)| node);
         let node_of_previous = !part.contains("://")
-            && part.rsplit_once(':').is_some_and(|(h, p)| {
+            && node.rsplit_once(':').is_some_and(|(h, p)| {
                 !h.is_empty() && !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit())
             });
         match out.last_mut() {
@@ -1152,7 +1156,11 @@ impl Plan {
             .targets
             .iter()
             .flatten()
-            .filter_map(|t| target::parse_target(t, catalog).ok())
+            // Only the names are wanted here: any password will do for a
+            // URL that reads its own from the environment.
+            .filter_map(|t| {
+                target::parse_target(t, catalog, &Environment::of(|_| Some("-".into()))).ok()
+            })
             .map(|t| t.name)
             .collect();
         if let Some(name) = per_target
@@ -1290,6 +1298,12 @@ mod tests {
             ["redis", "mariadb[binlog=true,sync_binlog=1]", "lmdb"]
         );
         assert_eq!(split_target_list("redis"), ["redis"]);
+        // The last node of a URL of several keeps the URL's query (where
+        // `bakeoff kubernetes` puts `password_env`).
+        assert_eq!(
+            split_target_list("memcached://h1:1,h2:2?password_env=V,redis"),
+            ["memcached://h1:1,h2:2?password_env=V", "redis"]
+        );
         assert_eq!(
             split_target_list("a[x=1"),
             ["a[x=1"],
@@ -1702,6 +1716,25 @@ mod tests {
         assert!(!json.contains("hunter2"), "{json}");
         assert_eq!(p.targets[0].password.as_deref(), Some("hunter2"));
         assert!(json.contains("redis://:***@127.0.0.1:6390"));
+    }
+
+    /// A URL's `password_env` reads the password from the environment the
+    /// flags carry (the edge gives the process's).
+    #[test]
+    fn a_url_reads_its_password_from_the_flags_environment() {
+        let f = Overrides {
+            targets: vec!["redis://127.0.0.1:6390?password_env=REDIS_PW".into()],
+            env: Environment::of(|k| (k == "REDIS_PW").then(|| "hunter2".to_string())),
+            ..Overrides::default()
+        };
+        let p = build("", f).unwrap();
+        assert_eq!(p.targets[0].password.as_deref(), Some("hunter2"));
+        let json = serde_json::to_string(&p).unwrap();
+        assert!(!json.contains("hunter2"), "{json}");
+        let mut f = Overrides::default();
+        f.targets = vec!["redis://127.0.0.1:6390?password_env=REDIS_PW".into()];
+        let e = build("", f).unwrap_err().to_string();
+        assert!(e.contains("REDIS_PW, which is not set"), "{e}");
     }
 
     #[test]

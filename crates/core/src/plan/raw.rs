@@ -236,4 +236,40 @@ pub struct Overrides {
     pub start_at: Option<String>,
     /// `--start-tolerance`: a duration.
     pub start_tolerance: Option<String>,
+    /// The environment a target URL's `password_env=NAME` reads its
+    /// password from.
+    pub env: Environment,
+}
+
+/// Environment variables, as the plan reads them: a target URL's
+/// `password_env=NAME` takes its password from variable NAME. The plan
+/// reads no variable itself; the edge hands it the process's environment
+/// (and a test, the variables it wants). The default has none.
+#[derive(Clone, Default)]
+pub struct Environment {
+    lookup: Option<std::sync::Arc<Lookup>>,
+}
+
+/// Reads one variable: its value, if it is set.
+type Lookup = dyn Fn(&str) -> Option<String> + Send + Sync;
+
+impl Environment {
+    /// The environment that `lookup` reads a variable from.
+    pub fn of(lookup: impl Fn(&str) -> Option<String> + Send + Sync + 'static) -> Self {
+        Environment {
+            lookup: Some(std::sync::Arc::new(lookup)),
+        }
+    }
+
+    /// The value of variable `name`, if it is set.
+    pub fn get(&self, name: &str) -> Option<String> {
+        self.lookup.as_ref().and_then(|l| l(name))
+    }
+}
+
+/// Shows no value: the variables read through it are passwords.
+impl std::fmt::Debug for Environment {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Environment")
+    }
 }

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::{RequestMode, Workload};
+use super::{Environment, RequestMode, Workload};
 use crate::error::TargetError;
 use crate::workload::OpKind;
 
@@ -192,8 +192,22 @@ pub(super) fn check_capabilities(
     Ok(())
 }
 
-/// Parses `redis`, `redis://[user][:password@]host:port[?k=v]`.
-pub(super) fn parse_target(text: &str, catalog: &dyn TargetCatalog) -> Result<TargetSpec, String> {
+/// The query-string key of a target URL that names the environment
+/// variable its password is read from, instead of the URL holding it:
+/// `redis://host:6379?password_env=REDIS_PASSWORD`. The password then stays
+/// out of the command line, the process list and a Kubernetes Job's
+/// arguments (`bakeoff kubernetes` writes its URLs so). The variable's
+/// value is the password as it is, not `%XX`-encoded.
+pub const PASSWORD_ENV_KEY: &str = "password_env";
+
+/// Parses `redis`, `redis://[user][:password@]host:port[?k=v]`; a
+/// `password_env=NAME` in the query reads the password from variable NAME
+/// of `env`.
+pub(super) fn parse_target(
+    text: &str,
+    catalog: &dyn TargetCatalog,
+    env: &Environment,
+) -> Result<TargetSpec, String> {
     let Some((scheme, rest)) = text.split_once("://") else {
         let (name, variant) = split_variant(text)?;
         let caps = catalog.capabilities(name).ok_or_else(|| {
@@ -238,9 +252,10 @@ pub(super) fn parse_target(text: &str, catalog: &dyn TargetCatalog) -> Result<Ta
     };
     let (hostport, path) = hostpath.split_once('/').unwrap_or((hostpath, ""));
     let mut options = BTreeMap::new();
+    let mut password_var = None;
     for kv in query.split('&').filter(|s| !s.is_empty()) {
         let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
-        if !is_secret_key(k) {
+        if !is_secret_key(k) && k != PASSWORD_ENV_KEY {
             check_escapes(v, text)?;
             if v.is_empty() && !USER_KEYS.contains(&k) {
                 return Err(format!(
@@ -250,13 +265,18 @@ pub(super) fn parse_target(text: &str, catalog: &dyn TargetCatalog) -> Result<Ta
             }
         }
         let v = percent_decode(v);
-        if is_secret_key(k) {
+        if k == PASSWORD_ENV_KEY {
+            password_var = Some(v);
+        } else if is_secret_key(k) {
             password = Some(v);
         } else if USER_KEYS.contains(&k) {
             user = Some(v);
         } else {
             options.insert(k.to_string(), v);
         }
+    }
+    if let Some(var) = password_var {
+        password = Some(password_from_env(text, &var, password.is_some(), env)?);
     }
     let path = path.trim_end_matches('/');
     check_escapes(path, text)?;
@@ -389,6 +409,94 @@ fn check_escapes(part: &str, url: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// The password a URL's `password_env=VAR` reads from `env`; refused when
+/// the URL gives a password too (`written`), when VAR is no name, or when
+/// it is not set.
+fn password_from_env(
+    text: &str,
+    var: &str,
+    written: bool,
+    env: &Environment,
+) -> Result<String, String> {
+    let url = redact(text);
+    if written {
+        return Err(format!(
+            "URL `{url}` gives a password and {PASSWORD_ENV_KEY}={var}; give one of them"
+        ));
+    }
+    if var.is_empty() {
+        return Err(format!(
+            "URL `{url}`: {PASSWORD_ENV_KEY}= names no variable; write e.g. ?{PASSWORD_ENV_KEY}=REDIS_PASSWORD"
+        ));
+    }
+    match env.get(var) {
+        Some(p) if !p.is_empty() => Ok(p),
+        Some(_) => Err(format!(
+            "URL `{url}` reads its password from the environment variable {var}, which is empty; set it to the password"
+        )),
+        None => Err(format!(
+            "URL `{url}` reads its password from the environment variable {var}, which is not set; set it to the password, or write the password in the URL"
+        )),
+    }
+}
+
+/// Where a target URL's password comes from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum UrlPassword {
+    /// Written in the URL (`%XX` decoded).
+    Written(String),
+    /// Read from this environment variable (`password_env=NAME`).
+    FromEnv(String),
+}
+
+/// `url` with its password taken out and read from environment variable
+/// `var` instead (`…?password_env=VAR`), and the password it had; `None`
+/// when it has none, or is not a URL. Every form is taken out — the
+/// `:password` after the user, each secret query key (`?password=`,
+/// `?auth=`, …) and a `password_env` of its own — and the password
+/// returned is the one [`parse_target`] would use (the last written).
+pub fn password_to_env(url: &str, var: &str) -> Option<(String, UrlPassword)> {
+    let (scheme, rest) = url.split_once("://")?;
+    let (rest, query) = rest.split_once('?').unwrap_or((rest, ""));
+    let mut password = None;
+    let mut out = format!("{scheme}://");
+    match rest.rsplit_once('@') {
+        Some((auth, hostpath)) => {
+            match auth.split_once(':') {
+                Some((user, written)) => {
+                    password = Some(UrlPassword::Written(percent_decode(written)));
+                    if !user.is_empty() {
+                        out.push_str(user);
+                        out.push('@');
+                    }
+                }
+                None => {
+                    out.push_str(auth);
+                    out.push('@');
+                }
+            }
+            out.push_str(hostpath);
+        }
+        None => out.push_str(rest),
+    }
+    let mut kept = Vec::new();
+    for kv in query.split('&').filter(|s| !s.is_empty()) {
+        let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+        if k == PASSWORD_ENV_KEY {
+            password = Some(UrlPassword::FromEnv(percent_decode(v)));
+        } else if is_secret_key(k) {
+            password = Some(UrlPassword::Written(percent_decode(v)));
+        } else {
+            kept.push(kv.to_string());
+        }
+    }
+    let password = password?;
+    kept.push(format!("{PASSWORD_ENV_KEY}={var}"));
+    out.push('?');
+    out.push_str(&kept.join("&"));
+    Some((out, password))
+}
+
 /// Query-string keys that name the user.
 const USER_KEYS: &[&str] = &["user", "username"];
 
@@ -509,6 +617,11 @@ mod tests {
         }
     }
 
+    /// No environment variables.
+    fn none() -> Environment {
+        Environment::default()
+    }
+
     fn external(spec: &TargetSpec) -> (&str, &str, u16, &BTreeMap<String, String>) {
         match &spec.endpoint {
             Endpoint::External {
@@ -539,7 +652,7 @@ mod tests {
                 "`dbname=` names nothing",
             ),
         ] {
-            let e = parse_target(url, &Cat).unwrap_err();
+            let e = parse_target(url, &Cat, &none()).unwrap_err();
             assert!(e.contains(says), "{url}: {e}");
         }
         for (url, host) in [
@@ -548,7 +661,7 @@ mod tests {
             ("postgres://%2Frun%2Fpostgresql:5432", "/run/postgresql"),
             ("redis://10.0.0.7:6379", "10.0.0.7"),
         ] {
-            let spec = parse_target(url, &Cat).unwrap_or_else(|e| panic!("{url}: {e}"));
+            let spec = parse_target(url, &Cat, &none()).unwrap_or_else(|e| panic!("{url}: {e}"));
             assert_eq!(external(&spec).1, host, "{url}");
         }
     }
@@ -566,7 +679,7 @@ mod tests {
             ("redis://127.0.0.1:6379/?Password=SECRET", None),
             ("redis://:SEC%40RET@127.0.0.1:6379", None),
         ] {
-            let spec = parse_target(url, &Cat).unwrap();
+            let spec = parse_target(url, &Cat, &none()).unwrap();
             let want = if url.contains("%40") {
                 "SEC@RET"
             } else {
@@ -590,28 +703,143 @@ mod tests {
     /// takes no database or option refuses it rather than ignoring it.
     #[test]
     fn a_path_or_an_option_is_used_or_refused() {
-        let spec = parse_target("postgres://u:p@127.0.0.1:5432/shop", &Cat).unwrap();
+        let spec = parse_target("postgres://u:p@127.0.0.1:5432/shop", &Cat, &none()).unwrap();
         assert_eq!(
             external(&spec).3.get("dbname").map(String::as_str),
             Some("shop")
         );
-        let spec = parse_target("postgres://127.0.0.1:5432?dbname=x", &Cat).unwrap();
+        let spec = parse_target("postgres://127.0.0.1:5432?dbname=x", &Cat, &none()).unwrap();
         assert_eq!(
             external(&spec).3.get("dbname").map(String::as_str),
             Some("x")
         );
-        let e = parse_target("redis://127.0.0.1:6379/2", &Cat).unwrap_err();
+        let e = parse_target("redis://127.0.0.1:6379/2", &Cat, &none()).unwrap_err();
         assert!(e.contains("does not take a database (`/2`)"), "{e}");
-        let e = parse_target("redis://127.0.0.1:6379?tls=1&password=SECRET", &Cat).unwrap_err();
+        let e = parse_target(
+            "redis://127.0.0.1:6379?tls=1&password=SECRET",
+            &Cat,
+            &none(),
+        )
+        .unwrap_err();
         assert!(e.contains("`tls`") && !e.contains("SECRET"), "{e}");
+    }
+
+    /// A URL's `password_env=NAME` reads the password from variable NAME,
+    /// each URL its own; an unset variable, a URL that gives a password
+    /// too, or no name is refused (issue 33, class 8).
+    #[test]
+    fn a_password_is_read_from_the_variable_the_url_names() {
+        let env = Environment::of(|k| match k {
+            "PW_A" => Some("s3:cr@t".to_string()),
+            "PW_B" => Some("other".to_string()),
+            "PW_EMPTY" => Some(String::new()),
+            _ => None,
+        });
+        let spec = parse_target("redis://127.0.0.1:6379?password_env=PW_A", &Cat, &env).unwrap();
+        assert_eq!(spec.password.as_deref(), Some("s3:cr@t"));
+        let (shown, _, _, options) = external(&spec);
+        assert!(options.is_empty(), "{options:?}");
+        assert_eq!(shown, "redis://127.0.0.1:6379?password_env=PW_A");
+        let spec = parse_target(
+            "postgres://u@127.0.0.1:5432/shop?password_env=PW_B",
+            &Cat,
+            &env,
+        )
+        .unwrap();
+        assert_eq!(spec.password.as_deref(), Some("other"));
+        assert_eq!(spec.user.as_deref(), Some("u"));
+        assert_eq!(
+            external(&spec).3.get("dbname").map(String::as_str),
+            Some("shop")
+        );
+        for (url, why) in [
+            (
+                "redis://127.0.0.1:6379?password_env=PW_C",
+                "PW_C, which is not set",
+            ),
+            (
+                "redis://127.0.0.1:6379?password_env=PW_EMPTY",
+                "PW_EMPTY, which is empty",
+            ),
+            (
+                "redis://:pw@127.0.0.1:6379?password_env=PW_A",
+                "give one of them",
+            ),
+            ("redis://127.0.0.1:6379?password_env=", "names no variable"),
+        ] {
+            let e = parse_target(url, &Cat, &env).unwrap_err();
+            assert!(e.contains(why), "{url}: {e}");
+        }
+        let e =
+            parse_target("redis://127.0.0.1:6379?password_env=PW_A", &Cat, &none()).unwrap_err();
+        assert!(e.contains("PW_A, which is not set"), "{e}");
+    }
+
+    /// Every form of password a URL holds moves into an environment
+    /// variable, leaving nothing secret in the URL, and the URL then reads
+    /// back the same target with the same password (what `bakeoff
+    /// kubernetes` does for each pod).
+    #[test]
+    fn a_password_moves_into_the_environment_and_back() {
+        for (url, want) in [
+            (
+                "redis://:SECRET@127.0.0.1:6379",
+                "redis://127.0.0.1:6379?password_env=V",
+            ),
+            (
+                "redis://bob:SECRET@127.0.0.1:6379",
+                "redis://bob@127.0.0.1:6379?password_env=V",
+            ),
+            (
+                "redis://127.0.0.1:6379?password=SECRET",
+                "redis://127.0.0.1:6379?password_env=V",
+            ),
+            (
+                "redis://127.0.0.1:6379?user=bob&auth=SECRET",
+                "redis://127.0.0.1:6379?user=bob&password_env=V",
+            ),
+            (
+                "postgres://u:SEC%40RET@127.0.0.1:5432/shop",
+                "postgres://u@127.0.0.1:5432/shop?password_env=V",
+            ),
+            (
+                "redis://:SECRET@[::1]:6379",
+                "redis://[::1]:6379?password_env=V",
+            ),
+        ] {
+            let (moved, password) = password_to_env(url, "V").unwrap();
+            assert_eq!(moved, want, "{url}");
+            assert_eq!(redact(&moved), moved, "{url}: nothing secret is left");
+            let UrlPassword::Written(password) = password else {
+                panic!("{url}: written in the URL");
+            };
+            let before = parse_target(url, &Cat, &none()).unwrap();
+            assert_eq!(before.password.as_deref(), Some(password.as_str()), "{url}");
+            let env = Environment::of(move |k| (k == "V").then(|| password.clone()));
+            let after = parse_target(&moved, &Cat, &env).unwrap();
+            assert_eq!(after.password, before.password, "{url}");
+            assert_eq!(after.user, before.user, "{url}");
+            let (b, a) = (external(&before), external(&after));
+            assert_eq!((a.1, a.2, a.3), (b.1, b.2, b.3), "{url}");
+        }
+        assert_eq!(
+            password_to_env("redis://h:1?password_env=MINE", "V"),
+            Some((
+                "redis://h:1?password_env=V".to_string(),
+                UrlPassword::FromEnv("MINE".into())
+            ))
+        );
+        assert_eq!(password_to_env("redis://bob@h:1", "V"), None);
+        assert_eq!(password_to_env("redis", "V"), None);
+        assert_eq!(password_to_env("--clients", "V"), None);
     }
 
     /// An IPv6 literal in brackets is the address connected to.
     #[test]
     fn ipv6_literals_resolve() {
-        let spec = parse_target("redis://[::1]:6379", &Cat).unwrap();
+        let spec = parse_target("redis://[::1]:6379", &Cat, &none()).unwrap();
         assert_eq!(external(&spec).1, "::1");
-        let spec = parse_target("redis://:pw@[::1]:6379", &Cat).unwrap();
+        let spec = parse_target("redis://:pw@[::1]:6379", &Cat, &none()).unwrap();
         assert_eq!((external(&spec).1, external(&spec).2), ("::1", 6379));
     }
 }
