@@ -1178,3 +1178,72 @@ fn a_target_that_cannot_start_for_want_of_space_exits_2_naming_where() {
         "{message}"
     );
 }
+
+/// Ctrl-C ends a run on a stalled server reached through a client library
+/// (PostgreSQL's sessions) as soon as on one of bakeoff's own codecs: the
+/// requests still out get a short grace, not the request timeout (issue
+/// 33, class 1).
+#[test]
+fn ctrl_c_ends_a_session_run_on_a_stalled_server_within_2s() {
+    if !require_in("postgres", &["/usr/lib/postgresql/*/bin"], "postgresql") {
+        return;
+    }
+    let _alone = alone();
+    let dir = tmp();
+    let out = dir.path().join("stalled-pg.json");
+    let mut child = bakeoff_spawn(&[
+        "run",
+        "-t",
+        "postgres",
+        "--request",
+        "connect",
+        "--records",
+        "1000",
+        "--clients",
+        "8",
+        "--duration",
+        "60s",
+        "--warmup",
+        "0",
+        "--timeout",
+        "30s",
+        "--quiet",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    let postmaster = first_child(child.id(), |pid, args| {
+        args.first()?.ends_with("postgres").then_some(pid)
+    });
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    // Every process of the server this test's bakeoff started: the
+    // postmaster and its backends.
+    let mut stopped = vec![postmaster];
+    stopped.extend(
+        children_with_cmdline(postmaster)
+            .into_iter()
+            .map(|(pid, _)| pid),
+    );
+    for pid in &stopped {
+        // SAFETY: stopping the server the bakeoff this test started started.
+        unsafe { libc::kill(*pid as i32, libc::SIGSTOP) };
+    }
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    // SAFETY: interrupting the bakeoff this test started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let asked = std::time::Instant::now();
+    let status = wait_within(&mut child, std::time::Duration::from_secs(60));
+    let since_asked = asked.elapsed();
+    for pid in &stopped {
+        // SAFETY: as above.
+        unsafe { libc::kill(*pid as i32, libc::SIGCONT) };
+    }
+    let status = status.expect("bakeoff hung on a stalled server");
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    assert!(
+        since_asked < std::time::Duration::from_secs(2),
+        "Ctrl-C took {since_asked:?}: {stderr}"
+    );
+    eprintln!("ctrl-c on a stalled postgres: {since_asked:?}");
+}

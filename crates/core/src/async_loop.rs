@@ -15,7 +15,7 @@ use std::time::Duration;
 use crate::driver::{Job, JobKind, WorkerOutput};
 use crate::error::ConnectError;
 use crate::error::TargetError;
-use crate::harness::{Harness, Outcome, Request, RECONNECT_EVERY_NS};
+use crate::harness::{Harness, Outcome, Request, RECONNECT_EVERY_NS, STOP_GRACE_NS};
 use crate::keys::{key_of, KEY_LEN};
 use crate::plan::RequestMode;
 use crate::recorder::{monotonic_ns, ErrorKind};
@@ -50,6 +50,9 @@ async fn connect_within<S>(
             ))
         })
 }
+
+/// How often a worker looks whether a stop was asked for.
+const STOP_POLL: Duration = Duration::from_millis(50);
 
 /// Whether a failure leaves the connection unusable: lost, or in an
 /// unknown state after a timeout.
@@ -171,8 +174,17 @@ where
             tasks.push(client.run(session));
         }
         // The clients run concurrently on this thread; they borrow the job,
-        // so they are joined here rather than spawned.
-        futures_util::future::join_all(tasks).await;
+        // so they are joined here rather than spawned. A stop asked for
+        // gives the requests still out STOP_GRACE_NS, then the job ends
+        // without them, as the codec loop does.
+        let clients_done = futures_util::future::join_all(tasks);
+        let stopped = async {
+            while !job.stop.load(std::sync::atomic::Ordering::Relaxed) {
+                tokio::time::sleep(STOP_POLL).await;
+            }
+            tokio::time::sleep(Duration::from_nanos(STOP_GRACE_NS)).await;
+        };
+        futures_util::future::select(std::pin::pin!(clients_done), std::pin::pin!(stopped)).await;
         Ok(())
     })?;
     let h = harness.into_inner();

@@ -30,6 +30,11 @@ use crate::workload::{MixChooser, OpKind};
 /// Time between reconnection attempts to a lost target.
 pub const RECONNECT_EVERY_NS: u64 = 100_000_000;
 
+/// How long requests still out may take after a stop was asked for
+/// before a loop ends without them (a stalled server would hold Ctrl-C
+/// for the request timeout).
+pub const STOP_GRACE_NS: u64 = 500_000_000;
+
 /// Which request of an operation is on the wire: one byte, so that a
 /// [`Request`] stays 40 bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -497,8 +497,18 @@ impl ServerProcess {
     /// group after 5 s.
     fn stop(&mut self) {
         if matches!(self.0.try_wait(), Ok(None)) {
-            // SAFETY: signalling our own child by its pid.
-            unsafe { libc::kill(self.0.id() as i32, self.1) };
+            // SAFETY: signalling our own child by its pid, then its process
+            // group and descendants: a server stopped (SIGSTOP, a stall fault) holds its
+            // stop signal until it is continued, and would be killed only
+            // after the deadline.
+            unsafe {
+                libc::kill(self.0.id() as i32, self.1);
+                libc::kill(-(self.0.id() as i32), libc::SIGCONT);
+                // PostgreSQL's backends leave the group (setsid()).
+                for pid in descendants_of(self.0.id()) {
+                    libc::kill(pid as i32, libc::SIGCONT);
+                }
+            }
             let deadline = Instant::now() + Duration::from_secs(5);
             while Instant::now() < deadline {
                 if matches!(self.0.try_wait(), Ok(Some(_))) {

@@ -68,14 +68,11 @@ pub use route::Route;
 use route::ASKING;
 
 use crate::error::ConnectError;
+use crate::harness::STOP_GRACE_NS;
 use crate::plan::IoBackend;
 use crate::recorder::{monotonic_ns, ErrorKind, IoLoop};
 use crate::session::io_error_kind;
 use crate::workload::{OpKind, OP_KINDS};
-
-/// How long requests still out may take after a stop was asked for
-/// before the loop ends without them.
-const STOP_GRACE_NS: u64 = 500_000_000;
 
 /// Longest a lost connection's new attempt may hold the loop: a server
 /// that took longer to accept and greet is tried again next round.
