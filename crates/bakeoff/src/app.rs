@@ -11,6 +11,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use bakeoff_core::environment;
+use bakeoff_core::error::RunError;
 use bakeoff_core::plan::Plan;
 use bakeoff_core::result::ExperimentResult;
 use bakeoff_core::runner::{run_experiment, ExperimentOptions, Observer};
@@ -129,11 +130,15 @@ pub fn run_command(
             dir.display()
         );
     }
-    let (result, out) = run_experiment_from_args(args, plan, stop, observer)?;
+    let (result, out, not_where_asked) = run_experiment_from_args(args, plan, stop, observer)?;
     // The result is on disk already: a closed standard output loses
     // nothing of it.
     to_stdout(|o| TextExporter.export(std::slice::from_ref(&result), o))?;
     emit(&format!("result file: {}\n", out.display()))?;
+    if let Some(why) = not_where_asked {
+        say!("error: {why}");
+        return Ok(EXIT_RUN_ERRORS);
+    }
     if args.print_result {
         let text = std::fs::read_to_string(&out)
             .map_err(|e| AppError::Failed(format!("cannot read back {}: {e}", out.display())))?;
@@ -388,12 +393,14 @@ pub fn exit_code_of(result: &ExperimentResult) -> i32 {
 
 /// Runs the experiment `plan` (built from `args` by [`plan`]); returns the
 /// result and where it was written.
+/// The third value says why the result is not where asked, when it went
+/// to the temporary folder instead (the second value).
 pub fn run_experiment_from_args(
     args: &RunArgs,
     plan: Plan,
     stop: Arc<AtomicBool>,
     observer: &mut dyn Observer,
-) -> Result<(ExperimentResult, PathBuf), AppError> {
+) -> Result<(ExperimentResult, PathBuf, Option<String>), AppError> {
     let out = args
         .out
         .as_ref()
@@ -412,14 +419,29 @@ pub fn run_experiment_from_args(
         skip_unavailable,
     };
     let env = environment::detect(plan.seed, command_line());
-    let r = run_experiment(&plan, &Registry, env, &opts, observer)?;
+    let r = match run_experiment(&plan, &Registry, env, &opts, observer) {
+        // The result could not go where asked, but went to the temporary
+        // folder: shown and kept, and the run still fails.
+        Err(RunError::Write {
+            path,
+            source,
+            saved: Some((at, result)),
+        }) => {
+            let why = format!(
+                "cannot write result file {path}: {source}; the result is in {} instead",
+                at.display()
+            );
+            return Ok((*result, at, Some(why)));
+        }
+        r => r?,
+    };
     if r.runs.is_empty() && r.status == bakeoff_core::result::ExperimentStatus::Complete {
         return Err(AppError::Usage(format!(
             "no target could be used: {}",
             r.warnings.join("; ")
         )));
     }
-    Ok((r, out))
+    Ok((r, out, None))
 }
 
 /// Where the HTML report goes, unless there is none.

@@ -87,6 +87,7 @@ mod tests {
         let write = RunError::Write {
             path: "/x.json".into(),
             source: std::io::Error::other("disk full"),
+            saved: None,
         };
         assert_eq!(AppError::from(write).exit_code(), EXIT_RUN_ERRORS);
         let plan = PlanError::Invalid {

@@ -1247,3 +1247,65 @@ fn ctrl_c_ends_a_session_run_on_a_stalled_server_within_2s() {
     );
     eprintln!("ctrl-c on a stalled postgres: {since_asked:?}");
 }
+
+/// A result folder that becomes read-only during the run loses nothing
+/// (issue 33, class 5): the result goes to the temporary folder instead,
+/// the table is printed, the message says where the file is, and the exit
+/// is 1, not a lost run with no table.
+#[test]
+fn a_result_folder_made_read_only_mid_run_loses_nothing() {
+    if !require("redis-server", "redis-server") {
+        return;
+    }
+    let dir = tmp();
+    let folder = dir.path().join("results");
+    std::fs::create_dir(&folder).unwrap();
+    let bind = |args: &[&str]| {
+        std::process::Command::new("mount")
+            .args(args)
+            .arg(&folder)
+            .arg(&folder)
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    if !bind(&["--bind"]) {
+        return;
+    }
+    let out = folder.join("r.json");
+    let child = bakeoff_spawn(&[
+        "run",
+        "-t",
+        "redis",
+        "--records",
+        "1000",
+        "--duration",
+        "2s",
+        "--warmup",
+        "0",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    std::thread::sleep(std::time::Duration::from_millis(1000));
+    let made_read_only = std::process::Command::new("mount")
+        .args(["-o", "remount,ro,bind"])
+        .arg(&folder)
+        .status()
+        .is_ok_and(|s| s.success());
+    let o = child.wait_with_output().unwrap();
+    let _ = std::process::Command::new("umount").arg(&folder).status();
+    assert!(made_read_only);
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    );
+    assert_eq!(o.status.code(), Some(1), "{stderr}");
+    assert!(stdout.contains("throughput"), "no table: {stdout}");
+    let saved = stderr
+        .split("the result is in ")
+        .nth(1)
+        .and_then(|s| s.split_whitespace().next())
+        .unwrap_or_else(|| panic!("where is the result? {stderr}"));
+    let r = read_json(std::path::Path::new(saved.trim_end_matches(';')));
+    assert_eq!(r["runs"].as_array().unwrap().len(), 1);
+    let _ = std::fs::remove_file(saved.trim_end_matches(';'));
+}

@@ -54,13 +54,17 @@ pub enum RunError {
         /// Why.
         source: StartError,
     },
-    /// The result file could not be written.
-    #[error("cannot write result file {path}: {source}")]
+    /// The result file could not be written where asked; the experiment
+    /// ends there. What it had measured is in `saved`, when it could be
+    /// written to the temporary folder instead.
+    #[error("cannot write result file {path}: {source}{}", saved.as_ref().map(|(at, _)| format!("; the result is in {} instead", at.display())).unwrap_or_default())]
     Write {
         /// Path.
         path: String,
         /// Underlying error.
         source: std::io::Error,
+        /// Where the result went instead, and the result.
+        saved: Option<(std::path::PathBuf, Box<crate::result::ExperimentResult>)>,
     },
 }
 

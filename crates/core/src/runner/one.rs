@@ -43,14 +43,28 @@ pub(super) struct Runs<'a> {
     pub kept: Option<Box<dyn Target>>,
 }
 
-/// Writes `result` where the experiment's options say.
+/// Writes `result` where the experiment's options say. Where it cannot
+/// (a folder gone read-only, a full disk), it goes to the temporary folder
+/// instead and the error says where: a run is never lost to its output.
 pub(super) fn write(result: &ExperimentResult, opts: &ExperimentOptions) -> Result<(), RunError> {
-    result
-        .write_atomic(&opts.out)
-        .map_err(|source| RunError::Write {
+    result.write_atomic(&opts.out).map_err(|source| {
+        let name = opts
+            .out
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "result.json".into());
+        let instead =
+            std::env::temp_dir().join(format!("bakeoff-unsaved-{}-{name}", std::process::id()));
+        let saved = result
+            .write_atomic(&instead)
+            .ok()
+            .map(|()| (instead, Box::new(result.clone())));
+        RunError::Write {
             path: opts.out.display().to_string(),
             source,
-        })
+            saved,
+        }
+    })
 }
 
 /// Which run: its target, point, repetition and index.
