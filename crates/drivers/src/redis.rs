@@ -232,6 +232,9 @@ pub struct RedisTarget {
     /// after a run on a stalled server (counters, command times, records)
     /// cost one timeout, not one each.
     quiet_until_ns: std::sync::atomic::AtomicU64,
+    /// A Redis Cluster node: its `rejected_calls` also count the MOVED and
+    /// ASK answers, which bakeoff counts as redirections, not requests.
+    in_cluster: bool,
 }
 
 /// How long admin calls fail at once after one timed out.
@@ -334,6 +337,7 @@ fn open_one(
     let dial = crate::link::dial(workload, addr)?;
     let mut target =
         RedisTarget::over(server, addr, dial, spec.user.clone(), spec.password.clone());
+    target.in_cluster = matches!(workload.topology, Topology::Cluster(_));
     target.record = TargetRecord {
         name: spec.name.clone(),
         mode: mode.into(),
@@ -420,6 +424,7 @@ impl RedisTarget {
             password,
             record: TargetRecord::default(),
             quiet_until_ns: Default::default(),
+            in_cluster: false,
         }
     }
 
@@ -565,8 +570,15 @@ impl Target for RedisTarget {
             if let Some(cmd) = k.strip_prefix("cmdstat_") {
                 // A command refused before it ran (OOM under noeviction, a
                 // replica's read-only) is in rejected_calls, not calls
-                // (Redis 7): it is a request received all the same.
-                let received = stat_field(&v, "calls") + stat_field(&v, "rejected_calls");
+                // (Redis 7): it is a request received all the same. In a
+                // cluster, a redirection is one too, and bakeoff counts it
+                // apart (`redirections`), not as the operation's request.
+                let rejected = if self.in_cluster {
+                    0
+                } else {
+                    stat_field(&v, "rejected_calls")
+                };
+                let received = stat_field(&v, "calls") + rejected;
                 out.insert(cmd.to_string(), received);
             }
         }
