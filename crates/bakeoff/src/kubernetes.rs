@@ -63,6 +63,40 @@ pub struct Manifests {
 /// The manifests of `args`' run, starting the slack after `now`; every
 /// flag is checked first.
 pub fn manifests(args: &KubernetesArgs, now: SystemTime) -> Result<Manifests, AppError> {
+    let (shard, slack) = checked_flags(args)?;
+    let run = run_of(args)?;
+    let start = humantime::format_rfc3339_seconds(now + slack).to_string();
+    // The plan every shard runs, checked here as shard 0 would check it.
+    let mut checked = run.clone();
+    checked.shard = Some(shard.to_string());
+    checked.start_at = Some(start.clone());
+    let plan = crate::planning::plan(&checked)?;
+    let mut notes = Vec::new();
+    let name = job_name(args, &plan.name, &mut notes);
+    let (command, passwords, preset_text) = pod_command(args, &run, &start)?;
+    let secret = format!("{name}-passwords");
+    let docs = documents(args, &name, command, &passwords, preset_text);
+    let mut out = format!(
+        "# bakeoff {}: experiment {} as {} shards, starting together at {start}.\n#   kubectl apply -f THIS_FILE\n#   kubectl wait --for=condition=complete job/{name} --timeout=1h\n#   for p in $(kubectl get pods -l bakeoff/run={name} -o name); do kubectl logs $p > ${{p#pod/}}.log; done\n#   bakeoff merge {name}-*.log -o merged.json\n",
+        env!("CARGO_PKG_VERSION"),
+        plan.name,
+        args.shards,
+    );
+    if !passwords.vars.is_empty() {
+        let _ = writeln!(
+            out,
+            "# The Secret {secret} holds the targets' passwords in clear: keep this file as you keep them."
+        );
+    }
+    for d in &docs {
+        out.push_str("---\n");
+        yaml(d, 0, &mut out);
+    }
+    Ok(Manifests { yaml: out, notes })
+}
+
+/// Checks `args`' own flags; the shard of the plan's check and the slack.
+fn checked_flags(args: &KubernetesArgs) -> Result<(Shard, Duration), AppError> {
     let usage = |m: String| AppError::Usage(m);
     let shard = Shard::new(0, args.shards).map_err(|m| usage(format!("flag --shards: {m}")))?;
     let slack = check_slack(&args.slack).map_err(usage)?;
@@ -75,6 +109,13 @@ pub fn manifests(args: &KubernetesArgs, now: SystemTime) -> Result<Manifests, Ap
     if let Some(n) = &args.name {
         check_label("--name", "a Job name", n, MAX_NAME).map_err(usage)?;
     }
+    Ok((shard, slack))
+}
+
+/// The run's arguments (after `--`), refusing those each pod gets from
+/// bakeoff kubernetes.
+fn run_of(args: &KubernetesArgs) -> Result<RunArgs, AppError> {
+    let usage = |m: String| AppError::Usage(m);
     let run = RunOnly::try_parse_from(&args.run)
         .map_err(|e| {
             usage(format!(
@@ -96,18 +137,16 @@ pub fn manifests(args: &KubernetesArgs, now: SystemTime) -> Result<Manifests, Ap
             )));
         }
     }
-    let start = humantime::format_rfc3339_seconds(now + slack).to_string();
-    // The plan every shard runs, checked here as shard 0 would check it.
-    let mut checked = run.clone();
-    checked.shard = Some(shard.to_string());
-    checked.start_at = Some(start.clone());
-    let plan = crate::planning::plan(&checked)?;
+    Ok(run)
+}
 
-    let mut notes = Vec::new();
-    let name = match &args.name {
+/// The Job's name: as given (checked already), or made from the
+/// experiment's name, with a note when it had to change.
+fn job_name(args: &KubernetesArgs, plan_name: &str, notes: &mut Vec<String>) -> String {
+    match &args.name {
         Some(n) => n.clone(),
         None => {
-            let wanted = format!("bakeoff-{}", plan.name);
+            let wanted = format!("bakeoff-{plan_name}");
             let name = dns_label(&wanted, MAX_NAME).unwrap_or_else(|| "bakeoff".into());
             if name != wanted {
                 notes.push(format!(
@@ -116,7 +155,19 @@ pub fn manifests(args: &KubernetesArgs, now: SystemTime) -> Result<Manifests, Ap
             }
             name
         }
-    };
+    }
+}
+
+/// What each pod runs: `run`, the preset (from the ConfigMap when it is a
+/// file, whose text comes back), the run's arguments with every target's
+/// password moved into the Secret's variables (which come back), and
+/// what bakeoff kubernetes sets for each pod.
+fn pod_command(
+    args: &KubernetesArgs,
+    run: &RunArgs,
+    start: &str,
+) -> Result<(Vec<String>, Passwords, Option<String>), AppError> {
+    let usage = |m: String| AppError::Usage(m);
     // A preset file goes into the ConfigMap; a built-in one is in the
     // binary.
     let mut passwords = Passwords::default();
@@ -157,7 +208,7 @@ pub fn manifests(args: &KubernetesArgs, now: SystemTime) -> Result<Manifests, Ap
     command.extend(
         [
             "--start-at",
-            &start,
+            start,
             "-o",
             &format!("{RESULTS_DIR}/result.json"),
             "--no-html",
@@ -167,6 +218,18 @@ pub fn manifests(args: &KubernetesArgs, now: SystemTime) -> Result<Manifests, Ap
         .map(String::from),
     );
 
+    Ok((command, passwords, preset_text))
+}
+
+/// The Secret (when there are passwords), the ConfigMap (when the preset
+/// is a file) and the Job, in that order.
+fn documents(
+    args: &KubernetesArgs,
+    name: &str,
+    command: Vec<String>,
+    passwords: &Passwords,
+    preset_text: Option<String>,
+) -> Vec<Value> {
     let namespace = args.namespace.as_ref().map(|n| json!(n));
     let meta = |object: &str| {
         let mut m = json!({ "name": object, "labels": { "app.kubernetes.io/name": "bakeoff", "bakeoff/run": &name } });
@@ -225,7 +288,7 @@ pub fn manifests(args: &KubernetesArgs, now: SystemTime) -> Result<Manifests, Ap
     docs.push(json!({
         "apiVersion": "batch/v1",
         "kind": "Job",
-        "metadata": meta(&name),
+        "metadata": meta(name),
         "spec": {
             "completionMode": "Indexed",
             "completions": args.shards,
@@ -255,23 +318,7 @@ pub fn manifests(args: &KubernetesArgs, now: SystemTime) -> Result<Manifests, Ap
             },
         },
     }));
-    let mut out = format!(
-        "# bakeoff {}: experiment {} as {} shards, starting together at {start}.\n#   kubectl apply -f THIS_FILE\n#   kubectl wait --for=condition=complete job/{name} --timeout=1h\n#   for p in $(kubectl get pods -l bakeoff/run={name} -o name); do kubectl logs $p > ${{p#pod/}}.log; done\n#   bakeoff merge {name}-*.log -o merged.json\n",
-        env!("CARGO_PKG_VERSION"),
-        plan.name,
-        args.shards,
-    );
-    if !passwords.vars.is_empty() {
-        let _ = writeln!(
-            out,
-            "# The Secret {secret} holds the targets' passwords in clear: keep this file as you keep them."
-        );
-    }
-    for d in &docs {
-        out.push_str("---\n");
-        yaml(d, 0, &mut out);
-    }
-    Ok(Manifests { yaml: out, notes })
+    docs
 }
 
 /// The targets' passwords, taken out of their URLs: each URL the pods get
