@@ -285,26 +285,27 @@ pub(super) fn parse_target(
             .entry("dbname".to_string())
             .or_insert_with(|| percent_decode(path));
     }
-    let caps = catalog.capabilities(&name);
-    let accepted = caps.map(|c| c.url_options).unwrap_or_default();
-    for key in options.keys() {
-        if !accepted.contains(key) {
-            let what = if key == "dbname" && !path.is_empty() {
-                format!("a database (`/{path}`)")
-            } else {
-                format!("the option `{key}`")
-            };
-            let takes = if accepted.is_empty() {
-                "only host:port and the credentials".to_string()
-            } else {
-                format!("the credentials and {}", accepted.join(", "))
-            };
-            return Err(format!(
-                "URL `{}`: {name} does not take {what}; its URL takes {takes} ({scheme}://[user[:password]@]host:port[?password=…])",
-                redact(text)
-            ));
-        }
-    }
+    check_options(&options, catalog, &name, path, text, scheme)?;
+    let mut nodes = server_nodes(hostport, text, scheme)?;
+    let (host, port) = nodes.remove(0);
+    Ok(TargetSpec {
+        name,
+        endpoint: Endpoint::External {
+            url: redact(text),
+            host,
+            port,
+            options,
+            more: nodes,
+        },
+        password,
+        user,
+        variant: BTreeMap::new(),
+    })
+}
+
+/// The servers of a URL's `host:port[,host:port…]`, each host checked
+/// and percent-decoded (`text`, the URL, and `scheme` for the messages).
+fn server_nodes(hostport: &str, text: &str, scheme: &str) -> Result<Vec<(String, u16)>, String> {
     let mut nodes = Vec::new();
     for hostport in hostport.split(',') {
         let (host, port) = hostport.rsplit_once(':').ok_or_else(|| {
@@ -329,20 +330,41 @@ pub(super) fn parse_target(
             .map_err(|why| format!("URL `{}`: {why}", redact(text)))?;
         nodes.push((host, port));
     }
-    let (host, port) = nodes.remove(0);
-    Ok(TargetSpec {
-        name,
-        endpoint: Endpoint::External {
-            url: redact(text),
-            host,
-            port,
-            options,
-            more: nodes,
-        },
-        password,
-        user,
-        variant: BTreeMap::new(),
-    })
+    Ok(nodes)
+}
+
+/// Refuses a URL option target `name` does not take, saying what its URL
+/// takes (`path` is the URL's `/database`; `text`, the URL, and `scheme`
+/// for the message).
+fn check_options(
+    options: &BTreeMap<String, String>,
+    catalog: &dyn TargetCatalog,
+    name: &str,
+    path: &str,
+    text: &str,
+    scheme: &str,
+) -> Result<(), String> {
+    let caps = catalog.capabilities(name);
+    let accepted = caps.map(|c| c.url_options).unwrap_or_default();
+    for key in options.keys() {
+        if !accepted.contains(key) {
+            let what = if key == "dbname" && !path.is_empty() {
+                format!("a database (`/{path}`)")
+            } else {
+                format!("the option `{key}`")
+            };
+            let takes = if accepted.is_empty() {
+                "only host:port and the credentials".to_string()
+            } else {
+                format!("the credentials and {}", accepted.join(", "))
+            };
+            return Err(format!(
+                "URL `{}`: {name} does not take {what}; its URL takes {takes} ({scheme}://[user[:password]@]host:port[?password=…])",
+                redact(text)
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The host a URL names, as it is connected to: a host name, an IP
