@@ -74,7 +74,6 @@ pub fn manifests(args: &KubernetesArgs, now: SystemTime) -> Result<Manifests, Ap
     let mut notes = Vec::new();
     let name = job_name(args, &plan.name, &mut notes);
     let (command, passwords, preset_text) = pod_command(args, &run, &start)?;
-    let secret = format!("{name}-passwords");
     let docs = documents(args, &name, command, &passwords, preset_text);
     let mut out = format!(
         "# bakeoff {}: experiment {} as {} shards, starting together at {start}.\n#   kubectl apply -f THIS_FILE\n#   kubectl wait --for=condition=complete job/{name} --timeout=1h\n#   for p in $(kubectl get pods -l bakeoff/run={name} -o name); do kubectl logs $p > ${{p#pod/}}.log; done\n#   bakeoff merge {name}-*.log -o merged.json\n",
@@ -85,7 +84,8 @@ pub fn manifests(args: &KubernetesArgs, now: SystemTime) -> Result<Manifests, Ap
     if !passwords.vars.is_empty() {
         let _ = writeln!(
             out,
-            "# The Secret {secret} holds the targets' passwords in clear: keep this file as you keep them."
+            "# The Secret {} holds the targets' passwords in clear: keep this file as you keep them.",
+            secret_name(&name)
         );
     }
     for d in &docs {
@@ -93,6 +93,11 @@ pub fn manifests(args: &KubernetesArgs, now: SystemTime) -> Result<Manifests, Ap
         yaml(d, 0, &mut out);
     }
     Ok(Manifests { yaml: out, notes })
+}
+
+/// The name of the Secret that holds Job `name`'s passwords.
+fn secret_name(name: &str) -> String {
+    format!("{name}-passwords")
 }
 
 /// Checks `args`' own flags; the shard of the plan's check and the slack.
@@ -253,7 +258,7 @@ fn documents(
         json!({ "name": bakeoff_core::plan::shard::COUNT_ENV, "value": args.shards.to_string() }),
     ];
     let mut docs = Vec::new();
-    let secret = format!("{name}-passwords");
+    let secret = secret_name(name);
     if !passwords.vars.is_empty() {
         let data: serde_json::Map<String, Value> = passwords
             .vars
