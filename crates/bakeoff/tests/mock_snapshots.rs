@@ -34,6 +34,7 @@ impl TargetCatalog for MockCatalog {
             network: false,
             topologies: Vec::new(),
             url_options: Vec::new(),
+            no_scan: None,
         })
     }
     fn names(&self) -> Vec<String> {

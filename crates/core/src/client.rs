@@ -52,7 +52,8 @@ impl ClientState {
                 client as u64,
                 w.clients as u64,
                 job.zipf,
-            ),
+            )
+            .with_zipf_items(zipf_items(w, job.inserts.is_some())),
             version: 1,
             owner: (w.topology == crate::plan::Topology::PrimaryReplica)
                 .then_some((client as u64, w.clients.max(1) as u64)),
@@ -113,7 +114,10 @@ impl ClientState {
                     return self.next_unique();
                 }
                 let kind = mix.next(&mut self.rng);
-                let key = self.keys.next(&mut self.rng);
+                if let Some(inserts) = job.inserts {
+                    return self.next_with_inserts(job, inserts, kind);
+                }
+                let key = self.keys.next(&mut self.rng, 0);
                 if let (Some(owner), true) = (self.owner, kind.writes()) {
                     return (kind, owned(owner, key, job.workload.records));
                 }
@@ -125,6 +129,28 @@ impl ClientState {
                 (OpKind::Get, k)
             }
         }
+    }
+
+    /// The record of an operation of `kind` in a run with inserts: an
+    /// insert writes the counter's next id; the others draw among the
+    /// records and the inserted ids acknowledged so far. Out of line, so
+    /// that runs without inserts keep the short path.
+    #[inline(never)]
+    fn next_with_inserts(
+        &mut self,
+        job: &Job,
+        inserts: &crate::inserts::InsertKeys,
+        kind: OpKind,
+    ) -> (OpKind, u64) {
+        if kind == OpKind::Insert {
+            return (kind, inserts.take());
+        }
+        let w = job.workload;
+        let index = self.keys.next(&mut self.rng, inserts.acknowledged());
+        (
+            kind,
+            crate::workload::id_of(index, w.records, inserts.first()),
+        )
     }
 
     /// The durability check's next write: a fresh id of this writer. Out
@@ -201,6 +227,11 @@ impl ClientState {
         crate::profile::Query::draw(kind, &mut self.rng)
     }
 
+    /// A number uniform in `0..n` from this client's stream.
+    pub fn draw_below(&mut self, n: u64) -> u64 {
+        self.rng.below(n)
+    }
+
     /// Drops the rest of this client's work (its target is gone for good).
     pub fn give_up(&mut self) {
         self.quota = 0;
@@ -216,6 +247,16 @@ impl ClientState {
             self.next_due += behind * self.period;
         }
     }
+}
+
+/// The items the zipfian hashes onto in a run with inserts (YCSB's
+/// `insertcount + 2 × operationcount × insert share`), when the run counts
+/// its operations; a timed run hashes onto the records there are.
+fn zipf_items(w: &crate::plan::Workload, inserts: bool) -> Option<u64> {
+    let ops = w
+        .ops
+        .or(w.ops_per_client.map(|n| n * u64::from(w.clients)))?;
+    inserts.then(|| w.records + (2.0 * ops as f64 * w.mix.share(OpKind::Insert)) as u64)
 }
 
 /// The record near `key` that client `owner.0` of `owner.1` owns (ids equal

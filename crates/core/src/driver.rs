@@ -334,6 +334,8 @@ pub struct Job<'a> {
     /// A replication run's acknowledged versions, against which reads are
     /// checked for staleness.
     pub acked: Option<&'a crate::stale::AckedVersions>,
+    /// The run's insert counter, when inserts are in the mix.
+    pub inserts: Option<&'a crate::inserts::InsertKeys>,
 }
 
 impl Job<'_> {

@@ -69,6 +69,12 @@ pub trait EngineSession {
     fn search(&mut self, _query: &Query) -> SessionResult<u64> {
         Err(SessionError::Server("this engine cannot search".into()))
     }
+    /// Reads up to `limit` records whose keys are `start` or after, in key
+    /// order, into `out` as [`crate::scan::push_row`] writes them; returns
+    /// how many.
+    fn scan(&mut self, _start: &[u8], _limit: u32, _out: &mut Vec<u8>) -> SessionResult<u64> {
+        Err(SessionError::Server("this engine cannot scan".into()))
+    }
 }
 
 /// An engine's session as a [`Session`] whose calls complete at once.
@@ -95,6 +101,9 @@ impl<S: EngineSession> Session for InProcess<'_, S> {
     }
     async fn search(&mut self, query: &Query) -> SessionResult<u64> {
         self.0.search(query)
+    }
+    async fn scan(&mut self, start: &[u8], limit: u32, out: &mut Vec<u8>) -> SessionResult<u64> {
+        self.0.scan(start, limit, out)
     }
 }
 

@@ -47,6 +47,9 @@ pub enum Leg {
     /// Its second request (see [`crate::driver::Codec::encode_follow_up`]):
     /// the reply to read is that one's.
     FollowUp,
+    /// A read-modify-write's write, sent when its read's reply came: the
+    /// reply to read is the write's.
+    Modify,
 }
 
 /// One request as the harness made it; the loop keeps it until the reply
@@ -75,7 +78,8 @@ pub struct Request {
     /// Which of its requests is on the wire.
     pub leg: Leg,
     /// Records it writes: 1, or a batched load's count (the records
-    /// after the first ride on it, not counted as requests of their own).
+    /// after the first ride on it, not counted as requests of their own);
+    /// for a scan, the most records it reads.
     pub rows: u32,
 }
 
@@ -94,6 +98,9 @@ pub enum Outcome<'a> {
     Value(&'a [u8]),
     /// No such record, or a write the target declined.
     Miss,
+    /// A scan read this many records, in these bytes as
+    /// [`crate::scan::push_row`] writes them: each is checked here.
+    Scanned(u64, &'a [u8]),
     /// The request failed.
     Failed(ErrorKind),
 }
@@ -329,7 +336,7 @@ impl<'j> Harness<'j> {
             Some(_) if kind.writes_value() => self.clients[ci].next_version(),
             Some(acked) => acked.floor(key),
         };
-        Request {
+        let req = Request {
             client: ci as u32,
             kind,
             key,
@@ -340,7 +347,26 @@ impl<'j> Harness<'j> {
             redirects: 0,
             leg: Leg::Only,
             rows: 1,
+        };
+        if kind == OpKind::Scan {
+            return self.scan_request(req);
         }
+        req
+    }
+
+    /// A scan's length (uniform in `1..=scan_length`) in its `rows`, and
+    /// the inserted ids acknowledged when it is sent in its `version`
+    /// (scans run on one node, never in a replication run): what its
+    /// records are checked against. Out of line: only scans come here.
+    #[inline(never)]
+    fn scan_request(&mut self, mut req: Request) -> Request {
+        let most = self.job.workload.scan_length.max(1);
+        req.rows = 1 + self.clients[req.client as usize].draw_below(u64::from(most)) as u32;
+        req.version = self
+            .job
+            .inserts
+            .map_or(0, |i| i.acknowledged().min(u64::from(u32::MAX)) as u32);
+        req
     }
 
     /// The value client `ci` writes to record `key`: its header and the
@@ -385,7 +411,19 @@ impl<'j> Harness<'j> {
         if let Some(acked) = self.acked {
             self.track_versions(acked, req, outcome);
         }
+        if req.kind == OpKind::Insert {
+            self.acknowledge_insert(req);
+        }
         self.record_outcome(req, outcome, now)
+    }
+
+    /// An insert is over: its id may be read once the ones before it are
+    /// (YCSB acknowledges a failed insert too; reading it is a miss).
+    #[cold]
+    fn acknowledge_insert(&self, req: &Request) {
+        if let Some(inserts) = self.job.inserts {
+            inserts.acknowledge(req.key);
+        }
     }
 
     /// Keeps what the target said when `req` failed as `e` (the first
@@ -455,7 +493,10 @@ impl<'j> Harness<'j> {
                 Completion::Ok
             }
             Outcome::Miss => Completion::Miss,
-            Outcome::Value(_) if req.kind != OpKind::Get => Completion::Error(ErrorKind::Protocol),
+            Outcome::Scanned(n, bytes) => self.check_scan(req, n, bytes),
+            Outcome::Value(_) if !matches!(req.kind, OpKind::Get | OpKind::ReadModifyWrite) => {
+                Completion::Error(ErrorKind::Protocol)
+            }
             Outcome::Value(bytes) => match self.job.pool.verify(req.key, bytes) {
                 Ok(()) => Completion::Ok,
                 Err(_) => Completion::Error(ErrorKind::Verification),
@@ -470,6 +511,29 @@ impl<'j> Harness<'j> {
             how,
             now,
         );
+    }
+
+    /// Counts and checks the `n` records a scan returned in `bytes` (see
+    /// [`crate::scan::check`]); the first wrong one's story is kept.
+    #[cold]
+    #[inline(never)]
+    fn check_scan(&mut self, req: &Request, n: u64, bytes: &[u8]) -> Completion {
+        let w = self.job.workload;
+        self.meter.stats[req.phase as usize].rows[req.kind as usize] += n;
+        // What is known to be there: the loaded records while nothing
+        // deletes them, and the inserts acknowledged before the scan.
+        let held = (w.load && !w.mix.has(OpKind::Delete)).then(|| crate::scan::Held {
+            records: w.records,
+            first_insert: w.first_insert(),
+            inserted: u64::from(req.version),
+        });
+        match crate::scan::check(self.job.pool, req.key, req.rows, n, bytes, held) {
+            Ok(()) => Completion::Ok,
+            Err(why) => {
+                self.failed_saying(req, ErrorKind::Verification, why.as_bytes());
+                Completion::Error(ErrorKind::Verification)
+            }
+        }
     }
 
     /// Logs how a write of the durability check ended, or what reading one

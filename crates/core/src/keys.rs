@@ -35,6 +35,18 @@ pub fn key_of(id: u64) -> [u8; KEY_LEN] {
     k
 }
 
+/// The record id a key names, if it is one of bakeoff's keys.
+#[inline]
+pub fn id_of_key(key: &[u8]) -> Option<u64> {
+    let digits = key.strip_prefix(b"bk:")?;
+    if digits.len() != KEY_LEN - 3 {
+        return None;
+    }
+    digits.iter().try_fold(0u64, |id, &d| {
+        d.is_ascii_digit().then(|| id * 10 + u64::from(d - b'0'))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -47,5 +59,9 @@ mod tests {
         format_key(999_999_999_999, &mut k);
         assert_eq!(&k, b"bk:999999999999");
         assert_eq!(&key_of(7), b"bk:000000000007");
+        assert_eq!(id_of_key(b"bk:000000000042"), Some(42));
+        assert_eq!(id_of_key(b"bk:00000000004x"), None);
+        assert_eq!(id_of_key(b"xx:000000000042"), None);
+        assert_eq!(id_of_key(b"bk:42"), None);
     }
 }

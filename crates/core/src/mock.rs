@@ -39,7 +39,9 @@ pub struct MockDriver {
 impl Default for MockDriver {
     fn default() -> Self {
         Self {
-            latency_ns: [50_000, 80_000, 90_000, 60_000, 500_000],
+            latency_ns: [
+                50_000, 80_000, 90_000, 60_000, 500_000, 80_000, 400_000, 130_000,
+            ],
             miss_every: 20,
             error_every: 0,
             servers: 0,

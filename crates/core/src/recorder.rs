@@ -710,9 +710,9 @@ mod tests {
         b.record(OpKind::Set, 5000, 5000, Completion::Ok);
         b.record(OpKind::Get, 9, 9, Completion::Error(ErrorKind::Timeout));
         a.merge(&b);
-        assert_eq!(a.completed, [2, 1, 0, 0, 0]);
-        assert_eq!(a.misses, [1, 0, 0, 0, 0]);
-        assert_eq!(a.failed, [1, 0, 0, 0, 0]);
+        assert_eq!(a.completed, [2, 1, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(a.misses, [1, 0, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(a.failed, [1, 0, 0, 0, 0, 0, 0, 0]);
         assert_eq!(a.errors[ErrorKind::Timeout as usize], 1);
         assert_eq!(a.response[0].len(), 2);
         assert_eq!(a.finished(), 4);

@@ -78,6 +78,9 @@ pub enum Answer {
     Found,
     /// No such record.
     Miss,
+    /// A scan read this many records, in the read buffer as
+    /// [`crate::scan::push_row`] writes them.
+    Scanned(u64),
 }
 
 /// The outcome the harness records for `result`, whose read bytes (if
@@ -89,6 +92,7 @@ pub fn outcome<'r>(result: &SessionResult<Answer>, read: &'r [u8]) -> Outcome<'r
         Ok(Answer::Rows(n)) => Outcome::Rows(*n),
         Ok(Answer::Found) => Outcome::Value(read),
         Ok(Answer::Miss) => Outcome::Miss,
+        Ok(Answer::Scanned(n)) => Outcome::Scanned(*n, read),
         Err(e) => Outcome::Failed(e.kind()),
     }
 }
@@ -151,6 +155,12 @@ pub trait Session {
     /// Runs a search on the profile table; returns the rows it found.
     async fn search(&mut self, _query: &Query) -> SessionResult<u64> {
         Err(SessionError::Server("this target cannot search".into()))
+    }
+    /// Reads up to `limit` records whose keys are `start` or after, in key
+    /// order, into `out` (cleared first) as [`crate::scan::push_row`]
+    /// writes them; returns how many.
+    async fn scan(&mut self, _start: &[u8], _limit: u32, _out: &mut Vec<u8>) -> SessionResult<u64> {
+        Err(SessionError::Server("this target cannot scan".into()))
     }
     /// Writes records `keys[i]` = `values[i]` in one request (batched
     /// load). The plan allows batches only on targets that do this.
@@ -240,7 +250,7 @@ impl OpBuffers {
     pub fn prepare<'b>(&'b mut self, h: &mut Harness, req: Request) -> (Op<'b>, &'b mut Vec<u8>) {
         let OpBuffers { key, value, read } = self;
         format_key(req.key, key);
-        if req.kind.writes_value() {
+        if req.kind.writes_value() || req.kind == OpKind::ReadModifyWrite {
             let (head, payload) = h.value(req.client as usize, req.key);
             value.clear();
             value.extend_from_slice(&head);
@@ -288,6 +298,15 @@ pub async fn perform<S: Session>(
             Some(q) => s.search(q).await.map(Answer::Rows),
             None => Err(SessionError::Server("search without a query".into())),
         },
+        OpKind::Insert => s.put(key, op.value).await.map(|()| Answer::Done),
+        OpKind::Scan => s.scan(key, op.req.rows, read).await.map(Answer::Scanned),
+        OpKind::ReadModifyWrite => {
+            // YCSB's: the read, then the write of the same record, not
+            // atomic; the read's bytes are checked like a get's.
+            let hit = s.get(key, read).await?;
+            s.put(key, op.value).await?;
+            Ok(found(hit))
+        }
     }
 }
 

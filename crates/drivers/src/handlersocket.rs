@@ -359,6 +359,7 @@ pub const FACTS: crate::kind::TargetFacts = crate::kind::TargetFacts {
         pipelining: true,
         batch_load: false,
         requests: &[],
+        no_scan: "bakeoff does not scan through HandlerSocket yet",
     },
     in_default_comparison: true,
     settings: crate::mariadb::HANDLERSOCKET_SETTINGS,

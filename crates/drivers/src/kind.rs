@@ -169,6 +169,9 @@ pub struct Abilities {
     pub batch_load: bool,
     /// Request modes besides `op` (`--request`).
     pub requests: &'static [RequestMode],
+    /// Why it cannot scan, said when a mix asks it to (unused when `ops`
+    /// has scans).
+    pub no_scan: &'static str,
 }
 
 impl Abilities {
@@ -180,6 +183,7 @@ impl Abilities {
             pipelining: false,
             batch_load: false,
             requests: &[],
+            no_scan: "it keeps its records hashed, in no key order to scan",
         }
     }
 }
@@ -205,13 +209,43 @@ fn server_available(program: &str, package: &str) -> Result<(), TargetError> {
     }
 }
 
-/// Key-value operations.
-pub(crate) const KV: &[OpKind] = &[OpKind::Get, OpKind::Set, OpKind::Update, OpKind::Delete];
+/// Key-value operations (YCSB's insert and read-modify-write among them).
+pub(crate) const KV: &[OpKind] = &[
+    OpKind::Get,
+    OpKind::Set,
+    OpKind::Update,
+    OpKind::Delete,
+    OpKind::Insert,
+    OpKind::ReadModifyWrite,
+];
 /// Key-value operations plus searches on the profile table.
 pub(crate) const KV_SEARCH: &[OpKind] = &[
     OpKind::Get,
     OpKind::Set,
     OpKind::Update,
     OpKind::Delete,
+    OpKind::Insert,
+    OpKind::ReadModifyWrite,
     OpKind::Search,
+];
+/// Key-value operations plus scans in key order.
+pub(crate) const KV_SCAN: &[OpKind] = &[
+    OpKind::Get,
+    OpKind::Set,
+    OpKind::Update,
+    OpKind::Delete,
+    OpKind::Insert,
+    OpKind::ReadModifyWrite,
+    OpKind::Scan,
+];
+/// Key-value operations, searches and scans.
+pub(crate) const KV_SEARCH_SCAN: &[OpKind] = &[
+    OpKind::Get,
+    OpKind::Set,
+    OpKind::Update,
+    OpKind::Delete,
+    OpKind::Insert,
+    OpKind::ReadModifyWrite,
+    OpKind::Search,
+    OpKind::Scan,
 ];

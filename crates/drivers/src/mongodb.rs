@@ -663,13 +663,17 @@ impl Driver for MongoDriver {
     fn describe(&self, kind: OpKind) -> String {
         match kind {
             OpKind::Get => "kv.findOne({_id: key})".into(),
-            OpKind::Set | OpKind::Update if self.profile => {
+            OpKind::Set | OpKind::Update | OpKind::Insert if self.profile => {
                 "profile.replaceOne({_id: key}, {id, name, sex, province, city, payload}, {upsert: true}); the load: profile.insertOne"
                     .into()
             }
-            OpKind::Set | OpKind::Update => {
+            OpKind::Set | OpKind::Update | OpKind::Insert => {
                 "kv.replaceOne({_id: key}, {v: binary}, {upsert: true}); the load: kv.insertOne".into()
             }
+            OpKind::ReadModifyWrite => {
+                "kv.findOne({_id: key}), then kv.replaceOne({_id: key}, {v: binary}, {upsert: true})".into()
+            }
+            OpKind::Scan => "not supported".into(),
             OpKind::Delete => "kv.deleteOne({_id: key})".into(),
             OpKind::Search => "profile.find(<{name: /abc/}> / <{sex}> / <{province, city}> / <all three>, {_id: 1})".into(),
         }
@@ -1026,6 +1030,7 @@ pub const FACTS: crate::kind::TargetFacts = crate::kind::TargetFacts {
         pipelining: false,
         batch_load: true,
         requests: &[bakeoff_core::plan::RequestMode::Connect],
+        no_scan: "bakeoff does not scan MongoDB yet",
     },
     // Left out of the default run: Debian packages no mongod, and what
     // stands in (FerretDB, bench/ferretdb-backends.sh) is another server.

@@ -676,6 +676,8 @@ pub const FACTS: crate::kind::TargetFacts = crate::kind::TargetFacts {
         pipelining: true,
         batch_load: false,
         requests: &[],
+        no_scan:
+            "bakeoff does not scan Redis yet: it needs a sorted-set index kept beside the records",
     },
     in_default_comparison: true,
     settings: SETTINGS,

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use bakeoff_core::error::TargetError;
 use bakeoff_core::plan::{Capabilities, Endpoint, Plan, TargetCatalog, TargetSpec, Workload};
 use bakeoff_core::target::{Target, TargetOpener};
+use bakeoff_core::workload::OpKind;
 
 use crate::kind::{Reach, TargetKind};
 
@@ -83,6 +84,8 @@ impl TargetCatalog for Registry {
                 topologies: topologies.iter().map(|t| t.to_string()).collect(),
                 url_options: url_options.iter().map(|t| t.to_string()).collect(),
                 url_scheme: reach.scheme().map(str::to_string),
+                no_scan: (!abilities.ops.contains(&OpKind::Scan))
+                    .then(|| abilities.no_scan.to_string()),
             }
         })
     }

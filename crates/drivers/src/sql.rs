@@ -39,13 +39,19 @@ pub fn search_params(q: &Query) -> (usize, Vec<String>) {
     }
 }
 
+/// A scan of the key-value table, in every dialect bakeoff speaks
+/// (placeholders written `?`).
+pub const SCAN: &str = "SELECT k, v FROM kv WHERE k >= ? ORDER BY k LIMIT ?";
+
 /// What a SQL target sends for each operation (the result's `requests`).
 pub fn describe(kind: OpKind, kv: [&str; 3], profile_upsert: &str, profile: bool) -> String {
     match kind {
         OpKind::Get => kv[0].into(),
-        OpKind::Set | OpKind::Update if profile => profile_upsert.into(),
-        OpKind::Set | OpKind::Update => kv[1].into(),
+        OpKind::Set | OpKind::Update | OpKind::Insert if profile => profile_upsert.into(),
+        OpKind::Set | OpKind::Update | OpKind::Insert => kv[1].into(),
+        OpKind::ReadModifyWrite => format!("{}, then {}", kv[0], kv[1]),
         OpKind::Delete => kv[2].into(),
+        OpKind::Scan => SCAN.into(),
         OpKind::Search => "SELECT id FROM profile WHERE <name LIKE ?> / <sex = ?> / <province = ? AND city = ?> / <all three>".into(),
     }
 }

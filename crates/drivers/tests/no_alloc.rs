@@ -199,6 +199,7 @@ fn steady_state_allocations_through<C: Codec>(
         nonce: 1,
         read_back: &[],
         acked: None,
+        inserts: None,
     };
     let (a, b) = std::thread::scope(|s| {
         let h = s.spawn(|| {

@@ -65,6 +65,7 @@ impl Bench {
             nonce: 1,
             read_back: &[],
             acked: None,
+            inserts: None,
         }
     }
 }

@@ -439,7 +439,7 @@ fn workload(given: &Given) -> Result<Workload, PlanError> {
     }
     let mix_given = given.has("mix");
     let update_only = Mix {
-        weights: [0, 0, 1, 0, 0],
+        weights: [0, 0, 1, 0, 0, 0, 0, 0],
     };
     if w.request == RequestMode::Phases {
         // A phased request is its own script: it updates, so the mix is
@@ -459,7 +459,7 @@ fn workload(given: &Given) -> Result<Workload, PlanError> {
     if w.record == RecordKind::Profile && !mix_given {
         // Profile records are there to be searched.
         w.mix = Mix {
-            weights: [0, 0, 0, 0, 1],
+            weights: [0, 0, 0, 0, 1, 0, 0, 0],
         };
     }
     check_workload_against_itself(&w, given)?;
@@ -1315,7 +1315,10 @@ mod tests {
     impl TargetCatalog for Cat {
         fn capabilities(&self, name: &str) -> Option<Capabilities> {
             (name == "redis" || name == "memcached").then(|| Capabilities {
-                ops: OpKind::ALL.to_vec(),
+                ops: OpKind::ALL
+                    .into_iter()
+                    .filter(|k| name != "memcached" || *k != OpKind::Scan)
+                    .collect(),
                 pipelining: true,
                 managed: true,
                 url_scheme: Some("redis".into()),
@@ -1325,6 +1328,7 @@ mod tests {
                 network: true,
                 topologies: vec!["shards".into()],
                 url_options: Vec::new(),
+                no_scan: (name == "memcached").then(|| "it keeps its keys hashed".into()),
             })
         }
         fn names(&self) -> Vec<String> {

@@ -117,6 +117,11 @@ impl Shard {
         if self.count > 1 {
             mine.load_from = ids.start;
             mine.load_to = Some(ids.end);
+            // Its inserts write ids of its own (YCSB's processes all
+            // insert from the record count on, the same ids).
+            mine.insert_from = Some(crate::inserts::shard_first(
+                w.records, self.index, self.count,
+            ));
         }
         mine
     }

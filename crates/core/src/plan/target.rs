@@ -40,6 +40,9 @@ pub struct Capabilities {
     /// `dbname` (which the URL's path gives too); others are refused.
     #[serde(default)]
     pub url_options: Vec<String>,
+    /// Why it cannot scan, when `ops` lacks scans.
+    #[serde(default)]
+    pub no_scan: Option<String>,
 }
 
 /// The targets bakeoff knows, as the plan sees them (implemented by the
@@ -155,9 +158,26 @@ pub(super) fn check_capabilities(
 ) -> Result<(), String> {
     for k in w.mix.kinds() {
         if !caps.ops.contains(&k) {
+            let why = match (k, &caps.no_scan) {
+                (OpKind::Scan, Some(why)) => format!(" ({why})"),
+                _ => String::new(),
+            };
             return Err(format!(
-                "target {name} cannot do `{}`; remove it from the mix",
+                "target {name} cannot do `{}`{why}; remove it from the mix",
                 k.name()
+            ));
+        }
+    }
+    if w.mix.has(OpKind::Scan) {
+        if w.topology.nodes() > 1 {
+            return Err(format!(
+                "scans cannot run on {} of {name}: a scan reads records in key order, and its records are spread over several servers; use a single server",
+                w.topology
+            ));
+        }
+        if w.fault.is_some() && !caps.network {
+            return Err(format!(
+                "scans on {name} cannot run with a fault: the engine is then served from a child process over RESP, which has no scan; leave out the fault or the scans"
             ));
         }
     }
@@ -623,6 +643,7 @@ mod tests {
                 } else {
                     Vec::new()
                 },
+                no_scan: None,
             })
         }
         fn names(&self) -> Vec<String> {

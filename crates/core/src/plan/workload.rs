@@ -34,15 +34,39 @@ impl std::str::FromStr for IoBackend {
     }
 }
 
-/// Operation weights `get:set:update:delete`.
+/// Operation weights `get:set:update:delete`, and the kinds after them
+/// (`search`, `insert`, `scan`, `read-modify-write`) by name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Mix {
-    /// Weights indexed like [`OpKind`].
+    /// Weights indexed like [`OpKind`] (a result file written before the
+    /// later kinds existed holds fewer: the rest are 0).
+    #[serde(deserialize_with = "weights_of_any_length")]
     pub weights: [u32; OP_KINDS],
 }
 
+/// Reads up to [`OP_KINDS`] weights; the kinds not given weigh 0.
+fn weights_of_any_length<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<[u32; OP_KINDS], D::Error> {
+    let v: Vec<u32> = Vec::deserialize(d)?;
+    if v.len() > OP_KINDS {
+        return Err(serde::de::Error::custom(format!(
+            "{} weights; there are {OP_KINDS} operation kinds",
+            v.len()
+        )));
+    }
+    let mut weights = [0; OP_KINDS];
+    weights[..v.len()].copy_from_slice(&v);
+    Ok(weights)
+}
+
+/// The operations a mix names, for its errors.
+const MIX_NAMES: &str = "get, set, update, delete, search, insert, scan or read-modify-write (rmw)";
+
 impl Mix {
-    /// Parses `90:10`, `95:5:0:0`, `0:0:0:0:1`, or `get=90,set=10`.
+    /// Parses `90:10`, `95:5:0:0`, `0:0:0:0:1`, or `get=90,set=10`
+    /// (every kind by name: `get=95,insert=5`, `scan=95,insert=5`,
+    /// `get=50,rmw=50`).
     pub fn parse(text: &str) -> Result<Self, String> {
         let mut weights = [0u32; OP_KINDS];
         let t = text.trim();
@@ -51,25 +75,18 @@ impl Mix {
                 let (k, v) = part
                     .split_once('=')
                     .ok_or_else(|| format!("`{part}` is not name=weight"))?;
-                let i = OpKind::ALL
-                    .iter()
-                    .position(|o| o.name() == k.trim())
-                    .ok_or_else(|| {
-                        format!(
-                            "unknown operation `{}`; use get, set, update or delete",
-                            k.trim()
-                        )
-                    })?;
-                weights[i] = v
+                let kind = OpKind::named(k)
+                    .ok_or_else(|| format!("unknown operation `{}`; use {MIX_NAMES}", k.trim()))?;
+                weights[kind as usize] = v
                     .trim()
                     .parse()
                     .map_err(|_| format!("weight `{v}` is not a whole number"))?;
             }
         } else {
             let parts: Vec<&str> = t.split(':').collect();
-            if parts.len() > OP_KINDS {
+            if parts.len() > 5 {
                 return Err(format!(
-                    "`{text}` has {} weights; the order is get:set:update:delete",
+                    "`{text}` has {} weights; the order is get:set:update:delete[:search], and the other kinds go by name (get=95,insert=5)",
                     parts.len()
                 ));
             }
@@ -94,11 +111,30 @@ impl Mix {
             .into_iter()
             .filter(|k| self.weights[*k as usize] > 0)
     }
+
+    /// Whether `kind` has a non-zero weight.
+    pub fn has(&self, kind: OpKind) -> bool {
+        self.weights[kind as usize] > 0
+    }
+
+    /// `kind`'s share of the operations.
+    pub fn share(&self, kind: OpKind) -> f64 {
+        let total: u64 = self.weights.iter().map(|&w| u64::from(w)).sum();
+        f64::from(self.weights[kind as usize]) / total.max(1) as f64
+    }
 }
 
 impl std::fmt::Display for Mix {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let w = self.weights;
+        if w[OpKind::Insert as usize..].iter().any(|&x| x > 0) {
+            // The later kinds have no place in the colon form: by name.
+            let named: Vec<String> = self
+                .kinds()
+                .map(|k| format!("{}={}", k.name(), w[k as usize]))
+                .collect();
+            return f.write_str(&named.join(","));
+        }
         write!(f, "{}:{}:{}:{}", w[0], w[1], w[2], w[3])?;
         if w[4] > 0 {
             write!(f, ":{}", w[4])?;
@@ -208,6 +244,25 @@ pub struct Workload {
     /// bound holds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub find_capacity: Option<crate::find::LatencyBound>,
+    /// Most records a scan reads: each scan's length is uniform in
+    /// `1..=scan_length` (YCSB's `maxscanlength`; its workload E: 100).
+    #[serde(default = "hundred")]
+    pub scan_length: u32,
+    /// The first id this process's inserts write (`--shard`: its own
+    /// range); `None`: the one after the records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub insert_from: Option<u64>,
+}
+
+fn hundred() -> u32 {
+    100
+}
+
+impl Workload {
+    /// The first id inserts write.
+    pub fn first_insert(&self) -> u64 {
+        self.insert_from.unwrap_or(self.records)
+    }
 }
 
 /// What one measured request is.

@@ -148,6 +148,7 @@ fn read_back_until(
             fault: None,
             read_back: &ids,
             acked: None,
+            inserts: None,
             stop,
             ..*ctx
         };

@@ -112,6 +112,9 @@ pub struct JobContext<'a> {
     pub read_back: &'a [u64],
     /// A replication run's acknowledged versions (measure job only).
     pub acked: Option<&'a crate::stale::AckedVersions>,
+    /// The run's insert counter, when inserts are in the mix (measure job
+    /// only).
+    pub inserts: Option<&'a crate::inserts::InsertKeys>,
 }
 
 /// A fault due while a job runs: at `at_s` seconds since the job's start
@@ -166,6 +169,7 @@ pub fn run_job(
         nonce: ctx.nonce,
         read_back: ctx.read_back,
         acked: ctx.acked,
+        inserts: ctx.inserts,
     };
     let threads = ctx.workload.threads.max(1) as usize;
     let mut collector = Collector::new(&job, threads, resources());

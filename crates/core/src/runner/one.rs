@@ -184,13 +184,16 @@ impl Runs<'_> {
             encoded = ValuePool::encoded(w.value_form(), w.value_size.max(), w.value_content);
             &encoded
         };
+        let inserts = w
+            .mix
+            .has(crate::workload::OpKind::Insert)
+            .then(|| crate::inserts::InsertKeys::new(w.first_insert()));
         let inject = w.fault.map(|f| move || target.fault(f.kind));
         let ctx = JobContext {
             workload: &w,
             seed: self.plan.run_seed(),
             pool,
-            zipf: (w.key_distribution == crate::workload::KeyDistribution::Zipfian)
-                .then(ZipfianConstants::ycsb_scrambled),
+            zipf: ZipfianConstants::of(w.key_distribution, w.records),
             stop: &self.opts.stop,
             fault: w
                 .fault
@@ -202,6 +205,7 @@ impl Runs<'_> {
             nonce: run_nonce(self.plan.seed, at.index),
             read_back: &[],
             acked: acked.as_ref(),
+            inserts: inserts.as_ref(),
         };
         let stage = Stage {
             spec: at.spec,
@@ -302,6 +306,7 @@ impl Runs<'_> {
             workload: &load_workload,
             fault: None,
             acked: None,
+            inserts: None,
             ..*stage.ctx
         };
         let o = run_job(

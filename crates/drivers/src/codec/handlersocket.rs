@@ -132,14 +132,15 @@ impl Codec for HandlerSocketCodec {
         let (kind, key, header, payload) = (op.kind, op.key, op.header, op.payload);
         out.reserve(16 + key.len() + header.len() + payload.len());
         match kind {
-            // Search never reaches a key-value protocol: the plan rejects it
-            // for targets whose capabilities lack it.
-            OpKind::Get | OpKind::Search => {
+            // Search and scan never reach it: the plan rejects them for
+            // targets whose capabilities lack them. A read-modify-write's
+            // first request is a find.
+            OpKind::Get | OpKind::Search | OpKind::Scan | OpKind::ReadModifyWrite => {
                 out.extend_from_slice(FIND);
                 escape_into(key, out);
                 out.push(b'\n');
             }
-            OpKind::Set | OpKind::Update => {
+            OpKind::Set | OpKind::Update | OpKind::Insert => {
                 out.extend_from_slice(FIND);
                 escape_into(key, out);
                 out.extend_from_slice(UPDATE_TAIL);
@@ -175,18 +176,20 @@ impl Codec for HandlerSocketCodec {
             Reply::ServerError
         } else {
             match kind {
-                OpKind::Get | OpKind::Search => match line.tokens {
-                    0 => Reply::Miss,
-                    1 if line.first_null => Reply::Miss,
-                    1 => Reply::Value {
-                        start: line.first.0,
-                        end: line.first.1,
-                    },
-                    _ => return Decoded::Invalid,
-                },
+                OpKind::Get | OpKind::Search | OpKind::Scan | OpKind::ReadModifyWrite => {
+                    match line.tokens {
+                        0 => Reply::Miss,
+                        1 if line.first_null => Reply::Miss,
+                        1 => Reply::Value {
+                            start: line.first.0,
+                            end: line.first.1,
+                        },
+                        _ => return Decoded::Invalid,
+                    }
+                }
                 // The update that begins a set: no row changed, so the
                 // insert follows.
-                OpKind::Set => match (line.tokens, count(first)) {
+                OpKind::Set | OpKind::Insert => match (line.tokens, count(first)) {
                     (1, Some(false)) => Reply::FollowUp,
                     (1, Some(true)) => Reply::Ok,
                     _ => return Decoded::Invalid,
@@ -277,7 +280,9 @@ impl Codec for HandlerSocketCodec {
                 "delete `1 = 1 <key> 1 0 D` (tab-separated; index 1 = PRIMARY → v; 0 rows: miss)"
                     .into()
             }
-            OpKind::Search => "not supported (sent as a find)".into(),
+            OpKind::Insert => "as set (a new key: the update changes no row, so the insert follows)".into(),
+            OpKind::ReadModifyWrite => "find `1 = 1 <key>`, then as set".into(),
+            OpKind::Search | OpKind::Scan => "not supported".into(),
         }
     }
 }

@@ -42,7 +42,12 @@ impl Codec for MemcacheBinaryCodec {
         let (kind, key, header, payload) = (op.kind, op.key, op.header, op.payload);
         match kind {
             // Search never reaches a key-value protocol (the plan rejects it).
-            OpKind::Get | OpKind::Delete | OpKind::Search => {
+            // A scan never comes here (refused before a run).
+            OpKind::Get
+            | OpKind::Delete
+            | OpKind::Search
+            | OpKind::Scan
+            | OpKind::ReadModifyWrite => {
                 let op = if kind == OpKind::Delete {
                     OP_DELETE
                 } else {
@@ -51,7 +56,7 @@ impl Codec for MemcacheBinaryCodec {
                 push_header(out, op, key.len(), 0, key.len());
                 out.extend_from_slice(key);
             }
-            OpKind::Set | OpKind::Update => {
+            OpKind::Set | OpKind::Update | OpKind::Insert => {
                 let vlen = header.len() + payload.len();
                 push_header(out, OP_SET, key.len(), 8, 8 + key.len() + vlen);
                 out.extend_from_slice(&[0; 8]); // flags, expiry
@@ -86,7 +91,7 @@ impl Codec for MemcacheBinaryCodec {
             return Decoded::Incomplete;
         }
         let reply = match status {
-            STATUS_OK if kind == OpKind::Get => Reply::Value {
+            STATUS_OK if matches!(kind, OpKind::Get | OpKind::ReadModifyWrite) => Reply::Value {
                 start: HEADER + extras + key_len,
                 end: len,
             },
@@ -103,7 +108,11 @@ impl Codec for MemcacheBinaryCodec {
             OpKind::Set => "binary SET (0x01) <key> + value, flags 0, expiry 0".into(),
             OpKind::Update => "binary SET (0x01) <key> + value (overwrites an existing key)".into(),
             OpKind::Delete => "binary DELETE (0x04) <key>".into(),
-            OpKind::Search => "not supported".into(),
+            OpKind::Insert => "binary SET (0x01) <key> + value (a new key)".into(),
+            OpKind::ReadModifyWrite => {
+                "binary GET (0x00) <key>, then binary SET (0x01) <key> + value".into()
+            }
+            OpKind::Search | OpKind::Scan => "not supported".into(),
         }
     }
 }

@@ -20,12 +20,13 @@ impl Codec for MemcacheTextCodec {
         let (kind, key, header, payload) = (op.kind, op.key, op.header, op.payload);
         match kind {
             // Search never reaches a key-value protocol (the plan rejects it).
-            OpKind::Get | OpKind::Search => {
+            // A scan never comes here (refused before a run).
+            OpKind::Get | OpKind::Search | OpKind::Scan | OpKind::ReadModifyWrite => {
                 out.extend_from_slice(b"get ");
                 out.extend_from_slice(key);
                 out.extend_from_slice(b"\r\n");
             }
-            OpKind::Set | OpKind::Update => {
+            OpKind::Set | OpKind::Update | OpKind::Insert => {
                 out.extend_from_slice(b"set ");
                 out.extend_from_slice(key);
                 out.extend_from_slice(b" 0 0 ");
@@ -96,7 +97,9 @@ impl Codec for MemcacheTextCodec {
             OpKind::Set => "set <key> 0 0 <bytes> + value".into(),
             OpKind::Update => "set <key> 0 0 <bytes> + value (overwrites an existing key)".into(),
             OpKind::Delete => "delete <key>".into(),
-            OpKind::Search => "not supported".into(),
+            OpKind::Insert => "set <key> 0 0 <bytes> + value (a new key)".into(),
+            OpKind::ReadModifyWrite => "get <key>, then set <key> 0 0 <bytes> + value".into(),
+            OpKind::Search | OpKind::Scan => "not supported".into(),
         }
     }
 }

@@ -269,11 +269,14 @@ impl Codec for MysqlCodec {
     fn encode(&self, ids: &Handles, op: WireOp, out: &mut Vec<u8>) {
         let (kind, key, header, payload) = (op.kind, op.key, op.header, op.payload);
         match kind {
-            // Search never reaches the codec (the driver runs it through
-            // the client library).
-            OpKind::Get | OpKind::Search => push_execute(out, ids[0], &[KEY_TYPE], &[&[key]]),
+            // Search and scan never reach the codec (the driver runs them
+            // through the client library); a read-modify-write's first
+            // request is a get.
+            OpKind::Get | OpKind::Search | OpKind::Scan | OpKind::ReadModifyWrite => {
+                push_execute(out, ids[0], &[KEY_TYPE], &[&[key]])
+            }
             OpKind::Delete => push_execute(out, ids[2], &[KEY_TYPE], &[&[key]]),
-            OpKind::Set | OpKind::Update => push_execute(
+            OpKind::Set | OpKind::Update | OpKind::Insert => push_execute(
                 out,
                 ids[1],
                 &[KEY_TYPE, VALUE_TYPE],
@@ -331,7 +334,10 @@ impl Codec for MysqlCodec {
             Ok(Some(p)) => p,
         };
         let p = &buf[start..end];
-        let reads = matches!(kind, OpKind::Get | OpKind::Search);
+        let reads = matches!(
+            kind,
+            OpKind::Get | OpKind::Search | OpKind::Scan | OpKind::ReadModifyWrite
+        );
         match p.first() {
             Some(0xff) => Decoded::Complete {
                 len: end,

@@ -159,11 +159,16 @@ impl Codec for PostgresCodec {
     fn encode(&self, _handles: &Handles, op: WireOp, out: &mut Vec<u8>) {
         let (kind, key, header, payload) = (op.kind, op.key, op.header, op.payload);
         match kind {
-            // Search never reaches the codec (the driver runs it through
-            // the client library).
-            OpKind::Get | OpKind::Search => push_bind(out, GET_NAME, &[&[key]]),
+            // Search and scan never reach the codec (the driver runs them
+            // through the client library); a read-modify-write's first
+            // request is a get.
+            OpKind::Get | OpKind::Search | OpKind::Scan | OpKind::ReadModifyWrite => {
+                push_bind(out, GET_NAME, &[&[key]])
+            }
             OpKind::Delete => push_bind(out, DEL_NAME, &[&[key]]),
-            OpKind::Set | OpKind::Update => push_bind(out, PUT_NAME, &[&[key], &[header, payload]]),
+            OpKind::Set | OpKind::Update | OpKind::Insert => {
+                push_bind(out, PUT_NAME, &[&[key], &[header, payload]])
+            }
         }
         out.extend_from_slice(EXECUTE_SYNC);
     }
@@ -226,10 +231,14 @@ impl Codec for PostgresCodec {
                     } else {
                         match (kind, rows, value) {
                             (_, None, _) => return Decoded::Invalid,
-                            (OpKind::Get | OpKind::Search, _, Some((start, end))) => {
-                                Reply::Value { start, end }
+                            (
+                                OpKind::Get | OpKind::Search | OpKind::ReadModifyWrite,
+                                _,
+                                Some((start, end)),
+                            ) => Reply::Value { start, end },
+                            (OpKind::Get | OpKind::Search | OpKind::ReadModifyWrite, _, None) => {
+                                Reply::Miss
                             }
-                            (OpKind::Get | OpKind::Search, _, None) => Reply::Miss,
                             (OpKind::Delete, Some(0), _) => Reply::Miss,
                             _ => Reply::Ok,
                         }

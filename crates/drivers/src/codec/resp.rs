@@ -29,8 +29,14 @@ impl Codec for RespCodec {
         match kind {
             // Search never reaches a key-value protocol: the plan rejects it
             // for targets whose capabilities lack it.
-            OpKind::Get | OpKind::Search => out.extend_from_slice(b"*2\r\n$3\r\nGET\r\n"),
-            OpKind::Set | OpKind::Update => out.extend_from_slice(b"*3\r\n$3\r\nSET\r\n"),
+            // A scan never comes here (Redis scans are refused before a run);
+            // a read-modify-write's first request is a get.
+            OpKind::Get | OpKind::Search | OpKind::Scan | OpKind::ReadModifyWrite => {
+                out.extend_from_slice(b"*2\r\n$3\r\nGET\r\n")
+            }
+            OpKind::Set | OpKind::Update | OpKind::Insert => {
+                out.extend_from_slice(b"*3\r\n$3\r\nSET\r\n")
+            }
             OpKind::Delete => out.extend_from_slice(b"*2\r\n$3\r\nDEL\r\n"),
         }
         push_bulk_len(out, key.len());
@@ -77,7 +83,9 @@ impl Codec for RespCodec {
             OpKind::Set => "SET <key> <value>".into(),
             OpKind::Update => "SET <key> <value> (overwrites an existing key)".into(),
             OpKind::Delete => "DEL <key>".into(),
-            OpKind::Search => "not supported".into(),
+            OpKind::Insert => "SET <key> <value> (a new key)".into(),
+            OpKind::ReadModifyWrite => "GET <key>, then SET <key> <value>".into(),
+            OpKind::Search | OpKind::Scan => "not supported".into(),
         }
     }
 }

@@ -25,10 +25,15 @@ const MDB_NOMETASYNC: c_uint = 0x40000;
 const MDB_NOTLS: c_uint = 0x200000;
 const MDB_RDONLY: c_uint = 0x20000;
 const MDB_NOTFOUND: c_int = -30798;
+/// `MDB_cursor_op`: the first key at or after the one given.
+const MDB_SET_RANGE: c_int = 17;
+/// `MDB_cursor_op`: the next key.
+const MDB_NEXT: c_int = 8;
 
 type Env = *mut c_void;
 type Txn = *mut c_void;
 type Dbi = c_uint;
+type Cursor = *mut c_void;
 
 #[repr(C)]
 struct Val {
@@ -64,6 +69,9 @@ struct Api {
     put: unsafe extern "C" fn(Txn, Dbi, *mut Val, *mut Val, c_uint) -> c_int,
     del: unsafe extern "C" fn(Txn, Dbi, *mut Val, *mut Val) -> c_int,
     strerror: unsafe extern "C" fn(c_int) -> *const c_char,
+    cursor_open: unsafe extern "C" fn(Txn, Dbi, *mut Cursor) -> c_int,
+    cursor_get: unsafe extern "C" fn(Cursor, *mut Val, *mut Val, c_int) -> c_int,
+    cursor_close: unsafe extern "C" fn(Cursor),
 }
 
 impl Api {
@@ -99,6 +107,9 @@ impl Api {
                 put: dl::sym(&lib, "mdb_put")?,
                 del: dl::sym(&lib, "mdb_del")?,
                 strerror: dl::sym(&lib, "mdb_strerror")?,
+                cursor_open: dl::sym(&lib, "mdb_cursor_open")?,
+                cursor_get: dl::sym(&lib, "mdb_cursor_get")?,
+                cursor_close: dl::sym(&lib, "mdb_cursor_close")?,
                 _lib: lib,
             })
         }
@@ -226,6 +237,49 @@ impl EngineSession for LmdbSession {
             }
         }
     }
+
+    fn scan(&mut self, start: &[u8], limit: u32, out: &mut Vec<u8>) -> Result<u64, SessionError> {
+        out.clear();
+        let txn = self.txn(MDB_RDONLY)?;
+        let e = &self.env;
+        let mut cursor: Cursor = ptr::null_mut();
+        // SAFETY: a cursor of our read-only transaction, closed before it
+        // ends; keys and values point into the map until then and are
+        // copied out before.
+        unsafe {
+            let rc = (e.api.cursor_open)(txn, e.dbi, &mut cursor);
+            if rc != 0 {
+                (e.api.txn_abort)(txn);
+                return Err(e.api.error(rc).into());
+            }
+            let mut k = val(start);
+            let mut v = Val {
+                size: 0,
+                data: ptr::null_mut(),
+            };
+            let mut op = MDB_SET_RANGE;
+            let mut n = 0u64;
+            let result = loop {
+                if n == u64::from(limit) {
+                    break Ok(n);
+                }
+                match (e.api.cursor_get)(cursor, &mut k, &mut v, op) {
+                    0 => {
+                        let key = std::slice::from_raw_parts(k.data as *const u8, k.size);
+                        let value = std::slice::from_raw_parts(v.data as *const u8, v.size);
+                        bakeoff_core::scan::push_row(out, key, value);
+                        n += 1;
+                        op = MDB_NEXT;
+                    }
+                    MDB_NOTFOUND => break Ok(n),
+                    rc => break Err(e.api.error(rc).into()),
+                }
+            };
+            (e.api.cursor_close)(cursor);
+            (e.api.txn_abort)(txn);
+            result
+        }
+    }
 }
 
 /// The engine handed to the shared target.
@@ -253,8 +307,14 @@ impl Engine for LmdbEngine {
         match kind {
             OpKind::Search => "not supported".into(),
             OpKind::Get => "mdb_get in a read-only transaction".into(),
-            OpKind::Set | OpKind::Update => {
+            OpKind::Set | OpKind::Update | OpKind::Insert => {
                 "mdb_put + mdb_txn_commit (one write transaction per operation)".into()
+            }
+            OpKind::Scan => {
+                "mdb_cursor_get MDB_SET_RANGE <key>, then MDB_NEXT up to the length, in a read-only transaction".into()
+            }
+            OpKind::ReadModifyWrite => {
+                "mdb_get in a read-only transaction, then mdb_put + mdb_txn_commit".into()
             }
             OpKind::Delete => "mdb_del + mdb_txn_commit".into(),
         }
@@ -316,7 +376,7 @@ pub const FACTS: crate::kind::TargetFacts = crate::kind::TargetFacts::engine(
     "lmdb",
     "LMDB, in-process (one transaction per operation)",
     PACKAGE,
-    crate::kind::KV,
+    crate::kind::KV_SCAN,
     SETTINGS,
     DURABILITY,
 );

@@ -54,6 +54,10 @@ struct Api {
     iter_valid: unsafe extern "C" fn(P) -> c_uchar,
     iter_next: unsafe extern "C" fn(P),
     iter_destroy: unsafe extern "C" fn(P),
+    iter_seek: unsafe extern "C" fn(P, *const c_char, usize),
+    iter_key: unsafe extern "C" fn(P, *mut usize) -> *const c_char,
+    iter_value: unsafe extern "C" fn(P, *mut usize) -> *const c_char,
+    iter_get_error: unsafe extern "C" fn(P, *mut *mut c_char),
 }
 
 impl Api {
@@ -97,6 +101,10 @@ impl Api {
                 iter_valid: dl::sym(&lib, "rocksdb_iter_valid")?,
                 iter_next: dl::sym(&lib, "rocksdb_iter_next")?,
                 iter_destroy: dl::sym(&lib, "rocksdb_iter_destroy")?,
+                iter_seek: dl::sym(&lib, "rocksdb_iter_seek")?,
+                iter_key: dl::sym(&lib, "rocksdb_iter_key")?,
+                iter_value: dl::sym(&lib, "rocksdb_iter_value")?,
+                iter_get_error: dl::sym(&lib, "rocksdb_iter_get_error")?,
                 lib,
             })
         }
@@ -194,6 +202,36 @@ impl EngineSession for RocksSession {
         d.api.take_error(err)?;
         Ok(true)
     }
+
+    fn scan(&mut self, start: &[u8], limit: u32, out: &mut Vec<u8>) -> Result<u64, SessionError> {
+        out.clear();
+        let d = &self.db;
+        let mut n = 0u64;
+        let mut err = ptr::null_mut();
+        // SAFETY: an iterator of our database, destroyed before we return;
+        // its key and value stay valid until it moves, and are copied
+        // before.
+        unsafe {
+            let it = (d.api.create_iterator)(d.db, d.read);
+            (d.api.iter_seek)(it, start.as_ptr().cast(), start.len());
+            while n < u64::from(limit) && (d.api.iter_valid)(it) != 0 {
+                let (mut klen, mut vlen) = (0usize, 0usize);
+                let k = (d.api.iter_key)(it, &mut klen);
+                let v = (d.api.iter_value)(it, &mut vlen);
+                bakeoff_core::scan::push_row(
+                    out,
+                    std::slice::from_raw_parts(k.cast(), klen),
+                    std::slice::from_raw_parts(v.cast(), vlen),
+                );
+                n += 1;
+                (d.api.iter_next)(it);
+            }
+            (d.api.iter_get_error)(it, &mut err);
+            (d.api.iter_destroy)(it);
+        }
+        d.api.take_error(err)?;
+        Ok(n)
+    }
 }
 
 /// The engine handed to the shared target.
@@ -230,7 +268,11 @@ impl Engine for RocksEngine {
         match kind {
             OpKind::Search => "not supported".into(),
             OpKind::Get => "rocksdb_get <key>".into(),
-            OpKind::Set | OpKind::Update => "rocksdb_put <key> <value>".into(),
+            OpKind::Set | OpKind::Update | OpKind::Insert => "rocksdb_put <key> <value>".into(),
+            OpKind::Scan => {
+                "rocksdb_iter_seek <key>, then rocksdb_iter_next up to the length".into()
+            }
+            OpKind::ReadModifyWrite => "rocksdb_get <key>, then rocksdb_put <key> <value>".into(),
             OpKind::Delete => {
                 "rocksdb_delete <key> (a tombstone: deletes never report a miss)".into()
             }
@@ -314,7 +356,7 @@ pub const FACTS: crate::kind::TargetFacts = crate::kind::TargetFacts::engine(
     "rocksdb",
     "RocksDB, in-process (C API)",
     PACKAGE,
-    crate::kind::KV,
+    crate::kind::KV_SCAN,
     SETTINGS,
     DURABILITY,
 );

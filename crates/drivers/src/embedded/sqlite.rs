@@ -101,10 +101,16 @@ struct Conn {
     get: Stmt,
     put: Stmt,
     del: Stmt,
+    /// `SCAN_SQL`.
+    scan: Stmt,
     /// Profile statements: insert, then the searches by name, sex,
     /// location and all three (null when the table is kv).
     profile: [Stmt; 5],
 }
+
+/// A scan: the records from a key on, in key order (`TEXT` keys compare
+/// bytewise under SQLite's default collation).
+const SCAN_SQL: &str = "SELECT k, v FROM kv WHERE k >= ?1 ORDER BY k LIMIT ?2";
 
 /// The SQL of the profile table's statements, in `Conn::profile` order.
 const PROFILE_SQL: [&str; 5] = [
@@ -137,6 +143,7 @@ impl Conn {
                 get: ptr::null_mut(),
                 put: ptr::null_mut(),
                 del: ptr::null_mut(),
+                scan: ptr::null_mut(),
                 profile: [ptr::null_mut(); 5],
             };
             if rc != OK {
@@ -152,6 +159,7 @@ impl Conn {
             c.get = c.prepare("SELECT v FROM kv WHERE k = ?1")?;
             c.put = c.prepare("INSERT OR REPLACE INTO kv (k, v) VALUES (?1, ?2)")?;
             c.del = c.prepare("DELETE FROM kv WHERE k = ?1")?;
+            c.scan = c.prepare(SCAN_SQL)?;
             if profile {
                 c.exec(PROFILE_TABLE)?;
                 for (i, sql) in PROFILE_SQL.iter().enumerate() {
@@ -227,7 +235,7 @@ impl Drop for Conn {
     fn drop(&mut self) {
         // SAFETY: finalising our statements and closing our connection once.
         unsafe {
-            for st in [self.get, self.put, self.del]
+            for st in [self.get, self.put, self.del, self.scan]
                 .into_iter()
                 .chain(self.profile)
             {
@@ -346,6 +354,41 @@ impl EngineSession for SqliteSession {
             };
             c.finish(c.get);
             found
+        }
+    }
+
+    fn scan(&mut self, start: &[u8], limit: u32, out: &mut Vec<u8>) -> Result<u64, SessionError> {
+        let c = &self.conn;
+        out.clear();
+        let mut n = 0u64;
+        // SAFETY: statement use per the sqlite3 API; column pointers are
+        // valid until the next step, and copied before it.
+        unsafe {
+            let st = c.scan;
+            (c.api.bind_text)(st, 1, start.as_ptr().cast(), start.len() as c_int, 0);
+            (c.api.bind_int64)(st, 2, i64::from(limit));
+            let result = loop {
+                match (c.api.step)(st) {
+                    ROW => {
+                        let column = |i: c_int| {
+                            let p = (c.api.column_blob)(st, i);
+                            let len = (c.api.column_bytes)(st, i) as usize;
+                            if p.is_null() {
+                                &[][..]
+                            } else {
+                                std::slice::from_raw_parts(p as *const u8, len)
+                            }
+                        };
+                        let key = column(0).to_vec();
+                        bakeoff_core::scan::push_row(out, &key, column(1));
+                        n += 1;
+                    }
+                    DONE => break Ok(n),
+                    _ => break Err(c.error().into()),
+                }
+            };
+            c.finish(st);
+            result
         }
     }
 
@@ -487,8 +530,13 @@ impl Engine for SqliteEngine {
         match kind {
             OpKind::Search => "SELECT id FROM profile WHERE <name LIKE ?> / <sex = ?> / <province = ? AND city = ?> / <all three>".into(),
             OpKind::Get => "SELECT v FROM kv WHERE k = ?1".into(),
-            OpKind::Set | OpKind::Update => {
+            OpKind::Set | OpKind::Update | OpKind::Insert => {
                 "INSERT OR REPLACE INTO kv (k, v) VALUES (?1, ?2)".into()
+            }
+            OpKind::Scan => SCAN_SQL.into(),
+            OpKind::ReadModifyWrite => {
+                "SELECT v FROM kv WHERE k = ?1, then INSERT OR REPLACE INTO kv (k, v) VALUES (?1, ?2)"
+                    .into()
             }
             OpKind::Delete => "DELETE FROM kv WHERE k = ?1".into(),
         }
@@ -500,7 +548,7 @@ pub const FACTS: crate::kind::TargetFacts = crate::kind::TargetFacts::engine(
     "sqlite",
     "SQLite, in-process (table kv, prepared statements)",
     PACKAGE,
-    crate::kind::KV_SEARCH,
+    crate::kind::KV_SEARCH_SCAN,
     SETTINGS,
     DURABILITY,
 );

@@ -72,6 +72,12 @@ struct Api {
     bdb_close: unsafe extern "C" fn(Db) -> bool,
     bdb_sync: unsafe extern "C" fn(Db) -> bool,
     bdb_del: unsafe extern "C" fn(Db),
+    bdb_curnew: unsafe extern "C" fn(Db) -> *mut c_void,
+    bdb_curdel: unsafe extern "C" fn(*mut c_void),
+    bdb_curjump: unsafe extern "C" fn(*mut c_void, *const c_void, c_int) -> bool,
+    bdb_curnext: unsafe extern "C" fn(*mut c_void) -> bool,
+    bdb_curkey3: unsafe extern "C" fn(*mut c_void, *mut c_int) -> *const c_void,
+    bdb_curval3: unsafe extern "C" fn(*mut c_void, *mut c_int) -> *const c_void,
     tdb_new: unsafe extern "C" fn() -> Db,
     tdb_setmutex: unsafe extern "C" fn(Db) -> bool,
     tdb_tune: unsafe extern "C" fn(Db, i64, i8, i8, u8) -> bool,
@@ -154,6 +160,12 @@ impl Api {
                 bdb_close: dl::sym(&lib, "tcbdbclose")?,
                 bdb_sync: dl::sym(&lib, "tcbdbsync")?,
                 bdb_del: dl::sym(&lib, "tcbdbdel")?,
+                bdb_curnew: dl::sym(&lib, "tcbdbcurnew")?,
+                bdb_curdel: dl::sym(&lib, "tcbdbcurdel")?,
+                bdb_curjump: dl::sym(&lib, "tcbdbcurjump")?,
+                bdb_curnext: dl::sym(&lib, "tcbdbcurnext")?,
+                bdb_curkey3: dl::sym(&lib, "tcbdbcurkey3")?,
+                bdb_curval3: dl::sym(&lib, "tcbdbcurval3")?,
                 tdb_new: dl::sym(&lib, "tctdbnew")?,
                 tdb_setmutex: dl::sym(&lib, "tctdbsetmutex")?,
                 tdb_tune: dl::sym(&lib, "tctdbtune")?,
@@ -632,6 +644,44 @@ impl EngineSession for TokyoSession {
         d.written(ok)
     }
 
+    /// A B+tree cursor from the first key at or after `start` (the
+    /// default comparator orders keys bytewise); the hash and table
+    /// databases have no order and are refused before a run.
+    fn scan(&mut self, start: &[u8], limit: u32, out: &mut Vec<u8>) -> Result<u64, SessionError> {
+        out.clear();
+        let d = &self.db;
+        if d.kind != Kind::BTree {
+            return Err(SessionError::Server(
+                "only the B+tree database keeps its keys in order to scan".into(),
+            ));
+        }
+        let mut n = 0u64;
+        // SAFETY: a cursor on our database (its mutex on), deleted before
+        // we return; key and value point into it until it moves, and are
+        // copied before.
+        unsafe {
+            let cur = (d.api.bdb_curnew)(d.db);
+            let mut more = (d.api.bdb_curjump)(cur, start.as_ptr().cast(), start.len() as c_int);
+            while more && n < u64::from(limit) {
+                let (mut klen, mut vlen): (c_int, c_int) = (0, 0);
+                let k = (d.api.bdb_curkey3)(cur, &mut klen);
+                let v = (d.api.bdb_curval3)(cur, &mut vlen);
+                if k.is_null() || v.is_null() {
+                    break;
+                }
+                bakeoff_core::scan::push_row(
+                    out,
+                    std::slice::from_raw_parts(k.cast(), klen as usize),
+                    std::slice::from_raw_parts(v.cast(), vlen as usize),
+                );
+                n += 1;
+                more = (d.api.bdb_curnext)(cur);
+            }
+            (d.api.bdb_curdel)(cur);
+        }
+        Ok(n)
+    }
+
     fn delete(&mut self, key: &[u8]) -> Result<bool, SessionError> {
         let d = &self.db;
         let f = match d.kind {
@@ -697,6 +747,12 @@ impl Engine for TokyoEngine {
             }
             OpKind::Get => get.to_string(),
             OpKind::Set => format!("{p}{put}"),
+            OpKind::Insert => format!("{p}{put} (a new key)"),
+            OpKind::ReadModifyWrite => format!("{get}, then {p}{put}"),
+            OpKind::Scan if self.db.kind == Kind::BTree => {
+                "tcbdbcurjump <key>, then tcbdbcurnext up to the length".into()
+            }
+            OpKind::Scan => "not supported (no key order)".into(),
             OpKind::Update => format!("{p}{put} (overwrites an existing key)"),
             OpKind::Delete => format!("{p}out <key>"),
         }
@@ -852,7 +908,7 @@ pub const BTREE_FACTS: TargetFacts = TargetFacts::engine(
     "tokyo-btree",
     "Tokyo Cabinet B+tree database (TCB), in-process",
     PACKAGE,
-    crate::kind::KV,
+    crate::kind::KV_SCAN,
     BTREE_SETTINGS,
     BTREE_DURABILITY,
 );

@@ -1138,6 +1138,7 @@ pub const FACTS: crate::kind::TargetFacts = crate::kind::TargetFacts {
         pipelining: true,
         batch_load: true,
         requests: &[RequestMode::Connect, RequestMode::Phases],
+        no_scan: "bakeoff does not scan MariaDB yet",
     },
     in_default_comparison: true,
     settings: SETTINGS,

@@ -1063,6 +1063,7 @@ pub const FACTS: crate::kind::TargetFacts = crate::kind::TargetFacts {
         pipelining: true,
         batch_load: true,
         requests: &[bakeoff_core::plan::RequestMode::Connect],
+        no_scan: "bakeoff does not scan PostgreSQL yet",
     },
     in_default_comparison: true,
     settings: SETTINGS,
