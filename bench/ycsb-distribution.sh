@@ -21,10 +21,9 @@
 # be seeded (each run differs); bakeoff's side uses the example's seed 7.
 # YCSB's CoreWorkload builds ScrambledZipfianGenerator(insertstart,
 # insertstart + insertcount), whose max is inclusive: its key is
-# abs(fnv64(rank)) % (N + 1), key N being redrawn, where bakeoff takes
-# % N. Which ranks share a record changes with that, so at N = 1000 the
-# top 1 % share differs by about half a point (same rank generator with
-# % (N + 1): 12.64 %, as YCSB); at N = 100000 it is lost in the noise.
+# abs(fnv64(rank)) % (N + 1), key N being redrawn; bakeoff does the same
+# (with % N, which ranks share a record changed, and at N = 1000 the top
+# 1 % share was half a point above YCSB's).
 # The jars (YCSB's core and what Client and BasicDB load at run time:
 # HdrHistogram, jackson-core-asl/mapper-asl, htrace-core4) come from Maven
 # Central into ${XDG_CACHE_HOME:-$HOME/.cache}/bakeoff/ycsb (YCSB_CACHE

@@ -86,7 +86,7 @@ fn main() {
     let mut rng = Rng::new(args.seed, 0);
     let mut counts = vec![0u32; n as usize];
     for _ in 0..args.draws {
-        counts[chooser.next(&mut rng) as usize] += 1;
+        counts[chooser.next(&mut rng, 0) as usize] += 1;
     }
 
     let drawn = counts.iter().filter(|&&c| c > 0).count();
