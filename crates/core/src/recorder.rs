@@ -206,7 +206,7 @@ pub struct PhaseStats {
     pub sent: [u64; OP_KINDS],
     /// Second requests sent, per kind of the operation that needed one
     /// (HandlerSocket's set: an insert after an update that found no
-    /// row); not in `sent`.
+    /// row; a read-modify-write's write); not in `sent`.
     pub follow_ups: [u64; OP_KINDS],
     /// Rows returned, per kind (searches).
     pub rows: [u64; OP_KINDS],

@@ -107,8 +107,11 @@ pub fn record(
     read: &[u8],
     now: u64,
 ) {
-    if let Err(e) = result {
-        h.failed_saying_lazily(req, e.kind(), || e.said());
+    match result {
+        Err(e) => h.failed_saying_lazily(req, e.kind(), || e.said()),
+        // A read-modify-write that went well sent its write too.
+        Ok(_) if req.kind == OpKind::ReadModifyWrite => h.followed_up(req),
+        Ok(_) => {}
     }
     h.complete(req, outcome(result, read), now);
 }

@@ -37,7 +37,9 @@ pub struct CounterRule {
 }
 
 /// What bakeoff sent to a target over a run, all phases, for the
-/// conservation checks against the target's own counters.
+/// conservation checks against the target's own counters: requests as
+/// they went on the wire (an insert is a set, a read-modify-write a get
+/// and, when its read went well, a set).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Sent {
     /// Requests per kind.
@@ -52,10 +54,16 @@ pub struct Sent {
 impl Sent {
     /// Adds what one phase sent.
     pub fn add(&mut self, phase: &crate::recorder::PhaseStats) {
-        for k in 0..OP_KINDS {
-            self.requests[k] += phase.sent[k];
-            self.misses[k] += phase.misses[k];
-            self.follow_ups[k] += phase.follow_ups[k];
+        for kind in OpKind::ALL {
+            let (k, wire) = (kind as usize, kind.wire() as usize);
+            self.requests[wire] += phase.sent[k];
+            self.misses[wire] += phase.misses[k];
+            if kind == OpKind::ReadModifyWrite {
+                // Its second requests are its writes.
+                self.requests[OpKind::Set as usize] += phase.follow_ups[k];
+            } else {
+                self.follow_ups[kind.write() as usize] += phase.follow_ups[k];
+            }
         }
     }
 

@@ -163,9 +163,8 @@ impl Rng {
 /// How keys are chosen during the measure phase. Written as a word
 /// (`zipfian`), or for the hotspot with its fractions
 /// (`hotspot:0.2:0.8`); the result file holds the same text.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
-#[schemars(with = "String")]
 pub enum KeyDistribution {
     /// Every record equally likely.
     Uniform,

@@ -410,6 +410,7 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
     #[inline(never)]
     fn modify(&mut self, k: usize, mut req: Request) {
         req.leg = Leg::Modify;
+        self.harness.followed_up(&req);
         format_key(req.key, &mut self.key_buf);
         let (h, p) = self.harness.value(req.client as usize, req.key);
         let c = &mut self.conns[k];

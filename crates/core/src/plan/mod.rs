@@ -1374,6 +1374,34 @@ mod tests {
         build(preset, ahead(std::time::Duration::from_secs(3600))).unwrap();
     }
 
+    /// YCSB's kinds go in a mix by name, and read back as written; scans
+    /// are refused where they cannot run, saying why (issue 34).
+    #[test]
+    fn ycsb_kinds_are_planned_and_scans_refused_where_they_cannot_run() {
+        let p = build(
+            "targets = [\"redis\"]\n[workload]\nmix = \"get=50,rmw=50\"\nkey_distribution = \"latest\"\n",
+            Overrides::default(),
+        )
+        .unwrap();
+        let w = &p.workload;
+        assert_eq!(w.mix.to_string(), "get=50,read-modify-write=50");
+        assert_eq!(Mix::parse(&w.mix.to_string()).unwrap(), w.mix);
+        assert_eq!(w.key_distribution, crate::workload::KeyDistribution::Latest);
+        let err = |preset: &str| build(preset, Overrides::default()).unwrap_err().to_string();
+        let e = err("targets = [\"memcached\"]\n[workload]\nmix = \"scan=95,insert=5\"\n");
+        assert!(
+            e.contains("cannot do `scan` (it keeps its keys hashed)"),
+            "{e}"
+        );
+        let e = err("targets = [\"redis\"]\n[workload]\nmix = \"scan=1\"\n[topology]\nkind = \"shards:2\"\n");
+        assert!(e.contains("scans cannot run on shards:2"), "{e}");
+        let e = err("[workload]\nmix = \"get=1,scan=1,x=1\"\n");
+        assert!(e.contains("unknown operation `x`"), "{e}");
+        // A result file written before the later kinds held five weights.
+        let old: Mix = serde_json::from_str("{\"weights\":[90,10,0,0,0]}").unwrap();
+        assert_eq!(old.to_string(), "90:10:0:0");
+    }
+
     #[test]
     fn synchronised_runs_start_one_longest_run_and_a_gap_apart() {
         let preset = "targets = [\"redis://h:1\"]\n[workload]\nclients = 4\nduration = \"10s\"\nwarmup = \"2s\"\n[sweep]\nvalue_size = [100, 1000]\n";

@@ -149,6 +149,7 @@ pub struct Workload {
     /// Records in the key space (ids `0..records`).
     pub records: u64,
     /// Key distribution in the measure phase.
+    #[schemars(with = "String")]
     pub key_distribution: KeyDistribution,
     /// Value sizes, bytes (header included).
     pub value_size: ValueSizes,

@@ -1,0 +1,92 @@
+//! YCSB's operations on real targets (issue 34): scans checked record by
+//! record on an engine, inserts read only once acknowledged, and a
+//! read-modify-write's two requests counted as the server counts them.
+
+mod common;
+use common::*;
+
+/// The measured phase's figures of `kind` in run `run`.
+fn kind<'r>(run: &'r serde_json::Value, kind: &str) -> &'r serde_json::Value {
+    &run["measure"]["ops"][kind]
+}
+
+fn count(v: &serde_json::Value, field: &str) -> u64 {
+    v[field].as_u64().unwrap_or(0)
+}
+
+/// YCSB E on LMDB: every scan's records are checked (in key order from
+/// the start key, as written, as many as are stored up to the length),
+/// their number counted; a scan reads 50.5 records on average (lengths
+/// uniform in 1..=100).
+#[test]
+fn scans_are_checked_record_by_record_and_counted() {
+    let _g = beside_others();
+    let r = run_ok(&["run", "ycsb-e", "--scale", "quick", "-t", "lmdb"]);
+    let run = &r["runs"][0];
+    assert_eq!(run["status"], "ok", "{}", run["message"]);
+    assert_eq!(count(&run["measure"], "errors"), 0, "{}", run["measure"]);
+    let scan = kind(run, "scan");
+    let (scans, rows) = (count(scan, "completed"), count(scan, "rows"));
+    assert!(scans > 1000, "{scan}");
+    let per_scan = rows as f64 / scans as f64;
+    assert!(
+        (40.0..61.0).contains(&per_scan),
+        "{per_scan} records per scan"
+    );
+    assert!(count(kind(run, "insert"), "completed") > 0, "{run}");
+}
+
+/// On Redis through bakeoff's own network loop: reads of the newest
+/// records (`latest`) never ask for an insert still on the wire (no miss),
+/// and the server's GET and SET counts equal bakeoff's — a
+/// read-modify-write is a GET and then a SET.
+#[test]
+fn inserts_are_read_once_acknowledged_and_read_modify_writes_are_two_requests() {
+    if !require("redis-server", "redis-server") {
+        return;
+    }
+    let _g = beside_others();
+    let r = run_ok(&[
+        "run",
+        "-t",
+        "redis",
+        "--mix",
+        "get=40,insert=10,rmw=50",
+        "--key-distribution",
+        "latest",
+        "--records",
+        "2000",
+        "--clients",
+        "8",
+        "--pipeline",
+        "4",
+        "--duration",
+        "1s",
+        "--warmup",
+        "0",
+    ]);
+    let run = &r["runs"][0];
+    assert_eq!(run["status"], "ok", "{}", run["message"]);
+    assert_eq!(count(&run["measure"], "errors"), 0, "{}", run["measure"]);
+    assert_eq!(count(kind(run, "get"), "misses"), 0, "{run}");
+    assert_eq!(count(kind(run, "read-modify-write"), "misses"), 0, "{run}");
+    let (inserts, rmws) = (
+        count(kind(run, "insert"), "completed"),
+        count(kind(run, "read-modify-write"), "completed"),
+    );
+    assert!(inserts > 0 && rmws > 0, "{run}");
+    let checks = run["checks"]["counters"].as_array().unwrap();
+    let check = |what: &str| {
+        checks
+            .iter()
+            .find(|c| c["what"].as_str().unwrap().starts_with(what))
+            .unwrap_or_else(|| panic!("no {what} check in {checks:?}"))
+    };
+    for what in ["GET calls", "SET calls"] {
+        let c = check(what);
+        assert_eq!(c["bakeoff"], c["target"], "{what}: {c}");
+    }
+    // The load's 2000 SETs, one per insert and one per read-modify-write.
+    let sets = check("SET calls")["target"].as_u64().unwrap();
+    assert_eq!(sets, 2000 + inserts + rmws, "{run}");
+}
