@@ -48,6 +48,7 @@ pub fn main(cli: Cli) -> i32 {
         Command::Merge(args) => merge(&args),
         Command::Kubernetes(args) => kubernetes(&args),
         Command::EngineHost(args) => engine_host(&args),
+        Command::Capture(args) => capture(&args),
         Command::Schema => serde_json::to_string_pretty(&bakeoff_core::result::json_schema())
             .map_err(|e| AppError::Failed(format!("cannot write the schema: {e}")))
             .and_then(|text| emit(&format!("{text}\n")))
@@ -84,6 +85,33 @@ fn to_stdout(
 
 /// The hidden `engine-host` command: an embedded engine served to the
 /// bakeoff process that started it.
+fn capture(args: &crate::cli::CaptureArgs) -> Result<i32, AppError> {
+    let stop = Arc::new(AtomicBool::new(false));
+    if let Err(e) = crate::signals::install(stop.clone()) {
+        say!("warning: cannot catch Ctrl-C ({e}); a signal will end the capture without flushing the trace");
+    }
+    let got = crate::capture::capture(args, &stop)?;
+    let skipped: Vec<String> = got
+        .skipped
+        .iter()
+        .map(|(name, n)| format!("{n} {name}"))
+        .collect();
+    say!(
+        "{} operations written to {}{}",
+        got.ops,
+        args.output,
+        if skipped.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; skipped (no operation of bakeoff's): {}",
+                skipped.join(", ")
+            )
+        }
+    );
+    Ok(EXIT_OK)
+}
+
 fn engine_host(args: &crate::cli::EngineHostArgs) -> Result<i32, AppError> {
     let mut table: toml::Table = toml::from_str(&args.settings)
         .map_err(|e| AppError::Usage(format!("engine-host --settings: {e}")))?;

@@ -110,6 +110,19 @@ pub enum Command {
     ///
     ///   kubectl apply -f job.yaml
     Kubernetes(Box<KubernetesArgs>),
+    /// Record a live Redis's traffic into a trace that `run --replay`
+    /// sends to every target.
+    ///
+    /// Reads the server's `MONITOR` stream (which costs the server some of
+    /// its speed while it runs) for the duration or until Ctrl-C; GET,
+    /// MGET, SET, SETEX, MSET, DEL and the like become bakeoff's JSONL
+    /// (time, operation, key, value size), keys hashed unless --keep-keys;
+    /// other commands are counted and named. Example:
+    ///
+    ///   bakeoff capture redis://127.0.0.1:6379 --duration 60s -o trace.jsonl
+    ///
+    ///   bakeoff run -t redis,lmdb --replay trace.jsonl --sweep-replay-speed 1,10
+    Capture(CaptureArgs),
     /// Print the JSON Schema of result files.
     Schema,
     /// Serve an embedded engine over RESP on a loopback port until SIGTERM.
@@ -117,6 +130,22 @@ pub enum Command {
     /// and restart the engine; not meant to be run by hand.
     #[command(name = "engine-host", hide = true)]
     EngineHost(EngineHostArgs),
+}
+
+/// Arguments of `bakeoff capture`.
+#[derive(Debug, Args)]
+pub struct CaptureArgs {
+    /// The Redis to record: redis://[:PASSWORD@]HOST:PORT.
+    pub url: String,
+    /// How long to record (e.g. 60s, 5m).
+    #[arg(long, default_value = "60s")]
+    pub duration: String,
+    /// The trace file written (JSONL).
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub output: String,
+    /// Keep the keys as they are, rather than their FNV-1a hashes.
+    #[arg(long)]
+    pub keep_keys: bool,
 }
 
 /// Arguments of `bakeoff merge`.

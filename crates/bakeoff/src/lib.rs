@@ -7,6 +7,7 @@
 //! ## Layout
 //!
 //! - [`cli`]: flags with their units and defaults (clap).
+//! - [`capture`]: a live Redis's traffic recorded into a trace.
 //! - [`app`]: `run`, `list`, `report`, `schema`; exit codes.
 //! - [`error`]: why a command failed, and its exit code.
 //! - [`planning`]: a run's plan from its preset and flags.
@@ -34,6 +35,7 @@ macro_rules! say_inline {
 }
 
 pub mod app;
+pub mod capture;
 pub mod cli;
 pub mod error;
 pub mod kubernetes;

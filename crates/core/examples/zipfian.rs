@@ -53,7 +53,7 @@ fn main() {
         let over_n = ZipfianConstants::over(n);
         let (mut a, mut b) = (vec![0u32; n as usize], vec![0u32; n as usize]);
         for _ in 0..draws {
-            a[ycsb.next(&mut rng) as usize] += 1;
+            a[ycsb.next(&mut rng, 0) as usize] += 1;
             b[(fnv1a64(over_n.rank(&mut rng)) % n) as usize] += 1;
         }
         let (ya, yb) = (shares(a, draws), shares(b, draws));

@@ -28,6 +28,11 @@ pub struct ClientState {
     /// A replication run: this client writes only the records it owns
     /// (id modulo the clients), as (its index, the clients).
     owner: Option<(u64, u64)>,
+    /// A replay's measure job: this client's next operation of the trace
+    /// (it takes every `stride`-th, from its index on), and the value size
+    /// of the operation it made last.
+    replay_next: usize,
+    replay_size: usize,
     /// Open loop: intended start of the next request, ns since `t0`.
     pub next_due: u64,
     /// Open loop: time between this client's requests, ns (0 = closed loop).
@@ -39,7 +44,10 @@ impl ClientState {
     /// evenly at the workload's rate, staggered between clients.
     pub fn new(job: &Job, client: u32, open_loop: bool) -> Self {
         let w = job.workload;
+        let replays = job.replay.is_some() && job.kind == JobKind::Measure;
         let period = match w.rate {
+            // A replay's requests are due when the trace made them.
+            _ if replays => 0,
             Some(r) if open_loop => ((w.clients as f64 * 1e9) / r).max(1.0) as u64,
             _ => 0,
         };
@@ -65,10 +73,12 @@ impl ClientState {
             next_seq: 0,
             next_read: client as usize,
             read_stride: w.clients.max(1) as usize,
-            next_due: if period > 0 {
-                period * client as u64 / w.clients as u64
-            } else {
-                0
+            replay_next: client as usize,
+            replay_size: 0,
+            next_due: match job.replay {
+                Some(trace) if replays => replay_due(trace, client as usize, w.replay_speed),
+                _ if period > 0 => period * client as u64 / w.clients as u64,
+                _ => 0,
             },
             period,
         }
@@ -113,6 +123,9 @@ impl ClientState {
                 if self.unique {
                     return self.next_unique();
                 }
+                if let Some(trace) = job.replay {
+                    return self.next_replayed(job, trace);
+                }
                 let kind = mix.next(&mut self.rng);
                 if let Some(inserts) = job.inserts {
                     return self.next_with_inserts(job, inserts, kind);
@@ -153,6 +166,18 @@ impl ClientState {
         )
     }
 
+    /// A replay's next operation: this client's next of the trace, its
+    /// value size kept for the write, and when the one after it is due.
+    /// Out of line, so that other runs keep the short path.
+    #[inline(never)]
+    fn next_replayed(&mut self, job: &Job, trace: &crate::replay::Trace) -> (OpKind, u64) {
+        let op = trace.ops[self.replay_next];
+        self.replay_next += job.workload.clients.max(1) as usize;
+        self.replay_size = op.size as usize;
+        self.next_due = replay_due(trace, self.replay_next, job.workload.replay_speed);
+        (op.kind, op.record)
+    }
+
     /// The durability check's next write: a fresh id of this writer. Out
     /// of line, so that the request path of every other run stays small
     /// enough to be inlined.
@@ -188,10 +213,26 @@ impl ClientState {
     #[inline]
     pub fn value<'p>(&mut self, job: &'p Job, key: u64) -> ([u8; HEADER_LEN], &'p [u8]) {
         let w = job.workload;
-        let len = w.value_size.next(&mut self.rng);
+        let len = match job.replay {
+            None => w.value_size.next(&mut self.rng),
+            Some(trace) => self.replayed_size(job, trace, key),
+        };
         let version = self.value_version(job);
         self.version = self.version.wrapping_add(1);
         job.pool.value(key, version, len, w.value_content)
+    }
+
+    /// A replay's value size: the trace's operation's, or in the load the
+    /// size the record's key was first seen with.
+    #[inline(never)]
+    fn replayed_size(&self, job: &Job, trace: &crate::replay::Trace, key: u64) -> usize {
+        match job.kind {
+            JobKind::Measure => self.replay_size,
+            _ => trace
+                .sizes
+                .get(key as usize)
+                .map_or(HEADER_LEN, |&s| s as usize),
+        }
     }
 
     /// The version a value written now carries.
@@ -247,6 +288,15 @@ impl ClientState {
             self.next_due += behind * self.period;
         }
     }
+}
+
+/// When the trace's operation `index` is due, ns since the job's start,
+/// at `speed` times its own pace (`u64::MAX` past its end).
+fn replay_due(trace: &crate::replay::Trace, index: usize, speed: f64) -> u64 {
+    trace
+        .ops
+        .get(index)
+        .map_or(u64::MAX, |op| (op.at_ns as f64 / speed) as u64)
 }
 
 /// The items the zipfian hashes onto in a run with inserts (YCSB's

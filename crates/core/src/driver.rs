@@ -336,6 +336,8 @@ pub struct Job<'a> {
     pub acked: Option<&'a crate::stale::AckedVersions>,
     /// The run's insert counter, when inserts are in the mix.
     pub inserts: Option<&'a crate::inserts::InsertKeys>,
+    /// The trace a replay sends (load and measure jobs of a replay).
+    pub replay: Option<&'a crate::replay::Trace>,
 }
 
 impl Job<'_> {

@@ -57,6 +57,7 @@ pub mod plan;
 pub mod profile;
 pub mod readings;
 pub mod recorder;
+pub mod replay;
 pub mod result;
 pub mod runner;
 pub mod scan;

@@ -872,6 +872,10 @@ pub struct RunResult {
     /// was loaded or measured.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub did_not_open: bool,
+    /// The trace a replay sent: its operations, keys, span, what was
+    /// skipped, and its own rate second by second.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay: Option<crate::replay::TraceSummary>,
     /// The latency of single measured operations in time order (every Nth
     /// once more were measured), when the workload asked for a trace.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -150,39 +150,20 @@ fn steady_state_allocations_through<C: Codec>(
         key_distribution: KeyDistribution::Uniform,
         value_size: ValueSizes::Range { min: 24, max: 400 },
         value_content: ValueContent::Random,
-        encoding: Default::default(),
-        compression: Default::default(),
         mix: Mix {
-            weights: [60, 20, 10, 10, 0],
+            weights: [60, 20, 10, 10, 0, 0, 0, 0],
         },
         clients: 8,
         threads: 1,
         pipeline,
         duration_s: Some(2.5),
         ops: None,
-        ops_per_client: None,
         warmup_s: 0.0,
         rate: None,
         timeout_s: 5.0,
         load: false,
         io,
-        memory_cap: None,
-        record: Default::default(),
-        search: Default::default(),
-        indexes: true,
-        batch: 1,
-        grow: false,
-        load_from: 0,
-        load_to: None,
-        request: Default::default(),
-        fault: None,
-        topology: Default::default(),
-        read_from: Default::default(),
-        link: None,
-        durability: false,
-        trace: 0,
-        find_peak: false,
-        find_capacity: None,
+        ..bakeoff_core::plan::params::defaults()
     };
     let pool = ValuePool::new(400);
     let stop = AtomicBool::new(false);
@@ -200,6 +181,7 @@ fn steady_state_allocations_through<C: Codec>(
         read_back: &[],
         acked: None,
         inserts: None,
+        replay: None,
     };
     let (a, b) = std::thread::scope(|s| {
         let h = s.spawn(|| {

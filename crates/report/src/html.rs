@@ -1041,8 +1041,8 @@ impl<'a> Page<'a> {
                     Axis::linear("p99 latency", fmt_lat),
                 ),
             ];
-            for (title, pick, axis) in tl {
-                let lines: Vec<Line> = runs
+            for (i, (title, pick, axis)) in tl.into_iter().enumerate() {
+                let mut lines: Vec<Line> = runs
                     .iter()
                     .map(|(s, r)| Line {
                         name: self.view.series[*s].clone(),
@@ -1055,6 +1055,11 @@ impl<'a> Page<'a> {
                         ..Line::default()
                     })
                     .collect();
+                if i == 0 {
+                    // A replay's throughput beside the rate of the trace it
+                    // replays, at the replay's speed.
+                    lines.extend(trace_rate_line(&runs, self.view.series.len()));
+                }
                 let scale = Scale::fitting(
                     lines.iter().flat_map(|l| l.points.iter().map(|p| p.1)),
                     50.0,
@@ -1632,6 +1637,27 @@ impl Exporter for HtmlExporter {
             page.html
         )
     }
+}
+
+/// The rate a replayed trace asks for second by second, at the replay's
+/// speed (the first replay of the point's runs; they share the trace),
+/// drawn in the style after the runs'.
+fn trace_rate_line(runs: &[(usize, &RunResult)], style: usize) -> Option<Line> {
+    let (trace, speed) = runs
+        .iter()
+        .find_map(|(_, r)| r.replay.as_ref().map(|t| (t, r.workload.replay_speed)))?;
+    Some(Line {
+        name: format!("the trace's own rate (×{speed})"),
+        points: trace
+            .per_second
+            .iter()
+            .enumerate()
+            .map(|(i, &n)| ((i as f64 + 0.5) / speed, n as f64 * speed))
+            .collect(),
+        style,
+        markers: trace.per_second.len() <= 30,
+        ..Line::default()
+    })
 }
 
 #[cfg(test)]

@@ -66,6 +66,7 @@ impl Bench {
             read_back: &[],
             acked: None,
             inserts: None,
+            replay: None,
         }
     }
 }

@@ -41,7 +41,8 @@ pub use raw::{Environment, Overrides, RawPreset, Scalar};
 pub use shard::{Shard, StartAt};
 pub use sweep::{Point, SweepAxis};
 pub use target::{
-    redact, Capabilities, Endpoint, TargetCatalog, TargetSpec, UrlPassword, PASSWORD_ENV_KEY,
+    parse_target, redact, Capabilities, Endpoint, TargetCatalog, TargetSpec, UrlPassword,
+    PASSWORD_ENV_KEY,
 };
 pub use topology::{ReadFrom, Topology};
 pub use workload::{IoBackend, Mix, RequestMode, Workload};
@@ -481,6 +482,11 @@ fn workload(given: &Given) -> Result<Workload, PlanError> {
 /// The checks of one point's workload that involve more than one
 /// parameter, each refusal named after the parameter to change.
 fn check_workload_against_itself(w: &Workload, given: &Given) -> Result<(), PlanError> {
+    if w.replay.is_some() && (w.durability || w.find_peak || w.find_capacity.is_some() || w.grow) {
+        return Err(given.origin("replay").err(
+            "a replayed trace sets the operations and their times itself; leave out --durability, --find-peak, --find-capacity and growth",
+        ));
+    }
     check_mix_against_record(w, &given.origin("mix"))?;
     check_pipeline_against_requests(w, &given.origin_or_axis("pipeline"))
 }
@@ -863,6 +869,11 @@ fn refuse_what_shards_cannot_run(
         }
         for t in targets {
             for p in points_of(&t.name) {
+                if p.workload.replay.is_some() && shard.count > 1 {
+                    return Err(origin.err(format!(
+                        "{shard}: a trace is replayed by one process, in its own order; run --replay without --shard"
+                    )));
+                }
                 if u64::from(p.workload.clients) < u64::from(shard.count) {
                     return Err(origin.err(format!(
                         "{shard}: {} clients cannot be split between {} shards; give at least --clients {}",
@@ -1400,6 +1411,43 @@ mod tests {
         // A result file written before the later kinds held five weights.
         let old: Mix = serde_json::from_str("{\"weights\":[90,10,0,0,0]}").unwrap();
         assert_eq!(old.to_string(), "90:10:0:0");
+    }
+
+    /// A trace sets the records, operations, rate and value sizes of each
+    /// point (at each swept speed); what cannot go with it is refused.
+    #[test]
+    fn a_replayed_trace_shapes_its_points_and_refuses_what_cannot_go_with_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.jsonl");
+        std::fs::write(
+            &path,
+            "{\"t\": 0, \"op\": \"set\", \"key\": \"a\", \"size\": 500}\n\
+             {\"t\": 1, \"op\": \"get\", \"key\": \"a\"}\n\
+             {\"t\": 2, \"op\": \"get\", \"key\": \"b\"}\n",
+        )
+        .unwrap();
+        let preset = format!(
+            "targets = [\"redis\"]\n[workload]\nreplay = \"{}\"\nduration = \"30s\"\n[sweep]\nreplay_speed = [1, 10]\n",
+            path.display()
+        );
+        let p = build(&preset, Overrides::default()).unwrap();
+        let points = p.points();
+        let w: Vec<_> = points.iter().map(|p| &p.workload).collect();
+        assert_eq!((w[0].records, w[0].ops, w[0].duration_s), (2, Some(3), None));
+        assert_eq!((w[0].rate, w[1].rate), (Some(1.5), Some(15.0)));
+        assert_eq!(w[0].value_size.max(), 500);
+        assert_eq!(w[0].mix.to_string(), "2:1:0:0");
+        let e = build(&format!("{preset}[fault]\ndurability = true\n"), Overrides::default())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("leave out --durability"), "{e}");
+        let e = build(
+            "[workload]\nreplay = \"/nonexistent/t.csv\"\n",
+            Overrides::default(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("cannot read the trace /nonexistent/t.csv"), "{e}");
     }
 
     #[test]

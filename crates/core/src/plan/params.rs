@@ -554,6 +554,52 @@ pub static PARAMS: &[Param] = &[
         show: |w| w.scan_length.to_string(),
     },
     Param {
+        key: "replay",
+        flag: "replay",
+        short: None,
+        value_name: "FILE",
+        help: "Replay a captured trace instead of a mix: each operation at its own time (open loop), on the record its key maps to, with its own value size, verified; Twitter's cache-trace CSV (.csv) or bakeoff's JSONL (what `bakeoff capture` writes). The trace sets the records, the operations, the rate and the value sizes; --duration, --mix and --rate are its.",
+        default: None,
+        switch: None,
+        sweep: None,
+        excludes: &[],
+        field: "replay",
+        parse: |s| {
+            let path = s.trim();
+            crate::replay::load(path)?;
+            json(Ok(Some(path.to_string())))
+        },
+        show: |w| w.replay.clone().unwrap_or_else(|| "none".into()),
+    },
+    Param {
+        key: "replay_speed",
+        flag: "replay-speed",
+        short: None,
+        value_name: "FACTOR",
+        help: "Replay the trace this many times faster than it was captured (0.5: half as fast).",
+        default: Some("1"),
+        switch: None,
+        sweep: Some(SweepFlag {
+            flag: "sweep-replay-speed",
+            help: "Sweep over replay speeds, e.g. `1,10`.",
+            separator: ',',
+        }),
+        excludes: &[],
+        field: "replay_speed",
+        parse: |s| {
+            let v: f64 = s
+                .trim()
+                .trim_end_matches(['x', '×'])
+                .parse()
+                .map_err(|_| format!("`{s}` is not a factor (e.g. 1, 10 or 0.5)"))?;
+            if !(v > 0.0 && v <= 1e6) {
+                return Err(format!("a replay speed of {s} cannot run; give a factor above 0 (e.g. 1 or 10)"));
+            }
+            json(Ok(v))
+        },
+        show: |w| format!("{}x", w.replay_speed),
+    },
+    Param {
         key: "load",
         flag: "no-load",
         short: None,

@@ -66,6 +66,8 @@ pub(super) fn expand(base: &Workload, axes: &[SweepAxis]) -> Vec<Point> {
     for p in &mut points {
         // Threads serve clients; a point with fewer clients has fewer.
         p.workload.threads = p.workload.threads.min(p.workload.clients);
+        // A trace sets its records, operations and rate (at each speed).
+        crate::replay::shape(&mut p.workload);
     }
     if base.grow {
         // Each checkpoint adds the records beyond the previous one.

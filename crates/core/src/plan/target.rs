@@ -223,7 +223,7 @@ pub const PASSWORD_ENV_KEY: &str = "password_env";
 /// Parses `redis`, `redis://[user][:password@]host:port[?k=v]`; a
 /// `password_env=NAME` in the query reads the password from variable NAME
 /// of `env`.
-pub(super) fn parse_target(
+pub fn parse_target(
     text: &str,
     catalog: &dyn TargetCatalog,
     env: &Environment,

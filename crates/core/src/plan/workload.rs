@@ -253,10 +253,20 @@ pub struct Workload {
     /// range); `None`: the one after the records.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub insert_from: Option<u64>,
+    /// A trace replayed instead of a mix (its path).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay: Option<String>,
+    /// How many times faster than captured the trace is replayed.
+    #[serde(default = "one_f64")]
+    pub replay_speed: f64,
 }
 
 fn hundred() -> u32 {
     100
+}
+
+fn one_f64() -> f64 {
+    1.0
 }
 
 impl Workload {

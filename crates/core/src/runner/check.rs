@@ -149,6 +149,7 @@ fn read_back_until(
             read_back: &ids,
             acked: None,
             inserts: None,
+            replay: None,
             stop,
             ..*ctx
         };

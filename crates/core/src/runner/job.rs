@@ -115,6 +115,8 @@ pub struct JobContext<'a> {
     /// The run's insert counter, when inserts are in the mix (measure job
     /// only).
     pub inserts: Option<&'a crate::inserts::InsertKeys>,
+    /// The trace a replay sends.
+    pub replay: Option<&'a crate::replay::Trace>,
 }
 
 /// A fault due while a job runs: at `at_s` seconds since the job's start
@@ -170,6 +172,7 @@ pub fn run_job(
         read_back: ctx.read_back,
         acked: ctx.acked,
         inserts: ctx.inserts,
+        replay: ctx.replay,
     };
     let threads = ctx.workload.threads.max(1) as usize;
     let mut collector = Collector::new(&job, threads, resources());

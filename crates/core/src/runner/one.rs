@@ -164,6 +164,11 @@ impl Runs<'_> {
         // This process's part of the point's workload: all of it, or a shard's.
         let w = self.plan.own_part(&at.point.workload);
         let mut run = fresh_run(at, &w);
+        let trace = match w.replay.as_deref().map(crate::replay::load).transpose() {
+            Ok(t) => t,
+            Err(m) => return Ok(ended(run, m)),
+        };
+        run.replay = trace.as_ref().map(|t| t.summary());
         let target = match self.open(at, &w, kept) {
             Ok(t) => t,
             Err(m) => {
@@ -206,6 +211,7 @@ impl Runs<'_> {
             read_back: &[],
             acked: acked.as_ref(),
             inserts: inserts.as_ref(),
+            replay: trace.as_deref(),
         };
         let stage = Stage {
             spec: at.spec,
@@ -307,6 +313,7 @@ impl Runs<'_> {
             fault: None,
             acked: None,
             inserts: None,
+            replay: None,
             ..*stage.ctx
         };
         let o = run_job(
@@ -421,6 +428,7 @@ fn fresh_run(at: &RunAt, w: &Workload) -> RunResult {
         nodes: Vec::new(),
         redirections: None,
         did_not_open: false,
+        replay: None,
         trace: None,
         server_time: None,
     }
