@@ -126,6 +126,12 @@ fn the_shell_splitting_of_the_guide_is_a_shells() {
 #[test]
 fn every_command_in_the_guide_works() {
     let dir = tmp();
+    // The trace the guide's replay lines name, as `bakeoff capture` writes.
+    std::fs::write(
+        dir.path().join("trace.jsonl"),
+        "{\"t\": 0.5, \"op\": \"set\", \"key\": \"k1\", \"size\": 100}\n{\"t\": 1.0, \"op\": \"get\", \"key\": \"k1\", \"size\": 0}\n",
+    )
+    .unwrap();
     let mut checked = 0;
     let mut failures = Vec::new();
     for page in pages() {
@@ -145,7 +151,7 @@ fn every_command_in_the_guide_works() {
                     (a, true)
                 }
                 Some("presets" | "list" | "schema") => (args.clone(), true),
-                Some("report" | "compare" | "merge" | "kubernetes" | "help") => {
+                Some("report" | "compare" | "merge" | "kubernetes" | "help" | "capture") => {
                     (args.clone(), false)
                 }
                 Some(other) => {

@@ -1433,13 +1433,19 @@ mod tests {
         let p = build(&preset, Overrides::default()).unwrap();
         let points = p.points();
         let w: Vec<_> = points.iter().map(|p| &p.workload).collect();
-        assert_eq!((w[0].records, w[0].ops, w[0].duration_s), (2, Some(3), None));
+        assert_eq!(
+            (w[0].records, w[0].ops, w[0].duration_s),
+            (2, Some(3), None)
+        );
         assert_eq!((w[0].rate, w[1].rate), (Some(1.5), Some(15.0)));
         assert_eq!(w[0].value_size.max(), 500);
         assert_eq!(w[0].mix.to_string(), "2:1:0:0");
-        let e = build(&format!("{preset}[fault]\ndurability = true\n"), Overrides::default())
-            .unwrap_err()
-            .to_string();
+        let e = build(
+            &format!("{preset}[fault]\ndurability = true\n"),
+            Overrides::default(),
+        )
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("leave out --durability"), "{e}");
         let e = build(
             "[workload]\nreplay = \"/nonexistent/t.csv\"\n",
@@ -1447,7 +1453,10 @@ mod tests {
         )
         .unwrap_err()
         .to_string();
-        assert!(e.contains("cannot read the trace /nonexistent/t.csv"), "{e}");
+        assert!(
+            e.contains("cannot read the trace /nonexistent/t.csv"),
+            "{e}"
+        );
     }
 
     #[test]
