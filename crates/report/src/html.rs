@@ -15,6 +15,7 @@ use std::io::Write;
 
 use bakeoff_core::result::{ExperimentResult, RunResult};
 use bakeoff_core::units::fmt_bytes;
+use bakeoff_core::workload::OpKind;
 
 use crate::document::{self, Block, Section};
 use crate::svg::{esc, Axis, Band, BarChart, BarGroup, Line, LineChart, RightAxis, Scale, XAxis};
@@ -704,8 +705,75 @@ impl<'a> Page<'a> {
                 y: Axis::linear("latency", fmt_lat).with_scale(scale),
                 groups: gs,
             });
+            self.kinds_side_by_side(p, &groups);
         }
         self.html.push_str("</div>");
+    }
+
+    /// A point that mixes several kinds of operation (YCSB's workloads, a
+    /// replayed trace): each kind's throughput and p99 side by side, a bar
+    /// per series (the median over repeats).
+    fn kinds_side_by_side(&mut self, p: &BTreeMap<String, String>, groups: &[Group]) {
+        let mine: Vec<&Group> = groups.iter().filter(|g| &g.point == p).collect();
+        let kinds: Vec<&str> = OpKind::ALL
+            .iter()
+            .map(|k| k.name())
+            .filter(|k| {
+                mine.iter()
+                    .flat_map(|g| &g.runs)
+                    .any(|r| r.measure.ops.get(*k).is_some_and(|o| o.completed > 0))
+            })
+            .collect();
+        if kinds.len() < 2 {
+            return;
+        }
+        type PickK = fn(&RunResult, &str) -> Option<f64>;
+        let figures: [(&str, PickK, Axis); 2] = [
+            (
+                "Throughput of each kind of operation (higher is better)",
+                |r, k| {
+                    let o = r.measure.ops.get(k)?;
+                    (r.measure.duration_s > 0.0).then(|| o.completed as f64 / r.measure.duration_s)
+                },
+                Axis::linear("throughput (ops/s)", fmt_ops),
+            ),
+            (
+                "p99 latency of each kind of operation (lower is better)",
+                |r, k| r.measure.ops.get(k).map(|o| o.latency.p99_ns as f64),
+                Axis::linear("p99 latency", fmt_lat),
+            ),
+        ];
+        for (title, pick, axis) in figures {
+            let gs: Vec<BarGroup> = mine
+                .iter()
+                .map(|g| {
+                    let sps: Vec<Option<Spread>> = kinds
+                        .iter()
+                        .map(|k| Spread::of(g.runs.iter().filter_map(|r| pick(r, k))))
+                        .collect();
+                    BarGroup {
+                        name: self.view.series[g.series].clone(),
+                        style: g.series,
+                        values: sps.iter().map(|x| x.map(|x| x.median)).collect(),
+                        ranges: sps
+                            .iter()
+                            .map(|x| x.filter(|x| x.n > 1).map(|x| (x.min, x.max)))
+                            .collect(),
+                    }
+                })
+                .collect();
+            let scale = Scale::fitting(
+                gs.iter().flat_map(|g| g.values.iter().flatten().copied()),
+                20.0,
+            );
+            self.bars(BarChart {
+                title: format!("{title}{}", at_point(p)),
+                categories: kinds.iter().map(|k| k.to_string()).collect(),
+                x_title: "operation".into(),
+                y: axis.with_scale(scale),
+                groups: gs,
+            });
+        }
     }
 
     /// For each sweep axis and each combination of the other axes: the
