@@ -36,57 +36,79 @@ fn scans_are_checked_record_by_record_and_counted() {
     assert!(count(kind(run, "insert"), "completed") > 0, "{run}");
 }
 
-/// On Redis through bakeoff's own network loop: reads of the newest
-/// records (`latest`) never ask for an insert still on the wire (no miss),
-/// and the server's GET and SET counts equal bakeoff's — a
-/// read-modify-write is a GET and then a SET.
+/// On Redis through bakeoff's own network loop, on one server and on two
+/// shards: reads of the newest records (`latest`) never ask for an insert
+/// still on the wire (no miss), and the servers' GET and SET counts equal
+/// bakeoff's, in all and node by node — a read-modify-write is a GET and
+/// then a SET.
 #[test]
 fn inserts_are_read_once_acknowledged_and_read_modify_writes_are_two_requests() {
     if !require("redis-server", "redis-server") {
         return;
     }
     let _g = beside_others();
-    let r = run_ok(&[
-        "run",
-        "-t",
-        "redis",
-        "--mix",
-        "get=40,insert=10,rmw=50",
-        "--key-distribution",
-        "latest",
-        "--records",
-        "2000",
-        "--clients",
-        "8",
-        "--pipeline",
-        "4",
-        "--duration",
-        "1s",
-        "--warmup",
-        "0",
-    ]);
-    let run = &r["runs"][0];
-    assert_eq!(run["status"], "ok", "{}", run["message"]);
-    assert_eq!(run["measure"]["errors"], serde_json::json!({}), "errors");
-    assert_eq!(count(kind(run, "get"), "misses"), 0, "{run}");
-    assert_eq!(count(kind(run, "read-modify-write"), "misses"), 0, "{run}");
-    let (inserts, rmws) = (
-        count(kind(run, "insert"), "completed"),
-        count(kind(run, "read-modify-write"), "completed"),
-    );
-    assert!(inserts > 0 && rmws > 0, "{run}");
-    let checks = run["checks"]["counters"].as_array().unwrap();
-    let check = |what: &str| {
-        checks
+    for topology in ["single", "shards:2"] {
+        let r = run_ok(&[
+            "run",
+            "-t",
+            "redis",
+            "--topology",
+            topology,
+            "--mix",
+            "get=40,insert=10,rmw=50",
+            "--key-distribution",
+            "latest",
+            "--records",
+            "2000",
+            "--clients",
+            "8",
+            "--pipeline",
+            "4",
+            "--duration",
+            "1s",
+            "--warmup",
+            "0",
+        ]);
+        let run = &r["runs"][0];
+        assert_eq!(run["status"], "ok", "{topology}: {}", run["message"]);
+        assert_eq!(
+            run["measure"]["errors"],
+            serde_json::json!({}),
+            "{topology}"
+        );
+        assert_eq!(count(kind(run, "get"), "misses"), 0, "{topology}");
+        assert_eq!(
+            count(kind(run, "read-modify-write"), "misses"),
+            0,
+            "{topology}"
+        );
+        let (inserts, rmws) = (
+            count(kind(run, "insert"), "completed"),
+            count(kind(run, "read-modify-write"), "completed"),
+        );
+        assert!(inserts > 0 && rmws > 0, "{topology}");
+        let checks = run["checks"]["counters"].as_array().unwrap();
+        let sums: Vec<&serde_json::Value> = checks
             .iter()
-            .find(|c| c["what"].as_str().unwrap().starts_with(what))
-            .unwrap_or_else(|| panic!("no {what} check in {checks:?}"))
-    };
-    for what in ["GET calls", "SET calls"] {
-        let c = check(what);
-        assert_eq!(c["bakeoff"], c["target"], "{what}: {c}");
+            .filter(|c| !c["what"].as_str().unwrap().starts_with("node"))
+            .collect();
+        assert!(sums.len() >= 2, "{topology}: {checks:?}");
+        if topology != "single" {
+            assert!(
+                checks.len() >= sums.len() + 4,
+                "{topology}: per node too: {checks:?}"
+            );
+        }
+        for c in checks {
+            assert_eq!(c["bakeoff"], c["target"], "{topology}: {c}");
+        }
+        // The load's 2000 SETs, one per insert and one per read-modify-write.
+        let sets = sums
+            .iter()
+            .find(|c| c["what"].as_str().unwrap().starts_with("SET calls"))
+            .unwrap()["target"]
+            .as_u64()
+            .unwrap();
+        assert_eq!(sets, 2000 + inserts + rmws, "{topology}");
     }
-    // The load's 2000 SETs, one per insert and one per read-modify-write.
-    let sets = check("SET calls")["target"].as_u64().unwrap();
-    assert_eq!(sets, 2000 + inserts + rmws, "{run}");
 }

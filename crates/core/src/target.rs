@@ -67,6 +67,17 @@ impl Sent {
         }
     }
 
+    /// The requests one node of several was sent, per kind of operation
+    /// (a read-modify-write's write already counted as a set there), as
+    /// they went on the wire; per node only requests are counted.
+    pub fn of_node(per_kind: &[u64; OP_KINDS]) -> Sent {
+        let mut sent = Sent::default();
+        for kind in OpKind::ALL {
+            sent.requests[kind.wire() as usize] += per_kind[kind as usize];
+        }
+        sent
+    }
+
     /// Requests of `kind`.
     pub fn of(&self, kind: OpKind) -> u64 {
         self.requests[kind as usize]

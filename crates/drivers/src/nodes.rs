@@ -310,10 +310,7 @@ impl<D: Driver> Target for MultiNode<D> {
             let (b, a) = (node_counters(before, i), node_counters(after, i));
             // Per node only the requests are counted: the targets with
             // nodes have no rule on misses or follow-ups.
-            let sent = Sent {
-                requests: *sent,
-                ..Sent::default()
-            };
+            let sent = Sent::of_node(sent);
             let checks = node.counter_checks(&b, &a, &sent).into_iter();
             // A replica also executes the primary's writes: its check is
             // of the requests sent to it.

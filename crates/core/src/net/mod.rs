@@ -411,6 +411,10 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
     fn modify(&mut self, k: usize, mut req: Request) {
         req.leg = Leg::Modify;
         self.harness.followed_up(&req);
+        if MULTI && !self.node_sent.is_empty() {
+            // Its node's count of sets, for the per-node checks.
+            self.node_sent[k % self.nodes][OpKind::Set as usize] += 1;
+        }
         format_key(req.key, &mut self.key_buf);
         let (h, p) = self.harness.value(req.client as usize, req.key);
         let c = &mut self.conns[k];
