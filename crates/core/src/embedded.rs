@@ -118,6 +118,14 @@ fn at_once<F: Future>(f: F) -> F::Output {
     }
 }
 
+/// The most an in-process open loop spins before a request's time, beyond
+/// how late its wake-ups come: a longer wait sleeps.
+const SPIN_AT_MOST_NS: u64 = 20_000;
+
+/// The most a wake-up's lateness counts (a longer one is a stall, not the
+/// timer's).
+const MAX_WAKE_LEAD_NS: u64 = 200_000;
+
 /// Runs worker `worker`'s share of `job` on `session`.
 pub(crate) fn run_worker<S: EngineSession>(
     session: &mut S,
@@ -130,6 +138,13 @@ pub(crate) fn run_worker<S: EngineSession>(
     let now_ns = || monotonic_ns().saturating_sub(t0_ns);
     let mut buffers = OpBuffers::new(job.workload);
     let mut after = 0usize;
+    // An open loop keeps a schedule (see crate::pacing): the least timer
+    // slack, wake-ups set early by how late they have come, the rest
+    // spun out.
+    let mut lead = crate::pacing::WakeLead::of_tail(MAX_WAKE_LEAD_NS);
+    if h.open_loop() {
+        crate::pacing::least_timer_slack();
+    }
     // One clock read per operation: in a closed loop the end of one call is
     // the start of the next on the same thread.
     let mut now = now_ns();
@@ -141,11 +156,11 @@ pub(crate) fn run_worker<S: EngineSession>(
         after = ci + 1;
         if intended > now {
             let wait = intended - now;
-            if wait > 200_000 {
-                std::thread::sleep(std::time::Duration::from_nanos(
-                    wait.min(h.next_tick().saturating_sub(now)).max(1),
-                ));
+            if wait > lead.lead_ns() + SPIN_AT_MOST_NS {
+                let planned = (intended - lead.lead_ns()).min(h.next_tick()).max(now + 1);
+                std::thread::sleep(std::time::Duration::from_nanos(planned - now));
                 now = now_ns();
+                lead.learn(planned, now);
                 continue;
             }
             while now_ns() < intended {
