@@ -310,6 +310,11 @@ mod tests {
             assert_eq!(p.records, 1000, "every shard draws from every key");
         }
         assert_eq!(next, 1000);
+        // Each shard inserts ids of its own, above the records (YCSB's
+        // processes all insert from the record count on).
+        let firsts: Vec<u64> = parts.iter().map(|p| p.first_insert()).collect();
+        assert_eq!(firsts[0], 1000);
+        assert!(firsts.windows(2).all(|w| w[1] > w[0] + 100_000_000_000), "{firsts:?}");
         // A growth checkpoint's load (ids 1000..1600) is split the same way.
         w.load_from = 1000;
         w.records = 1600;
