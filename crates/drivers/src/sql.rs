@@ -70,15 +70,19 @@ pub fn batch_insert(rows: usize, ph: impl Fn(usize) -> String, tail: &str) -> St
 /// key-value operations on `kv` (batched loads too, when
 /// `batch_fits(rows)` says a request of that many rows fits the protocol),
 /// one connection kept per client. Searches, the profile table, a
-/// connection per request and phased requests go through the client
-/// libraries.
+/// connection per request, phased requests and a measured phase with
+/// scans go through the client libraries.
 pub fn wire_serves(job: &bakeoff_core::driver::Job, batch_fits: impl Fn(usize) -> bool) -> bool {
     use bakeoff_core::driver::JobKind;
     use bakeoff_core::plan::RequestMode;
     use bakeoff_core::profile::RecordKind;
     let w = job.workload;
+    // The codecs decode one value per reply, not a scan's rows; the load
+    // and the read-back of a scan run have none, and stay on the wire.
+    let scans = job.kind == JobKind::Measure && w.mix.has(OpKind::Scan);
     w.record == RecordKind::Kv
         && w.request == RequestMode::Op
         && w.mix.weights[OpKind::Search as usize] == 0
+        && !scans
         && (job.kind != JobKind::Load || w.batch <= 1 || batch_fits(w.batch as usize))
 }
