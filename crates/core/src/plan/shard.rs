@@ -314,7 +314,10 @@ mod tests {
         // processes all insert from the record count on).
         let firsts: Vec<u64> = parts.iter().map(|p| p.first_insert()).collect();
         assert_eq!(firsts[0], 1000);
-        assert!(firsts.windows(2).all(|w| w[1] > w[0] + 100_000_000_000), "{firsts:?}");
+        assert!(
+            firsts.windows(2).all(|w| w[1] > w[0] + 100_000_000_000),
+            "{firsts:?}"
+        );
         // A growth checkpoint's load (ids 1000..1600) is split the same way.
         w.load_from = 1000;
         w.records = 1600;

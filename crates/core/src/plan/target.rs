@@ -170,8 +170,12 @@ pub(super) fn check_capabilities(
     }
     if w.mix.has(OpKind::Scan) {
         if w.topology.nodes() > 1 {
+            let why = match w.topology {
+                super::Topology::PrimaryReplica => "bakeoff does not send scans to a replica",
+                _ => "a scan reads records in key order, and its records are spread over several servers",
+            };
             return Err(format!(
-                "scans cannot run on {} of {name}: a scan reads records in key order, and its records are spread over several servers; use a single server",
+                "scans cannot run on {} of {name}: {why}; use a single server",
                 w.topology
             ));
         }
