@@ -28,6 +28,11 @@ fn load(url: &str, dir: &std::path::Path) {
 }
 
 fn read_all(url: &str, dir: &std::path::Path) -> (i32, serde_json::Value) {
+    read_with(url, dir, "100:0")
+}
+
+/// 2000 operations of `mix` on the 200 records, no load.
+fn read_with(url: &str, dir: &std::path::Path, mix: &str) -> (i32, serde_json::Value) {
     let out = dir.join("read.json");
     let o = bakeoff(&[
         "run",
@@ -37,7 +42,7 @@ fn read_all(url: &str, dir: &std::path::Path) -> (i32, serde_json::Value) {
         "200",
         "--no-load",
         "--mix",
-        "100:0",
+        mix,
         "--ops",
         "2000",
         "--warmup",
@@ -113,6 +118,21 @@ fn tampered_redis_values_are_counted_as_verification_failures() {
         failures > 800 && failures < 1250,
         "{failures} of 2000 reads failed verification"
     );
+    // A read-modify-write's read is checked too: a wrong record fails the
+    // operation, and no write follows it (the server's SETs are those of
+    // the operations whose read verified).
+    let sets = redis_calls(server.addr, "set");
+    let (code, r) = read_with(&url, dir.path(), "rmw=1");
+    assert_eq!(code, 1);
+    let m = &r["runs"][0]["measure"];
+    let failures = m["errors"]["verification"].as_u64().unwrap();
+    let ok = m["ops"]["read-modify-write"]["completed"].as_u64().unwrap();
+    assert_eq!(failures + ok, 2000);
+    assert!(
+        failures > 800 && failures < 1250,
+        "{failures} of 2000 read-modify-writes failed verification"
+    );
+    assert_eq!(redis_calls(server.addr, "set") - sets, ok);
 }
 
 #[test]

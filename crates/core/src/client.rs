@@ -19,6 +19,9 @@ pub struct ClientState {
     /// Durability check: this client writes fresh ids of its own, as
     /// writer `writer`, its next sequence number `next_seq`.
     unique: bool,
+    /// Its measured operations come from somewhere other than the mix
+    /// alone: a durability writer, a replay, or a run with inserts.
+    special: bool,
     writer: u32,
     next_seq: u64,
     /// Read-back: the next index into the job's ids, and the step between
@@ -69,6 +72,7 @@ impl ClientState {
             load_end: range.end,
             quota: job.quota(client),
             unique: w.durability,
+            special: w.durability || replays || job.inserts.is_some(),
             writer: client,
             next_seq: 0,
             next_read: client as usize,
@@ -120,16 +124,10 @@ impl ClientState {
                 if phase == 1 && self.quota != u64::MAX {
                     self.quota -= 1;
                 }
-                if self.unique {
-                    return self.next_unique();
-                }
-                if let Some(trace) = job.replay {
-                    return self.next_replayed(job, trace);
+                if self.special {
+                    return self.next_special(job, mix);
                 }
                 let kind = mix.next(&mut self.rng);
-                if let Some(inserts) = job.inserts {
-                    return self.next_with_inserts(job, inserts, kind);
-                }
                 let key = self.keys.next(&mut self.rng, 0);
                 if let (Some(owner), true) = (self.owner, kind.writes()) {
                     return (kind, owned(owner, key, job.workload.records));
@@ -141,6 +139,24 @@ impl ClientState {
                 self.next_read += self.read_stride;
                 (OpKind::Get, k)
             }
+        }
+    }
+
+    /// The next operation of a durability writer, a replay or a run with
+    /// inserts. Out of line, so that other runs check one flag.
+    #[cold]
+    #[inline(never)]
+    fn next_special(&mut self, job: &Job, mix: &MixChooser) -> (OpKind, u64) {
+        if self.unique {
+            return self.next_unique();
+        }
+        if let Some(trace) = job.replay {
+            return self.next_replayed(job, trace);
+        }
+        let kind = mix.next(&mut self.rng);
+        match job.inserts {
+            Some(inserts) => self.next_with_inserts(job, inserts, kind),
+            None => (kind, self.keys.next(&mut self.rng, 0)),
         }
     }
 

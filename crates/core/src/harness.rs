@@ -98,9 +98,11 @@ pub enum Outcome<'a> {
     Value(&'a [u8]),
     /// No such record, or a write the target declined.
     Miss,
-    /// A scan read this many records, in these bytes as
-    /// [`crate::scan::push_row`] writes them: each is checked here.
-    Scanned(u64, &'a [u8]),
+    /// A scan read the records in these bytes, as
+    /// [`crate::scan::push_row`] writes them: each is checked here. (Their
+    /// number is not carried beside them: an outcome is passed on every
+    /// completion, and a larger one cost instructions per operation.)
+    Scanned(&'a [u8]),
     /// The request failed.
     Failed(ErrorKind),
 }
@@ -141,6 +143,9 @@ pub struct Harness<'j> {
     /// A replication run's acknowledged versions (the job's, kept here to
     /// spare a load per request).
     acked: Option<&'j crate::stale::AckedVersions>,
+    /// Whether outcomes are logged or tracked besides being recorded (see
+    /// [`Harness::complete`]).
+    careful: bool,
 }
 
 impl<'j> Harness<'j> {
@@ -181,6 +186,10 @@ impl<'j> Harness<'j> {
                 || (job.kind == JobKind::Measure && w.durability))
                 .then(WorkerDurability::default),
             acked: job.acked,
+            careful: job.acked.is_some()
+                || job.inserts.is_some()
+                || job.kind == JobKind::ReadBack
+                || (job.kind == JobKind::Measure && w.durability),
         }
     }
 
@@ -336,7 +345,15 @@ impl<'j> Harness<'j> {
             Some(_) if kind.writes_value() => self.clients[ci].next_version(),
             Some(acked) => acked.floor(key),
         };
-        let req = Request {
+        // Computed before the request is built, so that it is built where
+        // it is returned (building it, then changing or replacing it, cost
+        // about 30 instructions per operation).
+        let (version, rows) = if kind == OpKind::Scan {
+            self.scan_request(ci)
+        } else {
+            (version, 1)
+        };
+        Request {
             client: ci as u32,
             kind,
             key,
@@ -346,27 +363,25 @@ impl<'j> Harness<'j> {
             version,
             redirects: 0,
             leg: Leg::Only,
-            rows: 1,
-        };
-        if kind == OpKind::Scan {
-            return self.scan_request(req);
+            rows,
         }
-        req
     }
 
-    /// A scan's length (uniform in `1..=scan_length`) in its `rows`, and
-    /// the inserted ids acknowledged when it is sent in its `version`
-    /// (scans run on one node, never in a replication run): what its
-    /// records are checked against. Out of line: only scans come here.
+    /// A scan of client `ci`: the inserted ids acknowledged when it is
+    /// sent, for its `version`, and its length (uniform in
+    /// `1..=scan_length`), for its `rows` (scans run on one node, never in
+    /// a replication run): what its records are checked against. Out of
+    /// line: only scans come here.
+    #[cold]
     #[inline(never)]
-    fn scan_request(&mut self, mut req: Request) -> Request {
+    fn scan_request(&mut self, ci: usize) -> (u32, u32) {
         let most = self.job.workload.scan_length.max(1);
-        req.rows = 1 + self.clients[req.client as usize].draw_below(u64::from(most)) as u32;
-        req.version = self
+        let rows = 1 + self.clients[ci].draw_below(u64::from(most)) as u32;
+        let acked = self
             .job
             .inserts
             .map_or(0, |i| i.acknowledged().min(u64::from(u32::MAX)) as u32);
-        req
+        (acked, rows)
     }
 
     /// The value client `ci` writes to record `key`: its header and the
@@ -405,8 +420,20 @@ impl<'j> Harness<'j> {
     /// intended start (response time) and from its send (service time).
     #[inline(always)]
     pub fn complete(&mut self, req: &Request, outcome: Outcome, now: u64) {
+        if self.careful {
+            return self.complete_carefully(req, outcome, now);
+        }
+        self.record_outcome(req, outcome, now)
+    }
+
+    /// [`Harness::complete`] in a run that logs or tracks its outcomes
+    /// (a durability check, a replication run, inserts): out of line, so
+    /// that every other run checks one flag.
+    #[cold]
+    #[inline(never)]
+    fn complete_carefully(&mut self, req: &Request, outcome: Outcome, now: u64) {
         if self.durability.is_some() {
-            return self.complete_logged(req, outcome, now);
+            self.log_durability(req, outcome, now);
         }
         if let Some(acked) = self.acked {
             self.track_versions(acked, req, outcome);
@@ -473,16 +500,6 @@ impl<'j> Harness<'j> {
         }
     }
 
-    /// [`Harness::complete`] in a durability check's job: the outcome is
-    /// logged too. Out of line, so that the outcome of every other run
-    /// goes straight to the meter.
-    #[cold]
-    #[inline(never)]
-    fn complete_logged(&mut self, req: &Request, outcome: Outcome, now: u64) {
-        self.log_durability(req, outcome, now);
-        self.record_outcome(req, outcome, now)
-    }
-
     /// Checks and records `req`'s outcome (see [`Harness::complete`]).
     #[inline(always)]
     fn record_outcome(&mut self, req: &Request, outcome: Outcome, now: u64) {
@@ -493,7 +510,7 @@ impl<'j> Harness<'j> {
                 Completion::Ok
             }
             Outcome::Miss => Completion::Miss,
-            Outcome::Scanned(n, bytes) => self.check_scan(req, n, bytes),
+            Outcome::Scanned(bytes) => self.check_scan(req, bytes),
             Outcome::Value(_) if !matches!(req.kind, OpKind::Get | OpKind::ReadModifyWrite) => {
                 Completion::Error(ErrorKind::Protocol)
             }
@@ -513,12 +530,13 @@ impl<'j> Harness<'j> {
         );
     }
 
-    /// Counts and checks the `n` records a scan returned in `bytes` (see
+    /// Counts and checks the records a scan returned in `bytes` (see
     /// [`crate::scan::check`]); the first wrong one's story is kept.
     #[cold]
     #[inline(never)]
-    fn check_scan(&mut self, req: &Request, n: u64, bytes: &[u8]) -> Completion {
+    fn check_scan(&mut self, req: &Request, bytes: &[u8]) -> Completion {
         let w = self.job.workload;
+        let n = crate::scan::rows(bytes).count() as u64;
         self.meter.stats[req.phase as usize].rows[req.kind as usize] += n;
         // What is known to be there: the loaded records while nothing
         // deletes them, and the inserts acknowledged before the scan.
@@ -527,7 +545,7 @@ impl<'j> Harness<'j> {
             first_insert: w.first_insert(),
             inserted: u64::from(req.version),
         });
-        match crate::scan::check(self.job.pool, req.key, req.rows, n, bytes, held) {
+        match crate::scan::check(self.job.pool, req.key, req.rows, bytes, held) {
             Ok(()) => Completion::Ok,
             Err(why) => {
                 self.failed_saying(req, ErrorKind::Verification, why.as_bytes());

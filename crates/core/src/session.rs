@@ -92,7 +92,7 @@ pub fn outcome<'r>(result: &SessionResult<Answer>, read: &'r [u8]) -> Outcome<'r
         Ok(Answer::Rows(n)) => Outcome::Rows(*n),
         Ok(Answer::Found) => Outcome::Value(read),
         Ok(Answer::Miss) => Outcome::Miss,
-        Ok(Answer::Scanned(n)) => Outcome::Scanned(*n, read),
+        Ok(Answer::Scanned(_)) => Outcome::Scanned(read),
         Err(e) => Outcome::Failed(e.kind()),
     }
 }

@@ -430,6 +430,17 @@ impl KeyChooser {
         let n = self.records + inserted;
         match self.dist {
             KeyDistribution::Uniform => rng.below(n),
+            _ => self.next_skewed(rng, n),
+        }
+    }
+
+    /// [`KeyChooser::next`] of the distributions other than uniform, over
+    /// `n` records: out of line, so that the uniform draw stays a few
+    /// instructions (the others cost far more than a call).
+    #[inline(never)]
+    fn next_skewed(&mut self, rng: &mut Rng, n: u64) -> u64 {
+        match self.dist {
+            KeyDistribution::Uniform => rng.below(n),
             KeyDistribution::Sequential => {
                 let k = self.next_seq % n;
                 self.next_seq = (k + self.stride) % n;

@@ -129,6 +129,8 @@ struct Loop<'a, C: Codec, const MULTI: bool> {
     batch: usize,
     /// The rows of the batch being encoded (kept for its capacity).
     batch_rows: Vec<BatchRow<'a>>,
+    /// An escaped value a read-modify-write's read checks, unescaped.
+    scratch: Vec<u8>,
     timeout_ns: u64,
     next_timeout_check: u64,
     /// How late this thread's timed wake-ups come.
@@ -141,15 +143,34 @@ struct Loop<'a, C: Codec, const MULTI: bool> {
     t0_ns: u64,
 }
 
-/// Whether the read of read-modify-write `req` went well, so that its
-/// write follows: the record was there as bakeoff wrote it, or absent
-/// (YCSB writes it then too). A failed or wrong read ends the operation,
-/// recorded as the read's outcome.
+/// Whether the read of read-modify-write `req`, whose reply `reply` is
+/// the front of `buf`, went well, so that its write follows: the record
+/// was there as bakeoff wrote it, or absent (YCSB writes it then too). A
+/// failed or wrong read ends the operation, recorded as the read's
+/// outcome. The reply is left as it is (an escaped value is unescaped in
+/// `scratch`), for that outcome to be made from.
 #[cold]
-fn read_went_well(h: &Harness, req: &Request, outcome: &Outcome) -> bool {
-    match outcome {
-        Outcome::Value(bytes) => h.job().pool.verify(req.key, bytes).is_ok(),
-        Outcome::Miss => true,
+#[inline(never)]
+fn read_went_well<C: Codec>(
+    codec: &C,
+    pool: &crate::value::ValuePool,
+    scratch: &mut Vec<u8>,
+    req: &Request,
+    reply: Reply,
+    buf: &[u8],
+) -> bool {
+    match reply {
+        Reply::Miss => true,
+        Reply::Value { start, end } if start <= end && end <= buf.len() => {
+            if C::ESCAPES_VALUES {
+                scratch.clear();
+                scratch.extend_from_slice(&buf[start..end]);
+                let n = codec.unescape_value(scratch);
+                pool.verify(req.key, &scratch[..n]).is_ok()
+            } else {
+                pool.verify(req.key, &buf[start..end]).is_ok()
+            }
+        }
         _ => false,
     }
 }
@@ -220,6 +241,7 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
             pipeline,
             batch,
             batch_rows: Vec::with_capacity(if batch > 1 { batch } else { 0 }),
+            scratch: Vec::new(),
             timeout_ns: (w.timeout_s * 1e9) as u64,
             next_timeout_check: 0,
             wake: WakeLead::of_tail(MAX_WAKE_LEAD_NS),
@@ -613,6 +635,27 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
                 Decoded::Complete { len, reply } => {
                     // One clock read per reply, where it is parsed.
                     let t = self.now();
+                    if front.kind == OpKind::ReadModifyWrite
+                        && front.leg == Leg::Only
+                        && read_went_well(
+                            self.codec,
+                            self.harness.job().pool,
+                            &mut self.scratch,
+                            &front,
+                            reply,
+                            &buf[..len],
+                        )
+                    {
+                        // Its read came back as it should: its write goes
+                        // out, and it stays in flight. Decided before the
+                        // outcome is made, so that the outcome goes once,
+                        // straight to the harness.
+                        let c = &mut self.conns[ci];
+                        c.rstart += len;
+                        c.inflight.pop_front();
+                        self.modify(ci, front);
+                        continue;
+                    }
                     let outcome = match reply {
                         Reply::Ok if self.batch > 1 => Outcome::Rows(front.rows.into()),
                         Reply::Ok => Outcome::Ok,
@@ -638,18 +681,6 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
                         }
                         Reply::Value { start, end } => Outcome::Value(&buf[start..end]),
                     };
-                    if front.kind == OpKind::ReadModifyWrite
-                        && front.leg == Leg::Only
-                        && read_went_well(&self.harness, &front, &outcome)
-                    {
-                        // Its read came back as it should: its write goes
-                        // out, and it stays in flight.
-                        let c = &mut self.conns[ci];
-                        c.rstart += len;
-                        c.inflight.pop_front();
-                        self.modify(ci, front);
-                        continue;
-                    }
                     self.harness.complete(&front, outcome, t);
                     let c = &mut self.conns[ci];
                     c.rstart += len;
