@@ -9,8 +9,8 @@
 #
 #   bench/fuzz.sh [--seconds N] [--ci] [--no-save] [--build-only] [TARGET...]
 #
-#   --seconds N  time per target (default 60; 6 with --ci)
-#   --ci         the test suite's short run: 6 s per target, the committed
+#   --seconds N  time per target (default 60; 4 with --ci)
+#   --ci         the test suite's short run: 4 s per target, the committed
 #                corpus only read
 #   --build-only build the targets and stop (the test suite builds them
 #                while its tests run)
@@ -38,7 +38,7 @@ while [ $# -gt 0 ]; do
     *) targets+=("$1"); shift ;;
   esac
 done
-[ -n "$seconds" ] || { [ "$ci" = 1 ] && seconds=6 || seconds=60; }
+[ -n "$seconds" ] || { [ "$ci" = 1 ] && seconds=4 || seconds=60; }
 [[ $seconds =~ ^[1-9][0-9]*$ ]] || { echo "--seconds takes a whole number of seconds, not \`$seconds\`" >&2; exit 2; }
 export PATH="$HOME/.cargo/bin:$PATH"
 if ! command -v cargo >/dev/null 2>&1; then

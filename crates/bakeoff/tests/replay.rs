@@ -27,8 +27,8 @@ fn shipped_traces_replay_on_redis_and_lmdb_at_their_own_rate_and_faster() {
     }
     let _g = beside_others();
     for (file, ops, skipped) in [
-        ("synthetic-twitter.csv", 2100, Some(("incr", 51))),
-        ("synthetic.jsonl", 1000, None),
+        ("synthetic-twitter.csv", 2050, Some(("incr", 51))),
+        ("synthetic.jsonl", 500, None),
     ] {
         let r = run_ok(&[
             "run",
