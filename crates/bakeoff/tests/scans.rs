@@ -1,6 +1,6 @@
 //! Scans on the servers bakeoff starts (YCSB workload E's mix): PostgreSQL
-//! and MariaDB through their client libraries, MongoDB (or FerretDB)
-//! through its driver. Every scan's records are checked by the harness
+//! and MariaDB through their client libraries, HandlerSocket through
+//! bakeoff's own codec, MongoDB (or FerretDB) through its driver. Every scan's records are checked by the harness
 //! (in key order from the start key, as written, as many as are stored up
 //! to the length); here the run must have no error, read about 50.5
 //! records per scan (lengths uniform in 1..=100), and the server's own
@@ -88,6 +88,14 @@ fn mariadb_scans_in_key_order_and_counts_them() {
         return;
     }
     scans_on("mariadb", "1s", "prepared statements executed");
+}
+
+#[test]
+fn handlersocket_scans_in_key_order_and_counts_them() {
+    if !require_in("mariadbd", &["/usr/sbin"], "mariadb-server") {
+        return;
+    }
+    scans_on("handlersocket", "1s", "index lookups");
 }
 
 #[test]

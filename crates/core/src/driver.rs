@@ -101,6 +101,8 @@ pub struct WireOp<'a> {
     pub header: &'a [u8],
     /// The rest of the value.
     pub payload: &'a [u8],
+    /// For a scan, the most records it reads (0 otherwise).
+    pub limit: u32,
 }
 
 impl<'a> WireOp<'a> {
@@ -112,6 +114,7 @@ impl<'a> WireOp<'a> {
             key,
             header,
             payload,
+            limit: 0,
         }
     }
 }
@@ -157,6 +160,19 @@ pub trait Codec: Send + Sync + 'static {
     #[inline]
     fn unescape_value(&self, value: &mut [u8]) -> usize {
         value.len()
+    }
+    /// Whether the protocol scans ([`Codec::scan_rows`] is there): a
+    /// scan's reply is then a [`Reply::Value`] holding its records.
+    /// Known at compile time: protocols that do not pay nothing.
+    const SCANS: bool = false;
+    /// Appends the records of a scan's reply, `value` being what its
+    /// [`Reply::Value`] located, to `out` as
+    /// [`crate::scan::push_row`] writes them (keys and values as written);
+    /// `false` when they are not well formed.
+    #[inline]
+    fn scan_rows(&self, value: &[u8], out: &mut Vec<u8>) -> bool {
+        let _ = (value, out);
+        false
     }
     /// What the request for `kind` looks like, for the report.
     fn describe(&self, kind: OpKind) -> String;

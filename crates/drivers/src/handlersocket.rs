@@ -254,9 +254,15 @@ const HANDLER_COUNTERS: [&str; 3] = ["Handler_read_key", "Handler_update", "Hand
 /// update, is one index read; an insert, declined or not, one row write;
 /// an update that found its row, one row update).
 const RULES: &[CounterRule] = &[CounterRule {
-    what: "index lookups: finds, updates, deletes, sets (Handler_read_key)",
+    what: "index lookups: finds, updates, deletes, sets, scans (Handler_read_key)",
     counters: &["Handler_read_key"],
-    kinds: &[OpKind::Get, OpKind::Update, OpKind::Delete, OpKind::Set],
+    kinds: &[
+        OpKind::Get,
+        OpKind::Update,
+        OpKind::Delete,
+        OpKind::Set,
+        OpKind::Scan,
+    ],
 }];
 
 /// The checks of `sent` against the counters' change: [`RULES`], and the
@@ -355,11 +361,11 @@ pub const FACTS: crate::kind::TargetFacts = crate::kind::TargetFacts {
         topologies: &[],
     },
     abilities: crate::kind::Abilities {
-        ops: crate::kind::KV,
+        ops: crate::kind::KV_SCAN,
         pipelining: true,
         batch_load: false,
         requests: &[],
-        no_scan: "bakeoff does not scan through HandlerSocket yet",
+        no_scan: "HandlerSocket scans InnoDB's primary key with `>=` and a limit",
     },
     in_default_comparison: true,
     settings: crate::mariadb::HANDLERSOCKET_SETTINGS,

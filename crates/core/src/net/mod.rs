@@ -129,7 +129,8 @@ struct Loop<'a, C: Codec, const MULTI: bool> {
     batch: usize,
     /// The rows of the batch being encoded (kept for its capacity).
     batch_rows: Vec<BatchRow<'a>>,
-    /// An escaped value a read-modify-write's read checks, unescaped.
+    /// An escaped value a read-modify-write's read checks, unescaped; a
+    /// scan's records, as the harness checks them.
     scratch: Vec<u8>,
     timeout_ns: u64,
     next_timeout_check: u64,
@@ -396,7 +397,11 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
         } else {
             self.codec.encode(
                 &c.handles,
-                WireOp::new(req.kind, &self.key_buf, &[], &[]),
+                WireOp {
+                    // A scan's length; codecs that do not scan never read it.
+                    limit: req.rows,
+                    ..WireOp::new(req.kind, &self.key_buf, &[], &[])
+                },
                 &mut c.wbuf,
             );
         }
@@ -671,6 +676,14 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
                         }
                         Reply::Value { start, end } if end > len || start > end => {
                             Outcome::Failed(ErrorKind::Protocol)
+                        }
+                        Reply::Value { start, end } if C::SCANS && front.kind == OpKind::Scan => {
+                            self.scratch.clear();
+                            if self.codec.scan_rows(&buf[start..end], &mut self.scratch) {
+                                Outcome::Scanned(&self.scratch)
+                            } else {
+                                Outcome::Failed(ErrorKind::Protocol)
+                            }
                         }
                         Reply::Value { start, end } if C::ESCAPES_VALUES => {
                             // The reply is consumed below: its bytes may be

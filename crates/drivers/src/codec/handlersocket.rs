@@ -117,6 +117,7 @@ const ESCAPE: u8 = 0x01;
 const SHIFT: u8 = 0x40;
 
 const FIND: &[u8] = b"1\t=\t1\t";
+const SCAN: &[u8] = b"2\t>=\t1\t";
 const INSERT: &[u8] = b"2\t+\t2\t";
 const UPDATE_TAIL: &[u8] = b"\t1\t0\tU\t";
 const DELETE_TAIL: &[u8] = b"\t1\t0\tD\n";
@@ -132,10 +133,19 @@ impl Codec for HandlerSocketCodec {
         let (kind, key, header, payload) = (op.kind, op.key, op.header, op.payload);
         out.reserve(16 + key.len() + header.len() + payload.len());
         match kind {
-            // Search and scan never reach it: the plan rejects them for
-            // targets whose capabilities lack them. A read-modify-write's
-            // first request is a find.
-            OpKind::Get | OpKind::Search | OpKind::Scan | OpKind::ReadModifyWrite => {
+            OpKind::Scan => {
+                // On ROW_INDEX, whose columns are k,v: up to `limit` rows
+                // from the key on, in the index's order.
+                out.extend_from_slice(SCAN);
+                escape_into(key, out);
+                out.push(b'\t');
+                push_decimal(out, op.limit);
+                out.extend_from_slice(b"\t0\n");
+            }
+            // Search never reaches it: the plan rejects it for targets
+            // whose capabilities lack it. A read-modify-write's first
+            // request is a find.
+            OpKind::Get | OpKind::Search | OpKind::ReadModifyWrite => {
                 out.extend_from_slice(FIND);
                 escape_into(key, out);
                 out.push(b'\n');
@@ -163,8 +173,26 @@ impl Codec for HandlerSocketCodec {
             Scan::Invalid => return Decoded::Invalid,
             Scan::Line(line) => line,
         };
-        // Every reply to our requests has one column: errors, the write
-        // results and finds on VALUE_INDEX alike.
+        if kind == OpKind::Scan && line.code == 0 {
+            // Rows of (k, v) on ROW_INDEX: the tokens, as sent.
+            if line.ncols != 2 || line.tokens % 2 != 0 {
+                return Decoded::Invalid;
+            }
+            let start = if line.tokens == 0 {
+                line.len - 1
+            } else {
+                line.first.0
+            };
+            return Decoded::Complete {
+                len: line.len,
+                reply: Reply::Value {
+                    start,
+                    end: line.len - 1,
+                },
+            };
+        }
+        // Every other reply to our requests has one column: errors, the
+        // write results and finds on VALUE_INDEX alike.
         if line.ncols != 1 {
             return Decoded::Invalid;
         }
@@ -208,6 +236,29 @@ impl Codec for HandlerSocketCodec {
     }
 
     const ESCAPES_VALUES: bool = true;
+
+    const SCANS: bool = true;
+
+    /// Tokens `k1 TAB v1 TAB k2 TAB v2 …`, each unescaped.
+    fn scan_rows(&self, value: &[u8], out: &mut Vec<u8>) -> bool {
+        if value.is_empty() {
+            return true;
+        }
+        let mut tokens = value.split(|&b| b == b'\t');
+        let mut key = Vec::new();
+        let mut val = Vec::new();
+        while let Some(k) = tokens.next() {
+            let Some(v) = tokens.next() else {
+                return false;
+            };
+            key.clear();
+            val.clear();
+            unescape_into(k, &mut key);
+            unescape_into(v, &mut val);
+            bakeoff_core::scan::push_row(out, &key, &val);
+        }
+        true
+    }
 
     const FOLLOWS_UP: bool = true;
 
@@ -282,9 +333,26 @@ impl Codec for HandlerSocketCodec {
             }
             OpKind::Insert => "as set (a new key: the update changes no row, so the insert follows)".into(),
             OpKind::ReadModifyWrite => "find `1 = 1 <key>`, then as set".into(),
-            OpKind::Search | OpKind::Scan => "not supported".into(),
+            OpKind::Scan => "find `2 >= 1 <key> <length> 0` (tab-separated; index 2 = PRIMARY → k,v)".into(),
+            OpKind::Search => "not supported".into(),
         }
     }
+}
+
+/// Appends `n` in decimal to `out`.
+fn push_decimal(out: &mut Vec<u8>, n: u32) {
+    let mut digits = [0u8; 10];
+    let mut i = digits.len();
+    let mut v = n;
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[i..]);
 }
 
 /// Appends `src` to `out` escaped as a HandlerSocket token: each byte
@@ -646,6 +714,63 @@ mod tests {
         let mut out = Vec::new();
         C.encode_follow_up(&[0; 4], OpKind::Set, key, header, payload, &mut out);
         out
+    }
+
+    /// A scan is a find with `>=` and the length on the index of (k, v);
+    /// its reply's rows come out as (key, value) records, unescaped, and a
+    /// reply of no rows is an empty scan.
+    #[test]
+    fn scans_find_from_the_key_on_and_their_rows_are_records() {
+        let mut out = Vec::new();
+        C.encode(
+            &[0; 4],
+            WireOp {
+                limit: 57,
+                ..WireOp::new(OpKind::Scan, b"bk:1", &[], &[])
+            },
+            &mut out,
+        );
+        assert_eq!(out, b"2\t>=\t1\tbk:1\t57\t0\n");
+        let reply = b"0\t2\tbk:000000000001\tA\x01\x40B\tbk:000000000002\tC\n";
+        let Decoded::Complete {
+            len,
+            reply: Reply::Value { start, end },
+        } = C.decode(reply, OpKind::Scan)
+        else {
+            panic!("not a scan's rows");
+        };
+        assert_eq!(len, reply.len());
+        let mut rows = Vec::new();
+        assert!(C.scan_rows(&reply[start..end], &mut rows));
+        let got: Vec<(Vec<u8>, Vec<u8>)> = bakeoff_core::scan::rows(&rows)
+            .map(|r| {
+                let (k, v) = r.unwrap();
+                (k.to_vec(), v.to_vec())
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (b"bk:000000000001".to_vec(), b"A\0B".to_vec()),
+                (b"bk:000000000002".to_vec(), b"C".to_vec())
+            ]
+        );
+        let Decoded::Complete {
+            reply: Reply::Value { start, end },
+            ..
+        } = C.decode(b"0\t2\n", OpKind::Scan)
+        else {
+            panic!("no rows is an empty scan");
+        };
+        assert_eq!(start, end);
+        assert_eq!(C.decode(b"0\t2\tbk:1\n", OpKind::Scan), Decoded::Invalid);
+        assert_eq!(
+            C.decode(b"2\t1\tstmtnum\n", OpKind::Scan),
+            Decoded::Complete {
+                len: 12,
+                reply: Reply::ServerError
+            }
+        );
     }
 
     fn enc(kind: OpKind, key: &[u8], header: &[u8], payload: &[u8]) -> Vec<u8> {
