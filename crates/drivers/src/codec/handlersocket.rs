@@ -139,7 +139,7 @@ impl Codec for HandlerSocketCodec {
                 out.extend_from_slice(SCAN);
                 escape_into(key, out);
                 out.push(b'\t');
-                push_decimal(out, op.limit);
+                super::push_decimal(out, op.limit as usize);
                 out.extend_from_slice(b"\t0\n");
             }
             // Search never reaches it: the plan rejects it for targets
@@ -337,22 +337,6 @@ impl Codec for HandlerSocketCodec {
             OpKind::Search => "not supported".into(),
         }
     }
-}
-
-/// Appends `n` in decimal to `out`.
-fn push_decimal(out: &mut Vec<u8>, n: u32) {
-    let mut digits = [0u8; 10];
-    let mut i = digits.len();
-    let mut v = n;
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&digits[i..]);
 }
 
 /// Appends `src` to `out` escaped as a HandlerSocket token: each byte
