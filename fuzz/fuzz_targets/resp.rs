@@ -1,5 +1,6 @@
-//! RESP: replies as the Redis client reads them (`RespCodec`, and
-//! `RespWaitCodec`'s reply pairs), requests as the engine host reads them
+//! RESP: replies as the Redis client reads them (`RespCodec`,
+//! `RespWaitCodec`'s reply pairs, and `RespScanIndexCodec`'s pairs and
+//! scans, their records read as the harness reads them), requests as the engine host reads them
 //! (`decode_request`), and requests encoded then read back.
 //!
 //! Input: a byte choosing the request kinds and WAIT's replica count, then
@@ -8,8 +9,10 @@
 
 use bakeoff_core::driver::{Codec, Reply, WireOp};
 use bakeoff_core::workload::OpKind;
-use bakeoff_drivers::codec::resp::{decode_request, Request, RespCodec, RespWaitCodec, MAX_ARGS};
-use bakeoff_fuzz::{check_encode, check_stream, cuts, Rules};
+use bakeoff_drivers::codec::resp::{
+    decode_request, Request, RespCodec, RespScanIndexCodec, RespWaitCodec, MAX_ARGS,
+};
+use bakeoff_fuzz::{check_encode, check_stream, cuts, kind_of, Rules};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -28,6 +31,18 @@ fuzz_target!(|data: &[u8]| {
         buf,
         Rules::default(),
     );
+    let indexed = RespScanIndexCodec::default();
+    for (i, (at, _, reply)) in check_stream(&indexed, seed, buf, Rules::default())
+        .into_iter()
+        .enumerate()
+    {
+        if let (OpKind::Scan, Reply::Value { start, end }) = (kind_of(seed, i), reply) {
+            let mut rows = Vec::new();
+            if indexed.scan_rows(&buf[at + start..at + end], &mut rows) {
+                let _ = bakeoff_core::scan::rows(&rows).count();
+            }
+        }
+    }
 
     // The engine host's loop over what a client sent.
     let mut at = 0;

@@ -25,7 +25,7 @@ use crate::admin::{
     connect_within, parse_info, resolve, resp_call, resp_call_within, RespReply,
     ADMIN_CONNECT_WITHIN,
 };
-use crate::codec::resp::{RespCodec, RespWaitCodec};
+use crate::codec::resp::{RespCodec, RespScanIndexCodec, RespWaitCodec, SCAN_INDEX};
 use crate::settings::{durable, Durability, Kind, Setting, Settings, PORT};
 use bakeoff_core::durability::DurableTo;
 use bakeoff_core::net::CodecDriver;
@@ -225,7 +225,8 @@ pub struct RedisTarget {
     load_addr: SocketAddr,
     user: Option<String>,
     password: Option<String>,
-    driver: CodecDriver<RespCodec>,
+    /// RESP, or RESP keeping a scan index when the run scans.
+    driver: Box<dyn Driver>,
     record: TargetRecord,
     /// Until when (monotonic ns) admin calls fail at once: a server that
     /// let one time out is not asked again for a while, so that the reads
@@ -235,6 +236,8 @@ pub struct RedisTarget {
     /// A Redis Cluster node: its `rejected_calls` also count the MOVED and
     /// ASK answers, which bakeoff counts as redirections, not requests.
     in_cluster: bool,
+    /// Whether writes keep a scan index beside the records.
+    scan_index: bool,
 }
 
 /// How long admin calls fail at once after one timed out.
@@ -335,8 +338,15 @@ fn open_one(
         .as_ref()
         .map(|s| format!("{} {}", s.binary.display(), s.args.join(" ")));
     let dial = crate::link::dial(workload, addr)?;
-    let mut target =
-        RedisTarget::over(server, addr, dial, spec.user.clone(), spec.password.clone());
+    let scans = workload.mix.has(OpKind::Scan);
+    let mut target = RedisTarget::over(
+        server,
+        addr,
+        dial,
+        spec.user.clone(),
+        spec.password.clone(),
+        scans,
+    );
     target.in_cluster = matches!(workload.topology, Topology::Cluster(_));
     target.record = TargetRecord {
         name: spec.name.clone(),
@@ -399,32 +409,38 @@ fn config_value(raw: &str) -> Option<String> {
 impl RedisTarget {
     /// A target that speaks RESP to `addr`, where `server` (if bakeoff
     /// started one) listens, with its load connections dialled as `dial`
-    /// says; its record is set after.
+    /// says, keeping a scan index beside the records when `scans`; its
+    /// record is set after.
     fn over(
         server: Option<ManagedServer>,
         addr: SocketAddr,
         dial: crate::link::Dial,
         user: Option<String>,
         password: Option<String>,
+        scans: bool,
     ) -> Self {
+        let connector = Box::new(RedisConnector {
+            addr: dial.addr,
+            user: user.clone(),
+            password: password.clone(),
+        });
+        let driver: Box<dyn Driver> = if scans {
+            Box::new(CodecDriver::new(RespScanIndexCodec::default(), connector))
+        } else {
+            Box::new(CodecDriver::new(RespCodec, connector))
+        };
         RedisTarget {
             relay: dial.relay,
             server: server.map(RunningServer::new),
             connector_addr: addr,
             load_addr: dial.addr,
-            driver: CodecDriver::new(
-                RespCodec,
-                Box::new(RedisConnector {
-                    addr: dial.addr,
-                    user: user.clone(),
-                    password: password.clone(),
-                }),
-            ),
+            driver,
             user,
             password,
             record: TargetRecord::default(),
             quiet_until_ns: Default::default(),
             in_cluster: false,
+            scan_index: scans,
         }
     }
 
@@ -434,7 +450,7 @@ impl RedisTarget {
     pub(crate) fn serving(server: ManagedServer) -> Self {
         let addr = server.addr;
         let direct = crate::link::Dial { addr, relay: None };
-        Self::over(Some(server), addr, direct, None, None)
+        Self::over(Some(server), addr, direct, None, None, false)
     }
 
     /// Replaces what the result records of the target.
@@ -456,6 +472,7 @@ impl RedisTarget {
             direct,
             self.user.clone(),
             self.password.clone(),
+            self.scan_index,
         )
     }
 
@@ -556,7 +573,7 @@ impl RedisTarget {
 
 impl Target for RedisTarget {
     fn driver(&self) -> &dyn Driver {
-        &self.driver
+        &*self.driver
     }
 
     fn record(&self) -> TargetRecord {
@@ -625,6 +642,13 @@ impl Target for RedisTarget {
                 counters: &["del"],
                 kinds: &[OpKind::Delete],
             },
+            // A scan's script reads the index once (Redis counts the
+            // calls a script makes, by command).
+            CounterRule {
+                what: "ZRANGEBYLEX calls, one per scan (INFO commandstats)",
+                counters: &["zrangebylex"],
+                kinds: &[OpKind::Scan],
+            },
         ]
     }
 
@@ -636,10 +660,16 @@ impl Target for RedisTarget {
     }
 
     fn record_count(&self) -> Option<u64> {
-        match self.call(&[b"DBSIZE"]).ok()? {
-            RespReply::Simple(n) => n.parse().ok(),
+        let count = |command: &[&[u8]]| match self.call(command).ok()? {
+            RespReply::Simple(n) => n.parse::<u64>().ok(),
             _ => None,
+        };
+        let keys = count(&[b"DBSIZE"])?;
+        if !self.scan_index {
+            return Some(keys);
         }
+        // The index is a key, not a record.
+        Some(keys - count(&[b"EXISTS", SCAN_INDEX.as_bytes()])?.min(keys))
     }
 
     fn evictions(&self) -> Option<u64> {
@@ -672,12 +702,11 @@ pub const FACTS: crate::kind::TargetFacts = crate::kind::TargetFacts {
         topologies: &["shards", "primary-replica", "cluster"],
     },
     abilities: crate::kind::Abilities {
-        ops: crate::kind::KV,
+        ops: crate::kind::KV_SCAN,
         pipelining: true,
         batch_load: false,
         requests: &[],
-        no_scan:
-            "bakeoff does not scan Redis yet: it needs a sorted-set index kept beside the records",
+        no_scan: "Redis scans through a sorted set of its keys kept beside the records",
     },
     in_default_comparison: true,
     settings: SETTINGS,

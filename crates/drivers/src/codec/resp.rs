@@ -90,6 +90,30 @@ impl Codec for RespCodec {
     }
 }
 
+/// A request's reply `first`, decoded from the front of `buf`, followed
+/// by an integer reply to a second request sent with it (`WAIT`'s
+/// replicas, an index's count): whole when both are, its reply what
+/// `judge` makes of the first's and the integer (a server error when the
+/// second is not an integer).
+#[inline]
+fn then_count(buf: &[u8], first: Decoded, judge: impl FnOnce(Reply, i64) -> Reply) -> Decoded {
+    let Decoded::Complete { len, reply } = first else {
+        return first;
+    };
+    match skip_value(buf, len) {
+        Step::Incomplete => Decoded::Incomplete,
+        Step::Invalid => Decoded::Invalid,
+        Step::Done(end, Kind::Integer(n)) => Decoded::Complete {
+            len: end,
+            reply: judge(reply, n),
+        },
+        Step::Done(end, _) => Decoded::Complete {
+            len: end,
+            reply: Reply::ServerError,
+        },
+    }
+}
+
 /// RESP with synchronous replication: every write is followed, in the same
 /// send, by `WAIT replicas timeout`, and counts as done only when both
 /// replies are in and WAIT says that many replicas acknowledged it (fewer
@@ -131,25 +155,13 @@ impl Codec for RespWaitCodec {
         if !kind.writes() {
             return first;
         }
-        let Decoded::Complete { len, reply } = first else {
-            return first;
-        };
-        match skip_value(buf, len) {
-            Step::Incomplete => Decoded::Incomplete,
-            Step::Invalid => Decoded::Invalid,
-            Step::Done(end, Kind::Integer(n)) => Decoded::Complete {
-                len: end,
-                reply: if (n as u64) < self.replicas && reply != Reply::ServerError {
-                    Reply::ServerError
-                } else {
-                    reply
-                },
-            },
-            Step::Done(end, _) => Decoded::Complete {
-                len: end,
-                reply: Reply::ServerError,
-            },
-        }
+        then_count(buf, first, |reply, n| {
+            if (n as u64) < self.replicas && reply != Reply::ServerError {
+                Reply::ServerError
+            } else {
+                reply
+            }
+        })
     }
 
     fn describe(&self, kind: OpKind) -> String {
@@ -161,6 +173,161 @@ impl Codec for RespWaitCodec {
             )
         } else {
             base
+        }
+    }
+}
+
+/// The sorted set that indexes a Redis target's keys for scans: every key,
+/// at score 0, so that `ZRANGEBYLEX` walks them in key order.
+pub const SCAN_INDEX: &str = "bakeoff:scan-index";
+
+/// A scan through [`SCAN_INDEX`], run on the server in one request: up to
+/// `ARGV[2]` keys from `ARGV[1]` on, then their values (`MGET`), answered
+/// as key, value, key, value… (a key whose value is gone answers nil).
+const SCAN_SCRIPT: &str = "local ks = redis.call('ZRANGEBYLEX', KEYS[1], '[' .. ARGV[1], '+', 'LIMIT', 0, tonumber(ARGV[2])) \
+if #ks == 0 then return ks end \
+local vs = redis.call('MGET', unpack(ks)) \
+local out = {} \
+for i = 1, #ks do out[2 * i - 1] = ks[i]; out[2 * i] = vs[i] end \
+return out";
+
+/// RESP for a run that scans: the keys are kept in a sorted set beside
+/// the records ([`SCAN_INDEX`]), which every write keeps up to date in the
+/// same send (`SET` then `ZADD`, `DEL` then `ZREM`, done when both replies
+/// are in), and a scan is one `EVAL` of a script that reads the index
+/// (`ZRANGEBYLEX`) and the records' values (`MGET`). The order is the
+/// keys' order, as in every engine that scans, not YCSB's Redis binding's
+/// (a score of the key's hash).
+#[derive(Clone, Debug)]
+pub struct RespScanIndexCodec {
+    /// `*6 EVAL <script> 1 <index>`, the start of every scan (the start
+    /// key and the length follow).
+    scan_head: Vec<u8>,
+    /// `*4 ZADD <index> 0`, before the key.
+    zadd_head: Vec<u8>,
+    /// `*3 ZREM <index>`, before the key.
+    zrem_head: Vec<u8>,
+}
+
+impl Default for RespScanIndexCodec {
+    fn default() -> Self {
+        let bulk = |out: &mut Vec<u8>, b: &[u8]| {
+            push_bulk_len(out, b.len());
+            out.extend_from_slice(b);
+            out.extend_from_slice(b"\r\n");
+        };
+        let mut scan_head = b"*6\r\n".to_vec();
+        for b in [b"EVAL", SCAN_SCRIPT.as_bytes(), b"1", SCAN_INDEX.as_bytes()] {
+            bulk(&mut scan_head, b);
+        }
+        let mut zadd_head = b"*4\r\n".to_vec();
+        for b in [&b"ZADD"[..], SCAN_INDEX.as_bytes(), b"0"] {
+            bulk(&mut zadd_head, b);
+        }
+        let mut zrem_head = b"*3\r\n".to_vec();
+        for b in [&b"ZREM"[..], SCAN_INDEX.as_bytes()] {
+            bulk(&mut zrem_head, b);
+        }
+        Self {
+            scan_head,
+            zadd_head,
+            zrem_head,
+        }
+    }
+}
+
+impl Codec for RespScanIndexCodec {
+    #[inline]
+    fn encode(&self, handles: &Handles, op: WireOp, out: &mut Vec<u8>) {
+        let key = op.key;
+        let index_update = match op.kind {
+            OpKind::Scan => {
+                out.extend_from_slice(&self.scan_head);
+                push_bulk_len(out, key.len());
+                out.extend_from_slice(key);
+                out.extend_from_slice(b"\r\n");
+                let digits = op.limit.max(1).ilog10() as usize + 1;
+                push_bulk_len(out, digits);
+                push_decimal(out, op.limit as usize);
+                out.extend_from_slice(b"\r\n");
+                return;
+            }
+            k if k.writes_value() => &self.zadd_head,
+            OpKind::Delete => &self.zrem_head,
+            _ => return RespCodec.encode(handles, op, out),
+        };
+        RespCodec.encode(handles, op, out);
+        out.extend_from_slice(index_update);
+        push_bulk_len(out, key.len());
+        out.extend_from_slice(key);
+        out.extend_from_slice(b"\r\n");
+    }
+
+    #[inline]
+    fn decode(&self, buf: &[u8], kind: OpKind) -> Decoded {
+        if kind == OpKind::Scan {
+            // The script's array, whole: its elements are the records.
+            return match skip_value(buf, 0) {
+                Step::Incomplete => Decoded::Incomplete,
+                Step::Invalid => Decoded::Invalid,
+                Step::Done(len, what) => Decoded::Complete {
+                    len,
+                    reply: match what {
+                        Kind::Array => Reply::Value {
+                            start: find_crlf(buf).map_or(len, |eol| eol + 2),
+                            end: len,
+                        },
+                        Kind::Error => Reply::ServerError,
+                        _ => Reply::Miss,
+                    },
+                },
+            };
+        }
+        let first = RespCodec.decode(buf, kind);
+        if !(kind.writes_value() || kind == OpKind::Delete) {
+            return first;
+        }
+        // The index's reply: a count, or an error that fails the write.
+        then_count(buf, first, |reply, _| reply)
+    }
+
+    const SCANS: bool = true;
+
+    fn scan_rows(&self, value: &[u8], out: &mut Vec<u8>) -> bool {
+        let mut pos = 0;
+        while pos < value.len() {
+            let Step::Done(next, Kind::Bulk(ks, ke)) = skip_value(value, pos) else {
+                return false;
+            };
+            match skip_value(value, next) {
+                Step::Done(after, Kind::Bulk(vs, ve)) => {
+                    bakeoff_core::scan::push_row(out, &value[ks..ke], &value[vs..ve]);
+                    pos = after;
+                }
+                // The key is indexed, its record gone: nothing to return,
+                // and the scan's count check says whether that is right.
+                Step::Done(after, Kind::Null) => pos = after,
+                _ => return false,
+            }
+        }
+        true
+    }
+
+    fn describe(&self, kind: OpKind) -> String {
+        let index = SCAN_INDEX;
+        match kind {
+            OpKind::Scan => format!(
+                "EVAL of a script: ZRANGEBYLEX {index} [<key> + LIMIT 0 <length>, then MGET of the keys it gave (one request; the index is a sorted set of every key at score 0)"
+            ),
+            OpKind::Delete => format!("DEL <key>, then ZREM {index} <key> in the same send"),
+            k if k.writes_value() => format!(
+                "{}, then ZADD {index} 0 <key> in the same send (keeps the scan index)",
+                RespCodec.describe(k)
+            ),
+            OpKind::ReadModifyWrite => format!(
+                "GET <key>, then SET <key> <value> and ZADD {index} 0 <key> in one send"
+            ),
+            k => RespCodec.describe(k),
         }
     }
 }
@@ -642,6 +809,102 @@ mod tests {
             Decoded::Complete {
                 len: 7,
                 reply: Reply::Value { start: 4, end: 5 }
+            }
+        );
+    }
+
+    #[test]
+    fn a_scan_index_codec_keeps_the_index_and_scans_it() {
+        let codec = RespScanIndexCodec::default();
+        let mut out = Vec::new();
+        codec.encode(
+            &[0; 4],
+            WireOp::new(OpKind::Insert, b"k1", b"HE", b"LLO"),
+            &mut out,
+        );
+        let zadd = format!(
+            "*4\r\n$4\r\nZADD\r\n${}\r\n{SCAN_INDEX}\r\n$1\r\n0\r\n$2\r\nk1\r\n",
+            SCAN_INDEX.len()
+        );
+        let want = format!("*3\r\n$3\r\nSET\r\n$2\r\nk1\r\n$5\r\nHELLO\r\n{zadd}");
+        assert_eq!(String::from_utf8_lossy(&out), want);
+        // A scan: six arguments, the last two the start key and length.
+        out.clear();
+        codec.encode(
+            &[0; 4],
+            WireOp {
+                limit: 100,
+                ..WireOp::new(OpKind::Scan, b"k7", &[], &[])
+            },
+            &mut out,
+        );
+        let Request::Complete { len, argc, .. } = decode_request(&out) else {
+            panic!("a whole EVAL");
+        };
+        assert_eq!((len, argc), (out.len(), 6));
+        assert!(out.ends_with(b"$2\r\nk7\r\n$3\r\n100\r\n"));
+        // A write is done when the index's reply is in too, and fails
+        // when the index refused it.
+        let dec = |b: &[u8], k| codec.decode(b, k);
+        assert_eq!(dec(b"+OK\r\n", OpKind::Set), Decoded::Incomplete);
+        assert_eq!(
+            dec(b"+OK\r\n:1\r\n", OpKind::Insert),
+            Decoded::Complete {
+                len: 9,
+                reply: Reply::Ok
+            }
+        );
+        assert_eq!(
+            dec(b"+OK\r\n-WRONGTYPE no\r\n", OpKind::Update),
+            Decoded::Complete {
+                len: 20,
+                reply: Reply::ServerError
+            }
+        );
+        assert_eq!(
+            dec(b":0\r\n:0\r\n", OpKind::Delete),
+            Decoded::Complete {
+                len: 8,
+                reply: Reply::Miss
+            }
+        );
+        assert_eq!(
+            dec(b"$1\r\nx\r\n", OpKind::Get),
+            Decoded::Complete {
+                len: 7,
+                reply: Reply::Value { start: 4, end: 5 }
+            }
+        );
+        // A scan's reply: keys and values, a record gone skipped.
+        let reply = b"*6\r\n$2\r\nk7\r\n$1\r\na\r\n$2\r\nk8\r\n$-1\r\n$2\r\nk9\r\n$2\r\nbc\r\n";
+        let Decoded::Complete {
+            len,
+            reply: Reply::Value { start, end },
+        } = dec(reply, OpKind::Scan)
+        else {
+            panic!("a scan's reply is its records");
+        };
+        assert_eq!((len, end), (reply.len(), reply.len()));
+        let mut rows = Vec::new();
+        assert!(codec.scan_rows(&reply[start..end], &mut rows));
+        let mut want = Vec::new();
+        bakeoff_core::scan::push_row(&mut want, b"k7", b"a");
+        bakeoff_core::scan::push_row(&mut want, b"k9", b"bc");
+        assert_eq!(rows, want);
+        assert_eq!(
+            dec(b"*0\r\n", OpKind::Scan),
+            Decoded::Complete {
+                len: 4,
+                reply: Reply::Value { start: 4, end: 4 }
+            }
+        );
+        assert!(!codec.scan_rows(b":1\r\n", &mut rows), "not a key");
+        assert!(!codec.scan_rows(b"$1\r\nk\r\n", &mut rows), "a key alone");
+        assert_eq!(
+            dec(b"-ERR script\r\n", OpKind::Scan),
+            Decoded::Complete {
+                len: 13,
+                reply: Reply::ServerError
             }
         );
     }
