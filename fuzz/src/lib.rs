@@ -155,7 +155,7 @@ pub fn check_encode<C: Codec>(codec: &C, data: &[u8]) {
             .chain([&[][..]])
             .enumerate()
             .map(|(i, p)| BatchRow {
-                key: bakeoff_core::keys::key_of(i as u64),
+                key: bakeoff_core::keys::KeyNaming::Bakeoff.key(i as u64),
                 header: [i as u8; bakeoff_core::value::HEADER_LEN],
                 payload: p,
             })

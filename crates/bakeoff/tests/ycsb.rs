@@ -112,3 +112,50 @@ fn inserts_are_read_once_acknowledged_and_read_modify_writes_are_two_requests() 
         assert_eq!(sets, 2000 + inserts + rmws, "{topology}");
     }
 }
+
+/// `--key-naming ycsb` names records as YCSB does (`user` and the decimal
+/// of YCSB's hash of the id: record 0 is `user6284781860667377211`), on
+/// the server itself; scans through the Redis index then come back in the
+/// hashes' order, each record checked against the key it came with, and
+/// the server's counts equal bakeoff's.
+#[test]
+fn ycsb_key_naming_names_records_as_ycsb_does() {
+    if !require("redis-server", "redis-server") {
+        return;
+    }
+    let _g = beside_others();
+    let server = redis(None);
+    let url = format!("redis://{}", server.addr);
+    let r = run_ok(&[
+        "run",
+        "-t",
+        &url,
+        "--key-naming",
+        "ycsb",
+        "--mix",
+        "get=50,scan=40,insert=10",
+        "--records",
+        "500",
+        "--clients",
+        "4",
+        "--duration",
+        "0.5s",
+        "--warmup",
+        "0",
+    ]);
+    let run = &r["runs"][0];
+    assert_eq!(run["status"], "ok", "{}", run["message"]);
+    assert_eq!(run["measure"]["errors"], serde_json::json!({}), "errors");
+    assert_eq!(count(kind(run, "get"), "misses"), 0, "{run}");
+    let scan = kind(run, "scan");
+    assert!(count(scan, "rows") > count(scan, "completed"), "{scan}");
+    for c in run["checks"]["counters"].as_array().unwrap() {
+        assert_eq!(c["bakeoff"], c["target"], "{c}");
+    }
+    let exists = |key: &str| {
+        let req = format!("*2\r\n$6\r\nEXISTS\r\n${}\r\n{key}\r\n", key.len());
+        call(server.addr, req.as_bytes(), |b| b.ends_with(b"\r\n"))
+    };
+    assert_eq!(exists("user6284781860667377211"), ":1\r\n", "record 0");
+    assert_eq!(exists("bk:000000000000"), ":0\r\n", "bakeoff's name");
+}

@@ -16,7 +16,7 @@ use crate::driver::{Job, JobKind, WorkerOutput};
 use crate::error::ConnectError;
 use crate::error::TargetError;
 use crate::harness::{Harness, Outcome, Request, RECONNECT_EVERY_NS, STOP_GRACE_NS};
-use crate::keys::{key_of, KEY_LEN};
+use crate::keys::Key;
 use crate::plan::RequestMode;
 use crate::recorder::{monotonic_ns, ErrorKind};
 use crate::session::{perform, Answer, OpBuffers, Session, SessionError, SessionResult};
@@ -334,11 +334,14 @@ where
         };
         step(0, "connect", req.sent);
         let names = s.phase_steps();
-        let records = self.harness.borrow().job().workload.records;
+        let (records, naming) = {
+            let h = self.harness.borrow();
+            (h.job().workload.records, h.job().workload.key_naming)
+        };
         let mut rows = 0;
         for (i, name) in names.iter().enumerate() {
             let t = now_ns();
-            rows += match s.phase_step(i, req.key, records, value).await {
+            rows += match s.phase_step(i, req.key, records, naming, value).await {
                 Ok(n) => n,
                 Err(e) => {
                     let _ = s.close().await;
@@ -357,14 +360,14 @@ where
     /// request, counted once with the records as its rows.
     async fn load_batch(&self, s: &mut S, mut first: Request) -> Outcome<'static> {
         let ci = self.ci;
-        let mut keys: Vec<[u8; KEY_LEN]> = Vec::new();
+        let mut keys: Vec<Key> = Vec::new();
         let mut values: Vec<Vec<u8>> = Vec::new();
         {
             let mut h = self.harness.borrow_mut();
             let batch = h.job().workload.batch as usize;
             let mut req = first;
             loop {
-                keys.push(key_of(req.key));
+                keys.push(h.job().workload.key_naming.key(req.key));
                 let (head, payload) = h.value(ci, req.key);
                 values.push([&head[..], payload].concat());
                 let now = (self.now_ns)();

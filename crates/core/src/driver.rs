@@ -82,7 +82,7 @@ pub type Handles = [u32; 4];
 #[derive(Clone, Copy, Debug)]
 pub struct BatchRow<'v> {
     /// The record's key.
-    pub key: [u8; crate::keys::KEY_LEN],
+    pub key: crate::keys::Key,
     /// The value's header.
     pub header: [u8; crate::value::HEADER_LEN],
     /// The rest of the value.

@@ -545,7 +545,7 @@ impl<'j> Harness<'j> {
             first_insert: w.first_insert(),
             inserted: u64::from(req.version),
         });
-        match crate::scan::check(self.job.pool, req.key, req.rows, bytes, held) {
+        match crate::scan::check(self.job.pool, w.key_naming, req.key, req.rows, bytes, held) {
             Ok(()) => Completion::Ok,
             Err(why) => {
                 self.failed_saying(req, ErrorKind::Verification, why.as_bytes());

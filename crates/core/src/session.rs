@@ -9,7 +9,7 @@
 //! [`crate::embedded`]), so an operation means the same call everywhere.
 
 use crate::harness::{Harness, Outcome, Request};
-use crate::keys::{format_key, KEY_LEN};
+use crate::keys::{Key, KeyNaming};
 use crate::plan::Workload;
 use crate::profile::{Profile, Query, RecordKind};
 use crate::recorder::ErrorKind;
@@ -167,7 +167,7 @@ pub trait Session {
     }
     /// Writes records `keys[i]` = `values[i]` in one request (batched
     /// load). The plan allows batches only on targets that do this.
-    async fn put_batch(&mut self, _keys: &[[u8; KEY_LEN]], _values: &[&[u8]]) -> SessionResult<()> {
+    async fn put_batch(&mut self, _keys: &[Key], _values: &[&[u8]]) -> SessionResult<()> {
         Err(SessionError::Server(
             "this target cannot insert in batches".into(),
         ))
@@ -179,12 +179,13 @@ pub trait Session {
     }
     /// Runs step `step` of `phase_steps` for a request about record `key`
     /// of `records` (the UPDATE and SELECT take the 10 records from `key`),
-    /// writing `value`; returns the rows it touched.
+    /// named as `naming` says, writing `value`; returns the rows it touched.
     async fn phase_step(
         &mut self,
         _step: usize,
         _key: u64,
         _records: u64,
+        _naming: KeyNaming,
         _value: &[u8],
     ) -> SessionResult<u64> {
         Err(SessionError::Server(
@@ -215,7 +216,7 @@ pub struct Op<'a> {
     /// The request the harness made.
     pub req: Request,
     /// Its key.
-    pub key: &'a [u8; KEY_LEN],
+    pub key: &'a [u8],
     /// The value written (empty for reads and deletes).
     pub value: &'a [u8],
     /// The workload's records are profile rows (000-search).
@@ -230,7 +231,7 @@ pub struct Op<'a> {
 /// workload: key, value written, value read.
 pub struct OpBuffers {
     /// Key of the current request.
-    pub key: [u8; KEY_LEN],
+    pub key: Key,
     /// Value of the current write.
     pub value: Vec<u8>,
     /// Bytes of the current read.
@@ -241,7 +242,7 @@ impl OpBuffers {
     /// Buffers for values of `w`.
     pub fn new(w: &Workload) -> Self {
         Self {
-            key: [0; KEY_LEN],
+            key: KeyNaming::Bakeoff.key(0),
             value: Vec::with_capacity(w.value_size.max()),
             read: Vec::with_capacity(w.value_size.max()),
         }
@@ -252,7 +253,7 @@ impl OpBuffers {
     #[inline]
     pub fn prepare<'b>(&'b mut self, h: &mut Harness, req: Request) -> (Op<'b>, &'b mut Vec<u8>) {
         let OpBuffers { key, value, read } = self;
-        format_key(req.key, key);
+        *key = h.job().workload.key_naming.key(req.key);
         if req.kind.writes_value() || req.kind == OpKind::ReadModifyWrite {
             let (head, payload) = h.value(req.client as usize, req.key);
             value.clear();
@@ -280,7 +281,7 @@ pub async fn perform<S: Session>(
     op: &Op<'_>,
     read: &mut Vec<u8>,
 ) -> SessionResult<Answer> {
-    let (key, id) = (&op.key[..], op.req.key);
+    let (key, id) = (op.key, op.req.key);
     match op.req.kind {
         OpKind::Get => s.get(key, read).await.map(found),
         OpKind::Set if op.fresh && op.profile => s
@@ -380,7 +381,7 @@ impl<S: Session> Session for ReadWrite<S> {
     async fn search(&mut self, query: &Query) -> SessionResult<u64> {
         self.reader().search(query).await
     }
-    async fn put_batch(&mut self, keys: &[[u8; KEY_LEN]], values: &[&[u8]]) -> SessionResult<()> {
+    async fn put_batch(&mut self, keys: &[Key], values: &[&[u8]]) -> SessionResult<()> {
         self.writes.put_batch(keys, values).await
     }
     fn phase_steps(&self) -> &'static [&'static str] {
@@ -391,9 +392,12 @@ impl<S: Session> Session for ReadWrite<S> {
         step: usize,
         key: u64,
         records: u64,
+        naming: KeyNaming,
         value: &[u8],
     ) -> SessionResult<u64> {
-        self.writes.phase_step(step, key, records, value).await
+        self.writes
+            .phase_step(step, key, records, naming, value)
+            .await
     }
     async fn close(self) -> SessionResult<()> {
         let closed = self.writes.close().await;

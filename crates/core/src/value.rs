@@ -227,6 +227,13 @@ impl ValuePool {
     }
 }
 
+/// The record id in the header of `value` (whose it claims to be, before
+/// [`ValuePool::verify`] says whether it is); `None` if it is too short to
+/// have one.
+pub fn id_of(value: &[u8]) -> Option<u64> {
+    Some(u64::from_le_bytes(value.get(4..12)?.try_into().ok()?))
+}
+
 /// The record version in the header of `value` (a writer's counter, or the
 /// durability check's run mark); `None` if it is too short to have one.
 pub fn version_of(value: &[u8]) -> Option<u32> {

@@ -22,7 +22,7 @@ use bakeoff_core::async_loop::Sessions;
 use bakeoff_core::driver::{Carrier, Driver, Job};
 use bakeoff_core::error::ConnectError;
 use bakeoff_core::error::TargetError;
-use bakeoff_core::keys::KEY_LEN;
+use bakeoff_core::keys::Key;
 use bakeoff_core::plan::{Endpoint, Plan, TargetSpec, Workload};
 use bakeoff_core::profile::{Profile, Query, RecordKind, SearchKind};
 use bakeoff_core::recorder::ErrorKind;
@@ -584,7 +584,7 @@ impl Session for MongoSession {
         )
     }
 
-    async fn put_batch(&mut self, keys: &[[u8; KEY_LEN]], values: &[&[u8]]) -> SessionResult<()> {
+    async fn put_batch(&mut self, keys: &[Key], values: &[&[u8]]) -> SessionResult<()> {
         // Batches load fresh records: a plain insertMany, as 002 did.
         let docs = keys.iter().zip(values).map(|(k, v)| kv_doc(k, v));
         written(self.kv.insert_many(docs).await)

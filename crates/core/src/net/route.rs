@@ -33,16 +33,18 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
     /// there as sent; leaves its key in `key_buf`.
     #[inline]
     pub(super) fn conn_for(&mut self, ci: usize, req: &Request) -> usize {
-        format_key(req.key, &mut self.key_buf);
+        self.name_key(req.key);
         let k = match self.route {
             _ if !MULTI => ci,
             None => ci * self.nodes,
             Some(route) => {
                 let node = match route {
-                    Route::Ring(ring) => ring.node_of(&self.key_buf),
+                    Route::Ring(ring) => ring.node_of(&self.key_buf[..self.key_len]),
                     Route::ReadWrite { .. } if req.kind.writes() => 0,
                     Route::ReadWrite { reads } => *reads,
-                    Route::Slots(_) => self.slot_owner[key_slot(&self.key_buf) as usize] as usize,
+                    Route::Slots(_) => {
+                        self.slot_owner[key_slot(&self.key_buf[..self.key_len]) as usize] as usize
+                    }
                 };
                 self.node_sent[node][req.kind as usize] += 1;
                 ci * self.nodes + node
@@ -84,7 +86,7 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
         req.redirects += 1;
         req.leg = if r.ask { Leg::Asking } else { Leg::Only };
         self.node_sent[to][req.kind as usize] += 1;
-        format_key(req.key, &mut self.key_buf);
+        self.name_key(req.key);
         self.encode_on(client * self.nodes + to, req);
     }
 }

@@ -249,6 +249,10 @@ pub struct Workload {
     /// `1..=scan_length` (YCSB's `maxscanlength`; its workload E: 100).
     #[serde(default = "hundred")]
     pub scan_length: u32,
+    /// How records are named: bakeoff's `bk:000000000042`, or YCSB's
+    /// `user` and a hash of the id.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub key_naming: crate::keys::KeyNaming,
     /// The first id this process's inserts write (`--shard`: its own
     /// range); `None`: the one after the records.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -323,6 +327,10 @@ fn is_primary(r: &super::ReadFrom) -> bool {
 
 fn is_single(t: &super::Topology) -> bool {
     *t == super::Topology::Single
+}
+
+fn is_default<T: Default + PartialEq>(v: &T) -> bool {
+    *v == T::default()
 }
 
 fn is_false(b: &bool) -> bool {

@@ -430,7 +430,8 @@ mod tests {
         let rows: Vec<BatchRow> = [(b'a', b"p0".as_slice()), (b'b', b"\x00'\\")]
             .iter()
             .map(|&(k, payload)| BatchRow {
-                key: [k; bakeoff_core::keys::KEY_LEN],
+                key: bakeoff_core::keys::Key::from_bytes(&[k; bakeoff_core::keys::KEY_LEN])
+                    .unwrap(),
                 header: [0xab; bakeoff_core::value::HEADER_LEN],
                 payload,
             })

@@ -315,7 +315,8 @@ mod tests {
         let payloads = [b"p0".as_slice(), b"payload1", b""];
         let rows: Vec<BatchRow> = (0..3u8)
             .map(|i| BatchRow {
-                key: [b'a' + i; bakeoff_core::keys::KEY_LEN],
+                key: bakeoff_core::keys::Key::from_bytes(&[b'a' + i; bakeoff_core::keys::KEY_LEN])
+                    .unwrap(),
                 header: [i; bakeoff_core::value::HEADER_LEN],
                 payload: payloads[i as usize],
             })

@@ -16,7 +16,7 @@ use std::time::Duration;
 use bakeoff_core::driver::{Carrier, Connector, Driver, Job, JobKind};
 use bakeoff_core::error::ConnectError;
 use bakeoff_core::error::TargetError;
-use bakeoff_core::keys::KEY_LEN;
+use bakeoff_core::keys::{Key, KeyNaming};
 use bakeoff_core::net::CodecDriver;
 use bakeoff_core::plan::{Endpoint, Plan, RequestMode, TargetSpec, Topology, Workload};
 use bakeoff_core::profile::{Profile, Query, RecordKind};
@@ -335,11 +335,10 @@ fn hex(bytes: &[u8]) -> String {
 
 /// The keys of the 10 records from `key` (wrapping at `records`), quoted
 /// for an `IN (…)` list.
-fn ten_keys(key: u64, records: u64) -> String {
+fn ten_keys(key: u64, records: u64, naming: KeyNaming) -> String {
     (0..10)
         .map(|i| {
-            let mut k = [0u8; KEY_LEN];
-            bakeoff_core::keys::format_key((key + i) % records.max(1), &mut k);
+            let k = naming.key((key + i) % records.max(1));
             format!("'{}'", String::from_utf8_lossy(&k))
         })
         .collect::<Vec<_>>()
@@ -427,7 +426,7 @@ impl Session for MariaSession {
             .map_err(fail)
     }
 
-    async fn put_batch(&mut self, keys: &[[u8; KEY_LEN]], values: &[&[u8]]) -> SessionResult<()> {
+    async fn put_batch(&mut self, keys: &[Key], values: &[&[u8]]) -> SessionResult<()> {
         let n = keys.len();
         if !self.batches.contains_key(&n) {
             let sql = batch_insert(n, |_| "?".into(), crate::codec::mysql::BATCH_TAIL);
@@ -452,6 +451,7 @@ impl Session for MariaSession {
         step: usize,
         key: u64,
         records: u64,
+        naming: KeyNaming,
         value: &[u8],
     ) -> SessionResult<u64> {
         // Plain text queries, as the PHP client of seed 000 sent them.
@@ -463,7 +463,7 @@ impl Session for MariaSession {
                 let sql = format!(
                     "UPDATE kv SET v = X'{}' WHERE k IN ({})",
                     hex(value),
-                    ten_keys(key, records)
+                    ten_keys(key, records, naming)
                 );
                 c.query_drop(sql).await.map(|()| c.affected_rows())
             }
@@ -472,15 +472,14 @@ impl Session for MariaSession {
                 // what it searched by: the primary key is not used.
                 let sql = format!(
                     "SELECT k, v FROM kv IGNORE INDEX (PRIMARY) WHERE k IN ({})",
-                    ten_keys(key, records)
+                    ten_keys(key, records, naming)
                 );
                 c.query::<(Vec<u8>, Vec<u8>), _>(sql)
                     .await
                     .map(|rows| rows.len() as u64)
             }
             _ => {
-                let mut k = [0u8; KEY_LEN];
-                bakeoff_core::keys::format_key(key, &mut k);
+                let k = naming.key(key);
                 let sql = format!(
                     "INSERT INTO requests (k, v) VALUES ('{}', X'{}')",
                     String::from_utf8_lossy(&k),

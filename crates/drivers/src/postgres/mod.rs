@@ -15,7 +15,7 @@ use std::time::Duration;
 use bakeoff_core::driver::{Carrier, Connector, Driver, Job};
 use bakeoff_core::error::ConnectError;
 use bakeoff_core::error::TargetError;
-use bakeoff_core::keys::KEY_LEN;
+use bakeoff_core::keys::Key;
 use bakeoff_core::net::CodecDriver;
 use bakeoff_core::plan::{Endpoint, Plan, TargetSpec, Topology, Workload};
 use bakeoff_core::profile::{Profile, Query, RecordKind};
@@ -428,7 +428,7 @@ impl Session for PgSession {
             .map_err(fail)
     }
 
-    async fn put_batch(&mut self, keys: &[[u8; KEY_LEN]], values: &[&[u8]]) -> SessionResult<()> {
+    async fn put_batch(&mut self, keys: &[Key], values: &[&[u8]]) -> SessionResult<()> {
         let n = keys.len();
         if !self.batches.contains_key(&n) {
             let sql = batch_insert(n, |i| format!("${i}"), BATCH_TAIL);
