@@ -159,3 +159,59 @@ fn ycsb_key_naming_names_records_as_ycsb_does() {
     assert_eq!(exists("user6284781860667377211"), ":1\r\n", "record 0");
     assert_eq!(exists("bk:000000000000"), ":0\r\n", "bakeoff's name");
 }
+
+/// `--fields 10`: each record is ten 100-byte fields, each verified on
+/// its own; the same records read as five fields fail verification, read
+/// by read (a field's header names its place).
+#[test]
+fn records_of_fields_are_verified_field_by_field() {
+    if !require("redis-server", "redis-server") {
+        return;
+    }
+    let _g = beside_others();
+    let server = redis(None);
+    let url = format!("redis://{}", server.addr);
+    let dir = tmp();
+    let out = dir.path().join("result.json");
+    let out = out.to_str().unwrap();
+    // Exit 0, or 1 when operations failed; the result file either way.
+    let run = |fields: &str, more: &[&str]| {
+        let mut args = vec![
+            "run",
+            "-q",
+            "-o",
+            out,
+            "-t",
+            &url,
+            "--fields",
+            fields,
+            "--value-size",
+            "1000",
+            "--records",
+            "500",
+            "--clients",
+            "2",
+            "--duration",
+            "0.3s",
+            "--warmup",
+            "0",
+        ];
+        args.extend_from_slice(more);
+        let code = bakeoff(&args).status.code();
+        assert!(matches!(code, Some(0 | 1)), "exit {code:?}");
+        read_json(std::path::Path::new(out))["runs"][0].clone()
+    };
+    let written = run("10", &["--mix", "get=50,update=25,rmw=25"]);
+    assert_eq!(written["status"], "ok", "{}", written["message"]);
+    assert_eq!(written["measure"]["errors"], serde_json::json!({}));
+    assert!(count(kind(&written, "read-modify-write"), "completed") > 0);
+    let misread = run("5", &["--no-load", "--mix", "get=1"]);
+    let gets = count(kind(&misread, "get"), "sent");
+    let wrong = misread["measure"]["errors"]["verification"]
+        .as_u64()
+        .unwrap_or(0);
+    assert!(
+        gets > 0 && wrong == gets,
+        "{gets} gets, {wrong} failed verification: {misread}"
+    );
+}

@@ -40,6 +40,9 @@ pub struct ClientState {
     pub next_due: u64,
     /// Open loop: time between this client's requests, ns (0 = closed loop).
     pub period: u64,
+    /// The record of several fields this client writes next (empty until
+    /// it writes one).
+    record: Vec<u8>,
 }
 
 impl ClientState {
@@ -85,6 +88,7 @@ impl ClientState {
                 _ => 0,
             },
             period,
+            record: Vec::new(),
         }
     }
 
@@ -236,6 +240,25 @@ impl ClientState {
         let version = self.value_version(job);
         self.version = self.version.wrapping_add(1);
         job.pool.value(key, version, len, w.value_content)
+    }
+
+    /// The record of several fields for a write of record `key` (see
+    /// [`crate::value::ValuePool::record`]), in this client's buffer. Out
+    /// of line: only records of several fields come here.
+    #[inline(never)]
+    pub fn record(&mut self, job: &Job, key: u64) -> &[u8] {
+        let w = job.workload;
+        let version = self.value_version(job);
+        self.version = self.version.wrapping_add(1);
+        job.pool.record(
+            key,
+            version,
+            w.fields,
+            w.field_len(),
+            w.value_content,
+            &mut self.record,
+        );
+        &self.record
     }
 
     /// A replay's value size: the trace's operation's, or in the load the

@@ -384,6 +384,12 @@ impl<'j> Harness<'j> {
         (acked, rows)
     }
 
+    /// The record of several fields client `ci` writes to record `key`
+    /// (see [`crate::client::ClientState::record`]).
+    pub fn record(&mut self, ci: usize, key: u64) -> &[u8] {
+        self.clients[ci].record(self.job, key)
+    }
+
     /// The value client `ci` writes to record `key`: its header and the
     /// payload that follows it.
     #[inline(always)]
@@ -514,10 +520,16 @@ impl<'j> Harness<'j> {
             Outcome::Value(_) if !matches!(req.kind, OpKind::Get | OpKind::ReadModifyWrite) => {
                 Completion::Error(ErrorKind::Protocol)
             }
-            Outcome::Value(bytes) => match self.job.pool.verify(req.key, bytes) {
-                Ok(()) => Completion::Ok,
-                Err(_) => Completion::Error(ErrorKind::Verification),
-            },
+            Outcome::Value(bytes) => {
+                match self
+                    .job
+                    .pool
+                    .verify_record(req.key, bytes, self.job.workload.fields)
+                {
+                    Ok(()) => Completion::Ok,
+                    Err(_) => Completion::Error(ErrorKind::Verification),
+                }
+            }
             Outcome::Failed(e) => Completion::Error(e),
         };
         self.meter.record(
@@ -545,7 +557,15 @@ impl<'j> Harness<'j> {
             first_insert: w.first_insert(),
             inserted: u64::from(req.version),
         });
-        match crate::scan::check(self.job.pool, w.key_naming, req.key, req.rows, bytes, held) {
+        match crate::scan::check(
+            self.job.pool,
+            w.key_naming,
+            w.fields,
+            req.key,
+            req.rows,
+            bytes,
+            held,
+        ) {
             Ok(()) => Completion::Ok,
             Err(why) => {
                 self.failed_saying(req, ErrorKind::Verification, why.as_bytes());

@@ -76,12 +76,13 @@ impl Held {
 /// Checks the records a scan from record `start`'s key for at most
 /// `limit` records returned in `bytes`, keys named as `naming` says: each
 /// key is the start key or after it, in increasing order, each value
-/// verifies as its key's record, and there are as many as the target is
+/// verifies as its key's record (of `fields` fields), and there are as many as the target is
 /// known to hold there (`held`, counted by id: bakeoff's naming only, where
 /// keys sort as ids do), up to `limit`. The error says what was wrong.
 pub fn check(
     pool: &ValuePool,
     naming: KeyNaming,
+    fields: u32,
     start: u64,
     limit: u32,
     bytes: &[u8],
@@ -115,7 +116,7 @@ pub fn check(
                 shown(key)
             )
         })?;
-        pool.verify(id, value).map_err(|e| {
+        pool.verify_record(id, value, fields).map_err(|e| {
             format!(
                 "the scan's record `{}` is not what bakeoff wrote ({e:?})",
                 shown(key)
@@ -170,7 +171,7 @@ mod tests {
         let pool = ValuePool::new(4096);
         let bytes = scanned(&pool, KeyNaming::Bakeoff, &[5, 6, 7]);
         assert_eq!(
-            check(&pool, KeyNaming::Bakeoff, 5, 3, &bytes, held(10)),
+            check(&pool, KeyNaming::Bakeoff, 1, 5, 3, &bytes, held(10)),
             Ok(())
         );
         // Near the end of the records, fewer than asked are all there are.
@@ -178,6 +179,7 @@ mod tests {
             check(
                 &pool,
                 KeyNaming::Bakeoff,
+                1,
                 5,
                 10,
                 &scanned(&pool, KeyNaming::Bakeoff, &[5, 6, 7]),
@@ -193,6 +195,7 @@ mod tests {
         let short = check(
             &pool,
             KeyNaming::Bakeoff,
+            1,
             5,
             3,
             &scanned(&pool, KeyNaming::Bakeoff, &[5, 6]),
@@ -202,6 +205,7 @@ mod tests {
         let order = check(
             &pool,
             KeyNaming::Bakeoff,
+            1,
             5,
             3,
             &scanned(&pool, KeyNaming::Bakeoff, &[5, 7, 6]),
@@ -211,6 +215,7 @@ mod tests {
         let before = check(
             &pool,
             KeyNaming::Bakeoff,
+            1,
             5,
             3,
             &scanned(&pool, KeyNaming::Bakeoff, &[4]),
@@ -220,10 +225,19 @@ mod tests {
         let mut bytes = scanned(&pool, KeyNaming::Bakeoff, &[5]);
         let last = bytes.len() - 1;
         bytes[last] ^= 1;
-        let corrupt = check(&pool, KeyNaming::Bakeoff, 5, 1, &bytes, held(10));
+        let corrupt = check(&pool, KeyNaming::Bakeoff, 1, 5, 1, &bytes, held(10));
         assert!(corrupt.unwrap_err().contains("not what bakeoff wrote"));
         let cut = scanned(&pool, KeyNaming::Bakeoff, &[5]);
-        assert!(check(&pool, KeyNaming::Bakeoff, 5, 1, &cut[..cut.len() - 1], None).is_err());
+        assert!(check(
+            &pool,
+            KeyNaming::Bakeoff,
+            1,
+            5,
+            1,
+            &cut[..cut.len() - 1],
+            None
+        )
+        .is_err());
     }
 
     #[test]
@@ -239,10 +253,18 @@ mod tests {
             "hash order is not id order"
         );
         let ok = scanned(&pool, naming, &after[..5]);
-        assert_eq!(check(&pool, naming, 0, 5, &ok, held(50)), Ok(()));
+        assert_eq!(check(&pool, naming, 1, 0, 5, &ok, held(50)), Ok(()));
         let mut swapped = after[..5].to_vec();
         swapped.swap(1, 2);
-        let order = check(&pool, naming, 0, 5, &scanned(&pool, naming, &swapped), None);
+        let order = check(
+            &pool,
+            naming,
+            1,
+            0,
+            5,
+            &scanned(&pool, naming, &swapped),
+            None,
+        );
         assert!(order.unwrap_err().contains("not in key order"));
         // A key whose value is another record's.
         let mut wrong = Vec::new();
@@ -252,7 +274,7 @@ mod tests {
             &naming.key(after[0]),
             &[&head[..], payload].concat(),
         );
-        let e = check(&pool, naming, 0, 5, &wrong, None).unwrap_err();
+        let e = check(&pool, naming, 1, 0, 5, &wrong, None).unwrap_err();
         assert!(e.contains("not one of bakeoff's keys"), "{e}");
     }
 

@@ -254,7 +254,12 @@ impl OpBuffers {
     pub fn prepare<'b>(&'b mut self, h: &mut Harness, req: Request) -> (Op<'b>, &'b mut Vec<u8>) {
         let OpBuffers { key, value, read } = self;
         *key = h.job().workload.key_naming.key(req.key);
-        if req.kind.writes_value() || req.kind == OpKind::ReadModifyWrite {
+        if (req.kind.writes_value() || req.kind == OpKind::ReadModifyWrite)
+            && h.job().workload.fields > 1
+        {
+            value.clear();
+            value.extend_from_slice(h.record(req.client as usize, req.key));
+        } else if req.kind.writes_value() || req.kind == OpKind::ReadModifyWrite {
             let (head, payload) = h.value(req.client as usize, req.key);
             value.clear();
             value.extend_from_slice(&head);

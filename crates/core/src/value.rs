@@ -23,6 +23,18 @@ use serde::{Deserialize, Serialize};
 use crate::encoding::{EncodedPayloads, ValueForm};
 use crate::workload::Rng;
 
+/// Most fields a record may have (`--fields`): a field's index rides in
+/// the top byte of its version.
+pub const MAX_FIELDS: u32 = 255;
+
+/// The version field `field` of a record written at `version` carries:
+/// the version's low 24 bits, the field's index above them, so that a
+/// field read back in another field's place fails verification.
+#[inline]
+pub fn field_version(version: u32, field: u32) -> u32 {
+    (version & 0x00FF_FFFF) | (field << 24)
+}
+
 /// Version of the value layout; values of another layout fail verification.
 pub const FORMAT_VERSION: u8 = 2;
 
@@ -185,6 +197,53 @@ impl ValuePool {
         (h, &self.bytes(c)[off..off + (len - HEADER_LEN)])
     }
 
+    /// Writes record `key_id` of `fields` fields of `field_len` bytes each
+    /// (each a value of its own, as [`ValuePool::value`] makes them, its
+    /// version [`field_version`]) into `out`, cleared first.
+    pub fn record(
+        &self,
+        key_id: u64,
+        version: u32,
+        fields: u32,
+        field_len: usize,
+        content: ValueContent,
+        out: &mut Vec<u8>,
+    ) {
+        out.clear();
+        for f in 0..fields {
+            let (h, p) = self.value(key_id, field_version(version, f), field_len, content);
+            out.extend_from_slice(&h);
+            out.extend_from_slice(p);
+        }
+    }
+
+    /// Checks a record of `fields` fields read back for record `key_id`:
+    /// as one value when it has one field; else each field, of equal
+    /// lengths, must verify and carry its own index (see
+    /// [`field_version`]).
+    #[inline]
+    pub fn verify_record(&self, key_id: u64, value: &[u8], fields: u32) -> Result<(), VerifyError> {
+        if fields <= 1 {
+            return self.verify(key_id, value);
+        }
+        self.verify_fields(key_id, value, fields)
+    }
+
+    #[cold]
+    fn verify_fields(&self, key_id: u64, value: &[u8], fields: u32) -> Result<(), VerifyError> {
+        let n = fields as usize;
+        if value.len() < n * HEADER_LEN || !value.len().is_multiple_of(n) {
+            return Err(VerifyError::WrongLength);
+        }
+        for (f, field) in value.chunks_exact(value.len() / n).enumerate() {
+            self.verify(key_id, field)?;
+            if version_of(field).map(|v| v >> 24) != Some(f as u32) {
+                return Err(VerifyError::Corrupt);
+            }
+        }
+        Ok(())
+    }
+
     /// Checks a value read back for record `key_id`.
     #[inline]
     pub fn verify(&self, key_id: u64, value: &[u8]) -> Result<(), VerifyError> {
@@ -306,6 +365,44 @@ mod tests {
         assert_eq!(plain.verify(42, &v), Err(VerifyError::NotOurs));
         let (h, p) = plain.value(42, 3, 100, ValueContent::Random);
         assert_eq!(pool.verify(42, &join(h, p)), Err(VerifyError::NotOurs));
+    }
+
+    #[test]
+    fn records_of_fields_verify_field_by_field() {
+        let pool = ValuePool::new(4096);
+        let mut rec = Vec::new();
+        pool.record(7, 3, 10, 100, ValueContent::Random, &mut rec);
+        assert_eq!(rec.len(), 1000);
+        assert_eq!(pool.verify_record(7, &rec, 10), Ok(()));
+        assert_eq!(pool.verify_record(8, &rec, 10), Err(VerifyError::WrongKey));
+        // One field rewritten at another version still verifies.
+        let (h, p) = pool.value(7, field_version(9, 4), 100, ValueContent::Random);
+        rec[400..424].copy_from_slice(&h);
+        rec[424..500].copy_from_slice(p);
+        assert_eq!(pool.verify_record(7, &rec, 10), Ok(()));
+        // Two fields swapped: each is whole, but in the other's place.
+        let mut swapped = rec.clone();
+        swapped[100..200].copy_from_slice(&rec[200..300]);
+        swapped[200..300].copy_from_slice(&rec[100..200]);
+        assert_eq!(
+            pool.verify_record(7, &swapped, 10),
+            Err(VerifyError::Corrupt)
+        );
+        let mut flipped = rec.clone();
+        flipped[950] ^= 1;
+        assert_eq!(
+            pool.verify_record(7, &flipped, 10),
+            Err(VerifyError::Corrupt)
+        );
+        assert_eq!(
+            pool.verify_record(7, &rec[..990], 10),
+            Err(VerifyError::WrongLength)
+        );
+        // As one value, a record of fields is not one.
+        assert_eq!(
+            pool.verify_record(7, &rec, 1),
+            Err(VerifyError::WrongLength)
+        );
     }
 
     #[test]

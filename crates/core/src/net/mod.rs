@@ -128,6 +128,8 @@ struct Loop<'a, C: Codec, const MULTI: bool> {
     key_len: usize,
     /// How records are named.
     naming: KeyNaming,
+    /// Fields per record (see [`crate::value::ValuePool::record`]).
+    fields: u32,
     pipeline: usize,
     /// Records per request: a batched load's `--batch`, 1 otherwise.
     batch: usize,
@@ -159,6 +161,7 @@ struct Loop<'a, C: Codec, const MULTI: bool> {
 fn read_went_well<C: Codec>(
     codec: &C,
     pool: &crate::value::ValuePool,
+    fields: u32,
     scratch: &mut Vec<u8>,
     req: &Request,
     reply: Reply,
@@ -171,9 +174,10 @@ fn read_went_well<C: Codec>(
                 scratch.clear();
                 scratch.extend_from_slice(&buf[start..end]);
                 let n = codec.unescape_value(scratch);
-                pool.verify(req.key, &scratch[..n]).is_ok()
+                pool.verify_record(req.key, &scratch[..n], fields).is_ok()
             } else {
-                pool.verify(req.key, &buf[start..end]).is_ok()
+                pool.verify_record(req.key, &buf[start..end], fields)
+                    .is_ok()
             }
         }
         _ => false,
@@ -245,6 +249,7 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
             key_buf: [0; KEY_MAX],
             key_len: 0,
             naming: w.key_naming,
+            fields: w.fields,
             pipeline,
             batch,
             batch_rows: Vec::with_capacity(if batch > 1 { batch } else { 0 }),
@@ -434,7 +439,15 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
         if req.leg == Leg::Asking {
             c.wbuf.extend_from_slice(ASKING);
         }
-        if req.kind.writes_value() {
+        if req.kind.writes_value() && self.fields > 1 {
+            // A record of several fields, built in the client's buffer.
+            let record = self.harness.record(req.client as usize, req.key);
+            self.codec.encode(
+                &c.handles,
+                WireOp::new(req.kind, key, &[], record),
+                &mut c.wbuf,
+            );
+        } else if req.kind.writes_value() {
             let (h, p) = self.harness.value(req.client as usize, req.key);
             self.codec
                 .encode(&c.handles, WireOp::new(req.kind, key, &h, p), &mut c.wbuf);
@@ -461,16 +474,19 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
         req.leg = Leg::FollowUp;
         self.harness.followed_up(&req);
         self.name_key(req.key);
-        let (h, p) = self.harness.value_again(req.client as usize, req.key);
         let c = &mut self.conns[k];
-        self.codec.encode_follow_up(
-            &c.handles,
-            req.kind.write(),
-            &self.key_buf[..self.key_len],
-            &h,
-            p,
-            &mut c.wbuf,
-        );
+        let key = &self.key_buf[..self.key_len];
+        if self.fields > 1 {
+            let record = self.harness.record(req.client as usize, req.key);
+            let kind = req.kind.write();
+            self.codec
+                .encode_follow_up(&c.handles, kind, key, &[], record, &mut c.wbuf);
+        } else {
+            let (h, p) = self.harness.value_again(req.client as usize, req.key);
+            let kind = req.kind.write();
+            self.codec
+                .encode_follow_up(&c.handles, kind, key, &h, p, &mut c.wbuf);
+        }
         c.inflight.push_back(req);
     }
 
@@ -487,13 +503,17 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
             self.node_sent[k % self.nodes][OpKind::Set as usize] += 1;
         }
         self.name_key(req.key);
-        let (h, p) = self.harness.value(req.client as usize, req.key);
         let c = &mut self.conns[k];
-        self.codec.encode(
-            &c.handles,
-            WireOp::new(OpKind::Set, &self.key_buf[..self.key_len], &h, p),
-            &mut c.wbuf,
-        );
+        let key = &self.key_buf[..self.key_len];
+        if self.fields > 1 {
+            let record = self.harness.record(req.client as usize, req.key);
+            let op = WireOp::new(OpKind::Set, key, &[], record);
+            self.codec.encode(&c.handles, op, &mut c.wbuf);
+        } else {
+            let (h, p) = self.harness.value(req.client as usize, req.key);
+            let op = WireOp::new(OpKind::Set, key, &h, p);
+            self.codec.encode(&c.handles, op, &mut c.wbuf);
+        }
         c.inflight.push_back(req);
     }
 
@@ -689,6 +709,7 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
                         && read_went_well(
                             self.codec,
                             self.harness.job().pool,
+                            self.harness.job().workload.fields,
                             &mut self.scratch,
                             &front,
                             reply,

@@ -488,7 +488,54 @@ fn check_workload_against_itself(w: &Workload, given: &Given) -> Result<(), Plan
         ));
     }
     check_mix_against_record(w, &given.origin("mix"))?;
+    check_fields(w, &given.origin_or_axis("fields"))?;
     check_pipeline_against_requests(w, &given.origin_or_axis("pipeline"))
+}
+
+/// A record of several fields is a fixed-size value cut into equal fields
+/// of a header each, written whole by every writer bakeoff has.
+fn check_fields(w: &Workload, origin: &Origin) -> Result<(), PlanError> {
+    if w.fields <= 1 {
+        return Ok(());
+    }
+    let n = w.fields as usize;
+    let size = match w.value_size {
+        crate::workload::ValueSizes::Fixed(size) => size,
+        _ => {
+            return Err(origin.err(format!(
+                "{n} fields need one value size to cut into equal fields; give --value-size one size (e.g. {})",
+                n * 100
+            )))
+        }
+    };
+    if !size.is_multiple_of(n) || size / n <= crate::value::HEADER_LEN {
+        return Err(origin.err(format!(
+            "a value of {size} bytes does not cut into {n} equal fields of more than {} bytes (each carries its own header); give --value-size a multiple of {n} of at least {}",
+            crate::value::HEADER_LEN,
+            n * (crate::value::HEADER_LEN + 1)
+        )));
+    }
+    let other = if w.replay.is_some() {
+        Some("a replayed trace, whose values have the trace's sizes")
+    } else if w.durability {
+        Some("the durability check, whose values carry its run's mark")
+    } else if w.record == RecordKind::Profile {
+        Some("profile records")
+    } else if !w.value_form().is_plain() {
+        Some("client-encoded values")
+    } else if w.batch > 1 {
+        Some("a batched load")
+    } else if w.topology == Topology::PrimaryReplica {
+        Some("a replica's stale reads, judged by a record's one version")
+    } else {
+        None
+    };
+    match other {
+        Some(what) => Err(origin.err(format!(
+            "records of {n} fields do not go with {what}; leave out --fields or that"
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// Pipelining is for key-value operations on kept connections: only they
@@ -1411,6 +1458,29 @@ mod tests {
         // A result file written before the later kinds held five weights.
         let old: Mix = serde_json::from_str("{\"weights\":[90,10,0,0,0]}").unwrap();
         assert_eq!(old.to_string(), "90:10:0:0");
+    }
+
+    /// Records of several fields: a fixed size cut into equal fields of
+    /// more than a header each, and nothing that writes values of its own.
+    #[test]
+    fn records_of_fields_are_checked_before_anything_runs() {
+        let ok = build(
+            "[workload]\nfields = 10\nvalue_size = 1000\n",
+            Overrides::default(),
+        )
+        .unwrap();
+        assert_eq!((ok.workload.fields, ok.workload.field_len()), (10, 100));
+        let err = |preset: &str| build(preset, Overrides::default()).unwrap_err().to_string();
+        let e = err("[workload]\nfields = 3\nvalue_size = 1000\n");
+        assert!(e.contains("does not cut into 3 equal fields"), "{e}");
+        let e = err("[workload]\nfields = 10\nvalue_size = 200\n");
+        assert!(e.contains("of at least 250"), "{e}");
+        let e = err("[workload]\nfields = 10\nvalue_size = \"100-1000\"\n");
+        assert!(e.contains("one value size"), "{e}");
+        let e = err("[workload]\nfields = 10\nvalue_size = 1000\ndurability = true\n");
+        assert!(e.contains("do not go with the durability check"), "{e}");
+        let e = err("[workload]\nfields = 0\n");
+        assert!(e.contains("0 fields per record cannot run"), "{e}");
     }
 
     /// A trace sets the records, operations, rate and value sizes of each

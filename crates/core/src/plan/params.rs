@@ -421,6 +421,27 @@ pub static PARAMS: &[Param] = &[
         show: |w| w.value_size.to_string(),
     },
     Param {
+        key: "fields",
+        flag: "fields",
+        short: None,
+        value_name: "N",
+        help: "Fields per record (YCSB's fieldcount; its workloads: 10): each value is N fields of --value-size / N bytes, each verified on its own. A read reads every field; a write writes the whole record.",
+        default: Some("1"),
+        switch: None,
+        sweep: None,
+        excludes: &[],
+        field: "fields",
+        parse: |s| {
+            json(positive(
+                s,
+                "fields per record",
+                crate::value::MAX_FIELDS,
+                "a field's index rides in one byte of its header",
+            ))
+        },
+        show: |w| w.fields.to_string(),
+    },
+    Param {
         key: "value_content",
         flag: "value-content",
         short: None,

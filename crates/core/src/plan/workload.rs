@@ -153,6 +153,10 @@ pub struct Workload {
     pub key_distribution: KeyDistribution,
     /// Value sizes, bytes (header included).
     pub value_size: ValueSizes,
+    /// Fields per record (YCSB's `fieldcount`): each record's value is
+    /// this many fields of equal length, each verified on its own.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub fields: u32,
     /// Payload content.
     pub value_content: ValueContent,
     /// How the client encodes each value (001-serialization-compression).
@@ -278,6 +282,11 @@ impl Workload {
     pub fn first_insert(&self) -> u64 {
         self.insert_from.unwrap_or(self.records)
     }
+
+    /// Bytes of one field of a record (the whole value when it has one).
+    pub fn field_len(&self) -> usize {
+        self.value_size.max() / self.fields.max(1) as usize
+    }
 }
 
 /// What one measured request is.
@@ -339,6 +348,10 @@ fn is_false(b: &bool) -> bool {
 
 fn is_zero(n: &u32) -> bool {
     *n == 0
+}
+
+fn is_one(n: &u32) -> bool {
+    *n == 1
 }
 
 fn one() -> u32 {
