@@ -205,6 +205,32 @@ fn records_of_fields_are_verified_field_by_field() {
     assert_eq!(written["status"], "ok", "{}", written["message"]);
     assert_eq!(written["measure"]["errors"], serde_json::json!({}));
     assert!(count(kind(&written, "read-modify-write"), "completed") > 0);
+    // An update is a read, then the record's write with one field
+    // replaced: the server's GETs and SETs say so.
+    for c in written["checks"]["counters"].as_array().unwrap() {
+        assert_eq!(c["bakeoff"], c["target"], "{c}");
+    }
+    let result = read_json(std::path::Path::new(out));
+    let said = result["targets"][0]["requests"]["update"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(said.contains("read-merge-write"), "{result}");
+    // Records whose fields were written at different versions: one field
+    // at a time, not the whole record.
+    let mixed = (0..50u64)
+        .filter(|id| {
+            let value = redis_get(server.addr, &format!("bk:{id:012}"));
+            let versions: std::collections::BTreeSet<u32> = value
+                .chunks(100)
+                .map(|f| u32::from_le_bytes(f[12..16].try_into().unwrap()) & 0xFF_FFFF)
+                .collect();
+            versions.len() > 1
+        })
+        .count();
+    assert!(
+        mixed > 0,
+        "no record of 50 has fields of different versions"
+    );
     let misread = run("5", &["--no-load", "--mix", "get=1"]);
     let gets = count(kind(&misread, "get"), "sent");
     let wrong = misread["measure"]["errors"]["verification"]
@@ -214,4 +240,25 @@ fn records_of_fields_are_verified_field_by_field() {
         gets > 0 && wrong == gets,
         "{gets} gets, {wrong} failed verification: {misread}"
     );
+}
+
+/// The value of `key` on the Redis at `addr` (`GET`, its bytes as sent).
+fn redis_get(addr: std::net::SocketAddr, key: &str) -> Vec<u8> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    write!(s, "*2\r\n$3\r\nGET\r\n${}\r\n{key}\r\n", key.len()).unwrap();
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        let n = s.read(&mut chunk).unwrap();
+        assert!(n > 0, "redis closed the connection");
+        buf.extend_from_slice(&chunk[..n]);
+        let Some(eol) = buf.windows(2).position(|w| w == b"\r\n") else {
+            continue;
+        };
+        let len: usize = std::str::from_utf8(&buf[1..eol]).unwrap().parse().unwrap();
+        if buf.len() >= eol + 2 + len + 2 {
+            return buf[eol + 2..eol + 2 + len].to_vec();
+        }
+    }
 }

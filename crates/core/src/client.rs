@@ -261,6 +261,20 @@ impl ClientState {
         &self.record
     }
 
+    /// A write of one field of record `key` (of several fields): which
+    /// field, drawn uniformly (YCSB's `writeallfields=false`), and its
+    /// value as a header and a payload. Out of line: only records of
+    /// several fields come here.
+    #[inline(never)]
+    pub fn field<'p>(&mut self, job: &'p Job, key: u64) -> (usize, [u8; HEADER_LEN], &'p [u8]) {
+        let w = job.workload;
+        let field = self.rng.below(u64::from(w.fields.max(1))) as u32;
+        let version = crate::value::field_version(self.value_version(job), field);
+        self.version = self.version.wrapping_add(1);
+        let (h, p) = job.pool.value(key, version, w.field_len(), w.value_content);
+        (field as usize, h, p)
+    }
+
     /// A replay's value size: the trace's operation's, or in the load the
     /// size the record's key was first seen with.
     #[inline(never)]

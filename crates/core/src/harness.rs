@@ -50,6 +50,11 @@ pub enum Leg {
     /// A read-modify-write's write, sent when its read's reply came: the
     /// reply to read is the write's.
     Modify,
+    /// A read whose write follows on the network loop: a
+    /// read-modify-write's, or an update's of one field of a record of
+    /// several fields (the record's write, that field changed, follows
+    /// it: a read-merge-write, as YCSB's RocksDB binding does).
+    Merge,
 }
 
 /// One request as the harness made it; the loop keeps it until the reply
@@ -146,6 +151,8 @@ pub struct Harness<'j> {
     /// Whether outcomes are logged or tracked besides being recorded (see
     /// [`Harness::complete`]).
     careful: bool,
+    /// The leg each kind's request starts with (see [`Leg::Merge`]).
+    first_legs: [Leg; crate::workload::OP_KINDS],
 }
 
 impl<'j> Harness<'j> {
@@ -190,7 +197,19 @@ impl<'j> Harness<'j> {
                 || job.inserts.is_some()
                 || job.kind == JobKind::ReadBack
                 || (job.kind == JobKind::Measure && w.durability),
+            first_legs: OpKind::ALL.map(|kind| match kind {
+                OpKind::ReadModifyWrite => Leg::Merge,
+                OpKind::Update if w.fields > 1 => Leg::Merge,
+                _ => Leg::Only,
+            }),
         }
+    }
+
+    /// The leg a request of `kind` starts with, and starts again with
+    /// when a cluster sends it elsewhere.
+    #[inline]
+    pub fn first_leg(&self, kind: OpKind) -> Leg {
+        self.first_legs[kind as usize]
     }
 
     /// The job this harness measures.
@@ -362,7 +381,7 @@ impl<'j> Harness<'j> {
             phase,
             version,
             redirects: 0,
-            leg: Leg::Only,
+            leg: self.first_legs[kind as usize],
             rows,
         }
     }
@@ -382,6 +401,20 @@ impl<'j> Harness<'j> {
             .inserts
             .map_or(0, |i| i.acknowledged().min(u64::from(u32::MAX)) as u32);
         (acked, rows)
+    }
+
+    /// One field client `ci` writes into record `key` (an update or a
+    /// read-modify-write of a record of several fields): which field,
+    /// drawn uniformly, and its value as a header and a payload.
+    pub fn field(&mut self, ci: usize, key: u64) -> (usize, [u8; HEADER_LEN], &'j [u8]) {
+        self.clients[ci].field(self.job, key)
+    }
+
+    /// Which field of a record of several fields client `ci` writes next
+    /// (uniform, YCSB's `writeallfields=false`).
+    pub fn draw_field(&mut self, ci: usize) -> usize {
+        let fields = self.job.workload.fields.max(1);
+        self.clients[ci].draw_below(u64::from(fields)) as usize
     }
 
     /// The record of several fields client `ci` writes to record `key`
@@ -517,7 +550,12 @@ impl<'j> Harness<'j> {
             }
             Outcome::Miss => Completion::Miss,
             Outcome::Scanned(bytes) => self.check_scan(req, bytes),
-            Outcome::Value(_) if !matches!(req.kind, OpKind::Get | OpKind::ReadModifyWrite) => {
+            // A value answers a read, or an update's read of a record of
+            // several fields (a read-merge-write's, its write not sent).
+            Outcome::Value(_)
+                if !(matches!(req.kind, OpKind::Get | OpKind::ReadModifyWrite)
+                    || req.kind == OpKind::Update && self.job.workload.fields > 1) =>
+            {
                 Completion::Error(ErrorKind::Protocol)
             }
             Outcome::Value(bytes) => {

@@ -109,8 +109,10 @@ pub fn record(
 ) {
     match result {
         Err(e) => h.failed_saying_lazily(req, e.kind(), || e.said()),
-        // A read-modify-write that went well sent its write too.
+        // A read-modify-write that went well sent its write too; so did
+        // an update's read-merge-write that found its record.
         Ok(_) if req.kind == OpKind::ReadModifyWrite => h.followed_up(req),
+        Ok(Answer::Found) if req.kind == OpKind::Update => h.followed_up(req),
         Ok(_) => {}
     }
     h.complete(req, outcome(result, read), now);
@@ -225,6 +227,11 @@ pub struct Op<'a> {
     pub fresh: bool,
     /// The search's parameters.
     pub query: Option<Query>,
+    /// Fields per record (1: a record is one value).
+    pub fields: u32,
+    /// With several: the field an update or a read-modify-write writes
+    /// (taken from `value`, the whole record at a new version).
+    pub field: usize,
 }
 
 /// The buffers of one client of a session loop, sized once for the
@@ -266,6 +273,12 @@ impl OpBuffers {
             value.extend_from_slice(payload);
         }
         let query = (req.kind == OpKind::Search).then(|| h.query(req.client as usize));
+        let fields = h.job().workload.fields;
+        let field = if fields > 1 && matches!(req.kind, OpKind::Update | OpKind::ReadModifyWrite) {
+            h.draw_field(req.client as usize)
+        } else {
+            0
+        };
         let job = h.job();
         let op = Op {
             req,
@@ -274,6 +287,8 @@ impl OpBuffers {
             profile: job.workload.record == RecordKind::Profile,
             fresh: job.kind == crate::driver::JobKind::Load,
             query,
+            fields,
+            field,
         };
         (op, read)
     }
@@ -298,6 +313,17 @@ pub async fn perform<S: Session>(
             .put_profile(id, key, &Profile::of(id), op.value)
             .await
             .map(|()| Answer::Done),
+        OpKind::Update if op.fields > 1 => {
+            // A read-merge-write of one field: the record read, its field
+            // replaced, written back (no record: nothing written, a miss).
+            if !s.get(key, read).await? {
+                return Ok(Answer::Miss);
+            }
+            if merge_field(read, op) {
+                s.put(key, read).await?;
+            }
+            Ok(Answer::Found)
+        }
         OpKind::Set | OpKind::Update => s.put(key, op.value).await.map(|()| Answer::Done),
         OpKind::Delete => s
             .delete(key)
@@ -313,10 +339,29 @@ pub async fn perform<S: Session>(
             // YCSB's: the read, then the write of the same record, not
             // atomic; the read's bytes are checked like a get's.
             let hit = s.get(key, read).await?;
-            s.put(key, op.value).await?;
+            if hit && op.fields > 1 && merge_field(read, op) {
+                // Of a record of several fields, one field is written.
+                s.put(key, read).await?;
+            } else {
+                s.put(key, op.value).await?;
+            }
             Ok(found(hit))
         }
     }
+}
+
+/// Writes field `op.field` of the record `op.value` holds into the record
+/// `read` holds, when both are records of `op.fields` fields of one
+/// length; `false` (nothing changed) when the read is not such a record,
+/// which its check then reports.
+fn merge_field(read: &mut [u8], op: &Op) -> bool {
+    if read.len() != op.value.len() {
+        return false;
+    }
+    let len = op.value.len() / op.fields.max(1) as usize;
+    let at = op.field * len;
+    read[at..at + len].copy_from_slice(&op.value[at..at + len]);
+    true
 }
 
 fn found(hit: bool) -> Answer {

@@ -49,6 +49,10 @@ pub struct Sent {
     /// Second requests of operations that needed one, per kind (not in
     /// `requests`).
     pub follow_ups: [u64; OP_KINDS],
+    /// Updates were read-merge-writes (records of several fields on a
+    /// target that keeps a record as one value): each a read, then its
+    /// write as its second request.
+    pub merged_updates: bool,
 }
 
 impl Sent {
@@ -61,6 +65,11 @@ impl Sent {
             if kind == OpKind::ReadModifyWrite {
                 // Its second requests are its writes.
                 self.requests[OpKind::Set as usize] += phase.follow_ups[k];
+            } else if kind == OpKind::Update && self.merged_updates {
+                // Its first requests were reads; its second, the writes.
+                self.requests[wire] -= phase.sent[k];
+                self.requests[OpKind::Get as usize] += phase.sent[k];
+                self.requests[wire] += phase.follow_ups[k];
             } else {
                 self.follow_ups[kind.write() as usize] += phase.follow_ups[k];
             }

@@ -174,13 +174,29 @@ fn read_went_well<C: Codec>(
                 scratch.clear();
                 scratch.extend_from_slice(&buf[start..end]);
                 let n = codec.unescape_value(scratch);
-                pool.verify_record(req.key, &scratch[..n], fields).is_ok()
+                scratch.truncate(n);
+                pool.verify_record(req.key, scratch, fields).is_ok()
             } else {
                 pool.verify_record(req.key, &buf[start..end], fields)
                     .is_ok()
             }
         }
         _ => false,
+    }
+}
+
+/// Keeps the record a read of a read-merge-write found (`reply`, the
+/// front of `buf`) in `scratch`, for its write; empties it on a miss. An
+/// escaped value is there already, unescaped by [`read_went_well`].
+#[cold]
+fn keep_read<C: Codec>(reply: Reply, buf: &[u8], scratch: &mut Vec<u8>) {
+    match reply {
+        Reply::Value { .. } if C::ESCAPES_VALUES => {}
+        Reply::Value { start, end } => {
+            scratch.clear();
+            scratch.extend_from_slice(&buf[start..end]);
+        }
+        _ => scratch.clear(),
     }
 }
 
@@ -434,20 +450,15 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
     /// connection `k`.
     #[inline(always)]
     fn encode_key_of_len(&mut self, k: usize, req: Request, key_len: usize) {
+        if self.fields > 1 {
+            return self.encode_fields_on(k, req, key_len);
+        }
         let key = &self.key_buf[..key_len];
         let c = &mut self.conns[k];
         if req.leg == Leg::Asking {
             c.wbuf.extend_from_slice(ASKING);
         }
-        if req.kind.writes_value() && self.fields > 1 {
-            // A record of several fields, built in the client's buffer.
-            let record = self.harness.record(req.client as usize, req.key);
-            self.codec.encode(
-                &c.handles,
-                WireOp::new(req.kind, key, &[], record),
-                &mut c.wbuf,
-            );
-        } else if req.kind.writes_value() {
+        if req.kind.writes_value() {
             let (h, p) = self.harness.value(req.client as usize, req.key);
             self.codec
                 .encode(&c.handles, WireOp::new(req.kind, key, &h, p), &mut c.wbuf);
@@ -462,6 +473,31 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
                 &mut c.wbuf,
             );
         }
+        c.inflight.push_back(req);
+    }
+
+    /// [`Loop::encode_key_of_len`] for records of several fields: a write
+    /// writes the whole record, built in the client's buffer, and an
+    /// update of one field reads the record first (see [`Leg::Merge`]).
+    #[inline(never)]
+    fn encode_fields_on(&mut self, k: usize, req: Request, key_len: usize) {
+        let key = &self.key_buf[..key_len];
+        let c = &mut self.conns[k];
+        if req.leg == Leg::Asking {
+            c.wbuf.extend_from_slice(ASKING);
+        }
+        let op = if req.kind == OpKind::Update {
+            WireOp::new(OpKind::Get, key, &[], &[])
+        } else if req.kind.writes_value() {
+            let record = self.harness.record(req.client as usize, req.key);
+            WireOp::new(req.kind, key, &[], record)
+        } else {
+            WireOp {
+                limit: req.rows,
+                ..WireOp::new(req.kind, key, &[], &[])
+            }
+        };
+        self.codec.encode(&c.handles, op, &mut c.wbuf);
         c.inflight.push_back(req);
     }
 
@@ -505,7 +541,19 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
         self.name_key(req.key);
         let c = &mut self.conns[k];
         let key = &self.key_buf[..self.key_len];
-        if self.fields > 1 {
+        let field_len = self.harness.job().workload.field_len();
+        let whole = self.fields as usize * field_len;
+        if self.fields > 1 && self.scratch.len() == whole {
+            // The record read, its one field written anew: a
+            // read-merge-write of one field.
+            let (f, h, p) = self.harness.field(req.client as usize, req.key);
+            let at = f * field_len;
+            self.scratch[at..at + h.len()].copy_from_slice(&h);
+            self.scratch[at + h.len()..at + field_len].copy_from_slice(p);
+            let op = WireOp::new(OpKind::Set, key, &[], &self.scratch);
+            self.codec.encode(&c.handles, op, &mut c.wbuf);
+        } else if self.fields > 1 {
+            // No record there: all of it is written.
             let record = self.harness.record(req.client as usize, req.key);
             let op = WireOp::new(OpKind::Set, key, &[], record);
             self.codec.encode(&c.handles, op, &mut c.wbuf);
@@ -657,9 +705,10 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
                     Decoded::Incomplete => break,
                     Decoded::Invalid => return self.fail(ci, ErrorKind::Protocol, now),
                     Decoded::Complete { len, .. } => {
+                        let first = self.harness.first_leg(front.kind);
                         let c = &mut self.conns[ci];
                         c.rstart += len;
-                        c.inflight.front_mut().expect("front").leg = Leg::Only;
+                        c.inflight.front_mut().expect("front").leg = first;
                         continue;
                     }
                 }
@@ -670,6 +719,8 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
                 self.codec.decode(buf, front.kind)
             } else if C::FOLLOWS_UP && front.leg == Leg::FollowUp {
                 self.codec.decode_follow_up(buf, front.kind.write())
+            } else if front.leg == Leg::Merge {
+                self.codec.decode(buf, OpKind::Get)
             } else {
                 // A read-modify-write's write.
                 self.codec.decode(buf, OpKind::Set)
@@ -704,8 +755,8 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
                 Decoded::Complete { len, reply } => {
                     // One clock read per reply, where it is parsed.
                     let t = self.now();
-                    if front.kind == OpKind::ReadModifyWrite
-                        && front.leg == Leg::Only
+                    if front.leg == Leg::Merge
+                        && (front.kind == OpKind::ReadModifyWrite || reply != Reply::Miss)
                         && read_went_well(
                             self.codec,
                             self.harness.job().pool,
@@ -720,6 +771,9 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
                         // out, and it stays in flight. Decided before the
                         // outcome is made, so that the outcome goes once,
                         // straight to the harness.
+                        if self.fields > 1 {
+                            keep_read::<C>(reply, &buf[..len], &mut self.scratch);
+                        }
                         let c = &mut self.conns[ci];
                         c.rstart += len;
                         c.inflight.pop_front();

@@ -84,7 +84,11 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
             self.slot_owner[r.slot as usize] = to as u16;
         }
         req.redirects += 1;
-        req.leg = if r.ask { Leg::Asking } else { Leg::Only };
+        req.leg = if r.ask {
+            Leg::Asking
+        } else {
+            self.harness.first_leg(req.kind)
+        };
         self.node_sent[to][req.kind as usize] += 1;
         self.name_key(req.key);
         self.encode_on(client * self.nodes + to, req);

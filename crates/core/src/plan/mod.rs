@@ -525,8 +525,8 @@ fn check_fields(w: &Workload, origin: &Origin) -> Result<(), PlanError> {
         Some("client-encoded values")
     } else if w.batch > 1 {
         Some("a batched load")
-    } else if w.topology == Topology::PrimaryReplica {
-        Some("a replica's stale reads, judged by a record's one version")
+    } else if w.topology.nodes() > 1 {
+        Some("several servers (each node's request counts do not yet tell an update's read from its write)")
     } else {
         None
     };
@@ -1479,6 +1479,8 @@ mod tests {
         assert!(e.contains("one value size"), "{e}");
         let e = err("[workload]\nfields = 10\nvalue_size = 1000\ndurability = true\n");
         assert!(e.contains("do not go with the durability check"), "{e}");
+        let e = err("[workload]\nfields = 10\nvalue_size = 1000\n[topology]\nkind = \"shards:2\"\n");
+        assert!(e.contains("do not go with several servers"), "{e}");
         let e = err("[workload]\nfields = 0\n");
         assert!(e.contains("0 fields per record cannot run"), "{e}");
     }

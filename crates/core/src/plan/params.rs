@@ -425,7 +425,7 @@ pub static PARAMS: &[Param] = &[
         flag: "fields",
         short: None,
         value_name: "N",
-        help: "Fields per record (YCSB's fieldcount; its workloads: 10): each value is N fields of --value-size / N bytes, each verified on its own. A read reads every field; a write writes the whole record.",
+        help: "Fields per record (YCSB's fieldcount; its workloads: 10): each value is N fields of --value-size / N bytes, each verified on its own. A read reads every field; a set, an insert and the load write all of them; an update and a read-modify-write write one (the record read, that field replaced, the record written back).",
         default: Some("1"),
         switch: None,
         sweep: None,

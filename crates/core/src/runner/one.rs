@@ -236,7 +236,10 @@ impl Runs<'_> {
         run: &mut RunResult,
     ) -> Result<(), Stop> {
         let before = stage.target.counters();
-        let mut sent = Sent::default();
+        let mut sent = Sent {
+            merged_updates: stage.workload().fields > 1,
+            ..Sent::default()
+        };
         let load_s = if stage.workload().load {
             self.load(stage, extras, run, &mut sent)?
         } else {
@@ -294,6 +297,9 @@ impl Runs<'_> {
         record.name = at.spec.id();
         record.declared = self.opener.declared_settings(at.spec, self.plan);
         record.durable_to = self.opener.durable_to(at.spec, self.plan);
+        if w.fields > 1 {
+            say_fields_are_merged(&mut record, w.fields);
+        }
         self.recorded.insert(at.spec.label(), record);
         Ok(target)
     }
@@ -621,4 +627,20 @@ fn merge_records(
         .collect();
     out.extend(recorded.values().cloned());
     out
+}
+
+/// Records of several fields on a target that keeps a record as one value:
+/// the record of what was sent says how updates and read-modify-writes
+/// write one field (a read-merge-write), beside the driver's own words.
+fn say_fields_are_merged(record: &mut crate::result::TargetRecord, fields: u32) {
+    let read = record.requests.get("get").cloned().unwrap_or_default();
+    let write = record.requests.get("update").cloned().unwrap_or_default();
+    let merged = format!(
+        "{read}, then {write} of the whole record with one of its {fields} fields replaced (a read-merge-write; nothing is written when the record is absent)"
+    );
+    record.requests.insert("update".into(), merged);
+    let rmw = format!(
+        "{read}, then {write} of the whole record with one of its {fields} fields replaced"
+    );
+    record.requests.insert("read-modify-write".into(), rmw);
 }
