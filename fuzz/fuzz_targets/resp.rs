@@ -1,6 +1,7 @@
 //! RESP: replies as the Redis client reads them (`RespCodec`,
-//! `RespWaitCodec`'s reply pairs, and `RespScanIndexCodec`'s pairs and
-//! scans, their records read as the harness reads them), requests as the engine host reads them
+//! `RespWaitCodec`'s reply pairs, `RespScanIndexCodec`'s pairs and scans,
+//! and `RespFieldsCodec`'s records of fields, laid end to end, and scans;
+//! their records read as the harness reads them), requests as the engine host reads them
 //! (`decode_request`), and requests encoded then read back.
 //!
 //! Input: a byte choosing the request kinds and WAIT's replica count, then
@@ -12,6 +13,7 @@ use bakeoff_core::workload::OpKind;
 use bakeoff_drivers::codec::resp::{
     decode_request, Request, RespCodec, RespScanIndexCodec, RespWaitCodec, MAX_ARGS,
 };
+use bakeoff_drivers::codec::resp_fields::RespFieldsCodec;
 use bakeoff_fuzz::{check_encode, check_stream, cuts, kind_of, Rules};
 use libfuzzer_sys::fuzz_target;
 
@@ -40,6 +42,26 @@ fuzz_target!(|data: &[u8]| {
             let mut rows = Vec::new();
             if indexed.scan_rows(&buf[at + start..at + end], &mut rows) {
                 let _ = bakeoff_core::scan::rows(&rows).count();
+            }
+        }
+    }
+
+    let fields = RespFieldsCodec::new(u32::from(seed % 4) + 2, seed & 1 == 1);
+    for (i, (at, _, reply)) in check_stream(&fields, seed, buf, Rules::default())
+        .into_iter()
+        .enumerate()
+    {
+        if let Reply::Value { start, end } = reply {
+            let mut value = buf[at + start..at + end].to_vec();
+            if kind_of(seed, i) == OpKind::Scan {
+                let mut rows = Vec::new();
+                if fields.scan_rows(&value, &mut rows) {
+                    let _ = bakeoff_core::scan::rows(&rows).count();
+                }
+            } else {
+                // Laying the fields end to end only shrinks them.
+                let n = fields.unescape_value(&mut value);
+                assert!(n <= end - start);
             }
         }
     }

@@ -160,11 +160,90 @@ fn ycsb_key_naming_names_records_as_ycsb_does() {
     assert_eq!(exists("bk:000000000000"), ":0\r\n", "bakeoff's name");
 }
 
-/// `--fields 10`: each record is ten 100-byte fields, each verified on
-/// its own; the same records read as five fields fail verification, read
-/// by read (a field's header names its place).
+/// Runs `--fields FIELDS --value-size 1000` on the target at `url` with
+/// `more`, into `out`; exit 0, or 1 when operations failed. Returns the
+/// result file.
+fn run_fields(url: &str, out: &std::path::Path, fields: &str, more: &[&str]) -> serde_json::Value {
+    let mut args = vec![
+        "run",
+        "-q",
+        "-o",
+        out.to_str().unwrap(),
+        "-t",
+        url,
+        "--fields",
+        fields,
+        "--value-size",
+        "1000",
+        "--records",
+        "500",
+        "--clients",
+        "2",
+        "--duration",
+        "0.3s",
+        "--warmup",
+        "0",
+    ];
+    args.extend_from_slice(more);
+    let code = bakeoff(&args).status.code();
+    assert!(matches!(code, Some(0 | 1)), "exit {code:?}");
+    read_json(out)
+}
+
+/// How many of `records` have fields written at different versions (one
+/// field at a time, not the whole record), `fields_of` giving a record's
+/// ten 100-byte fields laid end to end.
+fn records_of_mixed_versions(records: u64, fields_of: impl Fn(u64) -> Vec<u8>) -> usize {
+    (0..records)
+        .filter(|&id| {
+            let versions: std::collections::BTreeSet<u32> = fields_of(id)
+                .chunks(100)
+                .map(|f| u32::from_le_bytes(f[12..16].try_into().unwrap()) & 0xFF_FFFF)
+                .collect();
+            versions.len() > 1
+        })
+        .count()
+}
+
+/// Reads, updates and read-modify-writes of records of ten fields on
+/// `url`: no error, the server's counts equal bakeoff's, the record of
+/// what was sent says `said` of an update, and some of 50 records have
+/// fields written at different versions, `fields_of` giving a record's
+/// fields (one field at a time, not the whole record).
+fn one_field_at_a_time(
+    url: &str,
+    out: &std::path::Path,
+    said: &str,
+    fields_of: impl Fn(u64) -> Vec<u8>,
+) {
+    let result = run_fields(url, out, "10", &["--mix", "get=50,update=25,rmw=25"]);
+    let run = &result["runs"][0];
+    assert_eq!(run["status"], "ok", "{}", run["message"]);
+    assert_eq!(run["measure"]["errors"], serde_json::json!({}));
+    assert!(count(kind(run, "read-modify-write"), "completed") > 0);
+    let checks = run["checks"]["counters"].as_array().unwrap();
+    assert!(!checks.is_empty(), "{run}");
+    for c in checks {
+        assert_eq!(c["bakeoff"], c["target"], "{c}");
+    }
+    let update = result["targets"][0]["requests"]["update"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(update.contains(said), "{update}");
+    let mixed = records_of_mixed_versions(50, fields_of);
+    assert!(
+        mixed > 0,
+        "no record of 50 has fields of different versions"
+    );
+}
+
+/// `--fields 10` on Redis: each record a hash of ten 100-byte fields,
+/// read whole (`HMGET`), each field verified on its own, an update
+/// writing one (`HSET` of one field); the server's HMGETs and HSETs equal
+/// bakeoff's. The same records read as twenty fields fail verification,
+/// read by read (a field's header says its length and place).
 #[test]
-fn records_of_fields_are_verified_field_by_field() {
+fn redis_keeps_records_of_fields_as_hashes() {
     if !require("redis-server", "redis-server") {
         return;
     }
@@ -173,66 +252,20 @@ fn records_of_fields_are_verified_field_by_field() {
     let url = format!("redis://{}", server.addr);
     let dir = tmp();
     let out = dir.path().join("result.json");
-    let out = out.to_str().unwrap();
-    // Exit 0, or 1 when operations failed; the result file either way.
-    let run = |fields: &str, more: &[&str]| {
-        let mut args = vec![
-            "run",
-            "-q",
-            "-o",
-            out,
-            "-t",
-            &url,
-            "--fields",
-            fields,
-            "--value-size",
-            "1000",
-            "--records",
-            "500",
-            "--clients",
-            "2",
-            "--duration",
-            "0.3s",
-            "--warmup",
-            "0",
-        ];
-        args.extend_from_slice(more);
-        let code = bakeoff(&args).status.code();
-        assert!(matches!(code, Some(0 | 1)), "exit {code:?}");
-        read_json(std::path::Path::new(out))["runs"][0].clone()
-    };
-    let written = run("10", &["--mix", "get=50,update=25,rmw=25"]);
-    assert_eq!(written["status"], "ok", "{}", written["message"]);
-    assert_eq!(written["measure"]["errors"], serde_json::json!({}));
-    assert!(count(kind(&written, "read-modify-write"), "completed") > 0);
-    // An update is a read, then the record's write with one field
-    // replaced: the server's GETs and SETs say so.
-    for c in written["checks"]["counters"].as_array().unwrap() {
-        assert_eq!(c["bakeoff"], c["target"], "{c}");
-    }
-    let result = read_json(std::path::Path::new(out));
-    let said = result["targets"][0]["requests"]["update"]
-        .as_str()
-        .unwrap_or_default();
-    assert!(said.contains("read-merge-write"), "{result}");
-    // Records whose fields were written at different versions: one field
-    // at a time, not the whole record.
-    let mixed = (0..50u64)
-        .filter(|id| {
-            let value = redis_get(server.addr, &format!("bk:{id:012}"));
-            let versions: std::collections::BTreeSet<u32> = value
-                .chunks(100)
-                .map(|f| u32::from_le_bytes(f[12..16].try_into().unwrap()) & 0xFF_FFFF)
-                .collect();
-            versions.len() > 1
-        })
-        .count();
-    assert!(
-        mixed > 0,
-        "no record of 50 has fields of different versions"
-    );
-    let misread = run("5", &["--no-load", "--mix", "get=1"]);
-    let gets = count(kind(&misread, "get"), "sent");
+    one_field_at_a_time(&url, &out, "HSET <key> field<j>", |id| {
+        (0..10)
+            .flat_map(|f| {
+                let args = [
+                    b"HGET".to_vec(),
+                    format!("bk:{id:012}").into_bytes(),
+                    format!("field{f}").into_bytes(),
+                ];
+                redis_bulk(server.addr, &args)
+            })
+            .collect()
+    });
+    let misread = &run_fields(&url, &out, "20", &["--no-load", "--mix", "get=1"])["runs"][0];
+    let gets = count(kind(misread, "get"), "sent");
     let wrong = misread["measure"]["errors"]["verification"]
         .as_u64()
         .unwrap_or(0);
@@ -242,23 +275,62 @@ fn records_of_fields_are_verified_field_by_field() {
     );
 }
 
-/// The value of `key` on the Redis at `addr` (`GET`, its bytes as sent).
-fn redis_get(addr: std::net::SocketAddr, key: &str) -> Vec<u8> {
+/// `--fields 10` on memcached, which keeps a record as one value: an
+/// update reads the record, replaces one field and writes it back (a
+/// read-merge-write, said in the record of what was sent); the server's
+/// gets hold the updates' reads and its sets their writes.
+#[test]
+fn a_store_of_whole_values_updates_one_field_by_read_merge_write() {
+    if !require("memcached", "memcached") {
+        return;
+    }
+    let _g = beside_others();
+    let server = memcached();
+    let url = format!("memcached://{}", server.addr);
+    let dir = tmp();
+    let out = dir.path().join("result.json");
+    one_field_at_a_time(&url, &out, "read-merge-write", |id| {
+        memcached_value(server.addr, &format!("bk:{id:012}"))
+    });
+}
+
+/// Sends `req` to `addr` and returns the one value of the reply: the
+/// bytes after its first line, as many as `len_of` reads there.
+fn one_value(addr: std::net::SocketAddr, req: &[u8], len_of: impl Fn(&str) -> usize) -> Vec<u8> {
     use std::io::{Read, Write};
     let mut s = std::net::TcpStream::connect(addr).unwrap();
-    write!(s, "*2\r\n$3\r\nGET\r\n${}\r\n{key}\r\n", key.len()).unwrap();
+    s.write_all(req).unwrap();
     let mut buf = Vec::new();
     let mut chunk = [0u8; 4096];
     loop {
         let n = s.read(&mut chunk).unwrap();
-        assert!(n > 0, "redis closed the connection");
+        assert!(n > 0, "the server closed the connection");
         buf.extend_from_slice(&chunk[..n]);
         let Some(eol) = buf.windows(2).position(|w| w == b"\r\n") else {
             continue;
         };
-        let len: usize = std::str::from_utf8(&buf[1..eol]).unwrap().parse().unwrap();
+        let len = len_of(&String::from_utf8_lossy(&buf[..eol]));
         if buf.len() >= eol + 2 + len + 2 {
             return buf[eol + 2..eol + 2 + len].to_vec();
         }
     }
+}
+
+/// The bulk string Redis at `addr` answers `args` with (binary-safe).
+fn redis_bulk(addr: std::net::SocketAddr, args: &[Vec<u8>]) -> Vec<u8> {
+    let mut req = format!("*{}\r\n", args.len()).into_bytes();
+    for a in args {
+        req.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+        req.extend_from_slice(a);
+        req.extend_from_slice(b"\r\n");
+    }
+    one_value(addr, &req, |head| head[1..].parse().unwrap())
+}
+
+/// The value memcached at `addr` holds under `key` (text `get`).
+fn memcached_value(addr: std::net::SocketAddr, key: &str) -> Vec<u8> {
+    let req = format!("get {key}\r\n");
+    one_value(addr, req.as_bytes(), |head| {
+        head.rsplit(' ').next().unwrap().parse().unwrap()
+    })
 }

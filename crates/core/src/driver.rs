@@ -103,6 +103,10 @@ pub struct WireOp<'a> {
     pub payload: &'a [u8],
     /// For a scan, the most records it reads (0 otherwise).
     pub limit: u32,
+    /// For an update of one field of a record of several, on a protocol
+    /// that keeps fields apart ([`Codec::KEEPS_FIELDS`]): which field its
+    /// value is.
+    pub field: u32,
 }
 
 impl<'a> WireOp<'a> {
@@ -115,6 +119,7 @@ impl<'a> WireOp<'a> {
             header,
             payload,
             limit: 0,
+            field: 0,
         }
     }
 }
@@ -161,6 +166,14 @@ pub trait Codec: Send + Sync + 'static {
     fn unescape_value(&self, value: &mut [u8]) -> usize {
         value.len()
     }
+    /// Whether the protocol keeps a record's fields apart (a Redis hash):
+    /// with records of several fields, a write of the whole record gets
+    /// the record as its payload (no header), an update and a
+    /// read-modify-write's write get one field ([`WireOp::field`]), and a
+    /// read's reply, once through [`Codec::unescape_value`], is the whole
+    /// record. Protocols that do not keep records as one value, which an
+    /// update of one field reads and writes back whole.
+    const KEEPS_FIELDS: bool = false;
     /// Whether the protocol scans ([`Codec::scan_rows`] is there): a
     /// scan's reply is then a [`Reply::Value`] holding its records.
     /// Known at compile time: protocols that do not pay nothing.

@@ -205,6 +205,12 @@ impl<'j> Harness<'j> {
         }
     }
 
+    /// The target keeps a record's fields apart: an update of one field is
+    /// written as it is, with no read before it.
+    pub fn keeps_fields(&mut self) {
+        self.first_legs[OpKind::Update as usize] = Leg::Only;
+    }
+
     /// The leg a request of `kind` starts with, and starts again with
     /// when a cluster sends it elsewhere.
     #[inline]

@@ -142,6 +142,12 @@ pub trait Target {
     ) -> Vec<CounterCheck> {
         compare_counters(self.counter_rules(), before, after, sent)
     }
+    /// Whether it keeps the fields of a record of several apart (a Redis
+    /// hash), so that an update writes one field as it is; the others
+    /// keep a record as one value, which an update reads and writes back.
+    fn keeps_fields(&self) -> bool {
+        false
+    }
     /// Records the target holds, if it can tell.
     fn record_count(&self) -> Option<u64>;
     /// Records the server has evicted since it started, by its own count

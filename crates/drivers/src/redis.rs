@@ -26,6 +26,7 @@ use crate::admin::{
     ADMIN_CONNECT_WITHIN,
 };
 use crate::codec::resp::{RespCodec, RespScanIndexCodec, RespWaitCodec, SCAN_INDEX};
+use crate::codec::resp_fields::RespFieldsCodec;
 use crate::settings::{durable, Durability, Kind, Setting, Settings, PORT};
 use bakeoff_core::durability::DurableTo;
 use bakeoff_core::net::CodecDriver;
@@ -238,6 +239,8 @@ pub struct RedisTarget {
     in_cluster: bool,
     /// Whether writes keep a scan index beside the records.
     scan_index: bool,
+    /// Fields per record: several are kept as a hash.
+    fields: u32,
 }
 
 /// How long admin calls fail at once after one timed out.
@@ -345,7 +348,7 @@ fn open_one(
         dial,
         spec.user.clone(),
         spec.password.clone(),
-        scans,
+        (scans, workload.fields),
     );
     target.in_cluster = matches!(workload.topology, Topology::Cluster(_));
     target.record = TargetRecord {
@@ -409,7 +412,8 @@ fn config_value(raw: &str) -> Option<String> {
 impl RedisTarget {
     /// A target that speaks RESP to `addr`, where `server` (if bakeoff
     /// started one) listens, with its load connections dialled as `dial`
-    /// says, keeping a scan index beside the records when `scans`; its
+    /// says, keeping a scan index beside the records when `scans` and
+    /// records of `fields` fields as hashes when there are several; its
     /// record is set after.
     fn over(
         server: Option<ManagedServer>,
@@ -417,14 +421,19 @@ impl RedisTarget {
         dial: crate::link::Dial,
         user: Option<String>,
         password: Option<String>,
-        scans: bool,
+        (scans, fields): (bool, u32),
     ) -> Self {
         let connector = Box::new(RedisConnector {
             addr: dial.addr,
             user: user.clone(),
             password: password.clone(),
         });
-        let driver: Box<dyn Driver> = if scans {
+        let driver: Box<dyn Driver> = if fields > 1 {
+            Box::new(CodecDriver::new(
+                RespFieldsCodec::new(fields, scans),
+                connector,
+            ))
+        } else if scans {
             Box::new(CodecDriver::new(RespScanIndexCodec::default(), connector))
         } else {
             Box::new(CodecDriver::new(RespCodec, connector))
@@ -441,6 +450,7 @@ impl RedisTarget {
             quiet_until_ns: Default::default(),
             in_cluster: false,
             scan_index: scans,
+            fields,
         }
     }
 
@@ -450,7 +460,7 @@ impl RedisTarget {
     pub(crate) fn serving(server: ManagedServer) -> Self {
         let addr = server.addr;
         let direct = crate::link::Dial { addr, relay: None };
-        Self::over(Some(server), addr, direct, None, None, false)
+        Self::over(Some(server), addr, direct, None, None, (false, 1))
     }
 
     /// Replaces what the result records of the target.
@@ -472,7 +482,7 @@ impl RedisTarget {
             direct,
             self.user.clone(),
             self.password.clone(),
-            self.scan_index,
+            (self.scan_index, self.fields),
         )
     }
 
@@ -612,8 +622,8 @@ impl Target for RedisTarget {
                 Some(CommandTime {
                     command: command.to_string(),
                     kinds: match command {
-                        "get" => &[OpKind::Get],
-                        "set" => &[OpKind::Set, OpKind::Update],
+                        "get" | "hmget" => &[OpKind::Get],
+                        "set" | "hset" => &[OpKind::Set, OpKind::Update],
                         "del" => &[OpKind::Delete],
                         _ => &[],
                     },
@@ -626,30 +636,11 @@ impl Target for RedisTarget {
     }
 
     fn counter_rules(&self) -> &'static [CounterRule] {
-        &[
-            CounterRule {
-                what: "GET calls (INFO commandstats)",
-                counters: &["get"],
-                kinds: &[OpKind::Get],
-            },
-            CounterRule {
-                what: "SET calls (INFO commandstats)",
-                counters: &["set"],
-                kinds: &[OpKind::Set, OpKind::Update],
-            },
-            CounterRule {
-                what: "DEL calls (INFO commandstats)",
-                counters: &["del"],
-                kinds: &[OpKind::Delete],
-            },
-            // A scan's script reads the index once (Redis counts the
-            // calls a script makes, by command).
-            CounterRule {
-                what: "ZRANGEBYLEX calls, one per scan (INFO commandstats)",
-                counters: &["zrangebylex"],
-                kinds: &[OpKind::Scan],
-            },
-        ]
+        if self.fields > 1 {
+            HASH_RULES
+        } else {
+            STRING_RULES
+        }
     }
 
     fn clock(&self) -> Option<std::io::Result<bakeoff_core::readings::ClockReading>> {
@@ -657,6 +648,10 @@ impl Target for RedisTarget {
             self.admin()
                 .and_then(|mut s| crate::admin::resp_time(&mut s)),
         )
+    }
+
+    fn keeps_fields(&self) -> bool {
+        self.fields > 1
     }
 
     fn record_count(&self) -> Option<u64> {
@@ -680,6 +675,54 @@ impl Target for RedisTarget {
 
     crate::running::one_server_methods!();
 }
+
+/// How Redis's commandstats add up to bakeoff's requests, records kept
+/// as strings.
+const STRING_RULES: &[CounterRule] = &[
+    CounterRule {
+        what: "GET calls (INFO commandstats)",
+        counters: &["get"],
+        kinds: &[OpKind::Get],
+    },
+    CounterRule {
+        what: "SET calls (INFO commandstats)",
+        counters: &["set"],
+        kinds: &[OpKind::Set, OpKind::Update],
+    },
+    DEL_RULE,
+    SCAN_RULE,
+];
+
+/// The same, records of several fields kept as hashes.
+const HASH_RULES: &[CounterRule] = &[
+    CounterRule {
+        what: "HMGET calls (INFO commandstats)",
+        counters: &["hmget"],
+        kinds: &[OpKind::Get],
+    },
+    CounterRule {
+        what: "HSET calls (INFO commandstats)",
+        counters: &["hset"],
+        kinds: &[OpKind::Set, OpKind::Update],
+    },
+    DEL_RULE,
+    SCAN_RULE,
+];
+
+/// Deletes, whichever way records are kept.
+const DEL_RULE: CounterRule = CounterRule {
+    what: "DEL calls (INFO commandstats)",
+    counters: &["del"],
+    kinds: &[OpKind::Delete],
+};
+
+/// A scan's script reads the index once (Redis counts the calls a script
+/// makes, by command).
+const SCAN_RULE: CounterRule = CounterRule {
+    what: "ZRANGEBYLEX calls, one per scan (INFO commandstats)",
+    counters: &["zrangebylex"],
+    kinds: &[OpKind::Scan],
+};
 
 /// Field `name` of an `INFO commandstats` line's value
 /// (`calls=3,usec=5,…`), 0 where absent.

@@ -239,6 +239,10 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
             }
         }
         let clients = harness.clients();
+        let mut harness = harness;
+        if C::KEEPS_FIELDS {
+            harness.keeps_fields();
+        }
         let mut lp = Loop {
             codec,
             connectors,
@@ -486,7 +490,18 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
         if req.leg == Leg::Asking {
             c.wbuf.extend_from_slice(ASKING);
         }
-        let op = if req.kind == OpKind::Update {
+        let op = if req.kind == OpKind::Update && C::KEEPS_FIELDS {
+            // One field, as it is.
+            let (field, h, p) = self.harness.field(req.client as usize, req.key);
+            let c = &mut self.conns[k];
+            let op = WireOp {
+                field: field as u32,
+                ..WireOp::new(OpKind::Update, key, &h, p)
+            };
+            self.codec.encode(&c.handles, op, &mut c.wbuf);
+            c.inflight.push_back(req);
+            return;
+        } else if req.kind == OpKind::Update {
             WireOp::new(OpKind::Get, key, &[], &[])
         } else if req.kind.writes_value() {
             let record = self.harness.record(req.client as usize, req.key);
@@ -543,7 +558,15 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
         let key = &self.key_buf[..self.key_len];
         let field_len = self.harness.job().workload.field_len();
         let whole = self.fields as usize * field_len;
-        if self.fields > 1 && self.scratch.len() == whole {
+        if self.fields > 1 && C::KEEPS_FIELDS {
+            // One field, as it is.
+            let (field, h, p) = self.harness.field(req.client as usize, req.key);
+            let op = WireOp {
+                field: field as u32,
+                ..WireOp::new(OpKind::Update, key, &h, p)
+            };
+            self.codec.encode(&c.handles, op, &mut c.wbuf);
+        } else if self.fields > 1 && self.scratch.len() == whole {
             // The record read, its one field written anew: a
             // read-merge-write of one field.
             let (f, h, p) = self.harness.field(req.client as usize, req.key);

@@ -1479,7 +1479,8 @@ mod tests {
         assert!(e.contains("one value size"), "{e}");
         let e = err("[workload]\nfields = 10\nvalue_size = 1000\ndurability = true\n");
         assert!(e.contains("do not go with the durability check"), "{e}");
-        let e = err("[workload]\nfields = 10\nvalue_size = 1000\n[topology]\nkind = \"shards:2\"\n");
+        let e =
+            err("[workload]\nfields = 10\nvalue_size = 1000\n[topology]\nkind = \"shards:2\"\n");
         assert!(e.contains("do not go with several servers"), "{e}");
         let e = err("[workload]\nfields = 0\n");
         assert!(e.contains("0 fields per record cannot run"), "{e}");

@@ -237,7 +237,7 @@ impl Runs<'_> {
     ) -> Result<(), Stop> {
         let before = stage.target.counters();
         let mut sent = Sent {
-            merged_updates: stage.workload().fields > 1,
+            merged_updates: stage.workload().fields > 1 && !stage.target.keeps_fields(),
             ..Sent::default()
         };
         let load_s = if stage.workload().load {
@@ -297,7 +297,7 @@ impl Runs<'_> {
         record.name = at.spec.id();
         record.declared = self.opener.declared_settings(at.spec, self.plan);
         record.durable_to = self.opener.durable_to(at.spec, self.plan);
-        if w.fields > 1 {
+        if w.fields > 1 && !target.keeps_fields() {
             say_fields_are_merged(&mut record, w.fields);
         }
         self.recorded.insert(at.spec.label(), record);

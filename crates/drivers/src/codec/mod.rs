@@ -9,6 +9,7 @@ pub mod memcache_text;
 pub mod mysql;
 pub mod postgres;
 pub mod resp;
+pub mod resp_fields;
 
 /// Largest length a reply may declare (1 GiB): beyond it the stream is
 /// treated as garbage rather than growing the read buffer without bound.

@@ -16,7 +16,7 @@ use super::{find_crlf, parse_decimal, push_decimal, MAX_DECLARED_LEN};
 pub struct RespCodec;
 
 #[inline]
-fn push_bulk_len(out: &mut Vec<u8>, n: usize) {
+pub(super) fn push_bulk_len(out: &mut Vec<u8>, n: usize) {
     out.push(b'$');
     push_decimal(out, n);
     out.extend_from_slice(b"\r\n");
@@ -96,7 +96,11 @@ impl Codec for RespCodec {
 /// `judge` makes of the first's and the integer (a server error when the
 /// second is not an integer).
 #[inline]
-fn then_count(buf: &[u8], first: Decoded, judge: impl FnOnce(Reply, i64) -> Reply) -> Decoded {
+pub(super) fn then_count(
+    buf: &[u8],
+    first: Decoded,
+    judge: impl FnOnce(Reply, i64) -> Reply,
+) -> Decoded {
     let Decoded::Complete { len, reply } = first else {
         return first;
     };
@@ -236,11 +240,26 @@ impl Default for RespScanIndexCodec {
     }
 }
 
+impl RespScanIndexCodec {
+    /// Appends what keeps the index after a write of `kind` on `key`: its
+    /// `ZADD`, or a delete's `ZREM`.
+    pub(super) fn encode_index_update(&self, kind: OpKind, key: &[u8], out: &mut Vec<u8>) {
+        out.extend_from_slice(if kind == OpKind::Delete {
+            &self.zrem_head
+        } else {
+            &self.zadd_head
+        });
+        push_bulk_len(out, key.len());
+        out.extend_from_slice(key);
+        out.extend_from_slice(b"\r\n");
+    }
+}
+
 impl Codec for RespScanIndexCodec {
     #[inline]
     fn encode(&self, handles: &Handles, op: WireOp, out: &mut Vec<u8>) {
         let key = op.key;
-        let index_update = match op.kind {
+        match op.kind {
             OpKind::Scan => {
                 out.extend_from_slice(&self.scan_head);
                 push_bulk_len(out, key.len());
@@ -252,15 +271,11 @@ impl Codec for RespScanIndexCodec {
                 out.extend_from_slice(b"\r\n");
                 return;
             }
-            k if k.writes_value() => &self.zadd_head,
-            OpKind::Delete => &self.zrem_head,
+            k if k.writes_value() || k == OpKind::Delete => {}
             _ => return RespCodec.encode(handles, op, out),
-        };
+        }
         RespCodec.encode(handles, op, out);
-        out.extend_from_slice(index_update);
-        push_bulk_len(out, key.len());
-        out.extend_from_slice(key);
-        out.extend_from_slice(b"\r\n");
+        self.encode_index_update(op.kind, key, out);
     }
 
     #[inline]
@@ -393,7 +408,7 @@ pub fn decode_request(buf: &[u8]) -> Request {
     }
 }
 
-enum Kind {
+pub(super) enum Kind {
     Simple,
     Error,
     Integer(i64),
@@ -402,7 +417,7 @@ enum Kind {
     Array,
 }
 
-enum Step {
+pub(super) enum Step {
     Incomplete,
     Invalid,
     Done(usize, Kind),
@@ -412,7 +427,7 @@ enum Step {
 /// of arrays are counted off in a loop rather than by recursion, so that no
 /// nesting (a reply may be `*1\r\n` a million times over) can overflow the
 /// stack.
-fn skip_value(buf: &[u8], at: usize) -> Step {
+pub(super) fn skip_value(buf: &[u8], at: usize) -> Step {
     let (mut pending, mut pos) = match item(buf, at) {
         Item::Value(step) => return step,
         Item::Array { count, next } => (count, next),
