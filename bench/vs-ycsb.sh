@@ -9,8 +9,10 @@
 #
 # go-ycsb stores YCSB's record (ten 100-byte fields) as a Redis hash
 # (HSET, HMGET of the ten fields) and as a row of ten VARCHAR columns
-# (an update writes one field); bakeoff stores one 1000-byte value (GET,
-# SET; SELECT, INSERT ... ON CONFLICT of the whole record). go-ycsb has no
+# (an update writes one field). bakeoff does the same on Redis
+# (--fields 10: HMGET of the ten fields, HSET of one), and on PostgreSQL
+# stores one 1000-byte value (SELECT, INSERT ... ON CONFLICT of the whole
+# record). go-ycsb has no
 # run time limit (its maxexecutiontime property is never read), so it is
 # given an operation count it cannot reach and stopped with SIGINT after
 # the duration: its handler stops the workers and prints its totals.

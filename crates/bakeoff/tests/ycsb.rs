@@ -334,3 +334,53 @@ fn memcached_value(addr: std::net::SocketAddr, key: &str) -> Vec<u8> {
         head.rsplit(' ').next().unwrap().parse().unwrap()
     })
 }
+
+/// `--fields 10` on SQLite: table usertable of a column per field, read
+/// whole, an update writing one column (`UPDATE … SET field<j>`), scans
+/// putting each row's columns in order; the database, kept in a directory
+/// of the test's, holds rows whose fields were written at different
+/// versions (read with Python's sqlite3).
+#[test]
+fn sqlite_keeps_records_of_fields_as_columns() {
+    let _g = beside_others();
+    let dir = tmp();
+    let db = dir.path().join("db");
+    let target = format!("sqlite[dir={}]", db.display());
+    let out = dir.path().join("result.json");
+    let result = run_fields(
+        &target,
+        &out,
+        "10",
+        &["--mix", "get=40,update=30,rmw=20,scan=10"],
+    );
+    let run = &result["runs"][0];
+    assert_eq!(run["status"], "ok", "{}", run["message"]);
+    assert_eq!(run["measure"]["errors"], serde_json::json!({}));
+    assert!(count(kind(run, "scan"), "rows") > 0, "{run}");
+    let update = result["targets"][0]["requests"]["update"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        update.starts_with("UPDATE usertable SET field<j>"),
+        "{update}"
+    );
+    let script = "import sqlite3, sys\n\
+        c = sqlite3.connect(sys.argv[1])\n\
+        cols = ', '.join(f'field{i}' for i in range(10))\n\
+        n = 0\n\
+        for row in c.execute(f'SELECT {cols} FROM usertable LIMIT 50'):\n\
+        \x20   n += len({int.from_bytes(f[12:16], 'little') & 0xFFFFFF for f in row}) > 1\n\
+        print(n)\n";
+    let o = std::process::Command::new("python3")
+        .args(["-c", script, db.join("bakeoff.sqlite").to_str().unwrap()])
+        .output()
+        .expect("python3 runs");
+    let text = String::from_utf8_lossy(&o.stdout);
+    let mixed: u32 = text.trim().parse().unwrap_or_else(|_| {
+        panic!(
+            "python3 said {text}, {}",
+            String::from_utf8_lossy(&o.stderr)
+        )
+    });
+    assert!(mixed > 0, "no row of 50 has fields of different versions");
+}

@@ -75,6 +75,18 @@ pub trait EngineSession {
     fn scan(&mut self, _start: &[u8], _limit: u32, _out: &mut Vec<u8>) -> SessionResult<u64> {
         Err(SessionError::Server("this engine cannot scan".into()))
     }
+    /// Whether it keeps the fields of a record of several apart, so that
+    /// [`EngineSession::put_field`] writes one.
+    fn keeps_fields(&self) -> bool {
+        false
+    }
+    /// Writes field `field` of record `key` (an engine that keeps fields
+    /// apart; an absent record stays absent).
+    fn put_field(&mut self, _key: &[u8], _field: usize, _value: &[u8]) -> SessionResult<()> {
+        Err(SessionError::Server(
+            "this engine keeps a record as one value".into(),
+        ))
+    }
 }
 
 /// An engine's session as a [`Session`] whose calls complete at once.
@@ -86,6 +98,12 @@ impl<S: EngineSession> Session for InProcess<'_, S> {
     }
     async fn put(&mut self, key: &[u8], value: &[u8]) -> SessionResult<()> {
         self.0.put(key, value)
+    }
+    fn keeps_fields(&self) -> bool {
+        self.0.keeps_fields()
+    }
+    async fn put_field(&mut self, key: &[u8], field: usize, value: &[u8]) -> SessionResult<()> {
+        self.0.put_field(key, field, value)
     }
     async fn delete(&mut self, key: &[u8]) -> SessionResult<bool> {
         self.0.delete(key)
@@ -186,6 +204,11 @@ pub trait Engine: Send + Sync + 'static {
     fn session(&self) -> Result<Self::Session, EngineError>;
     /// Records stored, if the engine can tell exactly.
     fn count(&self) -> Option<u64>;
+    /// Whether it keeps the fields of a record of several apart (see
+    /// [`EngineSession::keeps_fields`]).
+    fn keeps_fields(&self) -> bool {
+        false
+    }
     /// What one operation does, for the report.
     fn describe(&self, kind: OpKind) -> String;
 }

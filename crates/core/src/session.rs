@@ -167,6 +167,18 @@ pub trait Session {
     async fn scan(&mut self, _start: &[u8], _limit: u32, _out: &mut Vec<u8>) -> SessionResult<u64> {
         Err(SessionError::Server("this target cannot scan".into()))
     }
+    /// Whether it keeps the fields of a record of several apart, so that
+    /// [`Session::put_field`] writes one (a table of a column per field).
+    fn keeps_fields(&self) -> bool {
+        false
+    }
+    /// Writes field `field` of record `key` (a session that keeps fields
+    /// apart; an absent record stays absent).
+    async fn put_field(&mut self, _key: &[u8], _field: usize, _value: &[u8]) -> SessionResult<()> {
+        Err(SessionError::Server(
+            "this target keeps a record as one value".into(),
+        ))
+    }
     /// Writes records `keys[i]` = `values[i]` in one request (batched
     /// load). The plan allows batches only on targets that do this.
     async fn put_batch(&mut self, _keys: &[Key], _values: &[&[u8]]) -> SessionResult<()> {
@@ -313,6 +325,10 @@ pub async fn perform<S: Session>(
             .put_profile(id, key, &Profile::of(id), op.value)
             .await
             .map(|()| Answer::Done),
+        OpKind::Update if op.fields > 1 && s.keeps_fields() => s
+            .put_field(key, op.field, field_of(op))
+            .await
+            .map(|()| Answer::Done),
         OpKind::Update if op.fields > 1 => {
             // A read-merge-write of one field: the record read, its field
             // replaced, written back (no record: nothing written, a miss).
@@ -339,7 +355,9 @@ pub async fn perform<S: Session>(
             // YCSB's: the read, then the write of the same record, not
             // atomic; the read's bytes are checked like a get's.
             let hit = s.get(key, read).await?;
-            if hit && op.fields > 1 && merge_field(read, op) {
+            if op.fields > 1 && s.keeps_fields() {
+                s.put_field(key, op.field, field_of(op)).await?;
+            } else if hit && op.fields > 1 && merge_field(read, op) {
                 // Of a record of several fields, one field is written.
                 s.put(key, read).await?;
             } else {
@@ -348,6 +366,12 @@ pub async fn perform<S: Session>(
             Ok(found(hit))
         }
     }
+}
+
+/// Field `op.field` of the record `op.value` holds.
+fn field_of<'v>(op: &Op<'v>) -> &'v [u8] {
+    let len = op.value.len() / op.fields.max(1) as usize;
+    &op.value[op.field * len..(op.field + 1) * len]
 }
 
 /// Writes field `op.field` of the record `op.value` holds into the record

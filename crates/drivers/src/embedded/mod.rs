@@ -71,6 +71,8 @@ pub struct OpenHow {
     pub record: RecordKind,
     /// Secondary indexes on the profile table.
     pub indexes: bool,
+    /// Fields per record (1: a record is one value).
+    pub fields: u32,
 }
 
 impl OpenHow {
@@ -81,6 +83,7 @@ impl OpenHow {
             load: false,
             record: RecordKind::Kv,
             indexes: false,
+            fields: 1,
         }
     }
 
@@ -90,6 +93,7 @@ impl OpenHow {
             load: workload.load,
             record: workload.record,
             indexes: workload.indexes,
+            fields: workload.fields,
         }
     }
 }
@@ -201,6 +205,10 @@ impl<E: Engine> Target for EmbeddedTarget<E> {
 
     fn record_count(&self) -> Option<u64> {
         self.driver.engine().count()
+    }
+
+    fn keeps_fields(&self) -> bool {
+        self.driver.engine().keeps_fields()
     }
 
     fn resources(&self) -> Option<ProcSnapshot> {

@@ -101,8 +101,13 @@ struct Conn {
     get: Stmt,
     put: Stmt,
     del: Stmt,
-    /// `SCAN_SQL`.
+    /// `SCAN_SQL`, or the table of fields' own.
     scan: Stmt,
+    /// Records of several fields: one `UPDATE` per field.
+    put_field: Vec<Stmt>,
+    /// Fields per record: one is table kv's value; several, columns of
+    /// table usertable.
+    fields: usize,
     /// Profile statements: insert, then the searches by name, sex,
     /// location and all three (null when the table is kv).
     profile: [Stmt; 5],
@@ -127,6 +132,7 @@ impl Conn {
         path: &CString,
         pragmas: &str,
         profile: bool,
+        fields: usize,
     ) -> Result<Self, EngineError> {
         let mut db: Db = ptr::null_mut();
         // SAFETY: sqlite3 C API calls on a connection we own.
@@ -144,6 +150,8 @@ impl Conn {
                 put: ptr::null_mut(),
                 del: ptr::null_mut(),
                 scan: ptr::null_mut(),
+                put_field: Vec::new(),
+                fields,
                 profile: [ptr::null_mut(); 5],
             };
             if rc != OK {
@@ -155,11 +163,23 @@ impl Conn {
             }
             (api.busy_timeout)(db, 30_000);
             c.exec(pragmas)?;
-            c.exec("CREATE TABLE IF NOT EXISTS kv (k TEXT PRIMARY KEY, v BLOB NOT NULL)")?;
-            c.get = c.prepare("SELECT v FROM kv WHERE k = ?1")?;
-            c.put = c.prepare("INSERT OR REPLACE INTO kv (k, v) VALUES (?1, ?2)")?;
-            c.del = c.prepare("DELETE FROM kv WHERE k = ?1")?;
-            c.scan = c.prepare(SCAN_SQL)?;
+            if fields > 1 {
+                let t = FieldsTable(fields);
+                c.exec(&t.create())?;
+                c.get = c.prepare(&t.get())?;
+                c.put = c.prepare(&t.put())?;
+                c.del = c.prepare("DELETE FROM usertable WHERE k = ?1")?;
+                c.scan = c.prepare(&t.scan())?;
+                for f in 0..fields {
+                    c.put_field.push(c.prepare(&t.put_field(f))?);
+                }
+            } else {
+                c.exec("CREATE TABLE IF NOT EXISTS kv (k TEXT PRIMARY KEY, v BLOB NOT NULL)")?;
+                c.get = c.prepare("SELECT v FROM kv WHERE k = ?1")?;
+                c.put = c.prepare("INSERT OR REPLACE INTO kv (k, v) VALUES (?1, ?2)")?;
+                c.del = c.prepare("DELETE FROM kv WHERE k = ?1")?;
+                c.scan = c.prepare(SCAN_SQL)?;
+            }
             if profile {
                 c.exec(PROFILE_TABLE)?;
                 for (i, sql) in PROFILE_SQL.iter().enumerate() {
@@ -216,14 +236,30 @@ impl Conn {
     }
 
     /// Runs `st` with key (and value) bound; returns the first step's code.
-    /// The caller reads columns before `finish`.
+    /// A record of several fields is bound a field to a parameter. The
+    /// caller reads columns before `finish`.
     unsafe fn run(&self, st: Stmt, key: &[u8], value: Option<&[u8]>) -> c_int {
         // SQLITE_STATIC (0): the buffers outlive the step.
         (self.api.bind_text)(st, 1, key.as_ptr().cast(), key.len() as c_int, 0);
         if let Some(v) = value {
-            (self.api.bind_blob)(st, 2, v.as_ptr().cast(), v.len() as c_int, 0);
+            let len = v.len() / self.fields;
+            for (i, field) in v.chunks(len.max(1)).take(self.fields).enumerate() {
+                let p = 2 + i as c_int;
+                (self.api.bind_blob)(st, p, field.as_ptr().cast(), field.len() as c_int, 0);
+            }
         }
         (self.api.step)(st)
+    }
+
+    /// Appends columns `from..from + n` of the row `st` stands on to `out`.
+    unsafe fn columns_into(&self, st: Stmt, from: c_int, n: usize, out: &mut Vec<u8>) {
+        for i in from..from + n as c_int {
+            let p = (self.api.column_blob)(st, i);
+            let len = (self.api.column_bytes)(st, i) as usize;
+            if !p.is_null() {
+                out.extend_from_slice(std::slice::from_raw_parts(p as *const u8, len));
+            }
+        }
     }
 
     unsafe fn finish(&self, st: Stmt) {
@@ -238,6 +274,7 @@ impl Drop for Conn {
             for st in [self.get, self.put, self.del, self.scan]
                 .into_iter()
                 .chain(self.profile)
+                .chain(self.put_field.iter().copied())
             {
                 if !st.is_null() {
                     (self.api.finalize)(st);
@@ -245,6 +282,52 @@ impl Drop for Conn {
             }
             (self.api.close_v2)(self.db);
         }
+    }
+}
+
+/// Table usertable, of records of several fields: YCSB's JDBC binding's
+/// shape, a column per field.
+struct FieldsTable(usize);
+
+impl FieldsTable {
+    /// `field0, field1, …`.
+    fn columns(&self) -> String {
+        (0..self.0)
+            .map(|f| format!("field{f}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    fn create(&self) -> String {
+        let columns: Vec<String> = (0..self.0).map(|f| format!("field{f} BLOB")).collect();
+        format!(
+            "CREATE TABLE IF NOT EXISTS usertable (k TEXT PRIMARY KEY, {})",
+            columns.join(", ")
+        )
+    }
+
+    fn get(&self) -> String {
+        format!("SELECT {} FROM usertable WHERE k = ?1", self.columns())
+    }
+
+    fn put(&self) -> String {
+        let params: Vec<String> = (0..self.0).map(|f| format!("?{}", f + 2)).collect();
+        format!(
+            "INSERT OR REPLACE INTO usertable (k, {}) VALUES (?1, {})",
+            self.columns(),
+            params.join(", ")
+        )
+    }
+
+    fn put_field(&self, field: usize) -> String {
+        format!("UPDATE usertable SET field{field} = ?2 WHERE k = ?1")
+    }
+
+    fn scan(&self) -> String {
+        format!(
+            "SELECT k, {} FROM usertable WHERE k >= ?1 ORDER BY k LIMIT ?2",
+            self.columns()
+        )
     }
 }
 
@@ -342,11 +425,7 @@ impl EngineSession for SqliteSession {
             let rc = c.run(c.get, key, None);
             let found = match rc {
                 ROW => {
-                    let p = (c.api.column_blob)(c.get, 0);
-                    let n = (c.api.column_bytes)(c.get, 0) as usize;
-                    if !p.is_null() {
-                        out.extend_from_slice(std::slice::from_raw_parts(p as *const u8, n));
-                    }
+                    c.columns_into(c.get, 0, c.fields, out);
                     Ok(true)
                 }
                 DONE => Ok(false),
@@ -361,6 +440,7 @@ impl EngineSession for SqliteSession {
         let c = &self.conn;
         out.clear();
         let mut n = 0u64;
+        let mut record = Vec::new();
         // SAFETY: statement use per the sqlite3 API; column pointers are
         // valid until the next step, and copied before it.
         unsafe {
@@ -380,7 +460,13 @@ impl EngineSession for SqliteSession {
                             }
                         };
                         let key = column(0).to_vec();
-                        bakeoff_core::scan::push_row(out, &key, column(1));
+                        if c.fields > 1 {
+                            record.clear();
+                            c.columns_into(st, 1, c.fields, &mut record);
+                            bakeoff_core::scan::push_row(out, &key, &record);
+                        } else {
+                            bakeoff_core::scan::push_row(out, &key, column(1));
+                        }
                         n += 1;
                     }
                     DONE => break Ok(n),
@@ -403,6 +489,30 @@ impl EngineSession for SqliteSession {
                 Err(c.error().into())
             };
             c.finish(c.put);
+            r
+        }
+    }
+
+    fn keeps_fields(&self) -> bool {
+        self.conn.fields > 1
+    }
+
+    fn put_field(&mut self, key: &[u8], field: usize, value: &[u8]) -> Result<(), SessionError> {
+        let c = &self.conn;
+        let st = *c
+            .put_field
+            .get(field)
+            .ok_or_else(|| SessionError::Server(format!("no field {field}")))?;
+        // SAFETY: binding buffers that outlive the step (SQLITE_STATIC).
+        unsafe {
+            (c.api.bind_text)(st, 1, key.as_ptr().cast(), key.len() as c_int, 0);
+            (c.api.bind_blob)(st, 2, value.as_ptr().cast(), value.len() as c_int, 0);
+            let r = if (c.api.step)(st) == DONE {
+                Ok(())
+            } else {
+                Err(c.error().into())
+            };
+            c.finish(st);
             r
         }
     }
@@ -499,6 +609,8 @@ pub struct SqliteEngine {
     path: CString,
     pragmas: String,
     profile: bool,
+    /// Fields per record (several: table usertable).
+    fields: usize,
 }
 
 impl Engine for SqliteEngine {
@@ -506,13 +618,30 @@ impl Engine for SqliteEngine {
 
     fn session(&self) -> Result<SqliteSession, EngineError> {
         Ok(SqliteSession {
-            conn: Conn::open(&self.api, &self.path, &self.pragmas, self.profile)?,
+            conn: Conn::open(
+                &self.api,
+                &self.path,
+                &self.pragmas,
+                self.profile,
+                self.fields,
+            )?,
         })
     }
 
     fn count(&self) -> Option<u64> {
-        let c = Conn::open(&self.api, &self.path, &self.pragmas, self.profile).ok()?;
-        let table = if self.profile { "profile" } else { "kv" };
+        let c = Conn::open(
+            &self.api,
+            &self.path,
+            &self.pragmas,
+            self.profile,
+            self.fields,
+        )
+        .ok()?;
+        let table = match (self.profile, self.fields > 1) {
+            (true, _) => "profile",
+            (false, true) => "usertable",
+            (false, false) => "kv",
+        };
         let st = c.prepare(&format!("SELECT count(*) FROM {table}")).ok()?;
         // SAFETY: one step of a statement on our connection, then finalise.
         unsafe {
@@ -526,7 +655,29 @@ impl Engine for SqliteEngine {
         }
     }
 
+    fn keeps_fields(&self) -> bool {
+        self.fields > 1
+    }
+
     fn describe(&self, kind: OpKind) -> String {
+        if self.fields > 1 {
+            let t = FieldsTable(self.fields);
+            return match kind {
+                OpKind::Get => t.get(),
+                OpKind::Set | OpKind::Insert => t.put(),
+                OpKind::Update => {
+                    "UPDATE usertable SET field<j> = ?2 WHERE k = ?1 (one field, drawn uniformly)"
+                        .into()
+                }
+                OpKind::ReadModifyWrite => format!(
+                    "{}, then UPDATE usertable SET field<j> = ?2 WHERE k = ?1",
+                    t.get()
+                ),
+                OpKind::Scan => t.scan(),
+                OpKind::Delete => "DELETE FROM usertable WHERE k = ?1".into(),
+                OpKind::Search => "not supported".into(),
+            };
+        }
         match kind {
             OpKind::Search => "SELECT id FROM profile WHERE <name LIKE ?> / <sex = ?> / <province = ? AND city = ?> / <all three>".into(),
             OpKind::Get => "SELECT v FROM kv WHERE k = ?1".into(),
@@ -594,12 +745,13 @@ impl crate::kind::EngineKind for Sqlite {
             EngineError(format!("{} (database {}){full}", e.0, file.display()))
         };
         {
-            let c = Conn::open(&api, &path, &pragmas, profile).map_err(at)?;
+            let fields = how.fields.max(1) as usize;
+            let c = Conn::open(&api, &path, &pragmas, profile, fields).map_err(at)?;
             if how.load {
-                c.exec(if profile {
-                    "DELETE FROM profile"
-                } else {
-                    "DELETE FROM kv"
+                c.exec(match (profile, fields > 1) {
+                    (true, _) => "DELETE FROM profile",
+                    (false, true) => "DELETE FROM usertable",
+                    (false, false) => "DELETE FROM kv",
                 })
                 .map_err(at)?;
             }
@@ -640,6 +792,7 @@ impl crate::kind::EngineKind for Sqlite {
             path,
             pragmas,
             profile,
+            fields: how.fields.max(1) as usize,
         };
         Ok(Opened {
             engine,
