@@ -381,8 +381,9 @@ def report(args, results, workloads, targets, tools):
           f"{args.duration} s per run, zipfian keys; bakeoff --threads 1 (I/O: {backend}), go-ycsb "
           f"GOMAXPROCS={args.go_maxprocs or os.cpu_count()}.")
     print("go-ycsb's record is YCSB's, ten 100-byte fields: a Redis hash (read HMGET of the ten fields, update HSET of "
-          "one) and a row of ten VARCHAR(100) columns (SELECT of the ten, UPDATE of one); bakeoff's is one 1000-byte "
-          "value (GET/SET; SELECT, INSERT ... ON CONFLICT of the whole record), checked on every read.")
+          "one) and a row of ten VARCHAR(100) columns (SELECT of the ten, UPDATE of one); bakeoff's is the same hash on "
+          "Redis (--fields 10) and one 1000-byte value on PostgreSQL (SELECT, INSERT ... ON CONFLICT of the whole "
+          "record), each field checked on every read.")
     print("server ops: what the server counted over the client's whole life (Redis INFO commandstats, PostgreSQL "
           "pg_stat_statements; a read-modify-write is one op, its read and write two commands); own: the tool's own "
           "count (both summed over the rounds). ops/s: server ops / the client's wall time; own ops/s: its own count over its own measured time. "
