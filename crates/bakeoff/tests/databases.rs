@@ -640,27 +640,9 @@ fn searches_return_the_same_rows_on_sql_servers() {
     }
 }
 
-/// FerretDB or mongod, whichever this machine has (the test script installs
-/// FerretDB, since Debian 12 packages no MongoDB server).
-fn mongodb_installed() -> bool {
-    // Either server will do: only when neither is there does CI fail.
-    bakeoff_servers::find_program("mongod", &[]).is_some()
-        || require_in(
-            "ferretdb",
-            &["/usr/local/bin"],
-            "FerretDB (scripts/install-ferretdb.sh)",
-        )
-}
-
 #[test]
 fn managed_mongodb_loads_verifies_counts_and_cleans_up() {
-    if bakeoff_servers::find_program("mongod", &[]).is_none()
-        && !require_in(
-            "ferretdb",
-            &["/usr/local/bin"],
-            "FerretDB (scripts/install-ferretdb.sh)",
-        )
-    {
+    if !mongodb_installed() {
         return;
     }
     let t = managed_run("mongodb", &[]);
@@ -683,13 +665,7 @@ fn managed_mongodb_loads_verifies_counts_and_cleans_up() {
 
 #[test]
 fn mongodb_by_url_works_against_a_wire_compatible_server() {
-    if bakeoff_servers::find_program("mongod", &[]).is_none()
-        && !require_in(
-            "ferretdb",
-            &["/usr/local/bin"],
-            "FerretDB (scripts/install-ferretdb.sh)",
-        )
-    {
+    if !mongodb_installed() {
         return;
     }
     let started = bakeoff_drivers::mongodb::start(None).unwrap();

@@ -114,15 +114,7 @@ fn handlersocket_scans_in_key_order_and_counts_them() {
 
 #[test]
 fn mongodb_scans_in_key_order_and_counts_them() {
-    // mongod or FerretDB, whichever this machine has (Debian packages no
-    // MongoDB server; the test script installs FerretDB).
-    if bakeoff_servers::find_program("mongod", &[]).is_none()
-        && !require_in(
-            "ferretdb",
-            &["/usr/local/bin"],
-            "FerretDB (scripts/install-ferretdb.sh)",
-        )
-    {
+    if !mongodb_installed() {
         return;
     }
     // FerretDB reads and sorts the whole collection for each scan: about

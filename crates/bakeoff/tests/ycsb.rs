@@ -221,11 +221,7 @@ fn one_field_at_a_time(
     assert_eq!(run["status"], "ok", "{}", run["message"]);
     assert_eq!(run["measure"]["errors"], serde_json::json!({}));
     assert!(count(kind(run, "read-modify-write"), "completed") > 0);
-    let checks = run["checks"]["counters"].as_array().unwrap();
-    assert!(!checks.is_empty(), "{run}");
-    for c in checks {
-        assert_eq!(c["bakeoff"], c["target"], "{c}");
-    }
+    assert_counts_equal(run);
     let update = result["targets"][0]["requests"]["update"]
         .as_str()
         .unwrap_or_default();
@@ -383,4 +379,37 @@ fn sqlite_keeps_records_of_fields_as_columns() {
         )
     });
     assert!(mixed > 0, "no row of 50 has fields of different versions");
+}
+
+/// `--fields 10` on MongoDB (or FerretDB): a document of fields `field0`
+/// …, read whole, an update `$set` of one field; the server's finds and
+/// writes equal bakeoff's (an update one write, no read before it).
+#[test]
+fn mongodb_keeps_records_of_fields_as_document_fields() {
+    if !mongodb_installed() {
+        return;
+    }
+    let _g = beside_others();
+    let dir = tmp();
+    let out = dir.path().join("result.json");
+    let result = run_fields("mongodb", &out, "10", &["--mix", "get=50,update=25,rmw=25"]);
+    let run = &result["runs"][0];
+    assert_eq!(run["status"], "ok", "{}", run["message"]);
+    assert_eq!(run["measure"]["errors"], serde_json::json!({}));
+    assert!(count(kind(run, "update"), "completed") > 0, "{run}");
+    assert_counts_equal(run);
+    let update = result["targets"][0]["requests"]["update"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(update.contains("$set: {field<j>"), "{update}");
+}
+
+/// The run's counter checks: there are some, and each of the server's
+/// counts equals bakeoff's.
+fn assert_counts_equal(run: &serde_json::Value) {
+    let checks = run["checks"]["counters"].as_array().unwrap();
+    assert!(!checks.is_empty(), "{run}");
+    for c in checks {
+        assert_eq!(c["bakeoff"], c["target"], "{c}");
+    }
 }

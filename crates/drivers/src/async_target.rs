@@ -49,6 +49,10 @@ pub trait AsyncDriver: Driver {
     fn empty(&self) -> Result<(), TargetError> {
         Ok(())
     }
+    /// Whether it keeps a record's fields apart (see `Target::keeps_fields`).
+    fn keeps_fields(&self) -> bool {
+        false
+    }
 }
 
 /// A target ready for one run.
@@ -133,6 +137,10 @@ impl<D: AsyncDriver> Target for AsyncTarget<D> {
         sent: &Sent,
     ) -> Vec<CounterCheck> {
         self.driver.counter_checks(before, after, sent)
+    }
+
+    fn keeps_fields(&self) -> bool {
+        self.driver.keeps_fields()
     }
 
     fn record_count(&self) -> Option<u64> {

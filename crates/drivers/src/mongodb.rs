@@ -321,9 +321,12 @@ fn written<T>(r: Result<T, mongodb::error::Error>) -> SessionResult<()> {
     r.map(|_| ()).map_err(fail)
 }
 
-/// Record `key` of `kv` as inserted whole: `{_id: key, v: value}`.
-fn kv_doc(key: &[u8], value: &[u8]) -> Document {
-    doc! {"_id": String::from_utf8_lossy(key).as_ref(), "v": binary(value)}
+/// Record `key` of `kv` as inserted whole: `{_id: key}` and its value's
+/// fields `value` (see `MongoSession::value_doc`).
+fn kv_doc(key: &[u8], value: Document) -> Document {
+    let mut d = doc! {"_id": String::from_utf8_lossy(key).as_ref()};
+    d.extend(value);
+    d
 }
 
 /// Makes FerretDB's finds by `_id` on PostgreSQL index lookups. FerretDB
@@ -420,10 +423,12 @@ pub struct MongoSession {
     profile: Collection<Document>,
     /// Upserts sent again, shared by every session of the driver.
     retried: Arc<AtomicU64>,
+    /// Fields per record: several are a document's fields `field0` …
+    fields: usize,
 }
 
 impl MongoSession {
-    async fn open(dsn: &Dsn, retried: Arc<AtomicU64>) -> Result<Self, ConnectError> {
+    async fn open(dsn: &Dsn, retried: Arc<AtomicU64>, fields: usize) -> Result<Self, ConnectError> {
         let client = dsn.connect(1).await?;
         let db = client.database(DB);
         Ok(MongoSession {
@@ -431,7 +436,39 @@ impl MongoSession {
             profile: db.collection("profile"),
             _client: client,
             retried,
+            fields,
         })
+    }
+
+    /// A record's value as a document's fields: `{v: value}`, or with
+    /// several fields `{field0: …, field1: …}`.
+    fn value_doc(&self, value: &[u8]) -> Document {
+        if self.fields <= 1 {
+            return doc! {"v": binary(value)};
+        }
+        let len = (value.len() / self.fields).max(1);
+        let mut d = Document::new();
+        for (f, field) in value.chunks(len).take(self.fields).enumerate() {
+            d.insert(format!("field{f}"), binary(field));
+        }
+        d
+    }
+
+    /// Appends the value of record document `d` to `out`: its `v`, or its
+    /// fields in order.
+    fn value_of(&self, d: &mongodb::bson::RawDocument, out: &mut Vec<u8>) -> SessionResult<()> {
+        let field = |name: &str, e: mongodb::bson::raw::ValueAccessError| {
+            SessionError::Server(format!("field {name}: {e}"))
+        };
+        if self.fields <= 1 {
+            out.extend_from_slice(d.get_binary("v").map_err(|e| field("v", e))?.bytes);
+            return Ok(());
+        }
+        for f in 0..self.fields {
+            let name = format!("field{f}");
+            out.extend_from_slice(d.get_binary(&name).map_err(|e| field(&name, e))?.bytes);
+        }
+        Ok(())
     }
 
     /// Runs the upsert `send` makes, and once more when it failed on a
@@ -512,15 +549,13 @@ impl Session for MongoSession {
         let k = String::from_utf8_lossy(key);
         let found = self
             .kv
+            .clone_with_type::<mongodb::bson::RawDocumentBuf>()
             .find_one(doc! {"_id": k.as_ref()})
             .await
             .map_err(fail)?;
         match found {
             Some(d) => {
-                let v = d
-                    .get_binary_generic("v")
-                    .map_err(|e| SessionError::Server(format!("field v: {e}")))?;
-                out.extend_from_slice(v);
+                self.value_of(&d, out)?;
                 Ok(true)
             }
             None => Ok(false),
@@ -530,12 +565,23 @@ impl Session for MongoSession {
     async fn put(&mut self, key: &[u8], value: &[u8]) -> SessionResult<()> {
         let k = String::from_utf8_lossy(key);
         let kv = &self.kv;
+        let value = self.value_doc(value);
         self.upsert(|| {
-            kv.replace_one(doc! {"_id": k.as_ref()}, doc! {"v": binary(value)})
+            kv.replace_one(doc! {"_id": k.as_ref()}, value.clone())
                 .upsert(true)
                 .into_future()
         })
         .await
+    }
+
+    fn keeps_fields(&self) -> bool {
+        self.fields > 1
+    }
+
+    async fn put_field(&mut self, key: &[u8], field: usize, value: &[u8]) -> SessionResult<()> {
+        let k = String::from_utf8_lossy(key);
+        let set = doc! {"$set": {format!("field{field}"): binary(value)}};
+        written(self.kv.update_one(doc! {"_id": k.as_ref()}, set).await)
     }
 
     async fn delete(&mut self, key: &[u8]) -> SessionResult<bool> {
@@ -566,7 +612,7 @@ impl Session for MongoSession {
     }
 
     async fn insert(&mut self, key: &[u8], value: &[u8]) -> SessionResult<()> {
-        written(self.kv.insert_one(kv_doc(key, value)).await)
+        written(self.kv.insert_one(kv_doc(key, self.value_doc(value))).await)
     }
 
     async fn insert_profile(
@@ -586,7 +632,10 @@ impl Session for MongoSession {
 
     async fn put_batch(&mut self, keys: &[Key], values: &[&[u8]]) -> SessionResult<()> {
         // Batches load fresh records: a plain insertMany, as 002 did.
-        let docs = keys.iter().zip(values).map(|(k, v)| kv_doc(k, v));
+        let docs = keys
+            .iter()
+            .zip(values)
+            .map(|(k, v)| kv_doc(k, self.value_doc(v)));
         written(self.kv.insert_many(docs).await)
     }
 
@@ -621,14 +670,16 @@ impl Session for MongoSession {
             .await
             .map_err(fail)?;
         let mut n = 0;
+        let mut record = Vec::new();
         let field = |name: &str, e: mongodb::bson::raw::ValueAccessError| {
             SessionError::Server(format!("field {name}: {e}"))
         };
         while cursor.advance().await.map_err(fail)? {
             let d = cursor.current();
             let key = d.get_str("_id").map_err(|e| field("_id", e))?;
-            let value = d.get_binary("v").map_err(|e| field("v", e))?;
-            bakeoff_core::scan::push_row(out, key.as_bytes(), value.bytes);
+            record.clear();
+            self.value_of(d, &mut record)?;
+            bakeoff_core::scan::push_row(out, key.as_bytes(), &record);
             n += 1;
         }
         Ok(n)
@@ -643,6 +694,8 @@ pub struct MongoDriver {
     /// Upserts its sessions sent again after a duplicate key.
     retried: Arc<AtomicU64>,
     profile: bool,
+    /// Fields per record: several are a document's fields.
+    fields: usize,
     /// The profile table's search indexes are kept (`--indexes`).
     indexes: bool,
     /// A managed FerretDB's metrics listener (it keeps no opcounters).
@@ -691,6 +744,20 @@ impl Driver for MongoDriver {
     }
 
     fn describe(&self, kind: OpKind) -> String {
+        if self.fields > 1 && !self.profile {
+            let last = self.fields - 1;
+            return match kind {
+                OpKind::Get => format!("kv.findOne({{_id: key}}) (fields field0 … field{last})"),
+                OpKind::Set | OpKind::Insert => format!(
+                    "kv.replaceOne({{_id: key}}, {{field0: binary, … field{last}: binary}}, {{upsert: true}}); the load: kv.insertOne"
+                ),
+                OpKind::Update => "kv.updateOne({_id: key}, {$set: {field<j>: binary}}) (one field, drawn uniformly)".into(),
+                OpKind::ReadModifyWrite => "kv.findOne({_id: key}), then kv.updateOne({_id: key}, {$set: {field<j>: binary}})".into(),
+                OpKind::Scan => "kv.find({_id: {$gte: key}}).sort({_id: 1}).limit(n), batchSize n + 1".into(),
+                OpKind::Delete => "kv.deleteOne({_id: key})".into(),
+                OpKind::Search => "not supported".into(),
+            };
+        }
         match kind {
             OpKind::Get => "kv.findOne({_id: key})".into(),
             OpKind::Set | OpKind::Update | OpKind::Insert if self.profile => {
@@ -748,6 +815,10 @@ impl MongoDriver {
 }
 
 impl AsyncDriver for MongoDriver {
+    fn keeps_fields(&self) -> bool {
+        self.fields > 1
+    }
+
     /// Its load inserts (an upsert scans the whole collection on FerretDB),
     /// so a second full load needs the collection empty: dropped (FerretDB
     /// on PostgreSQL deletes every document by listing their ids, and
@@ -1150,14 +1221,16 @@ impl crate::kind::TargetKind for Mongodb {
                 MongoDriver {
                     sessions: {
                         let (dsn, retried) = (dsn.clone(), retried.clone());
+                        let fields = workload.fields.max(1) as usize;
                         Sessions::new(move || {
                             let (dsn, retried) = (dsn.clone(), retried.clone());
-                            async move { MongoSession::open(&dsn, retried).await }
+                            async move { MongoSession::open(&dsn, retried, fields).await }
                         })
                     },
                     dsn,
                     retried,
                     profile: workload.record == RecordKind::Profile,
+                    fields: workload.fields.max(1) as usize,
                     indexes: workload.indexes,
                     metrics,
                     pg_port,

@@ -68,6 +68,18 @@ pub fn require_in(program: &str, dirs: &[&str], package: &str) -> bool {
     false
 }
 
+/// FerretDB or mongod, whichever this machine has (the test script installs
+/// FerretDB, since Debian 12 packages no MongoDB server); CI fails only
+/// when neither is there.
+pub fn mongodb_installed() -> bool {
+    bakeoff_servers::find_program("mongod", &[]).is_some()
+        || require_in(
+            "ferretdb",
+            &["/usr/local/bin"],
+            "FerretDB (scripts/install-ferretdb.sh)",
+        )
+}
+
 /// A redis-server started for one test, optionally with a password.
 pub fn redis(password: Option<&str>) -> ManagedServer {
     redis_on(password, &[])
