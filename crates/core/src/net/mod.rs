@@ -723,56 +723,24 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
             let rstart = c.rstart;
             let buf = &c.rbuf[rstart..c.rend];
             if front.leg == Leg::Asking {
-                // `ASKING`'s own reply, before the request's.
-                match self.codec.decode(buf, OpKind::Get) {
+                match self.asking_answered(ci, front.kind) {
                     Decoded::Incomplete => break,
                     Decoded::Invalid => return self.fail(ci, ErrorKind::Protocol, now),
-                    Decoded::Complete { len, .. } => {
-                        let first = self.harness.first_leg(front.kind);
-                        let c = &mut self.conns[ci];
-                        c.rstart += len;
-                        c.inflight.front_mut().expect("front").leg = first;
-                        continue;
-                    }
+                    Decoded::Complete { .. } => continue,
                 }
             }
-            let decoded = if self.batch > 1 {
-                self.codec.decode_batch(buf)
-            } else if front.leg == Leg::Only {
-                self.codec.decode(buf, front.kind)
-            } else if C::FOLLOWS_UP && front.leg == Leg::FollowUp {
-                self.codec.decode_follow_up(buf, front.kind.write())
-            } else if front.leg == Leg::Merge {
-                self.codec.decode(buf, OpKind::Get)
-            } else {
-                // A read-modify-write's write.
-                self.codec.decode(buf, OpKind::Set)
-            };
-            match decoded {
+            match self.decode_front(&front, buf) {
                 Decoded::Incomplete => break,
                 Decoded::Invalid => return self.fail(ci, ErrorKind::Protocol, now),
                 Decoded::Complete {
                     len,
                     reply: Reply::Redirect(r),
-                } if MULTI && !self.slot_owner.is_empty() => {
-                    let to = match self.route {
-                        Some(Route::Slots(map)) => map.node_named(&buf[r.start..r.end]),
-                        _ => None,
-                    };
-                    let t = self.now();
-                    let c = &mut self.conns[ci];
-                    c.rstart += len;
-                    c.inflight.pop_front();
-                    self.redirect(ci, front, r, to, t);
-                    self.fill(self.client_of(ci), t);
-                }
+                } if MULTI && !self.slot_owner.is_empty() => self.redirected(ci, front, r, len),
                 Decoded::Complete {
                     len,
                     reply: Reply::FollowUp,
                 } if C::FOLLOWS_UP && front.leg != Leg::FollowUp => {
-                    let c = &mut self.conns[ci];
-                    c.rstart += len;
-                    c.inflight.pop_front();
+                    self.consume_front(ci, len);
                     self.follow_up(ci, front);
                 }
                 Decoded::Complete { len, reply } => {
@@ -794,13 +762,7 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
                         // out, and it stays in flight. Decided before the
                         // outcome is made, so that the outcome goes once,
                         // straight to the harness.
-                        if self.fields > 1 {
-                            keep_read::<C>(reply, &buf[..len], &mut self.scratch);
-                        }
-                        let c = &mut self.conns[ci];
-                        c.rstart += len;
-                        c.inflight.pop_front();
-                        self.modify(ci, front);
+                        self.write_after_read(ci, front, reply, len);
                         continue;
                     }
                     let outcome = match reply {
@@ -837,9 +799,7 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
                         Reply::Value { start, end } => Outcome::Value(&buf[start..end]),
                     };
                     self.harness.complete(&front, outcome, t);
-                    let c = &mut self.conns[ci];
-                    c.rstart += len;
-                    c.inflight.pop_front();
+                    self.consume_front(ci, len);
                     let client = self.client_of(ci);
                     if MULTI {
                         self.client_inflight[client] -= 1;
@@ -849,6 +809,81 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
             }
         }
         self.kick_client(self.client_of(ci), now);
+    }
+
+    /// Decodes the reply at the front of `buf` as the one `front`, the
+    /// request in flight first, waits for: a batch's, its own, its second
+    /// request's, or the read or write of a read-then-write.
+    #[inline(always)]
+    fn decode_front(&self, front: &Request, buf: &[u8]) -> Decoded {
+        if self.batch > 1 {
+            self.codec.decode_batch(buf)
+        } else if front.leg == Leg::Only {
+            self.codec.decode(buf, front.kind)
+        } else if C::FOLLOWS_UP && front.leg == Leg::FollowUp {
+            self.codec.decode_follow_up(buf, front.kind.write())
+        } else if front.leg == Leg::Merge {
+            self.codec.decode(buf, OpKind::Get)
+        } else {
+            // A read-modify-write's write.
+            self.codec.decode(buf, OpKind::Set)
+        }
+    }
+
+    /// The reply of `len` bytes to the front request on `ci` is read:
+    /// both leave.
+    #[inline(always)]
+    fn consume_front(&mut self, ci: usize, len: usize) {
+        let c = &mut self.conns[ci];
+        c.rstart += len;
+        c.inflight.pop_front();
+    }
+
+    /// The read of `front` on `ci` (its reply `reply`, `len` bytes at the
+    /// front of the connection's buffer) went well: the record read is kept
+    /// for a read-merge-write, and the write goes out. Out of line: only
+    /// reads a write follows come here.
+    #[inline(never)]
+    fn write_after_read(&mut self, ci: usize, front: Request, reply: Reply, len: usize) {
+        if self.fields > 1 {
+            let c = &self.conns[ci];
+            let read = &c.rbuf[c.rstart..c.rstart + len];
+            keep_read::<C>(reply, read, &mut self.scratch);
+        }
+        self.consume_front(ci, len);
+        self.modify(ci, front);
+    }
+
+    /// Redis Cluster: the node on `ci` answered `front` with redirection
+    /// `r` (`len` bytes): it goes to the node named. Out of line:
+    /// redirections are rare.
+    #[inline(never)]
+    fn redirected(&mut self, ci: usize, front: Request, r: Redirect, len: usize) {
+        let c = &self.conns[ci];
+        let named = &c.rbuf[c.rstart + r.start..c.rstart + r.end];
+        let to = match self.route {
+            Some(Route::Slots(map)) => map.node_named(named),
+            _ => None,
+        };
+        let t = self.now();
+        self.consume_front(ci, len);
+        self.redirect(ci, front, r, to, t);
+        self.fill(self.client_of(ci), t);
+    }
+
+    /// Redis Cluster: reads the reply to the `ASKING` before the front
+    /// request on `ci`, which is then sent as it started.
+    #[inline(never)]
+    fn asking_answered(&mut self, ci: usize, kind: OpKind) -> Decoded {
+        let c = &self.conns[ci];
+        let decoded = self.codec.decode(&c.rbuf[c.rstart..c.rend], OpKind::Get);
+        if let Decoded::Complete { len, .. } = decoded {
+            let first = self.harness.first_leg(kind);
+            let c = &mut self.conns[ci];
+            c.rstart += len;
+            c.inflight.front_mut().expect("front").leg = first;
+        }
+        decoded
     }
 
     fn check_timeouts(&mut self, now: u64) {
