@@ -1,10 +1,11 @@
 //! PostgreSQL's replies to Bind/Execute/Sync as the client reads them.
 //!
 //! Input: a byte choosing the request kinds (or batched loads), then the
-//! bytes received.
+//! bytes received. Records of several fields too (table usertable).
 #![no_main]
 
-use bakeoff_core::driver::Reply;
+use bakeoff_core::driver::{Codec, Reply};
+use bakeoff_drivers::codec::postgres_fields::PostgresFieldsCodec;
 use bakeoff_drivers::codec::postgres::PostgresCodec;
 use bakeoff_fuzz::{check_encode, check_stream, Rules};
 use libfuzzer_sys::fuzz_target;
@@ -33,4 +34,14 @@ fuzz_target!(|data: &[u8]| {
         }
     }
     check_encode(&PostgresCodec, buf);
+    // Records of 2 to 5 fields, in columns of table usertable: each
+    // read's fields, laid end to end, only shrink.
+    let fields = PostgresFieldsCodec::new(u32::from(seed % 4) + 2);
+    for (at, _, reply) in check_stream(&fields, seed, buf, Rules::default()) {
+        if let Reply::Value { start, end } = reply {
+            let mut value = buf[at + start..at + end].to_vec();
+            assert!(fields.unescape_value(&mut value) <= end - start);
+        }
+    }
+    check_encode(&fields, buf);
 });

@@ -27,6 +27,7 @@ pub type Counters = BTreeMap<String, u64>;
 
 /// How a target's counters add up to operations bakeoff sent: the changes
 /// of `counters` over the run must equal the requests of `kinds`.
+#[derive(Clone, Copy, Debug)]
 pub struct CounterRule {
     /// What is compared, with where the figure comes from.
     pub what: &'static str,

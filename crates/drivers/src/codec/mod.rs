@@ -7,7 +7,9 @@ pub mod handlersocket;
 pub mod memcache_binary;
 pub mod memcache_text;
 pub mod mysql;
+pub mod mysql_fields;
 pub mod postgres;
+pub mod postgres_fields;
 pub mod resp;
 pub mod resp_fields;
 

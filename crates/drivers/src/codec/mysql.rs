@@ -31,11 +31,11 @@ pub const DEL: &str = "DELETE FROM kv WHERE k = ?";
 pub const STATEMENTS: [&str; 3] = [GET, PUT, DEL];
 
 /// `COM_STMT_EXECUTE`.
-const COM_STMT_EXECUTE: u8 = 0x17;
+pub(super) const COM_STMT_EXECUTE: u8 = 0x17;
 /// Parameter types: the key a string (`MYSQL_TYPE_STRING`), the value a
 /// blob (`MYSQL_TYPE_BLOB`); neither unsigned.
-const KEY_TYPE: [u8; 2] = [0xfe, 0];
-const VALUE_TYPE: [u8; 2] = [0xfc, 0];
+pub(super) const KEY_TYPE: [u8; 2] = [0xfe, 0];
+pub(super) const VALUE_TYPE: [u8; 2] = [0xfc, 0];
 
 /// `COM_STMT_PREPARE`, `COM_STMT_CLOSE`: a batched load's statement.
 const COM_STMT_PREPARE: u8 = 0x16;
@@ -65,7 +65,7 @@ pub struct MysqlCodec;
 
 /// Bytes of the length-encoded integer `n`.
 #[inline]
-fn lenenc_len(n: usize) -> usize {
+pub(super) fn lenenc_len(n: usize) -> usize {
     match n {
         0..=250 => 1,
         251..=0xffff => 3,
@@ -76,7 +76,7 @@ fn lenenc_len(n: usize) -> usize {
 
 /// Appends the length-encoded integer `n`.
 #[inline]
-fn push_lenenc(out: &mut Vec<u8>, n: usize) {
+pub(super) fn push_lenenc(out: &mut Vec<u8>, n: usize) {
     match lenenc_len(n) {
         1 => out.push(n as u8),
         3 => {
@@ -96,7 +96,7 @@ fn push_lenenc(out: &mut Vec<u8>, n: usize) {
 
 /// Reads a length-encoded integer at the front of `b`: (value, bytes).
 #[inline]
-fn read_lenenc(b: &[u8]) -> Option<(u64, usize)> {
+pub(super) fn read_lenenc(b: &[u8]) -> Option<(u64, usize)> {
     match *b.first()? {
         n @ 0..=250 => Some((u64::from(n), 1)),
         0xfc => Some((u64::from(u16::from_le_bytes([*b.get(1)?, *b.get(2)?])), 3)),
@@ -114,7 +114,7 @@ fn read_lenenc(b: &[u8]) -> Option<(u64, usize)> {
 /// for one out of sequence (not this protocol) or split over several (a
 /// length of 2^24 - 1).
 #[inline]
-fn packet(buf: &[u8], at: usize, seq: u8) -> Result<Option<(usize, usize)>, ()> {
+pub(super) fn packet(buf: &[u8], at: usize, seq: u8) -> Result<Option<(usize, usize)>, ()> {
     let Some(h) = buf.get(at..at + 4) else {
         return Ok(None);
     };
@@ -129,7 +129,7 @@ fn packet(buf: &[u8], at: usize, seq: u8) -> Result<Option<(usize, usize)>, ()> 
 /// Appends `COM_STMT_EXECUTE` of statement `id` with `params`, each made
 /// of pieces, typed as `types` says.
 #[inline]
-fn push_execute(out: &mut Vec<u8>, id: u32, types: &[[u8; 2]], params: &[&[&[u8]]]) {
+pub(super) fn push_execute(out: &mut Vec<u8>, id: u32, types: &[[u8; 2]], params: &[&[&[u8]]]) {
     let at = out.len();
     out.extend_from_slice(&[0, 0, 0, 0, COM_STMT_EXECUTE]);
     out.extend_from_slice(&id.to_le_bytes());
@@ -190,7 +190,7 @@ fn push_batch(out: &mut Vec<u8>, rows: &[BatchRow]) {
 /// Writes the payload length of the packet (sequence number 0) started
 /// at `at`, which ends here.
 #[inline]
-fn end_packet(out: &mut [u8], at: usize) {
+pub(super) fn end_packet(out: &mut [u8], at: usize) {
     let len = out.len() - at - 4;
     debug_assert!(
         len < MAX_PAYLOAD,
@@ -199,68 +199,108 @@ fn end_packet(out: &mut [u8], at: usize) {
     out[at..at + 3].copy_from_slice(&(len as u32).to_le_bytes()[..3]);
 }
 
-impl MysqlCodec {
-    /// A read's reply: the result set from the packet at `at` (after the
-    /// column count), or the ERR packet in its place.
-    fn decode_rows(buf: &[u8], columns: u64, mut at: usize) -> Decoded {
-        if columns != 1 {
-            return Decoded::Invalid;
-        }
-        // The column definition.
-        match packet(buf, at, 2) {
+/// A read's reply: the result set from the packet at `at` (after the
+/// column count, `columns`, which must be `want`), or the ERR packet in
+/// its place; `row(payload, start, end)` locates the value of a binary
+/// row whose payload spans `start..end` of `buf` (`Ok(None)`: no value,
+/// `Err`: not a row of this table).
+#[inline(always)]
+pub(super) fn decode_rows(
+    buf: &[u8],
+    columns: u64,
+    want: u64,
+    mut at: usize,
+    row: impl Fn(&[u8], usize, usize) -> Result<Option<(usize, usize)>, ()>,
+) -> Decoded {
+    if columns != want {
+        return Decoded::Invalid;
+    }
+    // The column definitions.
+    let mut seq = 2u8;
+    for _ in 0..columns {
+        match packet(buf, at, seq) {
             Err(()) => return Decoded::Invalid,
             Ok(None) => return Decoded::Incomplete,
             Ok(Some((_, end))) => at = end,
         }
-        let mut value = None;
-        let mut seq = 3u8;
-        loop {
-            let (start, end) = match packet(buf, at, seq) {
+        seq = seq.wrapping_add(1);
+    }
+    let mut value = None;
+    loop {
+        let (start, end) = match packet(buf, at, seq) {
+            Err(()) => return Decoded::Invalid,
+            Ok(None) => return Decoded::Incomplete,
+            Ok(Some(p)) => p,
+        };
+        let p = &buf[start..end];
+        match p.first() {
+            // A binary row.
+            Some(0x00) => match row(p, start, end) {
+                Ok(v) => value = v,
                 Err(()) => return Decoded::Invalid,
-                Ok(None) => return Decoded::Incomplete,
-                Ok(Some(p)) => p,
-            };
-            let p = &buf[start..end];
-            match p.first() {
-                // A binary row: header, NULL bitmap (offset 2: one byte
-                // for one column), the value.
-                Some(0x00) => {
-                    let Some(&nulls) = p.get(1) else {
-                        return Decoded::Invalid;
-                    };
-                    if nulls & 0b100 == 0 {
-                        let Some((n, used)) = read_lenenc(&p[2..]) else {
-                            return Decoded::Invalid;
-                        };
-                        // (`from` is inside the packet: the length was.)
-                        let from = start + 2 + used;
-                        if n != (end - from) as u64 {
-                            return Decoded::Invalid;
-                        }
-                        value = Some((from, end));
-                    } else if p.len() != 2 {
-                        return Decoded::Invalid;
-                    }
-                }
-                // The end of the rows (an OK packet headed 0xfe).
-                Some(0xfe) => {
-                    let reply = match value {
-                        Some((start, end)) => Reply::Value { start, end },
-                        None => Reply::Miss,
-                    };
-                    return Decoded::Complete { len: end, reply };
-                }
-                Some(0xff) => {
-                    return Decoded::Complete {
-                        len: end,
-                        reply: Reply::ServerError,
-                    }
-                }
-                _ => return Decoded::Invalid,
+            },
+            // The end of the rows (an OK packet headed 0xfe).
+            Some(0xfe) => {
+                let reply = match value {
+                    Some((start, end)) => Reply::Value { start, end },
+                    None => Reply::Miss,
+                };
+                return Decoded::Complete { len: end, reply };
             }
-            at = end;
-            seq = seq.wrapping_add(1);
+            Some(0xff) => {
+                return Decoded::Complete {
+                    len: end,
+                    reply: Reply::ServerError,
+                }
+            }
+            _ => return Decoded::Invalid,
         }
+        at = end;
+        seq = seq.wrapping_add(1);
+    }
+}
+
+/// Decodes the reply to one operation of `kind` at the front of `buf`, a
+/// read's result set of `columns` columns by [`decode_rows`] with `row`.
+#[inline(always)]
+pub(super) fn decode_reply(
+    buf: &[u8],
+    kind: OpKind,
+    columns: u64,
+    row: impl Fn(&[u8], usize, usize) -> Result<Option<(usize, usize)>, ()>,
+) -> Decoded {
+    let (start, end) = match packet(buf, 0, 1) {
+        Err(()) => return Decoded::Invalid,
+        Ok(None) => return Decoded::Incomplete,
+        Ok(Some(p)) => p,
+    };
+    let p = &buf[start..end];
+    let reads = matches!(
+        kind,
+        OpKind::Get | OpKind::Search | OpKind::Scan | OpKind::ReadModifyWrite
+    );
+    match p.first() {
+        Some(0xff) => Decoded::Complete {
+            len: end,
+            reply: Reply::ServerError,
+        },
+        // OK: affected rows next.
+        Some(0x00) if !reads => match read_lenenc(&p[1..]) {
+            None => Decoded::Invalid,
+            Some((0, _)) if kind == OpKind::Delete => Decoded::Complete {
+                len: end,
+                reply: Reply::Miss,
+            },
+            Some(_) => Decoded::Complete {
+                len: end,
+                reply: Reply::Ok,
+            },
+        },
+        Some(_) if reads => match read_lenenc(p) {
+            Some((n, used)) if used == p.len() => decode_rows(buf, n, columns, end, row),
+            _ => Decoded::Invalid,
+        },
+        _ => Decoded::Invalid,
     }
 }
 
@@ -328,39 +368,26 @@ impl Codec for MysqlCodec {
 
     #[inline]
     fn decode(&self, buf: &[u8], kind: OpKind) -> Decoded {
-        let (start, end) = match packet(buf, 0, 1) {
-            Err(()) => return Decoded::Invalid,
-            Ok(None) => return Decoded::Incomplete,
-            Ok(Some(p)) => p,
-        };
-        let p = &buf[start..end];
-        let reads = matches!(
-            kind,
-            OpKind::Get | OpKind::Search | OpKind::Scan | OpKind::ReadModifyWrite
-        );
-        match p.first() {
-            Some(0xff) => Decoded::Complete {
-                len: end,
-                reply: Reply::ServerError,
-            },
-            // OK: affected rows next.
-            Some(0x00) if !reads => match read_lenenc(&p[1..]) {
-                None => Decoded::Invalid,
-                Some((0, _)) if kind == OpKind::Delete => Decoded::Complete {
-                    len: end,
-                    reply: Reply::Miss,
-                },
-                Some(_) => Decoded::Complete {
-                    len: end,
-                    reply: Reply::Ok,
-                },
-            },
-            Some(_) if reads => match read_lenenc(p) {
-                Some((columns, used)) if used == p.len() => Self::decode_rows(buf, columns, end),
-                _ => Decoded::Invalid,
-            },
-            _ => Decoded::Invalid,
-        }
+        decode_reply(buf, kind, 1, |p, start, end| {
+            // Header, NULL bitmap (offset 2: one byte for one column), the
+            // value.
+            let Some(&nulls) = p.get(1) else {
+                return Err(());
+            };
+            if nulls & 0b100 == 0 {
+                let (n, used) = read_lenenc(&p[2..]).ok_or(())?;
+                // (`from` is inside the packet: the length was.)
+                let from = start + 2 + used;
+                if n != (end - from) as u64 {
+                    return Err(());
+                }
+                Ok(Some((from, end)))
+            } else if p.len() != 2 {
+                Err(())
+            } else {
+                Ok(None)
+            }
+        })
     }
 
     fn describe(&self, kind: OpKind) -> String {
@@ -370,10 +397,10 @@ impl Codec for MysqlCodec {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
-    fn packet_of(seq: u8, payload: &[u8]) -> Vec<u8> {
+    pub(crate) fn packet_of(seq: u8, payload: &[u8]) -> Vec<u8> {
         let mut p = (payload.len() as u32).to_le_bytes()[..3].to_vec();
         p.push(seq);
         p.extend_from_slice(payload);

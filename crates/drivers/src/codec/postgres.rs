@@ -48,16 +48,26 @@ const PUT_NAME: &str = "bakeoff_put";
 const DEL_NAME: &str = "bakeoff_del";
 
 /// `Execute` of the unnamed portal, all rows, then `Sync`.
-const EXECUTE_SYNC: &[u8] = b"E\0\0\0\x09\0\0\0\0\0S\0\0\0\x04";
+pub(super) const EXECUTE_SYNC: &[u8] = b"E\0\0\0\x09\0\0\0\0\0S\0\0\0\x04";
 
 /// The PostgreSQL codec (extended query protocol over prepared statements).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct PostgresCodec;
 
+impl PostgresCodec {
+    /// [`STATEMENTS`], owned: what the connector prepares.
+    pub fn statements() -> Vec<(String, String, Vec<u32>)> {
+        STATEMENTS
+            .iter()
+            .map(|(name, sql, types)| (name.to_string(), sql.to_string(), types.to_vec()))
+            .collect()
+    }
+}
+
 /// Appends `Bind` of the unnamed portal to statement `name`, every
 /// parameter (`params`, each made of pieces) and the result in binary.
 #[inline]
-fn push_bind(out: &mut Vec<u8>, name: &str, params: &[&[&[u8]]]) {
+pub(super) fn push_bind(out: &mut Vec<u8>, name: &str, params: &[&[&[u8]]]) {
     let at = start_message(out, b'B');
     // Portal "", the statement, one format code for every parameter
     // (binary).
@@ -82,7 +92,7 @@ fn push_bind(out: &mut Vec<u8>, name: &str, params: &[&[&[u8]]]) {
 /// Starts a frontend message of type `t` whose length is patched in by
 /// [`end_message`]; returns where it starts.
 #[inline]
-fn start_message(out: &mut Vec<u8>, t: u8) -> usize {
+pub(super) fn start_message(out: &mut Vec<u8>, t: u8) -> usize {
     let at = out.len();
     out.push(t);
     out.extend_from_slice(&[0; 4]);
@@ -91,7 +101,7 @@ fn start_message(out: &mut Vec<u8>, t: u8) -> usize {
 
 /// Writes the length of the message started at `at`, which ends here.
 #[inline]
-fn end_message(out: &mut [u8], at: usize) {
+pub(super) fn end_message(out: &mut [u8], at: usize) {
     let len = (out.len() - at - 1) as u32;
     out[at + 1..at + 5].copy_from_slice(&len.to_be_bytes());
 }
@@ -154,6 +164,76 @@ fn tag_rows(body: &[u8]) -> Option<u64> {
     super::parse_decimal(digits).map(|n| n as u64)
 }
 
+/// Decodes the reply to one operation of `kind` at the front of `buf`,
+/// up to its `ReadyForQuery`; `row(body, at, end)` locates the value in a
+/// `DataRow` whose body is `body` and which spans `at..end` of `buf`
+/// (`Ok(None)`: no value, `Err`: not a row of this table).
+#[inline(always)]
+pub(super) fn decode_reply(
+    buf: &[u8],
+    kind: OpKind,
+    row: impl Fn(&[u8], usize, usize) -> Result<Option<(usize, usize)>, ()>,
+) -> Decoded {
+    let mut at = 0;
+    let mut value = None;
+    let mut rows = None;
+    let mut failed = false;
+    loop {
+        let Some(head) = buf.get(at..at + 5) else {
+            return Decoded::Incomplete;
+        };
+        let len = u32::from_be_bytes([head[1], head[2], head[3], head[4]]) as usize;
+        if !(4..=MAX_DECLARED_LEN).contains(&len) {
+            return Decoded::Invalid;
+        }
+        let end = at + 1 + len;
+        let Some(body) = buf.get(at + 5..end) else {
+            return Decoded::Incomplete;
+        };
+        match head[0] {
+            // BindComplete, and ParseComplete before it (a batch).
+            b'2' | b'1' if len == 4 => {}
+            // DataRow: where `row` says its value is.
+            b'D' => match row(body, at, end) {
+                Ok(v) => value = v,
+                Err(()) => return Decoded::Invalid,
+            },
+            // CommandComplete.
+            b'C' => match tag_rows(body) {
+                Some(n) => rows = Some(n),
+                None => return Decoded::Invalid,
+            },
+            // ErrorResponse.
+            b'E' => failed = true,
+            // NoticeResponse, ParameterStatus, NotificationResponse.
+            b'N' | b'S' | b'A' => {}
+            // ReadyForQuery: the end of this operation's reply.
+            b'Z' if len == 5 => {
+                let reply = if failed {
+                    Reply::ServerError
+                } else {
+                    match (kind, rows, value) {
+                        (_, None, _) => return Decoded::Invalid,
+                        (
+                            OpKind::Get | OpKind::Search | OpKind::ReadModifyWrite,
+                            _,
+                            Some((start, end)),
+                        ) => Reply::Value { start, end },
+                        (OpKind::Get | OpKind::Search | OpKind::ReadModifyWrite, _, None) => {
+                            Reply::Miss
+                        }
+                        (OpKind::Delete | OpKind::Update, Some(0), _) => Reply::Miss,
+                        _ => Reply::Ok,
+                    }
+                };
+                return Decoded::Complete { len: end, reply };
+            }
+            _ => return Decoded::Invalid,
+        }
+        at = end;
+    }
+}
+
 impl Codec for PostgresCodec {
     #[inline(always)]
     fn encode(&self, _handles: &Handles, op: WireOp, out: &mut Vec<u8>) {
@@ -181,74 +261,23 @@ impl Codec for PostgresCodec {
 
     #[inline]
     fn decode(&self, buf: &[u8], kind: OpKind) -> Decoded {
-        let mut at = 0;
-        let mut value = None;
-        let mut rows = None;
-        let mut failed = false;
-        loop {
-            let Some(head) = buf.get(at..at + 5) else {
-                return Decoded::Incomplete;
-            };
-            let len = u32::from_be_bytes([head[1], head[2], head[3], head[4]]) as usize;
-            if !(4..=MAX_DECLARED_LEN).contains(&len) {
-                return Decoded::Invalid;
+        decode_reply(buf, kind, |body, at, end| {
+            // One column: its length (-1: NULL), its bytes.
+            if body.len() < 6 || body[..2] != [0, 1] {
+                return Err(());
             }
-            let end = at + 1 + len;
-            let Some(body) = buf.get(at + 5..end) else {
-                return Decoded::Incomplete;
-            };
-            match head[0] {
-                // BindComplete, and ParseComplete before it (a batch).
-                b'2' | b'1' if len == 4 => {}
-                // DataRow: one column, its length (-1: NULL), its bytes.
-                b'D' => {
-                    if body.len() < 6 || body[..2] != [0, 1] {
-                        return Decoded::Invalid;
-                    }
-                    let n = i32::from_be_bytes([body[2], body[3], body[4], body[5]]);
-                    if n >= 0 {
-                        if 6 + n as usize != body.len() {
-                            return Decoded::Invalid;
-                        }
-                        value = Some((at + 11, end));
-                    } else if n != -1 || body.len() != 6 {
-                        return Decoded::Invalid;
-                    }
+            let n = i32::from_be_bytes([body[2], body[3], body[4], body[5]]);
+            if n >= 0 {
+                if 6 + n as usize != body.len() {
+                    return Err(());
                 }
-                // CommandComplete.
-                b'C' => match tag_rows(body) {
-                    Some(n) => rows = Some(n),
-                    None => return Decoded::Invalid,
-                },
-                // ErrorResponse.
-                b'E' => failed = true,
-                // NoticeResponse, ParameterStatus, NotificationResponse.
-                b'N' | b'S' | b'A' => {}
-                // ReadyForQuery: the end of this operation's reply.
-                b'Z' if len == 5 => {
-                    let reply = if failed {
-                        Reply::ServerError
-                    } else {
-                        match (kind, rows, value) {
-                            (_, None, _) => return Decoded::Invalid,
-                            (
-                                OpKind::Get | OpKind::Search | OpKind::ReadModifyWrite,
-                                _,
-                                Some((start, end)),
-                            ) => Reply::Value { start, end },
-                            (OpKind::Get | OpKind::Search | OpKind::ReadModifyWrite, _, None) => {
-                                Reply::Miss
-                            }
-                            (OpKind::Delete, Some(0), _) => Reply::Miss,
-                            _ => Reply::Ok,
-                        }
-                    };
-                    return Decoded::Complete { len: end, reply };
-                }
-                _ => return Decoded::Invalid,
+                Ok(Some((at + 11, end)))
+            } else if n != -1 || body.len() != 6 {
+                Err(())
+            } else {
+                Ok(None)
             }
-            at = end;
-        }
+        })
     }
 
     fn describe(&self, kind: OpKind) -> String {
@@ -258,11 +287,11 @@ impl Codec for PostgresCodec {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
     /// A backend message of type `t` with `body`.
-    fn msg(t: u8, body: &[u8]) -> Vec<u8> {
+    pub(crate) fn msg(t: u8, body: &[u8]) -> Vec<u8> {
         let mut m = vec![t];
         m.extend_from_slice(&(body.len() as u32 + 4).to_be_bytes());
         m.extend_from_slice(body);

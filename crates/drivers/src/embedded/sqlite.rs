@@ -17,6 +17,7 @@ use bakeoff_core::workload::OpKind;
 use super::{DataDir, Engine, EngineError, OpenHow, Opened};
 use crate::dl::{self, Lib};
 use crate::settings::{durable, Durability, Kind, Setting, Settings, DIR};
+use crate::sql::{Dialect, FieldsTable};
 use bakeoff_core::durability::DurableTo;
 
 const PACKAGE: &str = "libsqlite3-0";
@@ -164,11 +165,11 @@ impl Conn {
             (api.busy_timeout)(db, 30_000);
             c.exec(pragmas)?;
             if fields > 1 {
-                let t = FieldsTable(fields);
+                let t = fields_table(fields);
                 c.exec(&t.create())?;
                 c.get = c.prepare(&t.get())?;
                 c.put = c.prepare(&t.put())?;
-                c.del = c.prepare("DELETE FROM usertable WHERE k = ?1")?;
+                c.del = c.prepare(&t.del())?;
                 c.scan = c.prepare(&t.scan())?;
                 for f in 0..fields {
                     c.put_field.push(c.prepare(&t.put_field(f))?);
@@ -285,49 +286,11 @@ impl Drop for Conn {
     }
 }
 
-/// Table usertable, of records of several fields: YCSB's JDBC binding's
-/// shape, a column per field.
-struct FieldsTable(usize);
-
-impl FieldsTable {
-    /// `field0, field1, …`.
-    fn columns(&self) -> String {
-        (0..self.0)
-            .map(|f| format!("field{f}"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    }
-
-    fn create(&self) -> String {
-        let columns: Vec<String> = (0..self.0).map(|f| format!("field{f} BLOB")).collect();
-        format!(
-            "CREATE TABLE IF NOT EXISTS usertable (k TEXT PRIMARY KEY, {})",
-            columns.join(", ")
-        )
-    }
-
-    fn get(&self) -> String {
-        format!("SELECT {} FROM usertable WHERE k = ?1", self.columns())
-    }
-
-    fn put(&self) -> String {
-        let params: Vec<String> = (0..self.0).map(|f| format!("?{}", f + 2)).collect();
-        format!(
-            "INSERT OR REPLACE INTO usertable (k, {}) VALUES (?1, {})",
-            self.columns(),
-            params.join(", ")
-        )
-    }
-
-    fn put_field(&self, field: usize) -> String {
-        format!("UPDATE usertable SET field{field} = ?2 WHERE k = ?1")
-    }
-
-    fn scan(&self) -> String {
-        format!(
-            "SELECT k, {} FROM usertable WHERE k >= ?1 ORDER BY k LIMIT ?2",
-            self.columns()
-        )
+/// Table usertable in SQLite's dialect.
+fn fields_table(fields: usize) -> FieldsTable {
+    FieldsTable {
+        fields,
+        dialect: Dialect::Sqlite,
     }
 }
 
@@ -661,22 +624,7 @@ impl Engine for SqliteEngine {
 
     fn describe(&self, kind: OpKind) -> String {
         if self.fields > 1 {
-            let t = FieldsTable(self.fields);
-            return match kind {
-                OpKind::Get => t.get(),
-                OpKind::Set | OpKind::Insert => t.put(),
-                OpKind::Update => {
-                    "UPDATE usertable SET field<j> = ?2 WHERE k = ?1 (one field, drawn uniformly)"
-                        .into()
-                }
-                OpKind::ReadModifyWrite => format!(
-                    "{}, then UPDATE usertable SET field<j> = ?2 WHERE k = ?1",
-                    t.get()
-                ),
-                OpKind::Scan => t.scan(),
-                OpKind::Delete => "DELETE FROM usertable WHERE k = ?1".into(),
-                OpKind::Search => "not supported".into(),
-            };
+            return fields_table(self.fields).describe(kind);
         }
         match kind {
             OpKind::Search => "SELECT id FROM profile WHERE <name LIKE ?> / <sex = ?> / <province = ? AND city = ?> / <all three>".into(),

@@ -1,5 +1,6 @@
 //! The `mariadb` target (also MySQL): table `bakeoff.kv(k VARCHAR(32)
-//! PRIMARY KEY, v LONGBLOB)` on InnoDB through mysql_async, prepared
+//! PRIMARY KEY, v LONGBLOB)` on InnoDB (records of several fields: table
+//! `bakeoff.usertable`, a column per field) through mysql_async, prepared
 //! statements, one connection per client.
 //!
 //! Managed: `mariadb-install-db` and `mariadbd` from Debian's mariadb-server
@@ -17,7 +18,6 @@ use bakeoff_core::driver::{Carrier, Connector, Driver, Job, JobKind};
 use bakeoff_core::error::ConnectError;
 use bakeoff_core::error::TargetError;
 use bakeoff_core::keys::{Key, KeyNaming};
-use bakeoff_core::net::CodecDriver;
 use bakeoff_core::plan::{Endpoint, Plan, RequestMode, TargetSpec, Topology, Workload};
 use bakeoff_core::profile::{Profile, Query, RecordKind};
 use bakeoff_core::recorder::ErrorKind;
@@ -32,7 +32,8 @@ use crate::admin::{resolve, Address};
 use crate::async_target::{
     block, block_quick, profile_columns, sessions_reached, AsyncDriver, Reach,
 };
-use crate::codec::mysql::MysqlCodec;
+use crate::codec::mysql::{MysqlCodec, STATEMENTS};
+use crate::codec::mysql_fields::{table as fields_table, MysqlFieldsCodec};
 use crate::kind::OpenResult;
 use crate::settings::{durable, Durability, DurableRule, Kind, Setting, Settings, PORT};
 use crate::sql::{batch_insert, search_params, search_statements, SCAN};
@@ -352,12 +353,60 @@ pub struct MariaSession {
     profile: Option<(Statement, [Statement; 4])>,
     /// Multi-row upserts by row count (batched loads).
     batches: std::collections::HashMap<usize, Statement>,
+    /// Records of several fields: the statements on table usertable.
+    fields: Option<FieldsSql>,
+}
+
+/// The statements on table usertable, of a column per field (mysql_async
+/// prepares each once per connection, by its text).
+struct FieldsSql {
+    get: String,
+    put: String,
+    del: String,
+    scan: String,
+    /// Each field's one-column `UPDATE`.
+    put_field: Vec<String>,
+}
+
+impl FieldsSql {
+    fn new(fields: usize) -> Self {
+        let t = fields_table(fields);
+        FieldsSql {
+            get: t.get(),
+            put: t.put(),
+            del: t.del(),
+            scan: t.scan(),
+            put_field: (0..fields).map(|f| t.put_field(f)).collect(),
+        }
+    }
+}
+
+/// A row's columns from `from` on, end to end (a NULL adds nothing); an
+/// error names a column that is not bytes.
+fn columns_end_to_end(
+    row: &mysql_async::Row,
+    from: usize,
+    out: &mut Vec<u8>,
+) -> Result<(), String> {
+    for i in from..row.len() {
+        match row.as_ref(i) {
+            Some(Value::Bytes(b)) => out.extend_from_slice(b),
+            Some(Value::NULL) => {}
+            other => return Err(format!("column {i} of a row is not bytes: {other:?}")),
+        }
+    }
+    Ok(())
 }
 
 impl MariaSession {
     /// Statements are prepared on first use (mysql_async caches them per
     /// connection), so a connection per request prepares only what it uses.
-    async fn open(dsn: &Dsn, profile: bool, phased: bool) -> Result<Self, ConnectError> {
+    async fn open(
+        dsn: &Dsn,
+        profile: bool,
+        phased: bool,
+        fields: usize,
+    ) -> Result<Self, ConnectError> {
         // A phased request selects its database itself, as a step.
         let mut conn = connect(dsn, (!phased).then_some("bakeoff")).await?;
         let e = |r: Result<Statement, mysql_async::Error>| {
@@ -382,6 +431,7 @@ impl MariaSession {
             conn,
             profile,
             batches: Default::default(),
+            fields: (fields > 1).then(|| FieldsSql::new(fields)),
         })
     }
 }
@@ -389,6 +439,15 @@ impl MariaSession {
 impl Session for MariaSession {
     async fn get(&mut self, key: &[u8], out: &mut Vec<u8>) -> SessionResult<bool> {
         out.clear();
+        if let Some(sql) = &self.fields {
+            let row: Option<mysql_async::Row> =
+                self.conn.exec_first(&sql.get, (key,)).await.map_err(fail)?;
+            let Some(row) = row else {
+                return Ok(false);
+            };
+            columns_end_to_end(&row, 0, out).map_err(SessionError::Server)?;
+            return Ok(true);
+        }
         let row: Option<Vec<u8>> = self.conn.exec_first(GET, (key,)).await.map_err(fail)?;
         match row {
             Some(v) => {
@@ -400,11 +459,33 @@ impl Session for MariaSession {
     }
 
     async fn put(&mut self, key: &[u8], value: &[u8]) -> SessionResult<()> {
-        self.conn.exec_drop(PUT, (key, value)).await.map_err(fail)
+        let Some(sql) = &self.fields else {
+            return self.conn.exec_drop(PUT, (key, value)).await.map_err(fail);
+        };
+        let fields = sql.put_field.len();
+        let mut params = vec![Value::Bytes(key.to_vec())];
+        let len = (value.len() / fields).max(1);
+        params.extend(value.chunks(len).map(|f| Value::Bytes(f.to_vec())));
+        self.conn.exec_drop(&sql.put, params).await.map_err(fail)
+    }
+
+    fn keeps_fields(&self) -> bool {
+        self.fields.is_some()
+    }
+
+    async fn put_field(&mut self, key: &[u8], field: usize, value: &[u8]) -> SessionResult<()> {
+        let sql = self
+            .fields
+            .as_ref()
+            .and_then(|sql| sql.put_field.get(field))
+            .ok_or_else(|| SessionError::Server(format!("no field {field}")))?;
+        // `SET fieldJ = ? WHERE k = ?`: the value binds first.
+        self.conn.exec_drop(sql, (value, key)).await.map_err(fail)
     }
 
     async fn delete(&mut self, key: &[u8]) -> SessionResult<bool> {
-        self.conn.exec_drop(DEL, (key,)).await.map_err(fail)?;
+        let sql = self.fields.as_ref().map_or(DEL, |sql| &sql.del);
+        self.conn.exec_drop(sql, (key,)).await.map_err(fail)?;
         Ok(self.conn.affected_rows() > 0)
     }
 
@@ -513,21 +594,24 @@ impl Session for MariaSession {
         out.clear();
         // Rows as they come, their bytes taken as they are: mysql_async's
         // conversion to a tuple panics on a value of another type.
+        // A key, then the value or each field.
+        let sql = self.fields.as_ref().map_or(SCAN, |sql| &sql.scan);
+        let mut record = Vec::new();
         let rows = self
             .conn
             .exec_fold(
-                SCAN,
+                sql,
                 (start, limit),
                 Ok(0u64),
                 |n: Result<u64, String>, row: mysql_async::Row| {
                     let n = n?;
-                    match (row.as_ref(0), row.as_ref(1)) {
-                        (Some(Value::Bytes(k)), Some(Value::Bytes(v))) => {
-                            bakeoff_core::scan::push_row(out, k, v);
-                            Ok(n + 1)
-                        }
-                        other => Err(format!("a scan's row is not a key and a value: {other:?}")),
-                    }
+                    let Some(Value::Bytes(k)) = row.as_ref(0) else {
+                        return Err(format!("a scan's row has no key: {row:?}"));
+                    };
+                    record.clear();
+                    columns_end_to_end(&row, 1, &mut record)?;
+                    bakeoff_core::scan::push_row(out, k, &record);
+                    Ok(n + 1)
                 },
             )
             .await
@@ -554,8 +638,12 @@ pub struct MariaDriver {
     profile: bool,
     /// Measured requests are the phased script (000-mysql-phases).
     phased: bool,
-    /// The same servers as `reach`, through [`MysqlCodec`].
-    wire: CodecDriver<MysqlCodec>,
+    /// Fields per record: one is table kv's value; several, the columns
+    /// of table usertable.
+    fields: usize,
+    /// The same servers as `reach`, through [`MysqlCodec`] (or
+    /// [`MysqlFieldsCodec`]).
+    wire: Box<dyn Driver>,
     /// The same servers as `reach`, through mysql_async sessions.
     sessions: Box<dyn Carrier>,
     /// Sessions whose requests are the phased script, for measured
@@ -566,16 +654,33 @@ pub struct MariaDriver {
 impl MariaDriver {
     /// A driver for the servers of `reach` (resolved here for the codec's
     /// connections).
-    fn new(reach: Reach<Dsn>, profile: bool, phased: bool) -> Result<Self, TargetError> {
-        let wire = reach.codec_driver(MysqlCodec, |dsn| {
-            Ok(Box::new(MariaConnector {
-                addr: dsn.address()?,
-                dsn: dsn.clone(),
-            }))
-        })?;
+    fn new(
+        reach: Reach<Dsn>,
+        profile: bool,
+        phased: bool,
+        fields: usize,
+    ) -> Result<Self, TargetError> {
+        let connector = |statements: Vec<String>, table| {
+            move |dsn: &Dsn| -> Result<Box<dyn Connector>, TargetError> {
+                Ok(Box::new(MariaConnector {
+                    addr: dsn.address()?,
+                    dsn: dsn.clone(),
+                    statements: statements.clone(),
+                    table,
+                }))
+            }
+        };
+        let wire: Box<dyn Driver> = if fields > 1 {
+            let codec = MysqlFieldsCodec::new(fields as u32);
+            let statements = codec.statements();
+            Box::new(reach.codec_driver(codec, connector(statements, "usertable"))?)
+        } else {
+            let statements = STATEMENTS.map(String::from).to_vec();
+            Box::new(reach.codec_driver(MysqlCodec, connector(statements, "kv"))?)
+        };
         let sessions_of = |phased: bool| {
             sessions_reached(&reach, move |dsn: Dsn| async move {
-                MariaSession::open(&dsn, profile, phased).await
+                MariaSession::open(&dsn, profile, phased, fields).await
             })
         };
         let (sessions, phased_sessions) = (sessions_of(false), sessions_of(true));
@@ -583,6 +688,7 @@ impl MariaDriver {
             reach,
             profile,
             phased,
+            fields,
             wire,
             sessions,
             phased_sessions,
@@ -597,7 +703,7 @@ impl Driver for MariaDriver {
         let longest = job.workload.value_size.max();
         let fits = |rows| batch_len(rows, longest) < MAX_PAYLOAD;
         if crate::sql::wire_serves(job, fits) && longest + 1024 < MAX_PAYLOAD {
-            &self.wire
+            self.wire.carrier(job)
         } else if job.kind == JobKind::Measure && job.workload.request == RequestMode::Phases {
             &*self.phased_sessions
         } else {
@@ -611,7 +717,12 @@ impl Driver for MariaDriver {
         }
         if kind == OpKind::Scan {
             // Through mysql_async, which caches it per connection.
-            format!("{SCAN} (prepared once per connection)")
+            let scan = if self.fields > 1 {
+                fields_table(self.fields).scan()
+            } else {
+                SCAN.into()
+            };
+            format!("{scan} (prepared once per connection)")
         } else if self.profile || kind == OpKind::Search {
             crate::sql::describe(kind, [GET, PUT, DEL], PROFILE_PUT, self.profile)
         } else {
@@ -714,6 +825,12 @@ pub(crate) async fn prepare_table(
                 }
             }
         }
+    } else if workload.fields > 1 {
+        let t = fields_table(workload.fields as usize);
+        e(c.query_drop(t.create()).await)?;
+        if workload.empties_before_load() {
+            e(c.query_drop("TRUNCATE TABLE bakeoff.usertable").await)?;
+        }
     } else if workload.empties_before_load() {
         e(c.query_drop("TRUNCATE TABLE bakeoff.kv").await)?;
     }
@@ -777,6 +894,8 @@ pub fn start_with_kv(
     let connector = MariaConnector {
         addr: Address::Tcp(server.addr),
         dsn,
+        statements: STATEMENTS.map(String::from).to_vec(),
+        table: "kv",
     };
     Ok((server, Box::new(connector)))
 }
@@ -1067,10 +1186,12 @@ async fn binlog_lag(p: &Dsn, r: &Dsn) -> Result<u64, TargetError> {
 
 impl AsyncDriver for MariaDriver {
     fn record_count(&self) -> Option<u64> {
-        count_rows(
-            self.reach.primary(),
-            if self.profile { "profile" } else { "kv" },
-        )
+        let table = match (self.profile, self.fields > 1) {
+            (true, _) => "profile",
+            (false, true) => "usertable",
+            (false, false) => "kv",
+        };
+        count_rows(self.reach.primary(), table)
     }
 
     fn counters(&self) -> Option<Counters> {
@@ -1120,11 +1241,27 @@ impl AsyncDriver for MariaDriver {
                 kinds: &[OpKind::Set, OpKind::Update],
             },
         ];
+        // On table usertable an update is an UPDATE of its one field.
+        const FIELDS: &[CounterRule] = &[
+            PREPARED[0],
+            CounterRule {
+                what: "INSERT … ON DUPLICATE KEY UPDATE and UPDATE … SET field<j> (Com_insert + Com_update)",
+                counters: &["Com_insert", "Com_update"],
+                kinds: &[OpKind::Set, OpKind::Update],
+            },
+            PREPARED[2],
+        ];
         if self.phased {
             PHASED
+        } else if self.fields > 1 {
+            FIELDS
         } else {
             PREPARED
         }
+    }
+
+    fn keeps_fields(&self) -> bool {
+        self.fields > 1
     }
 
     fn clock(&self) -> Option<std::io::Result<bakeoff_core::readings::ClockReading>> {
@@ -1154,7 +1291,7 @@ impl AsyncDriver for MariaDriver {
 /// What `mariadb` is.
 pub const FACTS: crate::kind::TargetFacts = crate::kind::TargetFacts {
     name: "mariadb",
-    summary: "MariaDB / MySQL (InnoDB tables kv and profile, prepared statements, one connection per client)",
+    summary: "MariaDB / MySQL (InnoDB tables kv, usertable and profile, prepared statements, one connection per client)",
     package: "mariadb-server",
     reach: crate::kind::Reach::Server {
         program: "mariadbd",
@@ -1255,6 +1392,7 @@ impl SqlServer for Mariadb {
             reach,
             workload.record == RecordKind::Profile,
             workload.request == RequestMode::Phases,
+            workload.fields as usize,
         )
     }
 }

@@ -15,7 +15,6 @@ use mysql_common::proto::MySerialize;
 
 use super::{Dsn, ER_ACCESS_DENIED, ER_CON_COUNT};
 use crate::admin::{read_handshake, Address};
-use crate::codec::mysql::STATEMENTS;
 
 /// What bakeoff asks of the server; the first five it cannot do without.
 const REQUIRED: CapabilityFlags = CapabilityFlags::CLIENT_PROTOCOL_41
@@ -39,6 +38,12 @@ pub struct MariaConnector {
     pub addr: Address,
     /// Who connects (and the password, if any).
     pub(super) dsn: Dsn,
+    /// The codec's statements, in the order of its [`Handles`]: the
+    /// first three take one each; the fourth's id is the last handle, and
+    /// any after it must follow it one by one.
+    pub(super) statements: Vec<String>,
+    /// The table they run on, for errors.
+    pub(super) table: &'static str,
 }
 
 /// One connection's handshake under way: the socket, what was read and
@@ -194,7 +199,8 @@ impl Wire<'_> {
     /// Prepares the codec's statements; returns their ids.
     fn prepare(&mut self) -> std::io::Result<Handles> {
         let mut ids = Handles::default();
-        for (id, sql) in ids.iter_mut().zip(STATEMENTS) {
+        let c = self.c;
+        for (i, sql) in c.statements.iter().enumerate() {
             let mut command = vec![COM_STMT_PREPARE];
             command.extend_from_slice(sql.as_bytes());
             self.write_packet(0, &command)?;
@@ -208,10 +214,22 @@ impl Wire<'_> {
                     for _ in 0..u32::from(columns) + u32::from(params) {
                         self.read_packet()?;
                     }
-                    *id = given;
+                    if i < ids.len() {
+                        ids[i] = given;
+                    } else if given != ids[3] + (i - 3) as u32 {
+                        return Err(self.fail(
+                            ErrorKind::InvalidData,
+                            format!(
+                                "numbered the statements it prepared out of order ({given} after {}); bakeoff needs a connection's statement ids to follow one another, as MariaDB and MySQL give them",
+                                ids[3] + (i - 4) as u32
+                            ),
+                        ));
+                    }
                 }
                 Some(0xff) => {
-                    return Err(self.server_error(&p, "cannot prepare the statements on bakeoff.kv"))
+                    let during =
+                        format!("cannot prepare the statements on bakeoff.{}", self.c.table);
+                    return Err(self.server_error(&p, &during));
                 }
                 _ => {
                     return Err(self.fail(

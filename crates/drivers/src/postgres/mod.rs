@@ -1,5 +1,6 @@
 //! The `postgres` target: PostgreSQL through tokio-postgres, table
-//! `kv(k TEXT PRIMARY KEY, v BYTEA)`, prepared statements, one connection
+//! `kv(k TEXT PRIMARY KEY, v BYTEA)` (records of several fields: table
+//! `usertable`, a column per field), prepared statements, one connection
 //! per client.
 //!
 //! Managed: `initdb` and `postgres` from Debian's postgresql package (found
@@ -16,7 +17,6 @@ use bakeoff_core::driver::{Carrier, Connector, Driver, Job};
 use bakeoff_core::error::ConnectError;
 use bakeoff_core::error::TargetError;
 use bakeoff_core::keys::Key;
-use bakeoff_core::net::CodecDriver;
 use bakeoff_core::plan::{Endpoint, Plan, TargetSpec, Topology, Workload};
 use bakeoff_core::profile::{Profile, Query, RecordKind};
 use bakeoff_core::recorder::ErrorKind;
@@ -33,9 +33,10 @@ use crate::async_target::{
 };
 use crate::codec::postgres::PostgresCodec;
 use crate::codec::postgres::BATCH_TAIL;
+use crate::codec::postgres_fields::{table as fields_table, PostgresFieldsCodec};
 use crate::kind::OpenResult;
 use crate::settings::{durable, Durability, Kind, Setting, Settings, PORT};
-use crate::sql::{batch_insert, search_params, search_statements};
+use crate::sql::{batch_insert, search_params, search_statements, FieldsTable};
 use crate::sql_server::{Node, Replication, ServerFacts, SqlServer};
 use bakeoff_core::durability::DurableTo;
 
@@ -331,10 +332,13 @@ pub struct PgSession {
     profile: Option<(Statement, [Statement; 4])>,
     /// Multi-row upserts by row count (batched loads).
     batches: std::collections::HashMap<usize, Statement>,
+    /// Records of several fields: table usertable, and each field's
+    /// one-column `UPDATE` (prepared on first use).
+    fields: Option<(FieldsTable, Vec<Option<Statement>>)>,
 }
 
 impl PgSession {
-    async fn open(dsn: &Dsn, profile: bool) -> Result<Self, ConnectError> {
+    async fn open(dsn: &Dsn, profile: bool, fields: usize) -> Result<Self, ConnectError> {
         let client = connect_local(dsn).await?;
         let e = |r: Result<Statement, tokio_postgres::Error>| {
             r.map_err(|e| ConnectError::new(connect_kind(&e), e.to_string()))
@@ -362,7 +366,74 @@ impl PgSession {
             scan: None,
             profile,
             batches: Default::default(),
+            fields: (fields > 1).then(|| (fields_table(fields), vec![None; fields])),
         })
+    }
+
+    /// A read of a record of several fields: every column, end to end.
+    async fn get_fields(&mut self, k: &str, out: &mut Vec<u8>) -> SessionResult<bool> {
+        let Some((t, _)) = &self.fields else {
+            unreachable!("called for records of fields")
+        };
+        let sql = t.get();
+        let row = self
+            .client
+            .query_opt(prepared(&self.client, &mut self.get, &sql).await?, &[&k])
+            .await
+            .map_err(fail)?;
+        let Some(row) = row else {
+            return Ok(false);
+        };
+        for f in 0..row.len() {
+            let v: Option<&[u8]> = row.try_get(f).map_err(fail)?;
+            out.extend_from_slice(v.unwrap_or_default());
+        }
+        Ok(true)
+    }
+
+    /// A write of a whole record of several fields: every column.
+    async fn put_fields(&mut self, k: &str, record: &[u8]) -> SessionResult<()> {
+        let Some((t, _)) = &self.fields else {
+            unreachable!("called for records of fields")
+        };
+        let (sql, n) = (t.put(), t.fields);
+        let len = (record.len() / n).max(1);
+        let chunks: Vec<&[u8]> = record.chunks(len).collect();
+        let mut params: Vec<&(dyn ToSql + Sync)> = vec![&k];
+        params.extend(chunks.iter().map(|c| c as &(dyn ToSql + Sync)));
+        self.client
+            .execute(prepared(&self.client, &mut self.put, &sql).await?, &params)
+            .await
+            .map(|_| ())
+            .map_err(fail)
+    }
+
+    /// A scan of records of several fields: each key, its fields end to
+    /// end.
+    async fn scan_fields(&mut self, k: &str, limit: u32, out: &mut Vec<u8>) -> SessionResult<u64> {
+        let Some((t, _)) = &self.fields else {
+            unreachable!("called for records of fields")
+        };
+        let sql = t.scan();
+        let rows = self
+            .client
+            .query(
+                prepared(&self.client, &mut self.scan, &sql).await?,
+                &[&k, &i64::from(limit)],
+            )
+            .await
+            .map_err(fail)?;
+        let mut record = Vec::new();
+        for row in &rows {
+            let key: &str = row.try_get(0).map_err(fail)?;
+            record.clear();
+            for f in 1..row.len() {
+                let v: Option<&[u8]> = row.try_get(f).map_err(fail)?;
+                record.extend_from_slice(v.unwrap_or_default());
+            }
+            bakeoff_core::scan::push_row(out, key.as_bytes(), &record);
+        }
+        Ok(rows.len() as u64)
     }
 }
 
@@ -370,6 +441,9 @@ impl Session for PgSession {
     async fn get(&mut self, key: &[u8], out: &mut Vec<u8>) -> SessionResult<bool> {
         out.clear();
         let k = std::str::from_utf8(key).map_err(|e| SessionError::Server(e.to_string()))?;
+        if self.fields.is_some() {
+            return self.get_fields(k, out).await;
+        }
         match self
             .client
             .query_opt(prepared(&self.client, &mut self.get, GET).await?, &[&k])
@@ -387,6 +461,9 @@ impl Session for PgSession {
 
     async fn put(&mut self, key: &[u8], value: &[u8]) -> SessionResult<()> {
         let k = std::str::from_utf8(key).map_err(|e| SessionError::Server(e.to_string()))?;
+        if self.fields.is_some() {
+            return self.put_fields(k, value).await;
+        }
         self.client
             .execute(
                 prepared(&self.client, &mut self.put, PUT).await?,
@@ -399,8 +476,12 @@ impl Session for PgSession {
 
     async fn delete(&mut self, key: &[u8]) -> SessionResult<bool> {
         let k = std::str::from_utf8(key).map_err(|e| SessionError::Server(e.to_string()))?;
+        let sql = match &self.fields {
+            Some((t, _)) => t.del(),
+            None => DEL.into(),
+        };
         self.client
-            .execute(prepared(&self.client, &mut self.del, DEL).await?, &[&k])
+            .execute(prepared(&self.client, &mut self.del, &sql).await?, &[&k])
             .await
             .map(|n| n > 0)
             .map_err(fail)
@@ -468,6 +549,9 @@ impl Session for PgSession {
     async fn scan(&mut self, start: &[u8], limit: u32, out: &mut Vec<u8>) -> SessionResult<u64> {
         out.clear();
         let k = std::str::from_utf8(start).map_err(|e| SessionError::Server(e.to_string()))?;
+        if self.fields.is_some() {
+            return self.scan_fields(k, limit, out).await;
+        }
         // LIMIT's parameter is a bigint to PostgreSQL.
         let rows = self
             .client
@@ -483,6 +567,28 @@ impl Session for PgSession {
             bakeoff_core::scan::push_row(out, key.as_bytes(), value);
         }
         Ok(rows.len() as u64)
+    }
+
+    fn keeps_fields(&self) -> bool {
+        self.fields.is_some()
+    }
+
+    async fn put_field(&mut self, key: &[u8], field: usize, value: &[u8]) -> SessionResult<()> {
+        let k = std::str::from_utf8(key).map_err(|e| SessionError::Server(e.to_string()))?;
+        let Some((t, statements)) = &mut self.fields else {
+            return Err(SessionError::Server(
+                "table kv keeps a record as one value".into(),
+            ));
+        };
+        let sql = t.put_field(field);
+        let slot = statements
+            .get_mut(field)
+            .ok_or_else(|| SessionError::Server(format!("no field {field}")))?;
+        self.client
+            .execute(prepared(&self.client, slot, &sql).await?, &[&k, &value])
+            .await
+            .map(|_| ())
+            .map_err(fail)
     }
 }
 
@@ -516,8 +622,12 @@ const PROFILE_PUT: &str = "INSERT INTO profile (id, name, sex, province, city, p
 pub struct PgDriver {
     reach: Reach<Dsn>,
     profile: bool,
-    /// The same servers as `reach`, through [`PostgresCodec`].
-    wire: CodecDriver<PostgresCodec>,
+    /// Fields per record: one is table kv's value; several, the columns
+    /// of table usertable.
+    fields: usize,
+    /// The same servers as `reach`, through [`PostgresCodec`] (or
+    /// [`PostgresFieldsCodec`]).
+    wire: Box<dyn Driver>,
     /// The same servers as `reach`, through tokio-postgres sessions.
     sessions: Box<dyn Carrier>,
 }
@@ -525,19 +635,32 @@ pub struct PgDriver {
 impl PgDriver {
     /// A driver for the servers of `reach` (resolved here for the codec's
     /// connections).
-    fn new(reach: Reach<Dsn>, profile: bool) -> Result<Self, TargetError> {
-        let wire = reach.codec_driver(PostgresCodec, |dsn| {
-            Ok(Box::new(PgConnector {
-                addr: dsn.address()?,
-                dsn: dsn.clone(),
-            }))
-        })?;
+    fn new(reach: Reach<Dsn>, profile: bool, fields: usize) -> Result<Self, TargetError> {
+        let connector = |statements: Vec<(String, String, Vec<u32>)>, table| {
+            move |dsn: &Dsn| -> Result<Box<dyn Connector>, TargetError> {
+                Ok(Box::new(PgConnector {
+                    addr: dsn.address()?,
+                    dsn: dsn.clone(),
+                    statements: statements.clone(),
+                    table,
+                }))
+            }
+        };
+        let wire: Box<dyn Driver> = if fields > 1 {
+            let codec = PostgresFieldsCodec::new(fields as u32);
+            let statements = codec.statements();
+            Box::new(reach.codec_driver(codec, connector(statements, "usertable"))?)
+        } else {
+            let statements = PostgresCodec::statements();
+            Box::new(reach.codec_driver(PostgresCodec, connector(statements, "kv"))?)
+        };
         let sessions = sessions_reached(&reach, move |dsn: Dsn| async move {
-            PgSession::open(&dsn, profile).await
+            PgSession::open(&dsn, profile, fields).await
         });
         Ok(PgDriver {
             reach,
             profile,
+            fields,
             wire,
             sessions,
         })
@@ -548,7 +671,7 @@ impl Driver for PgDriver {
     fn carrier(&self, job: &Job) -> &dyn Carrier {
         let fits = |rows| rows <= crate::codec::postgres::MAX_BATCH as usize;
         if crate::sql::wire_serves(job, fits) {
-            &self.wire
+            self.wire.carrier(job)
         } else {
             &*self.sessions
         }
@@ -557,7 +680,12 @@ impl Driver for PgDriver {
     fn describe(&self, kind: OpKind) -> String {
         if kind == OpKind::Scan {
             // Through tokio-postgres, never the codec; $n placeholders.
-            return format!("{SCAN} (prepared once per connection)");
+            let scan = if self.fields > 1 {
+                fields_table(self.fields).scan()
+            } else {
+                SCAN.into()
+            };
+            return format!("{scan} (prepared once per connection)");
         }
         if self.profile || kind == OpKind::Search {
             crate::sql::describe(kind, [GET, PUT, DEL], PROFILE_PUT, self.profile)
@@ -621,6 +749,12 @@ async fn prepare_table(dsn: &Dsn, workload: &Workload) -> Result<(), TargetError
         } else {
             e(q("DROP INDEX IF EXISTS profile_sex").await)?;
             e(q("DROP INDEX IF EXISTS profile_loc").await)?;
+        }
+    } else if workload.fields > 1 {
+        let t = fields_table(workload.fields as usize);
+        e(c.simple_query(&t.create()).await)?;
+        if workload.empties_before_load() {
+            e(q("TRUNCATE usertable").await)?;
         }
     } else if workload.empties_before_load() {
         e(q("TRUNCATE kv").await)?;
@@ -696,6 +830,8 @@ pub fn start_with_kv(
     let connector = PgConnector {
         addr: Address::Tcp(server.addr),
         dsn,
+        statements: PostgresCodec::statements(),
+        table: "kv",
     };
     Ok((server, Box::new(connector)))
 }
@@ -972,7 +1108,11 @@ async fn wal_lag(p: &Dsn) -> Result<u64, TargetError> {
 impl AsyncDriver for PgDriver {
     fn record_count(&self) -> Option<u64> {
         let dsn = self.reach.primary().clone();
-        let table = if self.profile { "profile" } else { "kv" };
+        let table = match (self.profile, self.fields > 1) {
+            (true, _) => "profile",
+            (false, true) => "usertable",
+            (false, false) => "kv",
+        };
         block(async move {
             let c = connect(&dsn).await?;
             let n: i64 = c
@@ -1023,6 +1163,12 @@ impl AsyncDriver for PgDriver {
             ("scan", SCAN.into()),
         ];
         statements.extend(search_statements(|n| format!("${n}")).map(|s| ("search", s)));
+        if self.fields > 1 {
+            let t = fields_table(self.fields);
+            statements.extend([("get", t.get()), ("put", t.put()), ("del", t.del())]);
+            statements.push(("scan", t.scan()));
+            statements.extend((0..self.fields).map(|f| ("put", t.put_field(f))));
+        }
         block_quick(async move {
             let c = connect(&dsn).await?;
             let mut out = Counters::new();
@@ -1054,40 +1200,76 @@ impl AsyncDriver for PgDriver {
     }
 
     fn counter_rules(&self) -> &'static [CounterRule] {
-        &[
-            CounterRule {
-                what: "SELECT by key calls (pg_stat_statements)",
-                counters: &["get"],
-                kinds: &[OpKind::Get],
-            },
-            CounterRule {
-                what: "INSERT … ON CONFLICT calls (pg_stat_statements)",
-                counters: &["put"],
-                kinds: &[OpKind::Set, OpKind::Update],
-            },
-            CounterRule {
-                what: "DELETE calls (pg_stat_statements)",
-                counters: &["del"],
-                kinds: &[OpKind::Delete],
-            },
-            CounterRule {
-                what: "search calls (pg_stat_statements)",
-                counters: &["search"],
-                kinds: &[OpKind::Search],
-            },
-            CounterRule {
-                what: "scan calls: SELECT … WHERE k >= $1 ORDER BY k LIMIT $2 (pg_stat_statements)",
-                counters: &["scan"],
-                kinds: &[OpKind::Scan],
-            },
-        ]
+        if self.fields > 1 {
+            FIELDS_RULES
+        } else {
+            KV_RULES
+        }
+    }
+
+    fn keeps_fields(&self) -> bool {
+        self.fields > 1
     }
 }
+
+/// How pg_stat_statements' calls add up to bakeoff's requests on table
+/// kv (and profile).
+const KV_RULES: &[CounterRule] = &[
+    CounterRule {
+        what: "SELECT by key calls (pg_stat_statements)",
+        counters: &["get"],
+        kinds: &[OpKind::Get],
+    },
+    CounterRule {
+        what: "INSERT … ON CONFLICT calls (pg_stat_statements)",
+        counters: &["put"],
+        kinds: &[OpKind::Set, OpKind::Update],
+    },
+    DEL_RULE,
+    CounterRule {
+        what: "search calls (pg_stat_statements)",
+        counters: &["search"],
+        kinds: &[OpKind::Search],
+    },
+    CounterRule {
+        what: "scan calls: SELECT … WHERE k >= $1 ORDER BY k LIMIT $2 (pg_stat_statements)",
+        counters: &["scan"],
+        kinds: &[OpKind::Scan],
+    },
+];
+
+/// The same on table usertable, of a column per field.
+const FIELDS_RULES: &[CounterRule] = &[
+    CounterRule {
+        what: "SELECT field0, … by key calls (pg_stat_statements)",
+        counters: &["get"],
+        kinds: &[OpKind::Get],
+    },
+    CounterRule {
+        what: "INSERT … ON CONFLICT and UPDATE … SET field<j> calls (pg_stat_statements)",
+        counters: &["put"],
+        kinds: &[OpKind::Set, OpKind::Update],
+    },
+    DEL_RULE,
+    CounterRule {
+        what:
+            "scan calls: SELECT k, field0, … WHERE k >= $1 ORDER BY k LIMIT $2 (pg_stat_statements)",
+        counters: &["scan"],
+        kinds: &[OpKind::Scan],
+    },
+];
+
+/// Deletes, on either table.
+const DEL_RULE: CounterRule = CounterRule {
+    what: "DELETE calls (pg_stat_statements)",
+    counters: &["del"],
+    kinds: &[OpKind::Delete],
+};
 
 /// What `postgres` is.
 pub const FACTS: crate::kind::TargetFacts = crate::kind::TargetFacts {
     name: "postgres",
-    summary: "PostgreSQL (tables kv and profile, prepared statements, one connection per client)",
+    summary: "PostgreSQL (tables kv, usertable and profile, prepared statements, one connection per client)",
     package: "postgresql",
     reach: crate::kind::Reach::Server {
         program: "postgres",
@@ -1181,7 +1363,11 @@ impl SqlServer for Postgres {
         block_quick(server_facts(dsn))
     }
     fn driver(reach: Reach<Dsn>, workload: &Workload) -> Result<PgDriver, TargetError> {
-        PgDriver::new(reach, workload.record == RecordKind::Profile)
+        PgDriver::new(
+            reach,
+            workload.record == RecordKind::Profile,
+            workload.fields as usize,
+        )
     }
 }
 

@@ -15,7 +15,6 @@ use postgres_protocol::message::frontend;
 
 use super::Dsn;
 use crate::admin::{read_handshake, Address};
-use crate::codec::postgres::STATEMENTS;
 
 /// SQLSTATE of "too many connections": the server turning a client away.
 const TOO_MANY_CONNECTIONS: &str = "53300";
@@ -27,6 +26,10 @@ pub struct PgConnector {
     pub addr: Address,
     /// Who connects, to which database (and the password, if any).
     pub(super) dsn: Dsn,
+    /// The codec's statements, as (name, SQL, parameter types).
+    pub(super) statements: Vec<(String, String, Vec<u32>)>,
+    /// The table they run on, for errors.
+    pub(super) table: &'static str,
 }
 
 impl PgConnector {
@@ -187,7 +190,7 @@ impl PgConnector {
         deadline: Instant,
     ) -> std::io::Result<()> {
         let mut out = BytesMut::new();
-        for (name, sql, types) in STATEMENTS {
+        for (name, sql, types) in &self.statements {
             frontend::parse(name, sql, types.iter().copied(), &mut out)?;
         }
         frontend::sync(&mut out);
@@ -198,7 +201,9 @@ impl PgConnector {
                 Message::ReadyForQuery(_) => break,
                 Message::ErrorResponse(body) => {
                     error.get_or_insert_with(|| {
-                        self.server_error(&body, "cannot prepare the statements on table kv")
+                        let during =
+                            format!("cannot prepare the statements on table {}", self.table);
+                        self.server_error(&body, &during)
                     });
                 }
                 _ => {}
