@@ -20,19 +20,15 @@ use super::resp::{
 };
 
 /// A scan of records of several fields: up to `ARGV[2]` keys from
-/// `ARGV[1]` on, and of each its fields named `ARGV[3]` … in that order
-/// (`HGETALL`, reordered here: a hash of long values keeps no order), as
-/// key, array of fields, key, …
+/// `ARGV[1]` on, each followed by its hash (`HGETALL`: names and values;
+/// a hash of long values keeps no order, so [`RespFieldsCodec::scan_rows`]
+/// puts them in order by name, on the client, where it costs the server
+/// nothing).
 const SCAN_SCRIPT: &str = "local ks = redis.call('ZRANGEBYLEX', KEYS[1], '[' .. ARGV[1], '+', 'LIMIT', 0, tonumber(ARGV[2])) \
 local out = {} \
 for i = 1, #ks do \
-local h = redis.call('HGETALL', ks[i]) \
-local t = {} \
-for j = 1, #h, 2 do t[h[j]] = h[j + 1] end \
-local v = {} \
-for f = 3, #ARGV do v[f - 2] = t[ARGV[f]] or false end \
 out[2 * i - 1] = ks[i] \
-out[2 * i] = v \
+out[2 * i] = redis.call('HGETALL', ks[i]) \
 end \
 return out";
 
@@ -42,11 +38,11 @@ pub struct RespFieldsCodec {
     fields: usize,
     /// Each field's name as a bulk string (`$6\r\nfield0\r\n`).
     names: Vec<Vec<u8>>,
-    /// Every name, in order: the tail of an `HMGET` and of a scan.
+    /// Every name, in order: the tail of an `HMGET`.
     all_names: Vec<u8>,
     /// The scan index the writes keep, when the run scans.
     index: Option<RespScanIndexCodec>,
-    /// `*(6+N) EVAL <script> 1 <index>`, the start of every scan.
+    /// `*6 EVAL <script> 1 <index>`, the start of every scan.
     scan_head: Vec<u8>,
 }
 
@@ -66,7 +62,7 @@ impl RespFieldsCodec {
                 out
             })
             .collect();
-        let mut scan_head = format!("*{}\r\n", 6 + fields).into_bytes();
+        let mut scan_head = b"*6\r\n".to_vec();
         for b in [b"EVAL", SCAN_SCRIPT.as_bytes(), b"1", SCAN_INDEX.as_bytes()] {
             bulk(&mut scan_head, b);
         }
@@ -114,7 +110,6 @@ impl Codec for RespFieldsCodec {
                 push_bulk_len(out, digits);
                 push_decimal(out, op.limit as usize);
                 out.extend_from_slice(b"\r\n");
-                out.extend_from_slice(&self.all_names);
                 return;
             }
             OpKind::Update => {
@@ -215,6 +210,8 @@ impl Codec for RespFieldsCodec {
     fn scan_rows(&self, value: &[u8], out: &mut Vec<u8>) -> bool {
         let mut pos = 0;
         let mut record = Vec::new();
+        // Where each field's value is, by its index.
+        let mut at: Vec<Option<(usize, usize)>> = vec![None; self.fields];
         while pos < value.len() {
             let Step::Done(next, Kind::Bulk(ks, ke)) = skip_value(value, pos) else {
                 return false;
@@ -225,12 +222,34 @@ impl Codec for RespFieldsCodec {
             let Some(eol) = value[next..after].iter().position(|&b| b == b'\n') else {
                 return false;
             };
-            let fields = &value[next + eol + 1..after];
-            if !no_value_in(fields) {
+            // Names and values, in the hash's order.
+            at.fill(None);
+            let mut p = next + eol + 1;
+            let mut any = false;
+            while p < after {
+                let Step::Done(v, Kind::Bulk(ns, ne)) = skip_value(value, p) else {
+                    return false;
+                };
+                let Step::Done(n, Kind::Bulk(vs, ve)) = skip_value(value, v) else {
+                    return false;
+                };
+                let index = value[ns..ne]
+                    .strip_prefix(b"field")
+                    .and_then(super::parse_decimal);
+                if let Some(slot) = index.and_then(|i| at.get_mut(i)) {
+                    *slot = Some((vs, ve));
+                }
+                any = true;
+                p = n;
+            }
+            if any {
+                // Laid end to end in order (a field missing leaves the
+                // record short, for verification to find).
                 record.clear();
-                record.extend_from_slice(fields);
-                let n = self.unescape_value(&mut record);
-                bakeoff_core::scan::push_row(out, &value[ks..ke], &record[..n]);
+                for &(vs, ve) in at.iter().flatten() {
+                    record.extend_from_slice(&value[vs..ve]);
+                }
+                bakeoff_core::scan::push_row(out, &value[ks..ke], &record);
             }
             pos = after;
         }
@@ -263,7 +282,7 @@ impl Codec for RespFieldsCodec {
             ),
             OpKind::Delete => "DEL <key>".into(),
             OpKind::Scan => format!(
-                "EVAL of a script: ZRANGEBYLEX {SCAN_INDEX} [<key> + LIMIT 0 <length>, then HGETALL of each key, its fields put in order (one request)"
+                "EVAL of a script: ZRANGEBYLEX {SCAN_INDEX} [<key> + LIMIT 0 <length>, then HGETALL of each key (one request; the fields put in order by bakeoff)"
             ),
             OpKind::Search => "not supported".into(),
         };
@@ -374,9 +393,9 @@ mod tests {
         let Request::Complete { argc, .. } = decode_request(&scan) else {
             panic!("a whole EVAL");
         };
-        assert_eq!(argc, 8, "EVAL, script, 1, index, start, length, two names");
-        let reply =
-            b"*4\r\n$2\r\nk1\r\n*2\r\n$2\r\naa\r\n$2\r\nbb\r\n$2\r\nk2\r\n*2\r\n$-1\r\n$-1\r\n";
+        assert_eq!(argc, 6, "EVAL, script, 1, index, start, length");
+        // Each record's hash in its own order; one with no field.
+        let reply = b"*4\r\n$2\r\nk1\r\n*4\r\n$6\r\nfield1\r\n$2\r\nbb\r\n$6\r\nfield0\r\n$2\r\naa\r\n$2\r\nk2\r\n*0\r\n";
         let Decoded::Complete {
             reply: Reply::Value { start, end },
             ..
