@@ -702,6 +702,7 @@ fn targets(
         for p in &points {
             target::check_capabilities(&spec.name, &caps, &p.workload)
                 .map_err(|m| origin.err(m))?;
+            target::check_nodes_of_url(&spec, &p.workload).map_err(|m| origin.err(m))?;
             let topology = p.workload.topology;
             // Reads from a replica where no point has one would read from
             // the primary without a word.
@@ -1453,6 +1454,18 @@ mod tests {
         );
         let e = err("targets = [\"redis\"]\n[workload]\nmix = \"scan=1\"\n[topology]\nkind = \"shards:2\"\n");
         assert!(e.contains("scans cannot run on shards:2"), "{e}");
+        // Nodes named by one URL are shards too.
+        let e = err("targets = [\"redis://h1:1,h2:2\"]\n[workload]\nmix = \"scan=1\"\n");
+        assert!(
+            e.contains("scans cannot run on the 2 servers of redis (redis://h1:1,h2:2)"),
+            "{e}"
+        );
+        let e =
+            err("targets = [\"redis://h1:1,h2:2\"]\n[workload]\nfields = 10\nvalue_size = 1000\n");
+        assert!(
+            e.contains("records of 10 fields do not go with several servers"),
+            "{e}"
+        );
         let e = err("[workload]\nmix = \"get=1,scan=1,x=1\"\n");
         assert!(e.contains("unknown operation `x`"), "{e}");
         // A result file written before the later kinds held five weights.

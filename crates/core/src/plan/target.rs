@@ -150,6 +150,33 @@ fn split_variant(text: &str) -> Result<(&str, BTreeMap<String, String>), String>
     Ok((name, settings))
 }
 
+/// Checks that the servers one URL names (shards of one target, keys
+/// spread over them by the client) can run workload `w`: scans and
+/// records of several fields need one server, as on a topology of several.
+pub(super) fn check_nodes_of_url(spec: &TargetSpec, w: &Workload) -> Result<(), String> {
+    let Endpoint::External { more, .. } = &spec.endpoint else {
+        return Ok(());
+    };
+    let nodes = 1 + more.len();
+    if nodes == 1 {
+        return Ok(());
+    }
+    if w.mix.has(OpKind::Scan) {
+        return Err(format!(
+            "scans cannot run on the {nodes} servers of {}: a scan reads records in key order, and its records are spread over several servers; name a single server",
+            spec.label()
+        ));
+    }
+    if w.fields > 1 {
+        return Err(format!(
+            "records of {} fields do not go with several servers (each node's request counts do not yet tell an update's read from its write), as {} names; leave out --fields or name a single server",
+            w.fields,
+            spec.label()
+        ));
+    }
+    Ok(())
+}
+
 /// Checks that target `name` can run workload `w` (one point of the plan).
 pub(super) fn check_capabilities(
     name: &str,
