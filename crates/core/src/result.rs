@@ -690,13 +690,16 @@ pub struct Checks {
     pub replica: Option<ReplicaCheck>,
 }
 
-/// The server's own time per command over a run's measure job (warm-up
-/// and measured phase), as the server counts it.
+/// The server's own time per command over a run's measured phase, as the
+/// server counts it (cumulative counters read as the warm-up ends and
+/// after the measure job, subtracted); or, with no commands, why the
+/// server keeps no such time.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ServerTime {
-    /// Where the figures come from (`INFO commandstats`).
+    /// Where the figures come from (`INFO commandstats`), or why there are
+    /// none (memcached's stats have no time per command).
     pub source: String,
-    /// Each command the server ran during the job.
+    /// Each command the server ran during the measured phase.
     pub commands: Vec<CommandTime>,
 }
 
@@ -713,6 +716,30 @@ pub struct CommandTime {
     /// the command serves, over the measured phase, µs; `None` when the
     /// command serves none of them.
     pub client_mean_us: Option<f64>,
+    /// Time the operations spend in the server outside any one command
+    /// (PostgreSQL's commits' WAL write and flush), per operation: a part
+    /// of their time inside the server, beside the commands' rows.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub apart: bool,
+    /// The server's distribution of the command's time over the measured
+    /// phase, where it keeps one (Redis's `LATENCY HISTOGRAM`), beside the
+    /// client's service times of the operations it serves, in the same
+    /// power-of-two buckets: two distributions side by side, never a
+    /// difference of percentiles.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub histogram: Vec<TimeBucket>,
+}
+
+/// One bucket of [`CommandTime::histogram`]: the calls the server and the
+/// operations the client timed above the bucket before and up to `le_us`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct TimeBucket {
+    /// The bucket's upper bound, µs (a power of two).
+    pub le_us: u64,
+    /// The server's calls in it.
+    pub server: u64,
+    /// The client's operations in it.
+    pub client: u64,
 }
 
 /// The replica after a replication run, once its lag was 0 (or bakeoff

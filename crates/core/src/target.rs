@@ -209,6 +209,14 @@ pub trait Target {
     fn command_times(&self) -> Option<(&'static str, Vec<CommandTime>)> {
         None
     }
+    /// Why the server keeps no time of its own per command, where it
+    /// keeps none (memcached's stats have none): the report says so rather
+    /// than leaving a blank. `None` where it does (see
+    /// [`Target::command_times`]) and for an in-process engine, whose
+    /// operations have no round trip to split.
+    fn no_command_times(&self) -> Option<&'static str> {
+        None
+    }
     /// Each node's counters compared with the requests sent to it
     /// (`sent[i]` for node `i`, all phases); empty for one server.
     fn node_checks(
@@ -233,6 +241,14 @@ pub struct CommandTime {
     pub calls: u64,
     /// Time spent in them so far, µs.
     pub usec: u64,
+    /// Time the operations spend outside any one command's own (the
+    /// commits' WAL write and flush), its calls the operations': a part of
+    /// their time inside the server, not a round trip of its own.
+    pub apart: bool,
+    /// The server's distribution of the calls' times so far, where it
+    /// keeps one (Redis's `LATENCY HISTOGRAM`): (a bucket's upper bound,
+    /// µs; the calls at or under it), bounds rising; empty otherwise.
+    pub histogram_usec: Vec<(u64, u64)>,
 }
 
 /// Opens targets; implemented by the driver registry.

@@ -15,7 +15,9 @@ use bakeoff_core::profile::Profile;
 use bakeoff_core::readings::{LinkSample, ProcSnapshot};
 use bakeoff_core::result::{CounterCheck, TargetRecord};
 use bakeoff_core::session::{ReadWrite, Session};
-use bakeoff_core::target::{compare_counters, CounterRule, Counters, FaultStruck, Sent, Target};
+use bakeoff_core::target::{
+    compare_counters, CommandTime, CounterRule, Counters, FaultStruck, Sent, Target,
+};
 use bakeoff_servers::ManagedServer;
 
 use crate::running::RunningServer;
@@ -52,6 +54,16 @@ pub trait AsyncDriver: Driver {
     /// Whether it keeps a record's fields apart (see `Target::keeps_fields`).
     fn keeps_fields(&self) -> bool {
         false
+    }
+    /// The server's own time per statement so far (see
+    /// `Target::command_times`).
+    fn command_times(&self) -> Option<(&'static str, Vec<CommandTime>)> {
+        None
+    }
+    /// Why the server keeps no time of its own per statement (see
+    /// `Target::no_command_times`).
+    fn no_command_times(&self) -> Option<&'static str> {
+        None
     }
 }
 
@@ -141,6 +153,14 @@ impl<D: AsyncDriver> Target for AsyncTarget<D> {
 
     fn keeps_fields(&self) -> bool {
         self.driver.keeps_fields()
+    }
+
+    fn command_times(&self) -> Option<(&'static str, Vec<CommandTime>)> {
+        self.driver.command_times()
+    }
+
+    fn no_command_times(&self) -> Option<&'static str> {
+        self.driver.no_command_times()
     }
 
     fn record_count(&self) -> Option<u64> {

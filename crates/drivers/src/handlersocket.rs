@@ -308,6 +308,10 @@ fn handler_checks(before: &Counters, after: &Counters, sent: &Sent) -> Vec<Count
 }
 
 impl Target for HsTarget {
+    fn no_command_times(&self) -> Option<&'static str> {
+        Some("HandlerSocket keeps no time per request")
+    }
+
     fn driver(&self) -> &dyn bakeoff_core::driver::Driver {
         &self.driver
     }

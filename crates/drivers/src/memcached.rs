@@ -279,6 +279,10 @@ fn open_one(
 }
 
 impl Target for MemcachedTarget {
+    fn no_command_times(&self) -> Option<&'static str> {
+        Some("memcached's stats have no time per command (only the server's CPU time)")
+    }
+
     fn driver(&self) -> &dyn Driver {
         match &self.proto {
             Proto::Text(d) => d,

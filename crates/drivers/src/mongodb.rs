@@ -819,6 +819,14 @@ impl AsyncDriver for MongoDriver {
         self.fields > 1
     }
 
+    fn no_command_times(&self) -> Option<&'static str> {
+        Some(if self.metrics.is_some() {
+            "FerretDB's serverStatus has no opLatencies"
+        } else {
+            "bakeoff does not read mongod's opLatencies yet"
+        })
+    }
+
     /// Its load inserts (an upsert scans the whole collection on FerretDB),
     /// so a second full load needs the collection empty: dropped (FerretDB
     /// on PostgreSQL deletes every document by listing their ids, and

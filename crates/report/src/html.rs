@@ -14,7 +14,7 @@ use std::fmt::Write as _;
 use std::io::Write;
 
 use bakeoff_core::result::{ExperimentResult, RunResult};
-use bakeoff_core::units::fmt_bytes;
+use bakeoff_core::units::{fmt_bytes, fmt_ns};
 use bakeoff_core::workload::OpKind;
 
 use crate::document::{self, Block, Section};
@@ -374,21 +374,91 @@ impl<'a> Page<'a> {
     }
 
     /// The server's own time per command, for each result whose runs
-    /// have it.
+    /// have it; then, where the server keeps a distribution, the server's
+    /// and the client's side by side, drawn and in a table.
     fn server_time(&mut self) {
         let sources = self.view.sources.clone();
-        let tables: Vec<_> = sources
-            .iter()
-            .filter_map(|r| crate::sections::server_time_rows(r))
-            .collect();
-        if tables.is_empty() {
-            return;
+        for (id, rows_of, left) in [
+            (
+                "server-time",
+                crate::sections::server_time_rows as fn(&_) -> _,
+                3,
+            ),
+            (
+                "server-time-distribution",
+                crate::sections::server_distribution_rows,
+                4,
+            ),
+        ] {
+            let tables: Vec<_> = sources.iter().filter_map(|r| rows_of(r)).collect();
+            if tables.is_empty() {
+                continue;
+            }
+            self.declared_heading(id);
+            if id == "server-time-distribution" {
+                self.distribution_charts(&sources);
+            }
+            for rows in tables {
+                let head: Vec<&str> = rows[0].iter().map(String::as_str).collect();
+                self.table(&head, &rows[1..], left);
+            }
         }
-        self.declared_heading("server-time");
-        for rows in tables {
-            let head: Vec<&str> = rows[0].iter().map(String::as_str).collect();
-            self.table(&head, &rows[1..], 3);
+    }
+
+    /// One chart per command whose server keeps a distribution: the
+    /// server's calls and the client's operations per bucket, as shares.
+    fn distribution_charts(&mut self, sources: &[&bakeoff_core::result::ExperimentResult]) {
+        self.html.push_str(r#"<div class="charts">"#);
+        for r in sources {
+            for run in &r.runs {
+                for c in run.server_time.iter().flat_map(|t| &t.commands) {
+                    if c.histogram.is_empty() {
+                        continue;
+                    }
+                    let total = |pick: fn(&bakeoff_core::result::TimeBucket) -> u64| {
+                        c.histogram.iter().map(pick).sum::<u64>().max(1) as f64
+                    };
+                    let (server, client) = (total(|b| b.server), total(|b| b.client));
+                    let groups = vec![
+                        BarGroup {
+                            name: "inside the server".into(),
+                            style: 0,
+                            values: c
+                                .histogram
+                                .iter()
+                                .map(|b| Some(b.server as f64 / server * 100.0))
+                                .collect(),
+                            ranges: Vec::new(),
+                        },
+                        BarGroup {
+                            name: "at the client".into(),
+                            style: 1,
+                            values: c
+                                .histogram
+                                .iter()
+                                .map(|b| Some(b.client as f64 / client * 100.0))
+                                .collect(),
+                            ranges: Vec::new(),
+                        },
+                    ];
+                    self.bars(BarChart {
+                        title: format!(
+                            "{} {}: time inside the server and at the client",
+                            run.target, c.command
+                        ),
+                        categories: c
+                            .histogram
+                            .iter()
+                            .map(|b| format!("≤ {}", fmt_ns(b.le_us as f64 * 1e3)))
+                            .collect(),
+                        x_title: "time, power-of-two buckets".into(),
+                        y: Axis::linear("share of calls", |v| format!("{} %", trim_num(v))),
+                        groups,
+                    });
+                }
+            }
         }
+        self.html.push_str("</div>");
     }
 
     /// Replication drawn: write and read rates alone against with a

@@ -103,10 +103,64 @@ pub const TABLE_SECTIONS: &[TableSection] = &[
         left: 3,
         rows: server_time_rows,
     },
+    TableSection {
+        id: "server-time-distribution",
+        title: "Time inside the server, distributed",
+        text_heading: "time inside the server, distributed (the server's calls and the client's operations per time bucket, side by side):",
+        note: SERVER_DISTRIBUTION_NOTE,
+        left: 4,
+        rows: server_distribution_rows,
+    },
 ];
 
+/// The note of the server's distributions.
+pub const SERVER_DISTRIBUTION_NOTE: &str = "Where the server keeps a distribution of its own time per command (Redis: LATENCY HISTOGRAM, power-of-two µs buckets, read as the warm-up ends and after the measure job and subtracted bucket by bucket), its calls per bucket beside the client's service times of the operations the command serves, in the same buckets. Two distributions side by side: the difference of two percentiles is not a percentile of anything.";
+
+/// The server's and the client's distributions per command, bucket by
+/// bucket, for the runs whose server keeps them.
+pub fn server_distribution_rows(r: &ExperimentResult) -> Option<Rows> {
+    let mut rows = vec![[
+        "run",
+        "target",
+        "command",
+        "up to",
+        "server calls",
+        "server share",
+        "client operations",
+        "client share",
+    ]
+    .map(String::from)
+    .to_vec()];
+    let share = |n: u64, of: u64| {
+        if of == 0 {
+            "-".to_string()
+        } else {
+            format!("{:.1} %", n as f64 / of as f64 * 100.0)
+        }
+    };
+    for run in &r.runs {
+        for c in run.server_time.iter().flat_map(|t| &t.commands) {
+            let server: u64 = c.histogram.iter().map(|b| b.server).sum();
+            let client: u64 = c.histogram.iter().map(|b| b.client).sum();
+            for b in &c.histogram {
+                rows.push(vec![
+                    run.index.to_string(),
+                    run.target.clone(),
+                    c.command.clone(),
+                    fmt_ns(b.le_us as f64 * 1e3),
+                    b.server.to_string(),
+                    share(b.server, server),
+                    b.client.to_string(),
+                    share(b.client, client),
+                ]);
+            }
+        }
+    }
+    (rows.len() > 1).then_some(rows)
+}
+
 /// The note of the server-time table.
-pub const SERVER_TIME_NOTE: &str = "The server's own time per command over the measure job (warm-up and measured phase; Redis: INFO commandstats, usec over calls) beside the client's mean service time, send to reply, of the operations the command serves, measured phase. The rest of the round trip is the network, the kernels and the client: a server that spends a small share of it is not what sets the pace.";
+pub const SERVER_TIME_NOTE: &str = "The server's own time per command over the measured phase (read as the warm-up ends and after the measure job; Redis: INFO commandstats, usec over calls; PostgreSQL: pg_stat_statements' execution time, which leaves out the commit's WAL write and flush, shown apart from pg_stat_wal where bakeoff started the server) beside the client's mean service time, send to reply, of the operations the command serves, measured phase. The rest of the round trip is the network, the kernels and the client: a server that spends a small share of it is not what sets the pace.";
 
 /// The server's time per command, for the runs whose server times its
 /// commands.
@@ -118,28 +172,45 @@ pub fn server_time_rows(r: &ExperimentResult) -> Option<Rows> {
         "calls",
         "server mean",
         "client mean",
+        "network, queueing and client",
         "server share",
     ]
     .map(String::from)
     .to_vec()];
     for run in &r.runs {
-        for c in run.server_time.iter().flat_map(|t| &t.commands) {
+        let target = match crate::view::point_label(&run.point) {
+            p if p.is_empty() => run.target.clone(),
+            p => format!("{} {p}", run.target),
+        };
+        let Some(time) = &run.server_time else {
+            continue;
+        };
+        if time.commands.is_empty() {
+            // Said rather than left blank.
+            let mut row = vec![run.index.to_string(), target.clone()];
+            row.push(format!("none: {}", time.source));
+            row.extend(["-"; 5].map(String::from));
+            rows.push(row);
+        }
+        for c in &time.commands {
+            let client = c.client_mean_us.filter(|&m| m > 0.0);
             rows.push(vec![
                 run.index.to_string(),
-                match crate::view::point_label(&run.point) {
-                    p if p.is_empty() => run.target.clone(),
-                    p => format!("{} {p}", run.target),
-                },
+                target.clone(),
                 c.command.clone(),
                 c.calls.to_string(),
                 fmt_ns(c.server_mean_us * 1e3),
-                c.client_mean_us
-                    .map(|m| fmt_ns(m * 1e3))
-                    .unwrap_or_else(|| "-".into()),
-                c.client_mean_us
-                    .filter(|&m| m > 0.0)
-                    .map(|m| format!("{:.1} %", c.server_mean_us / m * 100.0))
-                    .unwrap_or_else(|| "-".into()),
+                client.map_or_else(|| "-".into(), |m| fmt_ns(m * 1e3)),
+                // A part of the operations' time in the server leaves the
+                // rest to the commands' rows.
+                client.filter(|_| !c.apart).map_or_else(
+                    || "-".into(),
+                    |m| fmt_ns((m - c.server_mean_us).max(0.0) * 1e3),
+                ),
+                client.map_or_else(
+                    || "-".into(),
+                    |m| format!("{:.1} %", c.server_mean_us / m * 100.0),
+                ),
             ]);
         }
     }

@@ -159,6 +159,7 @@ fn read_back_until(
                 JobKind::ReadBack,
                 &job,
                 &mut || None,
+                &mut || {},
                 observer,
             )
         })?

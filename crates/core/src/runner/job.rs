@@ -150,12 +150,16 @@ pub(super) fn load_workload(w: &Workload) -> Workload {
 }
 
 /// Runs one job on `workload.threads` worker threads; the calling thread
-/// collects intervals, samples `resources` each second and tells `observer`.
+/// collects intervals, samples `resources` each second, calls `warmed_up`
+/// once as a measure job's warm-up ends (read the server's cumulative
+/// counters there, and they cover the measured phase alone) and tells
+/// `observer`.
 pub fn run_job(
     driver: &dyn Driver,
     kind: JobKind,
     ctx: &JobContext,
     resources: &mut dyn FnMut() -> Option<ProcSnapshot>,
+    warmed_up: &mut dyn FnMut(),
     observer: &mut dyn Observer,
 ) -> Result<JobOutcome, TargetError> {
     let (tx, rx) = mpsc::channel::<Interval>();
@@ -184,10 +188,20 @@ pub fn run_job(
             })
             .collect();
         let mut due_fault = ctx.fault;
+        // A warm-up's end, when it has one, in seconds since the start.
+        let mut due_warm = (kind == JobKind::Measure && job.warmup_end_ns() > 0)
+            .then(|| job.warmup_end_ns() as f64 / 1e9);
         loop {
             let all_done = handles.iter().all(|h| h.is_finished());
-            collector.wait(&rx, due_fault.is_some(), resources, observer);
+            let due_s = [due_fault.map(|f| f.at_s), due_warm]
+                .into_iter()
+                .flatten()
+                .reduce(f64::min);
+            collector.wait(&rx, due_s, resources, observer);
             let elapsed = job.t0.elapsed().as_secs_f64();
+            if due_warm.take_if(|at| elapsed >= *at).is_some() {
+                warmed_up();
+            }
             if let Some(f) = due_fault.take_if(|f| elapsed >= f.at_s && !all_done) {
                 collector.strike(&f, elapsed);
             }
@@ -248,19 +262,24 @@ impl<'j> Collector<'j> {
         }
     }
 
-    /// Waits for the next interval (a short while when a fault is due),
-    /// and samples the resources once a second.
+    /// Waits for the next interval, no later than `due_s` (when a fault or
+    /// the warm-up's end is due), and samples the resources once a second.
     fn wait(
         &mut self,
         rx: &mpsc::Receiver<Interval>,
-        fault_due: bool,
+        due_s: Option<f64>,
         resources: &mut dyn FnMut() -> Option<ProcSnapshot>,
         observer: &mut dyn Observer,
     ) {
+        let elapsed = self.job.t0.elapsed();
+        let until_due = due_s.map_or(Duration::MAX, |at| {
+            Duration::from_secs_f64((at - elapsed.as_secs_f64()).max(0.0))
+        });
         let wait = self
             .next_sample
-            .saturating_sub(self.job.t0.elapsed())
-            .min(Duration::from_millis(if fault_due { 5 } else { 50 }));
+            .saturating_sub(elapsed)
+            .min(until_due)
+            .min(Duration::from_millis(50));
         if let Ok(iv) = rx.recv_timeout(wait) {
             if let Some(iv) = self.add(iv) {
                 let p = timeline_point(&iv, self.phase_name(iv.second));

@@ -327,6 +327,7 @@ impl Runs<'_> {
             JobKind::Load,
             &ctx,
             &mut || target.resources(),
+            &mut || {},
             self.observer,
         )
         .map_err(|m| Stop::Ended(phase_failed("load", &m, target)))?;
@@ -364,11 +365,17 @@ impl Runs<'_> {
         let w = stage.workload();
         let now = || humantime::format_rfc3339_micros(std::time::SystemTime::now()).to_string();
         run.started_at = Some(now());
+        let mut warmed_up = || {
+            for e in extras.iter_mut() {
+                e.warmed_up(stage);
+            }
+        };
         let outcome = run_job(
             target.driver(),
             JobKind::Measure,
             stage.ctx,
             &mut || target.resources(),
+            &mut warmed_up,
             self.observer,
         );
         run.ended_at = Some(now());

@@ -1264,6 +1264,10 @@ impl AsyncDriver for MariaDriver {
         self.fields > 1
     }
 
+    fn no_command_times(&self) -> Option<&'static str> {
+        Some("MariaDB times statements only in performance_schema, off by default, which bakeoff does not turn on yet")
+    }
+
     fn clock(&self) -> Option<std::io::Result<bakeoff_core::readings::ClockReading>> {
         let dsn = self.reach.primary().clone();
         let read = block_quick(async move {

@@ -21,7 +21,7 @@ use bakeoff_core::plan::{Endpoint, Plan, TargetSpec, Topology, Workload};
 use bakeoff_core::profile::{Profile, Query, RecordKind};
 use bakeoff_core::recorder::ErrorKind;
 use bakeoff_core::session::{io_error_kind, Session, SessionError, SessionResult};
-use bakeoff_core::target::{CounterRule, Counters, Target};
+use bakeoff_core::target::{CommandTime, CounterRule, Counters, Target};
 use bakeoff_core::workload::OpKind;
 use bakeoff_servers::{ManagedServer, ServerCommand, ServerError};
 use tokio_postgres::types::ToSql;
@@ -127,9 +127,14 @@ impl PgSettings {
             format!("unix_socket_directories={}", dir.display()),
             "-c".into(),
             format!("max_connections={}", self.max_connections),
-            // Per-statement call counts for the conservation check.
+            // Per-statement call counts for the conservation check, and
+            // the time each took.
             "-c".into(),
             "shared_preload_libraries=pg_stat_statements".into(),
+            // The commits' WAL writes and flushes, timed: pg_stat_statements
+            // leaves them out of a statement's time.
+            "-c".into(),
+            "track_wal_io_timing=on".into(),
         ];
         let mut set = |k: &str, v: String| {
             a.push("-c".into());
@@ -1199,6 +1204,83 @@ impl AsyncDriver for PgDriver {
         .ok()
     }
 
+    fn command_times(&self) -> Option<(&'static str, Vec<CommandTime>)> {
+        let dsn = self.reach.primary().clone();
+        let timed = self.timed_statements();
+        let times = block_quick(async move {
+            let c = connect(&dsn).await?;
+            let server = |e: tokio_postgres::Error| TargetError::Server(e.to_string());
+            let texts: Vec<&str> = timed.iter().map(|(_, _, sql)| sql.as_str()).collect();
+            // One round trip: every statement's calls and time (ms).
+            let rows = c
+                .query(
+                    "SELECT query, sum(calls)::bigint, sum(total_exec_time)::float8 \
+                     FROM pg_stat_statements WHERE query = ANY($1) GROUP BY query",
+                    &[&texts],
+                )
+                .await
+                .map_err(server)?;
+            let mut out: Vec<CommandTime> = Vec::new();
+            for (command, kinds, sql) in &timed {
+                let (calls, ms) = rows
+                    .iter()
+                    .find(|r| r.get::<_, &str>(0) == sql)
+                    .map_or((0, 0.0), |r| (r.get::<_, i64>(1), r.get::<_, f64>(2)));
+                match out.iter_mut().find(|t| t.command == *command) {
+                    Some(t) => {
+                        t.calls += calls as u64;
+                        t.usec += (ms * 1e3).round() as u64;
+                    }
+                    None => out.push(CommandTime {
+                        command: command.to_string(),
+                        kinds,
+                        calls: calls as u64,
+                        usec: (ms * 1e3).round() as u64,
+                        apart: false,
+                        histogram_usec: Vec::new(),
+                    }),
+                }
+            }
+            // The commits' WAL writes and flushes, outside the statements'
+            // time: per write statement (where the server times them).
+            let wal: Option<f64> = c
+                .query_one(
+                    "SELECT (wal_write_time + wal_sync_time)::float8 FROM pg_stat_wal \
+                     WHERE current_setting('track_wal_io_timing')::bool",
+                    &[],
+                )
+                .await
+                .ok()
+                .map(|r| r.get(0));
+            if let Some(ms) = wal {
+                let writes = out
+                    .iter()
+                    .filter(|t| {
+                        t.kinds
+                            .iter()
+                            .any(|k| k.writes_value() || *k == OpKind::Delete)
+                    })
+                    .map(|t| t.calls)
+                    .sum();
+                out.push(CommandTime {
+                    command: "commit: WAL write and flush (pg_stat_wal), per write".into(),
+                    kinds: WRITES,
+                    calls: writes,
+                    usec: (ms * 1e3).round() as u64,
+                    apart: true,
+                    histogram_usec: Vec::new(),
+                });
+            }
+            Ok(out)
+        });
+        times.ok().map(|t| {
+            (
+                "pg_stat_statements (calls, total_exec_time) and pg_stat_wal",
+                t,
+            )
+        })
+    }
+
     fn counter_rules(&self) -> &'static [CounterRule] {
         if self.fields > 1 {
             FIELDS_RULES
@@ -1258,6 +1340,48 @@ const FIELDS_RULES: &[CounterRule] = &[
         kinds: &[OpKind::Scan],
     },
 ];
+
+/// The kinds of operation that write (for the commits' WAL time).
+const WRITES: &[OpKind] = &[OpKind::Set, OpKind::Update, OpKind::Insert, OpKind::Delete];
+
+impl PgDriver {
+    /// The statements whose time the server keeps, as (name shown, the
+    /// operations each serves, its text as pg_stat_statements holds it).
+    fn timed_statements(&self) -> Vec<(&'static str, &'static [OpKind], String)> {
+        if self.fields > 1 {
+            let t = fields_table(self.fields);
+            let mut all = vec![
+                ("SELECT by key", &[OpKind::Get][..], t.get()),
+                (
+                    "INSERT … ON CONFLICT",
+                    &[OpKind::Set, OpKind::Insert][..],
+                    t.put(),
+                ),
+                ("DELETE", &[OpKind::Delete][..], t.del()),
+                ("scan", &[OpKind::Scan][..], t.scan()),
+            ];
+            all.extend((0..self.fields).map(|f| {
+                (
+                    "UPDATE … SET field<j>",
+                    &[OpKind::Update][..],
+                    t.put_field(f),
+                )
+            }));
+            all
+        } else {
+            vec![
+                ("SELECT by key", &[OpKind::Get][..], GET.to_string()),
+                (
+                    "INSERT … ON CONFLICT",
+                    &[OpKind::Set, OpKind::Update, OpKind::Insert][..],
+                    PUT.to_string(),
+                ),
+                ("DELETE", &[OpKind::Delete][..], DEL.to_string()),
+                ("scan", &[OpKind::Scan][..], SCAN.to_string()),
+            ]
+        }
+    }
+}
 
 /// Deletes, on either table.
 const DEL_RULE: CounterRule = CounterRule {

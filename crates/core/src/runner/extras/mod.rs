@@ -68,6 +68,10 @@ pub(super) trait Extra {
         Ok(())
     }
 
+    /// The measure job's warm-up ended (called from the thread that
+    /// collects the job, while the workers go on), when it has one.
+    fn warmed_up(&mut self, _stage: &Stage) {}
+
     /// The measure job's outcome, before its timeline joins the run's
     /// (`load_s`: the seconds of the load before it on that timeline).
     /// An error ends the run as failed, with that message.
