@@ -185,6 +185,13 @@ fn an_open_loop_sends_within_microseconds_of_its_schedule() {
     let lag = &m["send_lag"];
     assert_eq!(lag["count"].as_u64(), get["completed"].as_u64(), "{lag}");
     assert!(lag["p50_ns"].as_u64().unwrap() < 10_000, "{lag}");
+    // Held to its rate, which it reached: no bottleneck is named.
+    let b = &r["runs"][0]["bottleneck"];
+    assert_eq!(b["kind"], "none", "{b}");
+    assert!(
+        b["line"].as_str().unwrap().contains("held to --rate 500/s"),
+        "{b}"
+    );
 }
 
 /// Sending on time costs a bounded share of the thread: at 20000

@@ -54,6 +54,10 @@ pub struct ProcSnapshot {
     /// A target of several servers: each node's own counters (the fields
     /// above are their sums), in the order of [`Target::nodes`].
     pub nodes: Vec<NodeProc>,
+    /// Each thread's user + system CPU time, ns, by thread id, over every
+    /// process counted: what tells a server held by one thread (Redis's)
+    /// from one with cores to spare.
+    pub thread_cpu_ns: Vec<(u32, u64)>,
 }
 
 impl ProcSnapshot {
@@ -64,6 +68,7 @@ impl ProcSnapshot {
     /// and the nodes stay this one's.
     pub fn add(&mut self, other: &ProcSnapshot) {
         self.cpu_ns += other.cpu_ns;
+        self.thread_cpu_ns.extend_from_slice(&other.thread_cpu_ns);
         self.rss_bytes += other.rss_bytes;
         self.pss_bytes = self.pss_bytes.zip(other.pss_bytes).map(|(a, b)| a + b);
         self.read_bytes += other.read_bytes;

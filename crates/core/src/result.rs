@@ -511,6 +511,11 @@ pub struct ResourceSample {
     pub t_s: f64,
     /// CPU used since the previous sample, percent of one core.
     pub cpu_percent: f64,
+    /// CPU used since the previous sample by the server's busiest thread
+    /// (or process, for a server of one thread per connection), percent of
+    /// one core: 100 % is a server held by one thread.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub busiest_thread_percent: Option<f64>,
     /// Resident set size, bytes, summed over the server's processes: a
     /// page that several of them map (PostgreSQL's shared buffers in each
     /// backend) counts once for each, so it overstates a multi-process
@@ -907,10 +912,44 @@ pub struct RunResult {
     /// once more were measured), when the workload asked for a trace.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace: Option<crate::trace::LatencyTrace>,
-    /// The server's own time per command over the measure job, beside
-    /// the client's, when the server times its commands (Redis).
+    /// The server's own time per command over the measured phase, beside
+    /// the client's, when the server times its commands (Redis,
+    /// PostgreSQL), or why it does not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_time: Option<ServerTime>,
+    /// What limited the run, named from its evidence.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bottleneck: Option<Bottleneck>,
+}
+
+/// What limited a run: one line for the summary, the evidence behind it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Bottleneck {
+    /// Which resource.
+    pub kind: BottleneckKind,
+    /// The summary's line ("server CPU: redis's busiest thread at 98 %").
+    pub line: String,
+    /// The figures it was judged from, each a sentence.
+    pub evidence: Vec<String>,
+}
+
+/// The resource that limited a run.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum BottleneckKind {
+    /// bakeoff's own threads (or, in process, the engine in them).
+    Client,
+    /// The server's busiest thread (its one thread, for Redis).
+    ServerCpu,
+    /// The machine's CPUs, shared by the server and bakeoff.
+    MachineCpu,
+    /// The relay that makes a link.
+    Link,
+    /// None of these: a run held to its rate, or nothing near full.
+    #[default]
+    None,
 }
 
 /// Redirections a Redis Cluster answered requests with: each is a request

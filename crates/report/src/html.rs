@@ -305,7 +305,7 @@ impl<'a> Page<'a> {
         self.encoding();
         self.topology();
         self.searches();
-        self.server_time();
+        self.why_these_numbers();
         self.html.push_str(r#"<p class="note">Latencies are response times of the measured phase (warm-up excluded), all operation kinds together; throughput counts successful operations. Per operation kind: see the CSV or Markdown report.</p>"#);
     }
 
@@ -373,17 +373,19 @@ impl<'a> Page<'a> {
         self.table(head, &rows, left);
     }
 
-    /// The server's own time per command, for each result whose runs
-    /// have it; then, where the server keeps a distribution, the server's
-    /// and the client's side by side, drawn and in a table.
-    fn server_time(&mut self) {
+    /// Why the numbers are what they are: what limited each run, the
+    /// server's own time per command for each result whose runs have it,
+    /// then, where the server keeps a distribution, the server's and the
+    /// client's side by side, drawn and in a table.
+    fn why_these_numbers(&mut self) {
         let sources = self.view.sources.clone();
         for (id, rows_of, left) in [
             (
-                "server-time",
-                crate::sections::server_time_rows as fn(&_) -> _,
-                3,
+                "bottleneck",
+                crate::sections::bottleneck_rows as fn(&_) -> _,
+                2,
             ),
+            ("server-time", crate::sections::server_time_rows, 3),
             (
                 "server-time-distribution",
                 crate::sections::server_distribution_rows,

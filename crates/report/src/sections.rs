@@ -32,6 +32,14 @@ pub struct TableSection {
 /// Every table some experiments have, in the report's order.
 pub const TABLE_SECTIONS: &[TableSection] = &[
     TableSection {
+        id: "bottleneck",
+        title: "What limited each run",
+        text_heading: "what limited each run:",
+        note: BOTTLENECK_NOTE,
+        left: 3,
+        rows: bottleneck_rows,
+    },
+    TableSection {
         id: "durability",
         title: "Durability",
         text_heading: "durability (every write logged as acknowledged or not, read back after the run):",
@@ -112,6 +120,32 @@ pub const TABLE_SECTIONS: &[TableSection] = &[
         rows: server_distribution_rows,
     },
 ];
+
+/// The note of the bottleneck table.
+pub const BOTTLENECK_NOTE: &str = "Named from what the run measured over its measured phase: bakeoff's threads (client-bound above 90 % busy), the server's busiest thread (85 % of a core: a server held by one thread, Redis's), the machine's CPUs (server and bakeoff together above 85 % of the cores), the link's relay; a run that reached the rate it was held to has none. The disk and locks are not judged yet: a run limited by them says none of these.";
+
+/// The bottleneck of each run and its evidence.
+pub fn bottleneck_rows(r: &ExperimentResult) -> Option<Rows> {
+    let mut rows = vec![["run", "target", "bottleneck", "evidence"]
+        .map(String::from)
+        .to_vec()];
+    for run in &r.runs {
+        let Some(b) = &run.bottleneck else {
+            continue;
+        };
+        let target = match crate::view::point_label(&run.point) {
+            p if p.is_empty() => run.target.clone(),
+            p => format!("{} {p}", run.target),
+        };
+        rows.push(vec![
+            run.index.to_string(),
+            target,
+            b.line.clone(),
+            b.evidence.join("; "),
+        ]);
+    }
+    (rows.len() > 1).then_some(rows)
+}
 
 /// The note of the server's distributions.
 pub const SERVER_DISTRIBUTION_NOTE: &str = "Where the server keeps a distribution of its own time per command (Redis: LATENCY HISTOGRAM, power-of-two µs buckets, read as the warm-up ends and after the measure job and subtracted bucket by bucket), its calls per bucket beside the client's service times of the operations the command serves, in the same buckets. Two distributions side by side: the difference of two percentiles is not a percentile of anything.";

@@ -744,6 +744,7 @@ impl ManagedServer {
         for child in children_of(self.pid) {
             if let Some(c) = proc_snapshot(child) {
                 s.cpu_ns += c.cpu_ns;
+                s.thread_cpu_ns.extend(c.thread_cpu_ns);
                 s.rss_bytes += c.rss_bytes;
                 // A backend that exits while it is read has no smaps
                 // left: it holds nothing any more.
@@ -905,6 +906,7 @@ pub fn proc_snapshot(pid: u32) -> Option<ProcSnapshot> {
     };
     Some(ProcSnapshot {
         cpu_ns: ticks * 1_000_000_000 / hz,
+        thread_cpu_ns: thread_cpu_ns(pid, hz),
         rss_bytes: rss_pages * page,
         pss_bytes: pss_of(pid),
         read_bytes: field("read_bytes:"),
@@ -918,6 +920,24 @@ pub fn proc_snapshot(pid: u32) -> Option<ProcSnapshot> {
         connections: None,
         nodes: Vec::new(),
     })
+}
+
+/// Each thread of process `pid` and its user + system CPU time, ns
+/// (/proc/PID/task/TID/stat, `hz` clock ticks a second).
+fn thread_cpu_ns(pid: u32, hz: u64) -> Vec<(u32, u64)> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    tasks
+        .flatten()
+        .filter_map(|t| {
+            let tid: u32 = t.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(t.path().join("stat")).ok()?;
+            let f: Vec<&str> = stat[stat.rfind(')')? + 2..].split_whitespace().collect();
+            let ticks = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
+            Some((tid, ticks * 1_000_000_000 / hz))
+        })
+        .collect()
 }
 
 /// The proportional set size of process `pid`, bytes: its share of every

@@ -471,11 +471,23 @@ fn share_percent(part: u64, whole: u64) -> f64 {
     }
 }
 
+/// The CPU time of the thread that used most between `prev` and `now`,
+/// ns (a thread that started in between, a new connection's backend or a
+/// worker, from nothing); `None` when no thread was read.
+fn busiest_thread(prev: &ProcSnapshot, now: &ProcSnapshot) -> Option<u64> {
+    let before: std::collections::HashMap<u32, u64> = prev.thread_cpu_ns.iter().copied().collect();
+    now.thread_cpu_ns
+        .iter()
+        .map(|(tid, ns)| ns.saturating_sub(before.get(tid).copied().unwrap_or(0)))
+        .max()
+}
+
 fn resource_sample(prev: &ProcSnapshot, now: &ProcSnapshot, dt: f64, t: f64) -> ResourceSample {
     let dt = dt.max(1e-3);
     ResourceSample {
         t_s: (t * 1000.0).round() / 1000.0,
         cpu_percent: now.cpu_ns.saturating_sub(prev.cpu_ns) as f64 / 1e9 / dt * 100.0,
+        busiest_thread_percent: busiest_thread(prev, now).map(|ns| ns as f64 / 1e9 / dt * 100.0),
         rss_bytes: now.rss_bytes,
         pss_bytes: now.pss_bytes,
         read_bytes_per_s: now.read_bytes.saturating_sub(prev.read_bytes) as f64 / dt,

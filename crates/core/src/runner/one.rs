@@ -444,6 +444,7 @@ fn fresh_run(at: &RunAt, w: &Workload) -> RunResult {
         replay: None,
         trace: None,
         server_time: None,
+        bottleneck: None,
     }
 }
 

@@ -8,6 +8,7 @@
 //! client-encoded values, a target of several nodes), in the order its
 //! hooks must run.
 
+mod bottleneck;
 mod disk;
 mod durability;
 mod encoding;
@@ -136,6 +137,7 @@ pub(super) fn for_run(stage: &Stage) -> Vec<Box<dyn Extra>> {
     if let Some(time) = server_time::ServerTime::of(stage.target) {
         extras.push(Box::new(time));
     }
+    extras.push(Box::new(bottleneck::Bottleneck));
     if stage.plan.start.is_some() {
         extras.push(Box::new(sync_start::SyncStart));
     }

@@ -1,0 +1,252 @@
+//! What limited a run, named from evidence the run already has (issue 35):
+//! the client's threads, the server's busiest thread, the machine's CPUs,
+//! the link's relay, a rate the run was held to, or none of these, said
+//! as such rather than guessed. The figures are the measured phase's
+//! resource samples (the warm-up's left out) and the client's usage.
+
+use crate::recorder::IoLoop;
+use crate::result::{
+    Bottleneck as BottleneckResult, BottleneckKind, ClientUsage, ResourceSample, RunResult,
+};
+
+use super::super::job::JobOutcome;
+use super::{Extra, Stage};
+
+/// Busy above this share of what it has, a resource is what limits: a
+/// little under full, as the kernel's share of a loopback round trip is
+/// nobody's on these machines.
+const BUSY: f64 = 85.0;
+/// A rate reached to within this share is a run held to its rate.
+const RATE_REACHED: f64 = 0.95;
+
+/// Names the bottleneck of every run.
+pub(super) struct Bottleneck;
+
+impl Extra for Bottleneck {
+    fn measured(
+        &mut self,
+        stage: &Stage,
+        outcome: &mut JobOutcome,
+        _load_s: f64,
+        run: &mut RunResult,
+    ) -> Result<(), String> {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let measured = measured_samples(&outcome.resources, stage.workload().warmup_s);
+        let ran = Ran {
+            target: &run.target,
+            client: &run.client,
+            rate: run.workload.rate,
+            throughput: run.measure.throughput_per_s,
+        };
+        run.bottleneck = Some(name(&ran, &measured, cores));
+        Ok(())
+    }
+}
+
+/// The samples of the measured phase: those that end past the warm-up by
+/// half a second (a sample covers the second before it), or all when none
+/// does (a run shorter than a sample).
+fn measured_samples(samples: &[ResourceSample], warmup_s: f64) -> Vec<ResourceSample> {
+    let after: Vec<ResourceSample> = samples
+        .iter()
+        .filter(|s| s.t_s > warmup_s + 0.5)
+        .cloned()
+        .collect();
+    if after.is_empty() {
+        samples.to_vec()
+    } else {
+        after
+    }
+}
+
+/// The median of `values`, `None` when there are none.
+fn median(mut values: Vec<f64>) -> Option<f64> {
+    values.sort_by(f64::total_cmp);
+    values.get(values.len() / 2).copied()
+}
+
+/// What a run was and did, as far as its bottleneck goes.
+struct Ran<'a> {
+    /// The target's name.
+    target: &'a str,
+    /// bakeoff's use of the machine.
+    client: &'a ClientUsage,
+    /// The rate it was held to, if any.
+    rate: Option<f64>,
+    /// What it reached, ops/s.
+    throughput: f64,
+}
+
+/// The bottleneck of `run` from its client usage and the server's
+/// `samples` over the measured phase, on a machine of `cores` CPUs.
+fn name(run: &Ran, samples: &[ResourceSample], cores: usize) -> BottleneckResult {
+    let client = run.client;
+    let in_process = matches!(client.io_backend, IoLoop::InProcess);
+    let client_busiest = client
+        .thread_busy_percent
+        .iter()
+        .copied()
+        .fold(0.0, f64::max);
+    let client_cpu: f64 = client.thread_busy_percent.iter().sum();
+    let server_thread = median(
+        samples
+            .iter()
+            .filter_map(|s| s.busiest_thread_percent)
+            .collect(),
+    );
+    let server_cpu = median(samples.iter().map(|s| s.cpu_percent).collect());
+    // In process the engine's work is the client's: its "server" is
+    // bakeoff's own process.
+    let machine = if in_process {
+        server_cpu.unwrap_or(client_cpu)
+    } else {
+        server_cpu.unwrap_or(0.0) + client_cpu
+    };
+    let machine_of = cores as f64 * 100.0;
+    let mut evidence = vec![format!(
+        "bakeoff's busiest thread {client_busiest:.0} % busy ({} thread(s), {client_cpu:.0} % of a core in all)",
+        client.thread_busy_percent.len()
+    )];
+    if !in_process {
+        if let (Some(t), Some(c)) = (server_thread, server_cpu) {
+            evidence.push(format!(
+                "the server's busiest thread {t:.0} % of a core, all its threads {c:.0} % (medians of the measured phase's seconds)"
+            ));
+        }
+    }
+    evidence.push(format!(
+        "the machine's CPUs {:.0} % used of {cores} core(s)",
+        machine / machine_of * 100.0
+    ));
+    if let Some(link) = &client.link {
+        evidence.push(format!(
+            "the link's relay {:.0} % busy",
+            link.relay_busy_percent
+        ));
+    }
+    let throughput = run.throughput;
+    if let Some(rate) = run.rate {
+        evidence.push(format!(
+            "held to --rate {rate:.0}/s, reached {throughput:.0}/s"
+        ));
+    }
+    let (kind, line) = if let Some(rate) = run.rate.filter(|&r| throughput >= RATE_REACHED * r) {
+        (
+            BottleneckKind::None,
+            format!("none: the run was held to --rate {rate:.0}/s, and reached it"),
+        )
+    } else if client.client_bound || (in_process && client_busiest >= BUSY) {
+        let what = if in_process {
+            "client (the engine runs in bakeoff's threads)"
+        } else {
+            "client"
+        };
+        (
+            BottleneckKind::Client,
+            format!("{what}: bakeoff's busiest thread at {client_busiest:.0} %"),
+        )
+    } else if let Some(link) = client.link.as_ref().filter(|l| l.relay_bound) {
+        (
+            BottleneckKind::Link,
+            format!(
+                "link: the relay's thread at {:.0} %",
+                link.relay_busy_percent
+            ),
+        )
+    } else if let Some(t) = server_thread.filter(|&t| !in_process && t >= BUSY) {
+        (
+            BottleneckKind::ServerCpu,
+            format!("server CPU: {}'s busiest thread at {t:.0} %", run.target),
+        )
+    } else if machine >= BUSY / 100.0 * machine_of {
+        (
+            BottleneckKind::MachineCpu,
+            format!(
+                "the machine's CPUs: {:.0} % of {cores} core(s) in use (the server {:.0} %, bakeoff {client_cpu:.0} % of a core)",
+                machine / machine_of * 100.0,
+                if in_process { 0.0 } else { server_cpu.unwrap_or(0.0) }
+            ),
+        )
+    } else {
+        (
+            BottleneckKind::None,
+            "none of these: neither bakeoff, nor the server's busiest thread, nor the machine's CPUs were near full (the disk and locks are not judged yet)".to_string(),
+        )
+    };
+    BottleneckResult {
+        kind,
+        line,
+        evidence,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::result::ClientUsage;
+
+    fn client(busy: &[f64], client_bound: bool) -> ClientUsage {
+        ClientUsage {
+            io_backend: IoLoop::IoUring,
+            thread_busy_percent: busy.to_vec(),
+            client_bound,
+            ..Default::default()
+        }
+    }
+
+    fn samples(thread: f64, all: f64) -> Vec<ResourceSample> {
+        (1..=3)
+            .map(|t| ResourceSample {
+                t_s: t as f64,
+                cpu_percent: all,
+                busiest_thread_percent: Some(thread),
+                ..Default::default()
+            })
+            .collect()
+    }
+
+    /// Each kind of evidence names its bottleneck, in order: a rate held
+    /// first, then the client, the server's one thread, the machine.
+    #[test]
+    fn the_evidence_names_the_bottleneck() {
+        let (c40, c95) = (client(&[40.0], false), client(&[95.0], true));
+        let c60 = client(&[60.0, 60.0], false);
+        let c20 = client(&[20.0], false);
+        let ran = |client, rate, throughput| Ran {
+            target: "redis",
+            client,
+            rate,
+            throughput,
+        };
+        let kind = |run: Ran, s: &[ResourceSample]| name(&run, s, 2).kind;
+        let server_bound = samples(98.0, 103.0);
+        assert_eq!(
+            kind(ran(&c40, None, 1e5), &server_bound),
+            BottleneckKind::ServerCpu
+        );
+        let line = name(&ran(&c40, None, 1e5), &server_bound, 2).line;
+        assert_eq!(line, "server CPU: redis's busiest thread at 98 %");
+        assert_eq!(
+            kind(ran(&c95, None, 1e5), &server_bound),
+            BottleneckKind::Client
+        );
+        assert_eq!(
+            kind(ran(&c40, Some(1e4), 9_990.0), &server_bound),
+            BottleneckKind::None,
+            "held to its rate"
+        );
+        assert_eq!(
+            kind(ran(&c40, Some(1e4), 5_000.0), &server_bound),
+            BottleneckKind::ServerCpu,
+            "a rate not reached"
+        );
+        assert_eq!(
+            kind(ran(&c60, None, 1e5), &samples(40.0, 70.0)),
+            BottleneckKind::MachineCpu
+        );
+        assert_eq!(
+            kind(ran(&c20, None, 1e5), &samples(30.0, 40.0)),
+            BottleneckKind::None
+        );
+    }
+}
