@@ -490,3 +490,52 @@ fn searches_return_the_same_rows_on_every_table_engine() {
         String::from_utf8_lossy(&refused.stderr)
     );
 }
+
+/// One client reading 64 KB values from an engine capped to a third of
+/// its data: the reads go to the disk, and the run names it as what
+/// limited it, with the device's busy share among the evidence.
+#[test]
+fn a_capped_engine_reading_from_disk_names_the_disk() {
+    if !tokyo_installed() {
+        return;
+    }
+    let _g = beside_others();
+    let dir = tmp();
+    let out = dir.path().join("disk.json");
+    expect_exit(
+        &[
+            "run",
+            "-t",
+            "tokyo-hash",
+            "--memory-cap",
+            "64mb",
+            "--records",
+            "3000",
+            "--value-size",
+            "64kb",
+            "--mix",
+            "100:0",
+            "--duration",
+            "1500ms",
+            "--warmup",
+            "0",
+            "--clients",
+            "1",
+            "--quiet",
+            "-o",
+            out.to_str().unwrap(),
+        ],
+        0,
+    );
+    let r = read_json(&out);
+    let b = &r["runs"][0]["bottleneck"];
+    assert_eq!(b["kind"], "disk", "{b}");
+    assert!(
+        b["evidence"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e.as_str().unwrap().contains("device busy")),
+        "{b}"
+    );
+}

@@ -58,6 +58,9 @@ pub struct ProcSnapshot {
     /// process counted: what tells a server held by one thread (Redis's)
     /// from one with cores to spare.
     pub thread_cpu_ns: Vec<(u32, u64)>,
+    /// Time the block device under the data directory had requests in
+    /// flight, ms (`io_ticks`); `None` off a block device (tmpfs).
+    pub device_busy_ms: Option<u64>,
 }
 
 impl ProcSnapshot {

@@ -516,6 +516,11 @@ pub struct ResourceSample {
     /// one core: 100 % is a server held by one thread.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub busiest_thread_percent: Option<f64>,
+    /// Share of the time since the previous sample the block device under
+    /// the data directory had requests in flight, percent (every process's
+    /// requests on that device, not the server's alone).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub device_busy_percent: Option<f64>,
     /// Resident set size, bytes, summed over the server's processes: a
     /// page that several of them map (PostgreSQL's shared buffers in each
     /// backend) counts once for each, so it overstates a multi-process
@@ -945,6 +950,8 @@ pub enum BottleneckKind {
     ServerCpu,
     /// The machine's CPUs, shared by the server and bakeoff.
     MachineCpu,
+    /// The block device under the data directory.
+    Disk,
     /// The relay that makes a link.
     Link,
     /// None of these: a run held to its rate, or nothing near full.

@@ -760,6 +760,7 @@ impl ManagedServer {
             bytes: d.bytes_written,
         });
         s.disk_bytes = dir_size(self.dir.path());
+        s.device_busy_ms = device_busy_ms(self.dir.path());
         s.connections = Some(
             std::iter::once(self.pid)
                 .chain(children_of(self.pid))
@@ -907,6 +908,7 @@ pub fn proc_snapshot(pid: u32) -> Option<ProcSnapshot> {
     Some(ProcSnapshot {
         cpu_ns: ticks * 1_000_000_000 / hz,
         thread_cpu_ns: thread_cpu_ns(pid, hz),
+        device_busy_ms: None,
         rss_bytes: rss_pages * page,
         pss_bytes: pss_of(pid),
         read_bytes: field("read_bytes:"),
@@ -920,6 +922,17 @@ pub fn proc_snapshot(pid: u32) -> Option<ProcSnapshot> {
         connections: None,
         nodes: Vec::new(),
     })
+}
+
+/// How long the block device that holds `dir` has had requests in flight,
+/// ms (`io_ticks`, the tenth field of /sys/dev/block/MAJOR:MINOR/stat,
+/// a partition's own); `None` when `dir` is on no block device.
+pub fn device_busy_ms(dir: &Path) -> Option<u64> {
+    use std::os::unix::fs::MetadataExt;
+    let dev = std::fs::metadata(dir).ok()?.dev();
+    let (major, minor) = (libc::major(dev), libc::minor(dev));
+    let stat = std::fs::read_to_string(format!("/sys/dev/block/{major}:{minor}/stat")).ok()?;
+    stat.split_whitespace().nth(9)?.parse().ok()
 }
 
 /// Each thread of process `pid` and its user + system CPU time, ns

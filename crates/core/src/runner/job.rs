@@ -488,6 +488,10 @@ fn resource_sample(prev: &ProcSnapshot, now: &ProcSnapshot, dt: f64, t: f64) -> 
         t_s: (t * 1000.0).round() / 1000.0,
         cpu_percent: now.cpu_ns.saturating_sub(prev.cpu_ns) as f64 / 1e9 / dt * 100.0,
         busiest_thread_percent: busiest_thread(prev, now).map(|ns| ns as f64 / 1e9 / dt * 100.0),
+        device_busy_percent: now
+            .device_busy_ms
+            .zip(prev.device_busy_ms)
+            .map(|(n, p)| (n.saturating_sub(p) as f64 / 1e3 / dt * 100.0).min(100.0)),
         rss_bytes: now.rss_bytes,
         pss_bytes: now.pss_bytes,
         read_bytes_per_s: now.read_bytes.saturating_sub(prev.read_bytes) as f64 / dt,

@@ -214,6 +214,7 @@ impl<E: Engine> Target for EmbeddedTarget<E> {
     fn resources(&self) -> Option<ProcSnapshot> {
         let mut s = bakeoff_servers::proc_snapshot(std::process::id())?;
         s.disk_bytes = bakeoff_servers::dir_size(self.dir.path());
+        s.device_busy_ms = bakeoff_servers::device_busy_ms(self.dir.path());
         if let Some(u) = self.cap.as_ref().and_then(|c| c.usage()) {
             s.cgroup_memory_bytes = Some(u.total);
             s.cgroup_cache_bytes = Some(u.cache);

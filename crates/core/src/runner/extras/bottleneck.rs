@@ -1,6 +1,7 @@
 //! What limited a run, named from evidence the run already has (issue 35):
 //! the client's threads, the server's busiest thread, the machine's CPUs,
-//! the link's relay, a rate the run was held to, or none of these, said
+//! the data directory's disk, the link's relay, a rate the run was held
+//! to, or none of these, said
 //! as such rather than guessed. The figures are the measured phase's
 //! resource samples (the warm-up's left out) and the client's usage.
 
@@ -16,6 +17,10 @@ use super::{Extra, Stage};
 /// little under full, as the kernel's share of a loopback round trip is
 /// nobody's on these machines.
 const BUSY: f64 = 85.0;
+/// With no CPU near full, a disk with requests in flight this share of
+/// the time is what the operations wait on (one client reading from disk
+/// keeps it busy about half the time, its thread the other half).
+const DISK_WAITED_ON: f64 = 40.0;
 /// A rate reached to within this share is a run held to its rate.
 const RATE_REACHED: f64 = 0.95;
 
@@ -95,6 +100,12 @@ fn name(run: &Ran, samples: &[ResourceSample], cores: usize) -> BottleneckResult
             .collect(),
     );
     let server_cpu = median(samples.iter().map(|s| s.cpu_percent).collect());
+    let device = median(
+        samples
+            .iter()
+            .filter_map(|s| s.device_busy_percent)
+            .collect(),
+    );
     // In process the engine's work is the client's: its "server" is
     // bakeoff's own process.
     let machine = if in_process {
@@ -118,6 +129,11 @@ fn name(run: &Ran, samples: &[ResourceSample], cores: usize) -> BottleneckResult
         "the machine's CPUs {:.0} % used of {cores} core(s)",
         machine / machine_of * 100.0
     ));
+    if let Some(d) = device {
+        evidence.push(format!(
+            "the data directory's device busy {d:.0} % of the time"
+        ));
+    }
     if let Some(link) = &client.link {
         evidence.push(format!(
             "the link's relay {:.0} % busy",
@@ -153,6 +169,11 @@ fn name(run: &Ran, samples: &[ResourceSample], cores: usize) -> BottleneckResult
                 link.relay_busy_percent
             ),
         )
+    } else if let Some(d) = device.filter(|&d| d >= BUSY) {
+        (
+            BottleneckKind::Disk,
+            format!("disk: the data directory's device busy {d:.0} % of the time"),
+        )
     } else if let Some(t) = server_thread.filter(|&t| !in_process && t >= BUSY) {
         (
             BottleneckKind::ServerCpu,
@@ -167,10 +188,17 @@ fn name(run: &Ran, samples: &[ResourceSample], cores: usize) -> BottleneckResult
                 if in_process { 0.0 } else { server_cpu.unwrap_or(0.0) }
             ),
         )
+    } else if let Some(d) = device.filter(|&d| d >= DISK_WAITED_ON) {
+        (
+            BottleneckKind::Disk,
+            format!(
+                "disk: the data directory's device busy {d:.0} % of the time, with no CPU near full"
+            ),
+        )
     } else {
         (
             BottleneckKind::None,
-            "none of these: neither bakeoff, nor the server's busiest thread, nor the machine's CPUs were near full (the disk and locks are not judged yet)".to_string(),
+            "none of these: neither bakeoff, nor the server's busiest thread, nor the machine's CPUs, nor the data's disk were near full (locks and background work are not judged yet)".to_string(),
         )
     };
     BottleneckResult {
@@ -248,5 +276,21 @@ mod tests {
             kind(ran(&c20, None, 1e5), &samples(30.0, 40.0)),
             BottleneckKind::None
         );
+        let mut reading = samples(30.0, 40.0);
+        for s in &mut reading {
+            s.device_busy_percent = Some(97.0);
+        }
+        assert_eq!(kind(ran(&c20, None, 1e3), &reading), BottleneckKind::Disk);
+        // One client reading from disk: its thread and the disk each busy
+        // about half the time.
+        for s in &mut reading {
+            s.device_busy_percent = Some(52.0);
+        }
+        let c50 = client(&[50.0], false);
+        assert_eq!(kind(ran(&c50, None, 1e3), &reading), BottleneckKind::Disk);
+        for s in &mut reading {
+            s.device_busy_percent = Some(10.0);
+        }
+        assert_eq!(kind(ran(&c50, None, 1e3), &reading), BottleneckKind::None);
     }
 }
