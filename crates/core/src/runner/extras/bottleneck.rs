@@ -82,129 +82,183 @@ struct Ran<'a> {
     throughput: f64,
 }
 
-/// The bottleneck of `run` from its client usage and the server's
-/// `samples` over the measured phase, on a machine of `cores` CPUs.
-fn name(run: &Ran, samples: &[ResourceSample], cores: usize) -> BottleneckResult {
-    let client = run.client;
-    let in_process = matches!(client.io_backend, IoLoop::InProcess);
-    let client_busiest = client
-        .thread_busy_percent
-        .iter()
-        .copied()
-        .fold(0.0, f64::max);
-    let client_cpu: f64 = client.thread_busy_percent.iter().sum();
-    let server_thread = median(
-        samples
-            .iter()
-            .filter_map(|s| s.busiest_thread_percent)
-            .collect(),
-    );
-    let server_cpu = median(samples.iter().map(|s| s.cpu_percent).collect());
-    let device = median(
-        samples
-            .iter()
-            .filter_map(|s| s.device_busy_percent)
-            .collect(),
-    );
-    // In process the engine's work is the client's: its "server" is
-    // bakeoff's own process.
-    let machine = if in_process {
-        server_cpu.unwrap_or(client_cpu)
-    } else {
-        server_cpu.unwrap_or(0.0) + client_cpu
-    };
-    let machine_of = cores as f64 * 100.0;
-    let mut evidence = vec![format!(
-        "bakeoff's busiest thread {client_busiest:.0} % busy ({} thread(s), {client_cpu:.0} % of a core in all)",
-        client.thread_busy_percent.len()
-    )];
-    if !in_process {
-        if let (Some(t), Some(c)) = (server_thread, server_cpu) {
-            evidence.push(format!(
+/// The figures a bottleneck is judged from: medians of the measured
+/// phase's seconds, percent of one core (or of the time, for the disk).
+struct Figures {
+    /// The engine runs in bakeoff's threads.
+    in_process: bool,
+    /// bakeoff's busiest thread.
+    client_busiest: f64,
+    /// bakeoff's threads together.
+    client_cpu: f64,
+    /// The server's busiest thread, and all its threads.
+    server_thread: Option<f64>,
+    server_cpu: Option<f64>,
+    /// The data directory's device, busy.
+    device: Option<f64>,
+    /// The server and bakeoff together, and what the machine has.
+    machine: f64,
+    machine_of: f64,
+    cores: usize,
+}
+
+impl Figures {
+    fn of(client: &ClientUsage, samples: &[ResourceSample], cores: usize) -> Self {
+        let in_process = matches!(client.io_backend, IoLoop::InProcess);
+        let client_cpu: f64 = client.thread_busy_percent.iter().sum();
+        let of = |pick: fn(&ResourceSample) -> Option<f64>| {
+            median(samples.iter().filter_map(pick).collect())
+        };
+        let server_cpu = of(|s| Some(s.cpu_percent));
+        Figures {
+            in_process,
+            client_busiest: client
+                .thread_busy_percent
+                .iter()
+                .copied()
+                .fold(0.0, f64::max),
+            client_cpu,
+            server_thread: of(|s| s.busiest_thread_percent),
+            server_cpu,
+            device: of(|s| s.device_busy_percent),
+            // In process the engine's work is the client's: its "server"
+            // is bakeoff's own process.
+            machine: if in_process {
+                server_cpu.unwrap_or(client_cpu)
+            } else {
+                server_cpu.unwrap_or(0.0) + client_cpu
+            },
+            machine_of: cores as f64 * 100.0,
+            cores,
+        }
+    }
+
+    /// Each figure as a sentence, for the report.
+    fn evidence(&self, run: &Ran) -> Vec<String> {
+        let f = self;
+        let mut out = vec![format!(
+            "bakeoff's busiest thread {:.0} % busy ({} thread(s), {:.0} % of a core in all)",
+            f.client_busiest,
+            run.client.thread_busy_percent.len(),
+            f.client_cpu
+        )];
+        if let (false, Some(t), Some(c)) = (f.in_process, f.server_thread, f.server_cpu) {
+            out.push(format!(
                 "the server's busiest thread {t:.0} % of a core, all its threads {c:.0} % (medians of the measured phase's seconds)"
             ));
         }
-    }
-    evidence.push(format!(
-        "the machine's CPUs {:.0} % used of {cores} core(s)",
-        machine / machine_of * 100.0
-    ));
-    if let Some(d) = device {
-        evidence.push(format!(
-            "the data directory's device busy {d:.0} % of the time"
+        out.push(format!(
+            "the machine's CPUs {:.0} % used of {} core(s)",
+            f.machine / f.machine_of * 100.0,
+            f.cores
         ));
-    }
-    if let Some(link) = &client.link {
-        evidence.push(format!(
-            "the link's relay {:.0} % busy",
-            link.relay_busy_percent
-        ));
-    }
-    let throughput = run.throughput;
-    if let Some(rate) = run.rate {
-        evidence.push(format!(
-            "held to --rate {rate:.0}/s, reached {throughput:.0}/s"
-        ));
-    }
-    let (kind, line) = if let Some(rate) = run.rate.filter(|&r| throughput >= RATE_REACHED * r) {
-        (
-            BottleneckKind::None,
-            format!("none: the run was held to --rate {rate:.0}/s, and reached it"),
-        )
-    } else if client.client_bound || (in_process && client_busiest >= BUSY) {
-        let what = if in_process {
-            "client (the engine runs in bakeoff's threads)"
-        } else {
-            "client"
-        };
-        (
-            BottleneckKind::Client,
-            format!("{what}: bakeoff's busiest thread at {client_busiest:.0} %"),
-        )
-    } else if let Some(link) = client.link.as_ref().filter(|l| l.relay_bound) {
-        (
-            BottleneckKind::Link,
-            format!(
-                "link: the relay's thread at {:.0} %",
+        if let Some(d) = f.device {
+            out.push(format!(
+                "the data directory's device busy {d:.0} % of the time"
+            ));
+        }
+        if let Some(link) = &run.client.link {
+            out.push(format!(
+                "the link's relay {:.0} % busy",
                 link.relay_busy_percent
-            ),
-        )
-    } else if let Some(d) = device.filter(|&d| d >= BUSY) {
-        (
-            BottleneckKind::Disk,
-            format!("disk: the data directory's device busy {d:.0} % of the time"),
-        )
-    } else if let Some(t) = server_thread.filter(|&t| !in_process && t >= BUSY) {
-        (
-            BottleneckKind::ServerCpu,
-            format!("server CPU: {}'s busiest thread at {t:.0} %", run.target),
-        )
-    } else if machine >= BUSY / 100.0 * machine_of {
-        (
-            BottleneckKind::MachineCpu,
-            format!(
-                "the machine's CPUs: {:.0} % of {cores} core(s) in use (the server {:.0} %, bakeoff {client_cpu:.0} % of a core)",
-                machine / machine_of * 100.0,
-                if in_process { 0.0 } else { server_cpu.unwrap_or(0.0) }
-            ),
-        )
-    } else if let Some(d) = device.filter(|&d| d >= DISK_WAITED_ON) {
-        (
-            BottleneckKind::Disk,
-            format!(
-                "disk: the data directory's device busy {d:.0} % of the time, with no CPU near full"
-            ),
-        )
-    } else {
+            ));
+        }
+        if let Some(rate) = run.rate {
+            out.push(format!(
+                "held to --rate {rate:.0}/s, reached {:.0}/s",
+                run.throughput
+            ));
+        }
+        out
+    }
+
+    /// What limited the run, and the summary's line; in order: a rate
+    /// held, the client, the link, a disk near full, the server's thread,
+    /// the machine, a disk waited on, none.
+    fn judge(&self, run: &Ran) -> (BottleneckKind, String) {
+        let f = self;
+        let client = run.client;
+        if let Some(rate) = run.rate.filter(|&r| run.throughput >= RATE_REACHED * r) {
+            return (
+                BottleneckKind::None,
+                format!("none: the run was held to --rate {rate:.0}/s, and reached it"),
+            );
+        }
+        if client.client_bound || (f.in_process && f.client_busiest >= BUSY) {
+            let what = if f.in_process {
+                "client (the engine runs in bakeoff's threads)"
+            } else {
+                "client"
+            };
+            return (
+                BottleneckKind::Client,
+                format!(
+                    "{what}: bakeoff's busiest thread at {:.0} %",
+                    f.client_busiest
+                ),
+            );
+        }
+        if let Some(link) = client.link.as_ref().filter(|l| l.relay_bound) {
+            return (
+                BottleneckKind::Link,
+                format!(
+                    "link: the relay's thread at {:.0} %",
+                    link.relay_busy_percent
+                ),
+            );
+        }
+        if let Some(d) = f.device.filter(|&d| d >= BUSY) {
+            return (
+                BottleneckKind::Disk,
+                format!("disk: the data directory's device busy {d:.0} % of the time"),
+            );
+        }
+        if let Some(t) = f.server_thread.filter(|&t| !f.in_process && t >= BUSY) {
+            return (
+                BottleneckKind::ServerCpu,
+                format!("server CPU: {}'s busiest thread at {t:.0} %", run.target),
+            );
+        }
+        if f.machine >= BUSY / 100.0 * f.machine_of {
+            let server = if f.in_process {
+                0.0
+            } else {
+                f.server_cpu.unwrap_or(0.0)
+            };
+            return (
+                BottleneckKind::MachineCpu,
+                format!(
+                    "the machine's CPUs: {:.0} % of {} core(s) in use (the server {server:.0} %, bakeoff {:.0} % of a core)",
+                    f.machine / f.machine_of * 100.0,
+                    f.cores,
+                    f.client_cpu
+                ),
+            );
+        }
+        if let Some(d) = f.device.filter(|&d| d >= DISK_WAITED_ON) {
+            return (
+                BottleneckKind::Disk,
+                format!(
+                    "disk: the data directory's device busy {d:.0} % of the time, with no CPU near full"
+                ),
+            );
+        }
         (
             BottleneckKind::None,
             "none of these: neither bakeoff, nor the server's busiest thread, nor the machine's CPUs, nor the data's disk were near full (locks and background work are not judged yet)".to_string(),
         )
-    };
+    }
+}
+
+/// The bottleneck of `run` from its client usage and the server's
+/// `samples` over the measured phase, on a machine of `cores` CPUs.
+fn name(run: &Ran, samples: &[ResourceSample], cores: usize) -> BottleneckResult {
+    let figures = Figures::of(run.client, samples, cores);
+    let (kind, line) = figures.judge(run);
     BottleneckResult {
         kind,
         line,
-        evidence,
+        evidence: figures.evidence(run),
     }
 }
 
