@@ -521,6 +521,10 @@ pub struct ResourceSample {
     /// requests on that device, not the server's alone).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub device_busy_percent: Option<f64>,
+    /// The machine's CPUs busy since the previous sample, every process's
+    /// work together, percent of all its cores.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub machine_cpu_percent: Option<f64>,
     /// Resident set size, bytes, summed over the server's processes: a
     /// page that several of them map (PostgreSQL's shared buffers in each
     /// backend) counts once for each, so it overstates a multi-process

@@ -233,6 +233,8 @@ struct Collector<'j> {
     pending: BTreeMap<u32, (Interval, usize)>,
     last_snap: Option<ProcSnapshot>,
     last_snap_t: f64,
+    /// The machine's CPU ticks, busy and all, at the last sample.
+    last_machine: Option<(u64, u64)>,
     next_sample: Duration,
     fault: Option<(f64, Result<Duration, TargetError>)>,
 }
@@ -248,6 +250,7 @@ impl<'j> Collector<'j> {
             pending: BTreeMap::new(),
             last_snap: first,
             last_snap_t: 0.0,
+            last_machine: machine_ticks(),
             next_sample: Duration::from_secs(1),
             fault: None,
         }
@@ -317,10 +320,16 @@ impl<'j> Collector<'j> {
 
     fn sample(&mut self, t: f64, resources: &mut dyn FnMut() -> Option<ProcSnapshot>) {
         if let (Some(now), Some(prev)) = (resources(), self.last_snap.as_ref()) {
-            self.samples
-                .push(resource_sample(prev, &now, t - self.last_snap_t, t));
+            let mut sample = resource_sample(prev, &now, t - self.last_snap_t, t);
+            let machine = machine_ticks();
+            sample.machine_cpu_percent = machine.zip(self.last_machine).and_then(|(n, p)| {
+                let all = n.1.saturating_sub(p.1);
+                (all > 0).then(|| n.0.saturating_sub(p.0) as f64 / all as f64 * 100.0)
+            });
+            self.samples.push(sample);
             self.last_snap = Some(now);
             self.last_snap_t = t;
+            self.last_machine = machine;
         }
     }
 
@@ -471,6 +480,23 @@ fn share_percent(part: u64, whole: u64) -> f64 {
     }
 }
 
+/// The machine's CPU time in clock ticks, every core and process: (busy,
+/// all), from the first line of /proc/stat (busy: all but idle and
+/// iowait).
+fn machine_ticks() -> Option<(u64, u64)> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let ticks: Vec<u64> = stat
+        .lines()
+        .next()?
+        .strip_prefix("cpu ")?
+        .split_whitespace()
+        .filter_map(|t| t.parse().ok())
+        .collect();
+    let all: u64 = ticks.iter().take(8).sum();
+    let idle = ticks.get(3)? + ticks.get(4).copied().unwrap_or(0);
+    Some((all.saturating_sub(idle), all))
+}
+
 /// The CPU time of the thread that used most between `prev` and `now`,
 /// ns (a thread that started in between, a new connection's backend or a
 /// worker, from nothing); `None` when no thread was read.
@@ -492,6 +518,8 @@ fn resource_sample(prev: &ProcSnapshot, now: &ProcSnapshot, dt: f64, t: f64) -> 
             .device_busy_ms
             .zip(prev.device_busy_ms)
             .map(|(n, p)| (n.saturating_sub(p) as f64 / 1e3 / dt * 100.0).min(100.0)),
+        // Set by the collector, which reads the machine's ticks.
+        machine_cpu_percent: None,
         rss_bytes: now.rss_bytes,
         pss_bytes: now.pss_bytes,
         read_bytes_per_s: now.read_bytes.saturating_sub(prev.read_bytes) as f64 / dt,
