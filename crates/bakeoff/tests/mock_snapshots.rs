@@ -35,6 +35,7 @@ impl TargetCatalog for MockCatalog {
             topologies: Vec::new(),
             url_options: Vec::new(),
             no_scan: None,
+            provokes: Vec::new(),
         })
     }
     fn names(&self) -> Vec<String> {

@@ -211,6 +211,19 @@ pub trait Engine: Send + Sync + 'static {
     }
     /// What one operation does, for the report.
     fn describe(&self, kind: OpKind) -> String;
+    /// Where the engine tells of its background work and how often to
+    /// look (see [`crate::target::Target::background_source`]).
+    fn background_source(&self) -> Option<(&'static str, std::time::Duration)> {
+        None
+    }
+    /// One look at its background work.
+    fn background(&self) -> Option<crate::target::BackgroundLook> {
+        None
+    }
+    /// Why it tells nothing of background work, where it does not.
+    fn no_background(&self) -> Option<&'static str> {
+        None
+    }
 }
 
 /// The driver of an embedded engine: runs the shared loop on a session.

@@ -929,6 +929,63 @@ pub struct RunResult {
     /// What limited the run, named from its evidence.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bottleneck: Option<Bottleneck>,
+    /// What the engine did besides serving while the measure job ran
+    /// (checkpoints, compactions, forks), or why it tells nothing of it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub background: Option<BackgroundWork>,
+}
+
+/// What the engine did besides serving while the measure job ran, as it
+/// tells (its own counters, looked at while the job ran, or its log), and
+/// the latency of the measured seconds it did it in beside the others'.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct BackgroundWork {
+    /// Where the figures come from (`INFO persistence`), or why there are
+    /// none (LMDB has no background threads).
+    pub source: String,
+    /// How often bakeoff looked, ms (0: it did not).
+    pub every_ms: u32,
+    /// The work seen, in the order it started.
+    pub bands: Vec<BackgroundBand>,
+    /// The measured seconds any band overlaps, all operations merged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inside: Option<SecondsLatency>,
+    /// The other measured seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outside: Option<SecondsLatency>,
+}
+
+/// One stretch of background work on the run's timeline.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct BackgroundBand {
+    /// What ran (`checkpoint`, `compaction`, `bgsave`, `fork`).
+    pub what: String,
+    /// From, seconds on the run's timeline.
+    pub from_s: f64,
+    /// To, seconds on the run's timeline; equal to `from_s` for work seen
+    /// only as finished between two looks (a mark).
+    pub to_s: f64,
+    /// What it did, as the engine tells (`wrote 1234 buffers`).
+    pub detail: String,
+    /// Its times are the engine's own (a log line's); else they are the
+    /// looks', each within one look's interval of the truth.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub exact: bool,
+}
+
+/// Latency over a set of measured seconds.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct SecondsLatency {
+    /// How many seconds.
+    pub seconds: u32,
+    /// Operations finished in them.
+    pub count: u64,
+    /// Median, ns.
+    pub p50_ns: u64,
+    /// 99th percentile, ns.
+    pub p99_ns: u64,
+    /// Maximum, ns.
+    pub max_ns: u64,
 }
 
 /// What limited a run: one line for the summary, the evidence behind it.
@@ -958,6 +1015,9 @@ pub enum BottleneckKind {
     Disk,
     /// The relay that makes a link.
     Link,
+    /// The engine's background work, holding writes back (RocksDB's
+    /// write stops and delays while compaction is behind).
+    Background,
     /// None of these: a run held to its rate, or nothing near full.
     #[default]
     None,

@@ -3,11 +3,11 @@
 //! counters a target keeps and how they are held against what bakeoff sent.
 
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use crate::driver::Driver;
 use crate::error::TargetError;
-use crate::plan::{FaultKind, Plan, TargetSpec, Workload};
+use crate::plan::{FaultKind, Plan, TargetSpec, Work, Workload};
 use crate::readings::{ClockReading, LinkSample, ProcSnapshot};
 use crate::result::{CounterCheck, TargetRecord};
 use crate::workload::{OpKind, OP_KINDS};
@@ -217,6 +217,31 @@ pub trait Target {
     fn no_command_times(&self) -> Option<&'static str> {
         None
     }
+    /// Where the engine tells of its work besides serving (checkpoints,
+    /// compactions, forks), and how often to look: `None` where it tells
+    /// nothing (see [`Target::no_background`]).
+    fn background_source(&self) -> Option<(&'static str, Duration)> {
+        None
+    }
+    /// One look at the engine's background work (see
+    /// [`Target::background_source`]); `None` when it did not answer.
+    fn background(&self) -> Option<BackgroundLook> {
+        None
+    }
+    /// Asks the server to start background work now (`--provoke`); the
+    /// plan refuses work a target does not declare it can be asked for,
+    /// so this default is not reached through it.
+    fn provoke(&self, work: Work) -> Result<(), TargetError> {
+        Err(TargetError::Client(format!(
+            "--provoke {}: bakeoff cannot ask this target for it",
+            work.name()
+        )))
+    }
+    /// Why the engine tells nothing of background work, where it does not
+    /// (LMDB has none): the report says so rather than leaving a blank.
+    fn no_background(&self) -> Option<&'static str> {
+        None
+    }
     /// Each node's counters compared with the requests sent to it
     /// (`sent[i]` for node `i`, all phases); empty for one server.
     fn node_checks(
@@ -249,6 +274,40 @@ pub struct CommandTime {
     /// keeps one (Redis's `LATENCY HISTOGRAM`): (a bucket's upper bound,
     /// µs; the calls at or under it), bounds rising; empty otherwise.
     pub histogram_usec: Vec<(u64, u64)>,
+}
+
+/// What an engine does besides serving, as one look sees it (see
+/// [`Target::background`]).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct BackgroundLook {
+    /// The work running at the look: its name and what it has done so far.
+    pub running: Vec<(&'static str, String)>,
+    /// Work of each name finished since the engine started, and what the
+    /// latest did: a count that grew while the work was not seen running
+    /// ran between two looks (a mark on the timeline).
+    pub finished: Vec<(&'static str, u64, String)>,
+    /// Work the engine logged since the last look, with its own times.
+    pub logged: Vec<LoggedWork>,
+}
+
+/// The name of background work during which the engine stops writes
+/// (RocksDB, compaction behind): the run's writes wait on it.
+pub const WRITE_STOP: &str = "write stop";
+/// The name of background work during which the engine slows writes down
+/// (RocksDB's delayed write rate).
+pub const WRITE_DELAY: &str = "write delay";
+
+/// Background work an engine logged, with its times.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LoggedWork {
+    /// Its name (`checkpoint`).
+    pub what: &'static str,
+    /// When it started.
+    pub from: SystemTime,
+    /// When it ended; `None` while it runs.
+    pub to: Option<SystemTime>,
+    /// What it did.
+    pub detail: String,
 }
 
 /// Opens targets; implemented by the driver registry.

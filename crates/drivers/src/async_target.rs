@@ -4,19 +4,23 @@
 //! the main thread; the profile row's columns.
 
 use std::collections::BTreeMap;
+use std::io::{Read, Seek, SeekFrom};
+use std::sync::Mutex;
+use std::time::Duration;
 
 use bakeoff_core::async_loop::Sessions;
 use bakeoff_core::driver::{Carrier, Driver};
 use bakeoff_core::error::ConnectError;
 use bakeoff_core::error::TargetError;
-use bakeoff_core::plan::FaultKind;
 use bakeoff_core::plan::TargetSpec;
+use bakeoff_core::plan::{FaultKind, Work};
 use bakeoff_core::profile::Profile;
 use bakeoff_core::readings::{LinkSample, ProcSnapshot};
 use bakeoff_core::result::{CounterCheck, TargetRecord};
 use bakeoff_core::session::{ReadWrite, Session};
 use bakeoff_core::target::{
-    compare_counters, CommandTime, CounterRule, Counters, FaultStruck, Sent, Target,
+    compare_counters, BackgroundLook, CommandTime, CounterRule, Counters, FaultStruck, LoggedWork,
+    Sent, Target,
 };
 use bakeoff_servers::ManagedServer;
 
@@ -65,6 +69,31 @@ pub trait AsyncDriver: Driver {
     fn no_command_times(&self) -> Option<&'static str> {
         None
     }
+    /// Where the server tells of its background work and how often to
+    /// look (see `Target::background_source`), `managed` when bakeoff
+    /// started it (and so owns its log).
+    fn background_source(&self, _managed: bool) -> Option<(&'static str, Duration)> {
+        None
+    }
+    /// The background work logged in `text`, lines of the server's log
+    /// new since the last look, and the bytes of it read (a message not
+    /// yet whole is left for the next look).
+    fn logged_background(&self, _text: &str) -> (Vec<LoggedWork>, usize) {
+        (Vec::new(), 0)
+    }
+    /// Asks the server to start background work now (see
+    /// `Target::provoke`).
+    fn provoke(&self, work: Work) -> Result<(), TargetError> {
+        Err(TargetError::Client(format!(
+            "--provoke {}: bakeoff cannot ask this target for it",
+            work.name()
+        )))
+    }
+    /// Why the server tells nothing of its background work (see
+    /// `Target::no_background`), `managed` when bakeoff started it.
+    fn no_background(&self, _managed: bool) -> Option<&'static str> {
+        None
+    }
 }
 
 /// A target ready for one run.
@@ -78,6 +107,8 @@ pub struct AsyncTarget<D: AsyncDriver> {
     /// A server the one above keeps its data in (FerretDB's PostgreSQL):
     /// stopped after it, and counted with it.
     backend: Option<RunningServer>,
+    /// How far the looks at background work have read the server's log.
+    log_read: Mutex<Option<u64>>,
 }
 
 impl<D: AsyncDriver> AsyncTarget<D> {
@@ -111,6 +142,7 @@ impl<D: AsyncDriver> AsyncTarget<D> {
             relay: None,
             server: server.map(RunningServer::new),
             backend: None,
+            log_read: Mutex::new(None),
         }
     }
 
@@ -165,6 +197,42 @@ impl<D: AsyncDriver> Target for AsyncTarget<D> {
 
     fn record_count(&self) -> Option<u64> {
         self.driver.record_count()
+    }
+
+    fn background_source(&self) -> Option<(&'static str, Duration)> {
+        self.driver.background_source(self.server.is_some())
+    }
+
+    fn background(&self) -> Option<BackgroundLook> {
+        let path = self.server.as_ref()?.lock().log_path();
+        let mut read = self.log_read.lock().unwrap_or_else(|e| e.into_inner());
+        let len = std::fs::metadata(&path).ok()?.len();
+        // The first look starts at the log's end: the work before the job
+        // is not the job's.
+        let from = *read.get_or_insert(len);
+        if len <= from {
+            // A restarted server's log is appended to, never shorter.
+            return Some(BackgroundLook::default());
+        }
+        let mut file = std::fs::File::open(&path).ok()?;
+        file.seek(SeekFrom::Start(from)).ok()?;
+        let mut bytes = Vec::new();
+        file.take(len - from).read_to_end(&mut bytes).ok()?;
+        let text = String::from_utf8_lossy(&bytes);
+        let (logged, used) = self.driver.logged_background(&text);
+        *read = Some(from + used as u64);
+        Some(BackgroundLook {
+            logged,
+            ..BackgroundLook::default()
+        })
+    }
+
+    fn no_background(&self) -> Option<&'static str> {
+        self.driver.no_background(self.server.is_some())
+    }
+
+    fn provoke(&self, work: Work) -> Result<(), TargetError> {
+        self.driver.provoke(work)
     }
 
     fn empty(&self) -> Result<(), TargetError> {

@@ -312,6 +312,10 @@ impl Target for HsTarget {
         Some("HandlerSocket keeps no time per request")
     }
 
+    fn no_background(&self) -> Option<&'static str> {
+        Some(crate::mariadb::INNODB_NOT_READ)
+    }
+
     fn driver(&self) -> &dyn bakeoff_core::driver::Driver {
         &self.driver
     }
@@ -374,6 +378,7 @@ pub const FACTS: crate::kind::TargetFacts = crate::kind::TargetFacts {
     in_default_comparison: true,
     settings: crate::mariadb::HANDLERSOCKET_SETTINGS,
     durability: crate::mariadb::DURABILITY,
+    provokes: &[],
 };
 
 /// `handlersocket`, as the registry knows it.

@@ -6,7 +6,7 @@
 //! implementations; nothing else describes a target.
 
 use bakeoff_core::error::TargetError;
-use bakeoff_core::plan::{Plan, RequestMode, TargetSpec, Workload};
+use bakeoff_core::plan::{Plan, RequestMode, TargetSpec, Work, Workload};
 use bakeoff_core::target::Target;
 use bakeoff_core::workload::OpKind;
 
@@ -32,6 +32,8 @@ pub struct TargetFacts {
     /// What those settings promise acknowledged writes survive, declared
     /// beside them.
     pub durability: Durability,
+    /// Background work it can be asked to start (`--provoke`).
+    pub provokes: &'static [Work],
 }
 
 impl TargetFacts {
@@ -53,6 +55,7 @@ impl TargetFacts {
             in_default_comparison: true,
             settings,
             durability,
+            provokes: &[],
         }
     }
 }

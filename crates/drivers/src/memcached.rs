@@ -12,7 +12,7 @@ use bakeoff_core::driver::{Codec, Connector, Driver};
 use bakeoff_core::error::TargetError;
 use bakeoff_core::plan::{Endpoint, FaultKind, Plan, TargetSpec, Topology, Workload};
 use bakeoff_core::result::TargetRecord;
-use bakeoff_core::target::{CounterRule, Counters, Target};
+use bakeoff_core::target::{BackgroundLook, CounterRule, Counters, Target};
 use bakeoff_core::workload::OpKind;
 use bakeoff_servers::{ManagedServer, ServerCommand};
 
@@ -283,6 +283,42 @@ impl Target for MemcachedTarget {
         Some("memcached's stats have no time per command (only the server's CPU time)")
     }
 
+    fn background_source(&self) -> Option<(&'static str, Duration)> {
+        Some((
+            "stats: hash table expansion, slab page moves and the LRU crawler, every 1 s",
+            Duration::from_secs(1),
+        ))
+    }
+
+    fn background(&self) -> Option<BackgroundLook> {
+        let st = stats(self.addr).ok()?;
+        let n = |k: &str| st.get(k).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+        let mut look = BackgroundLook::default();
+        if n("hash_is_expanding") == 1 {
+            look.running.push((
+                "hash expansion",
+                format!(
+                    "the hash table grows to 2^{} buckets",
+                    n("hash_power_level") + 1
+                ),
+            ));
+        }
+        if n("slab_reassign_running") == 1 {
+            look.running
+                .push(("slab move", "a slab page moving to another class".into()));
+        }
+        if n("lru_crawler_running") == 1 {
+            look.running
+                .push(("LRU crawl", "the crawler reclaims expired items".into()));
+        }
+        look.finished.push((
+            "slab move",
+            n("slabs_moved"),
+            "a slab page moved to another class".into(),
+        ));
+        Some(look)
+    }
+
     fn driver(&self) -> &dyn Driver {
         match &self.proto {
             Proto::Text(d) => d,
@@ -355,6 +391,7 @@ pub const FACTS: crate::kind::TargetFacts = crate::kind::TargetFacts {
     in_default_comparison: true,
     settings: SETTINGS,
     durability: crate::settings::Durability::MEMORY_ONLY,
+    provokes: &[],
 };
 
 /// What `memcached-binary` is: the same server, spoken to in its binary
@@ -379,6 +416,7 @@ pub const BINARY_FACTS: crate::kind::TargetFacts = crate::kind::TargetFacts {
     in_default_comparison: false,
     settings: SETTINGS,
     durability: crate::settings::Durability::MEMORY_ONLY,
+    provokes: &[],
 };
 
 /// `memcached`, in its text protocol.

@@ -819,6 +819,14 @@ impl AsyncDriver for MongoDriver {
         self.fields > 1
     }
 
+    fn no_background(&self, _managed: bool) -> Option<&'static str> {
+        Some(if self.metrics.is_some() {
+            "none: FerretDB tells nothing of background work, and bakeoff does not read its PostgreSQL's log"
+        } else {
+            "none read yet: bakeoff does not read WiredTiger's checkpoints from serverStatus"
+        })
+    }
+
     fn no_command_times(&self) -> Option<&'static str> {
         Some(if self.metrics.is_some() {
             "FerretDB's serverStatus has no opLatencies"
@@ -1148,6 +1156,7 @@ pub const FACTS: crate::kind::TargetFacts = crate::kind::TargetFacts {
     in_default_comparison: false,
     settings: SETTINGS,
     durability: DURABILITY,
+    provokes: &[],
 };
 
 /// `mongodb`, as the registry knows it.

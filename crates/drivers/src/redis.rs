@@ -11,9 +11,9 @@ use std::time::Duration;
 
 use bakeoff_core::driver::{Connector, Driver, Stream};
 use bakeoff_core::error::TargetError;
-use bakeoff_core::plan::{Endpoint, Plan, ReadFrom, TargetSpec, Topology, Workload};
+use bakeoff_core::plan::{Endpoint, Plan, ReadFrom, TargetSpec, Topology, Work, Workload};
 use bakeoff_core::result::TargetRecord;
-use bakeoff_core::target::{CommandTime, CounterRule, Counters, Target};
+use bakeoff_core::target::{BackgroundLook, CommandTime, CounterRule, Counters, Target};
 use bakeoff_core::workload::OpKind;
 use bakeoff_servers::{ManagedServer, ServerCommand};
 
@@ -241,6 +241,12 @@ pub struct RedisTarget {
     scan_index: bool,
     /// Fields per record: several are kept as a hash.
     fields: u32,
+    /// Whether it is redis-server (not an engine's host speaking RESP),
+    /// and so tells of its forks and saves.
+    tells_background: bool,
+    /// The connection the looks at background work go through, kept
+    /// between looks (ten a second).
+    looks: std::sync::Mutex<Option<Stream>>,
 }
 
 /// How long admin calls fail at once after one timed out.
@@ -451,6 +457,8 @@ impl RedisTarget {
             in_cluster: false,
             scan_index: scans,
             fields,
+            tells_background: true,
+            looks: Default::default(),
         }
     }
 
@@ -460,7 +468,9 @@ impl RedisTarget {
     pub(crate) fn serving(server: ManagedServer) -> Self {
         let addr = server.addr;
         let direct = crate::link::Dial { addr, relay: None };
-        Self::over(Some(server), addr, direct, None, None, (false, 1))
+        let mut target = Self::over(Some(server), addr, direct, None, None, (false, 1));
+        target.tells_background = false;
+        target
     }
 
     /// Replaces what the result records of the target.
@@ -684,7 +694,116 @@ impl Target for RedisTarget {
         n.parse().ok()
     }
 
+    fn background_source(&self) -> Option<(&'static str, Duration)> {
+        self.tells_background.then_some((
+            "INFO persistence and stats (bgsave, AOF rewrite, forks), every 100 ms",
+            Duration::from_millis(100),
+        ))
+    }
+
+    fn provoke(&self, work: Work) -> Result<(), TargetError> {
+        let command: &[u8] = match work {
+            Work::Bgsave => b"BGSAVE",
+            Work::AofRewrite => b"BGREWRITEAOF",
+            Work::Checkpoint => return Err(TargetError::Client("redis has no checkpoint".into())),
+        };
+        match self.call(&[command]) {
+            Ok(RespReply::Simple(_)) | Ok(RespReply::Bulk(_)) => Ok(()),
+            Ok(other) => Err(TargetError::Server(format!(
+                "redis answered {} with {other:?}",
+                String::from_utf8_lossy(command)
+            ))),
+            Err(e) => Err(TargetError::Server(e.to_string())),
+        }
+    }
+
+    fn background(&self) -> Option<BackgroundLook> {
+        let mut looks = self.looks.lock().unwrap_or_else(|e| e.into_inner());
+        if looks.is_none() {
+            *looks = Some(self.admin().ok()?);
+        }
+        let reply = resp_call(looks.as_mut()?, &[b"INFO", b"persistence", b"stats"]);
+        let Ok(RespReply::Bulk(text)) = reply else {
+            // Another connection at the next look.
+            *looks = None;
+            return None;
+        };
+        Some(background_look(&parse_info(&String::from_utf8_lossy(
+            &text,
+        ))))
+    }
+
     crate::running::one_server_methods!();
+}
+
+/// Redis's background work in its `INFO persistence` and `stats`: a
+/// save or an AOF rewrite running in a forked child, and the forks
+/// themselves (the main thread stops while it forks).
+fn background_look(info: &[(String, String)]) -> BackgroundLook {
+    let get = |name: &str| {
+        info.iter()
+            .find(|(k, _)| k == name)
+            .map_or("", |(_, v)| v.as_str())
+    };
+    let n = |name: &str| get(name).parse::<u64>().unwrap_or(0);
+    let mb = |bytes: u64| bytes as f64 / (1 << 20) as f64;
+    let mut look = BackgroundLook::default();
+    if n("rdb_bgsave_in_progress") == 1 {
+        look.running.push((
+            "bgsave",
+            format!(
+                "{} of {} keys written, copy-on-write {:.1} MB",
+                n("current_save_keys_processed"),
+                n("current_save_keys_total"),
+                mb(n("current_cow_size"))
+            ),
+        ));
+    }
+    if n("aof_rewrite_in_progress") == 1 {
+        look.running.push((
+            "AOF rewrite",
+            format!(
+                "{} of {} keys written, copy-on-write {:.1} MB",
+                n("current_save_keys_processed"),
+                n("current_save_keys_total"),
+                mb(n("current_cow_size"))
+            ),
+        ));
+    }
+    look.finished.push((
+        "bgsave",
+        n("rdb_saves"),
+        format!(
+            "took {} s, {}",
+            get("rdb_last_bgsave_time_sec"),
+            get("rdb_last_bgsave_status")
+        ),
+    ));
+    look.finished.push((
+        "AOF rewrite",
+        n("aof_rewrites"),
+        format!(
+            "took {} s, {}",
+            get("aof_last_rewrite_time_sec"),
+            get("aof_last_bgrewrite_status")
+        ),
+    ));
+    look.finished.push((
+        "fork",
+        n("total_forks"),
+        format!(
+            "the main thread stopped {} µs to fork",
+            n("latest_fork_usec")
+        ),
+    ));
+    if !get("aof_delayed_fsync").is_empty() {
+        look.finished.push((
+            "AOF write delayed",
+            n("aof_delayed_fsync"),
+            "a write waited for an fsync still running (appendfsync everysec)".into(),
+        ));
+    }
+    look
 }
 
 /// Each command's distribution in a `LATENCY HISTOGRAM` reply, `raw` being
@@ -814,6 +933,10 @@ pub const FACTS: crate::kind::TargetFacts = crate::kind::TargetFacts {
     in_default_comparison: true,
     settings: SETTINGS,
     durability: DURABILITY,
+    provokes: &[
+        bakeoff_core::plan::Work::Bgsave,
+        bakeoff_core::plan::Work::AofRewrite,
+    ],
 };
 
 /// `redis`, as the registry knows it.

@@ -86,6 +86,7 @@ impl TargetCatalog for Registry {
                 url_scheme: reach.scheme().map(str::to_string),
                 no_scan: (!abilities.ops.contains(&OpKind::Scan))
                     .then(|| abilities.no_scan.to_string()),
+                provokes: e.facts().provokes.to_vec(),
             }
         })
     }

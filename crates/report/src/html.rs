@@ -20,8 +20,8 @@ use bakeoff_core::workload::OpKind;
 use crate::document::{self, Block, Section};
 use crate::svg::{esc, Axis, Band, BarChart, BarGroup, Line, LineChart, RightAxis, Scale, XAxis};
 use crate::view::{
-    at_point, client_busy, percentile_spectrum, point_label, point_without, Figure, Group, Spread,
-    View,
+    at_point, client_busy, fmt_seconds, measure_start, percentile_spectrum, point_label,
+    point_without, Figure, Group, Spread, View,
 };
 use crate::Exporter;
 
@@ -43,6 +43,7 @@ svg.chart text.axis { font-size: 12px; fill: #333; }
 svg.chart .grid { stroke: #e2e2e2; stroke-width: 1; }
 svg.chart .frame { fill: none; stroke: #555; stroke-width: 1; }
 svg.chart .band { fill: #000; }
+svg.chart .band.work { fill: #d9730d; }
 svg.chart text.band-label { font-size: 11px; fill: #444; font-style: italic; }
 .warn { border: 2px solid #b00; background: #fff3f3; padding: 8px 12px; margin: 10px 0; }
 .note { color: #444; } code { font-size: 12px; } details > summary { cursor: pointer; font-weight: 600; margin: 8px 0; }
@@ -391,6 +392,8 @@ impl<'a> Page<'a> {
                 crate::sections::server_distribution_rows,
                 4,
             ),
+            ("background", crate::background::background_rows, 3),
+            ("background-tail", crate::background::tail_rows, 2),
         ] {
             let tables: Vec<_> = sources.iter().filter_map(|r| rows_of(r)).collect();
             if tables.is_empty() {
@@ -1658,14 +1661,6 @@ fn node_name(r: &RunResult, i: usize) -> String {
     }
 }
 
-fn measure_start(r: &RunResult) -> f64 {
-    r.timeline
-        .iter()
-        .find(|t| t.phase == bakeoff_core::result::Phase::Measure)
-        .map(|t| t.t_s as f64)
-        .unwrap_or(0.0)
-}
-
 /// Shaded stretches before 0: the warm-up, and before it the load (the
 /// longest of the runs').
 fn phase_bands(runs: &[(usize, &RunResult)]) -> Vec<Band> {
@@ -1689,6 +1684,7 @@ fn phase_bands(runs: &[(usize, &RunResult)]) -> Vec<Band> {
             from: load_from,
             to: -warm,
             label: "load".into(),
+            hover: String::new(),
         });
     }
     if warm > 0.0 {
@@ -1696,6 +1692,7 @@ fn phase_bands(runs: &[(usize, &RunResult)]) -> Vec<Band> {
             from: -warm,
             to: 0.0,
             label: "warm-up".into(),
+            hover: String::new(),
         });
     }
     // A fault: from the moment it struck until the server held its port
@@ -1715,21 +1712,55 @@ fn phase_bands(runs: &[(usize, &RunResult)]) -> Vec<Band> {
             None => format!("{} (not back)", f.kind.name()),
         };
         if !bands.iter().any(|b| b.from == from && b.label == label) {
-            bands.push(Band { from, to, label });
+            bands.push(Band {
+                from,
+                to,
+                label,
+                hover: String::new(),
+            });
         }
     }
+    bands.extend(background_bands(runs));
     bands
 }
 
-/// `0.07 s`, `1.2 s`, `12 s`.
-fn fmt_seconds(s: f64) -> String {
-    if s < 1.0 {
-        format!("{s:.2} s")
-    } else if s < 10.0 {
-        format!("{s:.1} s")
-    } else {
-        format!("{s:.0} s")
+/// The engines' background work, each stretch a band (a mark as wide as
+/// a twentieth of a second), named at the first of its kind in each run,
+/// what it did on hover.
+fn background_bands(runs: &[(usize, &RunResult)]) -> Vec<Band> {
+    let mut bands = Vec::new();
+    let several = runs.len() > 1;
+    for (_, r) in runs {
+        let Some(work) = &r.background else { continue };
+        let mut named: Vec<&str> = Vec::new();
+        for b in &work.bands {
+            let from = b.from_s - measure_start(r);
+            let label = if named.contains(&b.what.as_str()) {
+                String::new()
+            } else {
+                named.push(&b.what);
+                if several {
+                    format!("{}: {}", r.target, b.what)
+                } else {
+                    b.what.clone()
+                }
+            };
+            bands.push(Band {
+                from,
+                to: from + (b.to_s - b.from_s).max(0.05),
+                label,
+                hover: format!(
+                    "{}: {} at {} for {}: {}",
+                    r.target,
+                    b.what,
+                    fmt_seconds(from),
+                    fmt_seconds(b.to_s - b.from_s),
+                    b.detail
+                ),
+            });
+        }
     }
+    bands
 }
 
 /// The timeline without the sliver after the measured phase ends (the last

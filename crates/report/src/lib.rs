@@ -25,6 +25,7 @@ use std::io::Write;
 use bakeoff_core::result::{ExperimentResult, RunResult};
 use bakeoff_core::units::{fmt_ns, fmt_per_s, fmt_rate};
 
+pub mod background;
 pub mod compare;
 pub mod csv;
 pub mod document;

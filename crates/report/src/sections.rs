@@ -8,7 +8,7 @@
 use bakeoff_core::result::ExperimentResult;
 use bakeoff_core::units::fmt_ns;
 
-use crate::{durability, encoding, search, topology};
+use crate::{background, durability, encoding, search, topology};
 
 /// A table (head row first), or `None` when the experiment has none.
 pub type Rows = Vec<Vec<String>>;
@@ -119,10 +119,26 @@ pub const TABLE_SECTIONS: &[TableSection] = &[
         left: 4,
         rows: server_distribution_rows,
     },
+    TableSection {
+        id: "background",
+        title: "Background work",
+        text_heading: "background work (what each engine did besides serving, as it tells):",
+        note: background::BACKGROUND_NOTE,
+        left: 3,
+        rows: background::background_rows,
+    },
+    TableSection {
+        id: "background-tail",
+        title: "The tail inside background work",
+        text_heading: "the tail inside background work (p99 of the measured seconds with work, beside those without):",
+        note: background::TAIL_NOTE,
+        left: 2,
+        rows: background::tail_rows,
+    },
 ];
 
 /// The note of the bottleneck table.
-pub const BOTTLENECK_NOTE: &str = "Named from what the run measured over its measured phase: bakeoff's threads (client-bound above 90 % busy), the server's busiest thread (85 % of a core: a server held by one thread, Redis's), the machine's CPUs (server and bakeoff together above 85 % of the cores), the block device under the data directory (requests in flight 85 % of the time, or 40 % with no CPU near full: every process's requests on that device), the link's relay; a run that reached the rate it was held to has none. Locks and background work are not judged yet: a run limited by them says none of these.";
+pub const BOTTLENECK_NOTE: &str = "Named from what the run measured over its measured phase: bakeoff's threads (client-bound above 90 % busy), the server's busiest thread (85 % of a core: a server held by one thread, Redis's), the machine's CPUs (server and bakeoff together above 85 % of the cores), the block device under the data directory (requests in flight 85 % of the time, or 40 % with no CPU near full: every process's requests on that device), the link's relay; the engine's own background work where it held writes back (RocksDB's write stops and delays, a fifth of the measured phase or more); a run that reached the rate it was held to has none. Locks are not judged yet: a run limited by them says none of these.";
 
 /// The bottleneck of each run and its evidence.
 pub fn bottleneck_rows(r: &ExperimentResult) -> Option<Rows> {
@@ -133,10 +149,7 @@ pub fn bottleneck_rows(r: &ExperimentResult) -> Option<Rows> {
         let Some(b) = &run.bottleneck else {
             continue;
         };
-        let target = match crate::view::point_label(&run.point) {
-            p if p.is_empty() => run.target.clone(),
-            p => format!("{} {p}", run.target),
-        };
+        let target = crate::view::run_label(run);
         rows.push(vec![
             run.index.to_string(),
             target,
@@ -212,10 +225,7 @@ pub fn server_time_rows(r: &ExperimentResult) -> Option<Rows> {
     .map(String::from)
     .to_vec()];
     for run in &r.runs {
-        let target = match crate::view::point_label(&run.point) {
-            p if p.is_empty() => run.target.clone(),
-            p => format!("{} {p}", run.target),
-        };
+        let target = crate::view::run_label(run);
         let Some(time) = &run.server_time else {
             continue;
         };

@@ -125,6 +125,8 @@ pub struct Band {
     pub to: f64,
     /// Label written at its top.
     pub label: String,
+    /// Shown on hover: what it was (empty: the label alone).
+    pub hover: String,
 }
 
 /// A line chart.
@@ -648,16 +650,29 @@ impl LineChart {
                     .max()
                     .unwrap_or(1);
                 let step = thin(ticks.len(), (x1 - x0) / ticks.len().max(1) as f64, widest);
+                let mut labelled = 0;
                 for (bi, b) in self.bands.iter().enumerate() {
                     if let (Some(a), Some(z)) = (m.px(b.from), m.px(b.to)) {
-                        // Neighbouring bands differ in shade.
+                        // Neighbouring bands differ in shade; background
+                        // work (a band with more to say) in a colour of
+                        // its own, its labels stepped down so that close
+                        // ones do not overwrite each other.
+                        let work = !b.hover.is_empty();
+                        let row = if work && !b.label.is_empty() {
+                            labelled += 1;
+                            labelled % 4
+                        } else {
+                            0
+                        };
                         let _ = write!(
                             svg,
-                            r#"<rect x="{a:.1}" y="{TOP}" width="{:.1}" height="{PLOT_H}" class="band" fill-opacity="{}"/><text x="{:.1}" y="{:.1}" class="band-label">{}</text>"#,
+                            r#"<rect x="{a:.1}" y="{TOP}" width="{:.1}" height="{PLOT_H}" class="band{}" fill-opacity="{}"><title>{}</title></rect><text x="{:.1}" y="{:.1}" class="band-label">{}</text>"#,
                             (z - a).max(1.0),
-                            [0.06, 0.13][bi % 2],
+                            if work { " work" } else { "" },
+                            if work { 0.18 } else { [0.06, 0.13][bi % 2] },
+                            esc(if work { &b.hover } else { &b.label }),
                             a + 4.0,
-                            TOP + 13.0,
+                            TOP + 13.0 + 12.0 * row as f64,
                             esc(&b.label)
                         );
                     }

@@ -430,6 +430,35 @@ pub fn client_busy(run: &RunResult) -> f64 {
         .fold(0.0, f64::max)
 }
 
+/// A run's target and, where the experiment sweeps, its point
+/// (`redis clients=4`).
+pub(crate) fn run_label(run: &bakeoff_core::result::RunResult) -> String {
+    match point_label(&run.point) {
+        p if p.is_empty() => run.target.clone(),
+        p => format!("{} {p}", run.target),
+    }
+}
+
+/// `0.07 s`, `1.2 s`, `12 s`.
+pub(crate) fn fmt_seconds(s: f64) -> String {
+    if s < 1.0 {
+        format!("{s:.2} s")
+    } else if s < 10.0 {
+        format!("{s:.1} s")
+    } else {
+        format!("{s:.0} s")
+    }
+}
+
+/// Where the measured phase starts on the run's timeline, seconds.
+pub(crate) fn measure_start(r: &bakeoff_core::result::RunResult) -> f64 {
+    r.timeline
+        .iter()
+        .find(|t| t.phase == bakeoff_core::result::Phase::Measure)
+        .map(|t| t.t_s as f64)
+        .unwrap_or(0.0)
+}
+
 #[cfg(test)]
 mod tests {
     /// A run without a sweep has no point: its tables drop the column

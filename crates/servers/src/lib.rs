@@ -613,6 +613,11 @@ impl ManagedServer {
         self.dir.path()
     }
 
+    /// The server's log (its standard output and error).
+    pub fn log_path(&self) -> PathBuf {
+        self.dir.path().join("server.log")
+    }
+
     /// Last lines of the server's log, prefixed for an error message.
     pub fn log_tail(&self) -> String {
         log_tail(self.dir.path())

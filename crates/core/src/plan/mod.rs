@@ -18,6 +18,7 @@
 pub mod fault;
 pub mod link;
 pub mod params;
+pub mod provoke;
 pub mod raw;
 pub mod shard;
 pub mod sweep;
@@ -37,6 +38,7 @@ use params::{param, Param, PARAMS};
 
 pub use fault::{Fault, FaultKind};
 pub use link::Link;
+pub use provoke::{Provoke, Work};
 pub use raw::{Environment, Overrides, RawPreset, Scalar};
 pub use shard::{Shard, StartAt};
 pub use sweep::{Point, SweepAxis};
@@ -1388,6 +1390,7 @@ mod tests {
                 topologies: vec!["shards".into()],
                 url_options: Vec::new(),
                 no_scan: (name == "memcached").then(|| "it keeps its keys hashed".into()),
+                provokes: Vec::new(),
             })
         }
         fn names(&self) -> Vec<String> {

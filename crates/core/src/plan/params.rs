@@ -7,7 +7,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{Fault, IoBackend, Link, Mix, ReadFrom, RequestMode, Topology, Workload};
+use super::{Fault, IoBackend, Link, Mix, Provoke, ReadFrom, RequestMode, Topology, Workload};
 use crate::profile::{RecordKind, SearchKind};
 use crate::units::{fmt_bytes, parse_bytes, parse_count, parse_duration};
 use crate::value::{ValueContent, HEADER_LEN};
@@ -797,6 +797,20 @@ pub static PARAMS: &[Param] = &[
         field: "fault",
         parse: |s| json(Fault::parse(s)),
         show: |w| w.fault.map(|f| f.to_string()).unwrap_or_else(|| "none".into()),
+    },
+    Param {
+        key: "provoke",
+        flag: "provoke",
+        short: None,
+        value_name: "WORK@TIME",
+        help: "Ask the server for background work at a moment of each measured run, to see what it does to the tail: bgsave@T or aof-rewrite@T (Redis: BGSAVE, BGREWRITEAOF), checkpoint@T (PostgreSQL: CHECKPOINT); T counts from the start of the warm-up. The run's background work (bands on the timeline, the p99 inside and outside them) shows what followed.",
+        default: None,
+        switch: None,
+        sweep: None,
+        excludes: &[],
+        field: "provoke",
+        parse: |s| json(Provoke::parse(s)),
+        show: |w| w.provoke.map(|p| p.to_string()).unwrap_or_else(|| "none".into()),
     },
     Param {
         key: "topology",

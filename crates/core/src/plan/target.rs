@@ -43,6 +43,9 @@ pub struct Capabilities {
     /// Why it cannot scan, when `ops` lacks scans.
     #[serde(default)]
     pub no_scan: Option<String>,
+    /// Background work it can be asked to start (`--provoke`).
+    #[serde(default)]
+    pub provokes: Vec<super::Work>,
 }
 
 /// The targets bakeoff knows, as the plan sees them (implemented by the
@@ -209,6 +212,18 @@ pub(super) fn check_capabilities(
         if w.fault.is_some() && !caps.network {
             return Err(format!(
                 "scans on {name} cannot run with a fault: the engine is then served from a child process over RESP, which has no scan; leave out the fault or the scans"
+            ));
+        }
+    }
+    if let Some(p) = w.provoke {
+        if !caps.provokes.contains(&p.work) {
+            let can = match caps.provokes.as_slice() {
+                [] => "none".to_string(),
+                list => list.iter().map(|w| w.name()).collect::<Vec<_>>().join(", "),
+            };
+            return Err(format!(
+                "target {name} cannot be asked for `{}` (--provoke); what it can be asked for: {can}",
+                p.work.name()
             ));
         }
     }
@@ -675,6 +690,7 @@ mod tests {
                     Vec::new()
                 },
                 no_scan: None,
+                provokes: Vec::new(),
             })
         }
         fn names(&self) -> Vec<String> {

@@ -225,6 +225,9 @@ pub struct Workload {
     /// A fault injected into the measured run, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fault: Option<super::Fault>,
+    /// Background work asked of the server during the measured run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provoke: Option<super::Provoke>,
     /// How many servers make the target, and how they share the work.
     #[serde(default, skip_serializing_if = "is_single")]
     pub topology: super::Topology,

@@ -159,7 +159,7 @@ fn read_back_until(
                 JobKind::ReadBack,
                 &job,
                 &mut || None,
-                &mut || {},
+                &mut super::job::NothingDuring,
                 observer,
             )
         })?

@@ -39,6 +39,27 @@ pub trait Observer {
     fn note(&mut self, _text: &str) {}
 }
 
+/// What a run does while one of its jobs goes on, on the thread that
+/// collects the job (each call holds that thread up, so keep it short).
+pub trait DuringJob {
+    /// The measure job's warm-up ended (read the server's cumulative
+    /// counters here, and they cover the measured phase alone).
+    fn warmed_up(&mut self) {}
+    /// When [`DuringJob::at`] is next due, seconds since the job's start.
+    fn due_s(&self) -> Option<f64> {
+        None
+    }
+    /// A due moment came, `t_s` seconds since the job's start.
+    fn at(&mut self, _t_s: f64) {}
+    /// Second `second` of the job (since its start), merged over the
+    /// workers: its phase and every operation's latency in it.
+    fn second(&mut self, _second: u32, _phase: Phase, _latency: &hdrhistogram::Histogram<u64>) {}
+}
+
+/// Nothing to do during a job.
+pub struct NothingDuring;
+impl DuringJob for NothingDuring {}
+
 /// An observer that shows nothing.
 pub struct Quiet;
 impl Observer for Quiet {}
@@ -150,16 +171,15 @@ pub(super) fn load_workload(w: &Workload) -> Workload {
 }
 
 /// Runs one job on `workload.threads` worker threads; the calling thread
-/// collects intervals, samples `resources` each second, calls `warmed_up`
-/// once as a measure job's warm-up ends (read the server's cumulative
-/// counters there, and they cover the measured phase alone) and tells
-/// `observer`.
+/// collects intervals, samples `resources` each second, calls `during` as
+/// a measure job's warm-up ends, at the moments it asks for and with each
+/// second, and tells `observer`.
 pub fn run_job(
     driver: &dyn Driver,
     kind: JobKind,
     ctx: &JobContext,
     resources: &mut dyn FnMut() -> Option<ProcSnapshot>,
-    warmed_up: &mut dyn FnMut(),
+    during: &mut dyn DuringJob,
     observer: &mut dyn Observer,
 ) -> Result<JobOutcome, TargetError> {
     let (tx, rx) = mpsc::channel::<Interval>();
@@ -193,14 +213,17 @@ pub fn run_job(
             .then(|| job.warmup_end_ns() as f64 / 1e9);
         loop {
             let all_done = handles.iter().all(|h| h.is_finished());
-            let due_s = [due_fault.map(|f| f.at_s), due_warm]
+            let due_s = [due_fault.map(|f| f.at_s), due_warm, during.due_s()]
                 .into_iter()
                 .flatten()
                 .reduce(f64::min);
-            collector.wait(&rx, due_s, resources, observer);
+            collector.wait(&rx, due_s, resources, during, observer);
             let elapsed = job.t0.elapsed().as_secs_f64();
             if due_warm.take_if(|at| elapsed >= *at).is_some() {
-                warmed_up();
+                during.warmed_up();
+            }
+            if during.due_s().is_some_and(|at| elapsed >= at) {
+                during.at(elapsed);
             }
             if let Some(f) = due_fault.take_if(|f| elapsed >= f.at_s && !all_done) {
                 collector.strike(&f, elapsed);
@@ -217,7 +240,7 @@ pub fn run_job(
             })
             .collect::<Result<Vec<_>, TargetError>>()
     })?;
-    collector.drain(&rx, resources, observer);
+    collector.drain(&rx, resources, during, observer);
     Ok(merge_outputs(&job, outputs, collector))
 }
 
@@ -272,6 +295,7 @@ impl<'j> Collector<'j> {
         rx: &mpsc::Receiver<Interval>,
         due_s: Option<f64>,
         resources: &mut dyn FnMut() -> Option<ProcSnapshot>,
+        during: &mut dyn DuringJob,
         observer: &mut dyn Observer,
     ) {
         let elapsed = self.job.t0.elapsed();
@@ -285,9 +309,7 @@ impl<'j> Collector<'j> {
             .min(Duration::from_millis(50));
         if let Ok(iv) = rx.recv_timeout(wait) {
             if let Some(iv) = self.add(iv) {
-                let p = timeline_point(&iv, self.phase_name(iv.second));
-                observer.second(self.job.kind, &p);
-                self.timeline.push(p);
+                self.push(&iv, during, observer);
             }
             return;
         }
@@ -296,6 +318,15 @@ impl<'j> Collector<'j> {
             self.sample(elapsed.as_secs_f64(), resources);
             self.next_sample += Duration::from_secs(1);
         }
+    }
+
+    /// A second merged over every worker, onto the timeline.
+    fn push(&mut self, iv: &Interval, during: &mut dyn DuringJob, observer: &mut dyn Observer) {
+        let phase = self.phase_name(iv.second);
+        let p = timeline_point(iv, phase);
+        during.second(iv.second, phase, &iv.latency);
+        observer.second(self.job.kind, &p);
+        self.timeline.push(p);
     }
 
     /// Adds one worker's second; the second merged over every worker once
@@ -351,15 +382,14 @@ impl<'j> Collector<'j> {
         &mut self,
         rx: &mpsc::Receiver<Interval>,
         resources: &mut dyn FnMut() -> Option<ProcSnapshot>,
+        during: &mut dyn DuringJob,
         observer: &mut dyn Observer,
     ) {
         while let Ok(iv) = rx.try_recv() {
             self.merge_in(iv);
         }
         for (_, (iv, _)) in std::mem::take(&mut self.pending) {
-            let p = timeline_point(&iv, self.phase_name(iv.second));
-            observer.second(self.job.kind, &p);
-            self.timeline.push(p);
+            self.push(&iv, during, observer);
         }
         self.timeline.sort_by_key(|p| p.t_s);
         let t = self.job.t0.elapsed().as_secs_f64();

@@ -327,7 +327,7 @@ impl Runs<'_> {
             JobKind::Load,
             &ctx,
             &mut || target.resources(),
-            &mut || {},
+            &mut super::job::NothingDuring,
             self.observer,
         )
         .map_err(|m| Stop::Ended(phase_failed("load", &m, target)))?;
@@ -365,17 +365,12 @@ impl Runs<'_> {
         let w = stage.workload();
         let now = || humantime::format_rfc3339_micros(std::time::SystemTime::now()).to_string();
         run.started_at = Some(now());
-        let mut warmed_up = || {
-            for e in extras.iter_mut() {
-                e.warmed_up(stage);
-            }
-        };
         let outcome = run_job(
             target.driver(),
             JobKind::Measure,
             stage.ctx,
             &mut || target.resources(),
-            &mut warmed_up,
+            &mut extras::During { stage, extras },
             self.observer,
         );
         run.ended_at = Some(now());
@@ -445,6 +440,7 @@ fn fresh_run(at: &RunAt, w: &Workload) -> RunResult {
         trace: None,
         server_time: None,
         bottleneck: None,
+        background: None,
     }
 }
 

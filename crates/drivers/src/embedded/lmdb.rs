@@ -303,6 +303,10 @@ impl Engine for LmdbEngine {
         (rc == 0).then_some(st.entries as u64)
     }
 
+    fn no_background(&self) -> Option<&'static str> {
+        Some("none: LMDB has no background threads; page reuse and the fsync happen inside each write's commit, and so inside its latency")
+    }
+
     fn describe(&self, kind: OpKind) -> String {
         match kind {
             OpKind::Search => "not supported".into(),

@@ -211,6 +211,18 @@ impl<E: Engine> Target for EmbeddedTarget<E> {
         self.driver.engine().keeps_fields()
     }
 
+    fn background_source(&self) -> Option<(&'static str, std::time::Duration)> {
+        self.driver.engine().background_source()
+    }
+
+    fn background(&self) -> Option<bakeoff_core::target::BackgroundLook> {
+        self.driver.engine().background()
+    }
+
+    fn no_background(&self) -> Option<&'static str> {
+        self.driver.engine().no_background()
+    }
+
     fn resources(&self) -> Option<ProcSnapshot> {
         let mut s = bakeoff_servers::proc_snapshot(std::process::id())?;
         s.disk_bytes = bakeoff_servers::dir_size(self.dir.path());

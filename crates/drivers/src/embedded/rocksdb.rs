@@ -5,10 +5,12 @@ use std::collections::BTreeMap;
 use std::ffi::{c_char, c_int, c_uchar, c_void, CStr, CString};
 use std::ptr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use bakeoff_core::embedded::EngineSession;
 use bakeoff_core::error::TargetError;
 use bakeoff_core::session::SessionError;
+use bakeoff_core::target::BackgroundLook;
 use bakeoff_core::workload::OpKind;
 
 use super::{DataDir, Engine, EngineError, OpenHow, Opened};
@@ -58,6 +60,7 @@ struct Api {
     iter_key: unsafe extern "C" fn(P, *mut usize) -> *const c_char,
     iter_value: unsafe extern "C" fn(P, *mut usize) -> *const c_char,
     iter_get_error: unsafe extern "C" fn(P, *mut *mut c_char),
+    property_int: unsafe extern "C" fn(P, *const c_char, *mut u64) -> c_int,
 }
 
 impl Api {
@@ -105,6 +108,7 @@ impl Api {
                 iter_key: dl::sym(&lib, "rocksdb_iter_key")?,
                 iter_value: dl::sym(&lib, "rocksdb_iter_value")?,
                 iter_get_error: dl::sym(&lib, "rocksdb_iter_get_error")?,
+                property_int: dl::sym(&lib, "rocksdb_property_int")?,
                 lib,
             })
         }
@@ -262,6 +266,59 @@ impl Engine for RocksEngine {
             (d.api.iter_destroy)(it);
         }
         Some(n)
+    }
+
+    fn background_source(&self) -> Option<(&'static str, Duration)> {
+        Some((
+            "rocksdb_property_int: running compactions and flushes, write stops and delays, every 100 ms (work shorter than that is seen only if it runs at a look)",
+            Duration::from_millis(100),
+        ))
+    }
+
+    fn background(&self) -> Option<BackgroundLook> {
+        let d = &self.db;
+        let property = |name: &CStr| {
+            let mut v = 0u64;
+            // SAFETY: an integer property of the open database, read into
+            // `v`; 0 means it was read.
+            let ok = unsafe { (d.api.property_int)(d.db, name.as_ptr(), &mut v) } == 0;
+            ok.then_some(v)
+        };
+        let mb = |b: u64| b as f64 / (1 << 20) as f64;
+        let mut look = BackgroundLook::default();
+        let compactions = property(c"rocksdb.num-running-compactions")?;
+        if compactions > 0 {
+            let pending = property(c"rocksdb.estimate-pending-compaction-bytes").unwrap_or(0);
+            look.running.push((
+                "compaction",
+                format!(
+                    "{compactions} running, {:.1} MB still to compact",
+                    mb(pending)
+                ),
+            ));
+        }
+        let flushes = property(c"rocksdb.num-running-flushes").unwrap_or(0);
+        if flushes > 0 {
+            let immutable = property(c"rocksdb.num-immutable-mem-table").unwrap_or(0);
+            look.running.push((
+                "flush",
+                format!("{flushes} running, {immutable} memtables waiting"),
+            ));
+        }
+        if property(c"rocksdb.is-write-stopped") == Some(1) {
+            look.running.push((
+                bakeoff_core::target::WRITE_STOP,
+                "writes stopped until compaction catches up".into(),
+            ));
+        }
+        let delayed = property(c"rocksdb.actual-delayed-write-rate").unwrap_or(0);
+        if delayed > 0 {
+            look.running.push((
+                bakeoff_core::target::WRITE_DELAY,
+                format!("writes slowed to {:.1} MB/s", mb(delayed)),
+            ));
+        }
+        Some(look)
     }
 
     fn describe(&self, kind: OpKind) -> String {

@@ -622,6 +622,10 @@ impl Engine for SqliteEngine {
         self.fields > 1
     }
 
+    fn no_background(&self) -> Option<&'static str> {
+        Some("none marked: SQLite's WAL checkpoint runs inside the commit that fills the WAL past 1,000 pages, and so inside that write's latency; bakeoff does not mark it on the timeline yet")
+    }
+
     fn describe(&self, kind: OpKind) -> String {
         if self.fields > 1 {
             return fields_table(self.fields).describe(kind);

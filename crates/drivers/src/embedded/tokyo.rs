@@ -726,6 +726,10 @@ impl Engine for TokyoEngine {
         })
     }
 
+    fn no_background(&self) -> Option<&'static str> {
+        Some("none: Tokyo Cabinet has no background threads; its defragmentation and syncs run inside the calls that trigger them, and so inside their latency")
+    }
+
     fn describe(&self, kind: OpKind) -> String {
         let (p, get) = match self.db.kind {
             Kind::Hash => ("tchdb", "tchdbget <key>"),

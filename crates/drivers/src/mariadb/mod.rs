@@ -98,6 +98,9 @@ pub const SETTINGS: &[Setting] = &[
 /// commit (MariaDB's default), 2 writes to the kernel, 0 leaves the log in
 /// memory for up to a second. With a binary log, a commit is only as
 /// durable as the binlog: recovery rolls back what it does not hold.
+/// Why MariaDB's background work is not on the timeline yet.
+pub(crate) const INNODB_NOT_READ: &str = "none read yet: bakeoff does not look at InnoDB's checkpoint age, page flushing or purge lag during a run";
+
 pub const DURABILITY: Durability = Durability {
     ceiling: DurableTo::PowerCut,
     rules: &[
@@ -1268,6 +1271,10 @@ impl AsyncDriver for MariaDriver {
         Some("MariaDB times statements only in performance_schema, off by default, which bakeoff does not turn on yet")
     }
 
+    fn no_background(&self, _managed: bool) -> Option<&'static str> {
+        Some(INNODB_NOT_READ)
+    }
+
     fn clock(&self) -> Option<std::io::Result<bakeoff_core::readings::ClockReading>> {
         let dsn = self.reach.primary().clone();
         let read = block_quick(async move {
@@ -1313,6 +1320,7 @@ pub const FACTS: crate::kind::TargetFacts = crate::kind::TargetFacts {
     in_default_comparison: true,
     settings: SETTINGS,
     durability: DURABILITY,
+    provokes: &[],
 };
 
 /// `mariadb`, as the registry knows it.

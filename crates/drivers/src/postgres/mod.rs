@@ -40,6 +40,7 @@ use crate::sql::{batch_insert, search_params, search_statements, FieldsTable};
 use crate::sql_server::{Node, Replication, ServerFacts, SqlServer};
 use bakeoff_core::durability::DurableTo;
 
+mod log;
 mod wire;
 use wire::PgConnector;
 
@@ -135,6 +136,15 @@ impl PgSettings {
             // leaves them out of a statement's time.
             "-c".into(),
             "track_wal_io_timing=on".into(),
+            // Background work with its times, in the log bakeoff reads
+            // while a run goes on: every checkpoint and autovacuum, each
+            // line after its moment.
+            "-c".into(),
+            format!("log_line_prefix={}", log::LOG_LINE_PREFIX),
+            "-c".into(),
+            "log_checkpoints=on".into(),
+            "-c".into(),
+            "log_autovacuum_min_duration=0".into(),
         ];
         let mut set = |k: &str, v: String| {
             a.push("-c".into());
@@ -1281,6 +1291,38 @@ impl AsyncDriver for PgDriver {
         })
     }
 
+    fn background_source(&self, managed: bool) -> Option<(&'static str, Duration)> {
+        managed.then_some((
+            "the server's log: checkpoint and autovacuum lines, with their times; read every 1 s",
+            Duration::from_secs(1),
+        ))
+    }
+
+    fn provoke(&self, work: bakeoff_core::plan::Work) -> Result<(), TargetError> {
+        if work != bakeoff_core::plan::Work::Checkpoint {
+            return Err(TargetError::Client(format!(
+                "postgres cannot be asked for {}",
+                work.name()
+            )));
+        }
+        let dsn = self.reach.primary().clone();
+        // A checkpoint writes every dirty buffer before it answers.
+        crate::async_target::block_within(Duration::from_secs(60), async move {
+            let c = connect(&dsn).await?;
+            c.batch_execute("CHECKPOINT")
+                .await
+                .map_err(|e| TargetError::Server(format!("CHECKPOINT: {e}")))
+        })
+    }
+
+    fn logged_background(&self, text: &str) -> (Vec<bakeoff_core::target::LoggedWork>, usize) {
+        log::logged_work(text)
+    }
+
+    fn no_background(&self, _managed: bool) -> Option<&'static str> {
+        Some("none read: bakeoff reads PostgreSQL's checkpoints and autovacuums from the log of a server it starts, and did not start this one")
+    }
+
     fn counter_rules(&self) -> &'static [CounterRule] {
         if self.fields > 1 {
             FIELDS_RULES
@@ -1411,6 +1453,7 @@ pub const FACTS: crate::kind::TargetFacts = crate::kind::TargetFacts {
     in_default_comparison: true,
     settings: SETTINGS,
     durability: DURABILITY,
+    provokes: &[bakeoff_core::plan::Work::Checkpoint],
 };
 
 /// `postgres`, as the registry knows it.

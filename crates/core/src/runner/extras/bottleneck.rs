@@ -7,8 +7,11 @@
 
 use crate::recorder::IoLoop;
 use crate::result::{
-    Bottleneck as BottleneckResult, BottleneckKind, ClientUsage, ResourceSample, RunResult,
+    BackgroundWork, Bottleneck as BottleneckResult, BottleneckKind, ClientUsage, ResourceSample,
+    RunResult,
 };
+
+use crate::target::{WRITE_DELAY, WRITE_STOP};
 
 use super::super::job::JobOutcome;
 use super::{Extra, Stage};
@@ -21,6 +24,9 @@ const BUSY: f64 = 85.0;
 /// the time is what the operations wait on (one client reading from disk
 /// keeps it busy about half the time, its thread the other half).
 const DISK_WAITED_ON: f64 = 40.0;
+/// Writes held back by the engine this share of the measured phase or
+/// more: its background work is what the run waits on.
+const HELD_BACK: f64 = 0.2;
 /// A rate reached to within this share is a run held to its rate.
 const RATE_REACHED: f64 = 0.95;
 
@@ -32,16 +38,19 @@ impl Extra for Bottleneck {
         &mut self,
         stage: &Stage,
         outcome: &mut JobOutcome,
-        _load_s: f64,
+        load_s: f64,
         run: &mut RunResult,
     ) -> Result<(), String> {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let measured = measured_samples(&outcome.resources, stage.workload().warmup_s);
+        let from = load_s + stage.workload().warmup_s;
         let ran = Ran {
             target: &run.target,
             client: &run.client,
             rate: run.workload.rate,
             throughput: run.measure.throughput_per_s,
+            held_back_s: held_back_s(run.background.as_ref(), from, from + run.measure.duration_s),
+            measured_s: run.measure.duration_s,
         };
         run.bottleneck = Some(name(&ran, &measured, cores));
         Ok(())
@@ -64,6 +73,32 @@ fn measured_samples(samples: &[ResourceSample], warmup_s: f64) -> Vec<ResourceSa
     }
 }
 
+/// The seconds between `from` and `to` on the run's timeline in which
+/// the engine held writes back (stopped or slowed them), by its own word.
+fn held_back_s(work: Option<&BackgroundWork>, from: f64, to: f64) -> f64 {
+    let Some(work) = work else {
+        return 0.0;
+    };
+    let mut stretches: Vec<(f64, f64)> = work
+        .bands
+        .iter()
+        .filter(|b| b.what == WRITE_STOP || b.what == WRITE_DELAY)
+        .map(|b| (b.from_s.max(from), b.to_s.min(to)))
+        .filter(|(a, b)| b > a)
+        .collect();
+    stretches.sort_by(|a, b| a.0.total_cmp(&b.0));
+    // Overlapping stretches (a stop inside a delay) count once.
+    let (mut sum, mut reached) = (0.0, f64::MIN);
+    for (a, b) in stretches {
+        let a = a.max(reached);
+        if b > a {
+            sum += b - a;
+            reached = b;
+        }
+    }
+    sum
+}
+
 /// The median of `values`, `None` when there are none.
 fn median(mut values: Vec<f64>) -> Option<f64> {
     values.sort_by(f64::total_cmp);
@@ -80,6 +115,10 @@ struct Ran<'a> {
     rate: Option<f64>,
     /// What it reached, ops/s.
     throughput: f64,
+    /// Seconds of the measured phase the engine held writes back.
+    held_back_s: f64,
+    /// The measured phase's length, seconds.
+    measured_s: f64,
 }
 
 /// The figures a bottleneck is judged from: medians of the measured
@@ -240,6 +279,15 @@ impl Figures {
                 ),
             );
         }
+        if run.measured_s > 0.0 && run.held_back_s >= HELD_BACK * run.measured_s {
+            return (
+                BottleneckKind::Background,
+                format!(
+                    "background work: {} stopped or slowed writes for {:.1} s of the {:.1} s measured (its compactions behind)",
+                    run.target, run.held_back_s, run.measured_s
+                ),
+            );
+        }
         if let Some(d) = f.device.filter(|&d| d >= DISK_WAITED_ON) {
             return (
                 BottleneckKind::Disk,
@@ -250,7 +298,7 @@ impl Figures {
         }
         (
             BottleneckKind::None,
-            "none of these: neither bakeoff, nor the server's busiest thread, nor the machine's CPUs, nor the data's disk were near full (locks and background work are not judged yet)".to_string(),
+            "none of these: neither bakeoff, nor the server's busiest thread, nor the machine's CPUs, nor the data's disk were near full, nor did the engine hold writes back (locks are not judged yet)".to_string(),
         )
     }
 }
@@ -304,6 +352,8 @@ mod tests {
             client,
             rate,
             throughput,
+            held_back_s: 0.0,
+            measured_s: 10.0,
         };
         let kind = |run: Ran, s: &[ResourceSample]| name(&run, s, 2).kind;
         let server_bound = samples(98.0, 103.0);
@@ -351,5 +401,34 @@ mod tests {
             s.device_busy_percent = Some(10.0);
         }
         assert_eq!(kind(ran(&c50, None, 1e3), &reading), BottleneckKind::None);
+        // Writes held back a fifth of the measured phase.
+        let held = Ran {
+            held_back_s: 2.5,
+            ..ran(&c50, None, 1e3)
+        };
+        assert_eq!(kind(held, &reading), BottleneckKind::Background);
+    }
+
+    /// Stops inside delays count once; what falls outside the window not.
+    #[test]
+    fn writes_held_back_inside_the_measured_phase() {
+        let band = |what: &str, from_s: f64, to_s: f64| crate::result::BackgroundBand {
+            what: what.into(),
+            from_s,
+            to_s,
+            ..Default::default()
+        };
+        let work = BackgroundWork {
+            bands: vec![
+                band(WRITE_DELAY, 0.0, 3.0),
+                band(WRITE_STOP, 2.0, 2.5),
+                band("compaction", 1.0, 9.0),
+                band(WRITE_STOP, 5.0, 6.0),
+                band(WRITE_DELAY, 9.5, 12.0),
+            ],
+            ..Default::default()
+        };
+        let held = held_back_s(Some(&work), 1.0, 10.0);
+        assert!((held - 3.5).abs() < 1e-9, "{held}");
     }
 }

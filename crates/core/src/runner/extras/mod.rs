@@ -8,6 +8,7 @@
 //! client-encoded values, a target of several nodes), in the order its
 //! hooks must run.
 
+mod background;
 mod bottleneck;
 mod disk;
 mod durability;
@@ -15,17 +16,20 @@ mod encoding;
 mod fault;
 mod link;
 mod nodes;
+mod provoke;
 mod replication;
 mod server_time;
 mod survived;
 mod sync_start;
 
+use hdrhistogram::Histogram;
+
 use crate::driver::JobKind;
 use crate::error::RunError;
 use crate::plan::{Plan, TargetSpec, Workload};
-use crate::result::RunResult;
+use crate::result::{Phase, RunResult};
 
-use super::job::{JobContext, JobOutcome, Observer};
+use super::job::{DuringJob, JobContext, JobOutcome, Observer};
 use crate::target::{Counters, Target};
 
 /// What every stage of one run sees.
@@ -72,6 +76,20 @@ pub(super) trait Extra {
     /// The measure job's warm-up ended (called from the thread that
     /// collects the job, while the workers go on), when it has one.
     fn warmed_up(&mut self, _stage: &Stage) {}
+
+    /// When the extra next wants [`Extra::at`] called while the measure
+    /// job runs, seconds since the job's start.
+    fn due_s(&self) -> Option<f64> {
+        None
+    }
+
+    /// A moment the extra asked for came (from the thread that collects
+    /// the measure job): `t_s` seconds since the job's start.
+    fn at(&mut self, _stage: &Stage, _t_s: f64) {}
+
+    /// A second of the measure job, merged over its workers: its index
+    /// since the job's start, its phase and its operations' latency.
+    fn second(&mut self, _second: u32, _phase: Phase, _latency: &Histogram<u64>) {}
 
     /// The measure job's outcome, before its timeline joins the run's
     /// (`load_s`: the seconds of the load before it on that timeline).
@@ -137,6 +155,12 @@ pub(super) fn for_run(stage: &Stage) -> Vec<Box<dyn Extra>> {
     if let Some(time) = server_time::ServerTime::of(stage.target) {
         extras.push(Box::new(time));
     }
+    if let Some(work) = background::Background::of(stage.target) {
+        extras.push(Box::new(work));
+    }
+    if let Some(asked) = workload.provoke {
+        extras.push(Box::new(provoke::Provoke::new(asked)));
+    }
     extras.push(Box::new(bottleneck::Bottleneck));
     if stage.plan.start.is_some() {
         extras.push(Box::new(sync_start::SyncStart));
@@ -151,4 +175,41 @@ pub(super) fn for_run(stage: &Stage) -> Vec<Box<dyn Extra>> {
         extras.push(Box::new(durability::Durability::default()));
     }
     extras
+}
+
+/// The extras of a run, as what it does while its measure job goes on.
+pub(super) struct During<'a, 's> {
+    /// The run's stage.
+    pub stage: &'a Stage<'s>,
+    /// Its extras.
+    pub extras: &'a mut [Box<dyn Extra>],
+}
+
+impl DuringJob for During<'_, '_> {
+    fn warmed_up(&mut self) {
+        for e in self.extras.iter_mut() {
+            e.warmed_up(self.stage);
+        }
+    }
+
+    fn due_s(&self) -> Option<f64> {
+        self.extras
+            .iter()
+            .filter_map(|e| e.due_s())
+            .reduce(f64::min)
+    }
+
+    fn at(&mut self, t_s: f64) {
+        for e in self.extras.iter_mut() {
+            if e.due_s().is_some_and(|at| at <= t_s) {
+                e.at(self.stage, t_s);
+            }
+        }
+    }
+
+    fn second(&mut self, second: u32, phase: Phase, latency: &Histogram<u64>) {
+        for e in self.extras.iter_mut() {
+            e.second(second, phase, latency);
+        }
+    }
 }
