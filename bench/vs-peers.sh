@@ -14,6 +14,9 @@
 # table shows the median of interleaved rounds; the counts are steady.
 #
 #   bench/vs-peers.sh [--rounds 3] [--duration 4] [--no-callgrind]
+#                     [--signals-ab]   (bakeoff also with --no-server-signals
+#                                       each round: what reading the server's
+#                                       own time and background work costs)
 #
 # Needs: redis-server, redis-tools (redis-benchmark), memcached,
 # libmemcached-tools (memcaslap), linux-perf, valgrind; memtier_benchmark is

@@ -26,6 +26,8 @@
 #                         [--mixes 100:0,50:50] [--servers postgres,mariadb]
 #                         [--transport tcp|unix]   (unix: over the servers' sockets)
 #                         [--no-callgrind]
+#                         [--signals-ab]   (bakeoff also with --no-server-signals
+#                                           each round: what looking costs)
 #
 # Needs: postgresql (pgbench, psql), mariadb-server and mariadb-client,
 # sysbench, linux-perf, valgrind (installed when missing).

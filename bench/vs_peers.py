@@ -143,6 +143,14 @@ class Bakeoff(Tool):
         return ops, m["throughput_per_s"], mean
 
 
+class BakeoffNoSignals(Bakeoff):
+    """bakeoff without reading the server's own signals (its time per
+    command, its background work): what looking costs."""
+
+    def command(self, op, pipeline, port, duration, ops=None, out=None):
+        return super().command(op, pipeline, port, duration, ops, out) + ["--no-server-signals"]
+
+
 class BakeoffOpen(Bakeoff):
     """bakeoff in open loop at a fixed rate: what sending on time costs."""
 
@@ -234,6 +242,8 @@ def main():
     ap.add_argument("--pipelines", default="1,16")
     ap.add_argument("--open-rates", default="10000,40000",
                     help="rates of the open-loop rows (bakeoff --rate, GET and SET on Redis, pipeline 1); empty for none")
+    ap.add_argument("--signals-ab", action="store_true",
+                    help="also run bakeoff with --no-server-signals in every round: what reading the server's own signals costs")
     args = ap.parse_args()
     pipelines = [int(p) for p in args.pipelines.split(",")]
     work = tempfile.mkdtemp(prefix="bakeoff-bench-")
@@ -250,6 +260,8 @@ def main():
         ports = {"redis": rport, "memcached": mport}
         tools = [Bakeoff("bakeoff", "redis", pipelines), RedisBenchmark("redis-benchmark", "redis", pipelines),
                  Bakeoff("bakeoff", "memcached", pipelines), Memaslap("memaslap", "memcached", [1])]
+        if args.signals_ab:
+            tools += [BakeoffNoSignals("bakeoff-nosignals", s, pipelines) for s in ("redis", "memcached")]
         for rate in [int(r) for r in args.open_rates.split(",") if r]:
             tools.append(BakeoffOpen(f"bakeoff@{rate}", "redis", [1], rate))
         memtier = os.environ.get("MEMTIER") or shutil.which("memtier_benchmark")
@@ -298,7 +310,7 @@ def main():
         ir = {}
         if not args.no_callgrind:
             for t in tools:
-                if isinstance(t, BakeoffOpen):
+                if isinstance(t, (BakeoffOpen, BakeoffNoSignals)):
                     continue
                 for p in t.pipelines:
                     small, large = 20_000, 60_000
@@ -354,6 +366,14 @@ def report(results, ir, tools):
                 fastest = max(peers, key=lambda g: g[4])
                 print(f"  {server:9} P{p:<2} {op}: syscalls/op {m[6]:.3f} (goal <= 1); CPU/op {m[5] / cheapest[5]:.2f} x "
                       f"cheapest peer {cheapest[3]} (goal <= 0.8); ops/s {m[4] / fastest[4]:.2f} x fastest peer {fastest[3]} (goal > 1)")
+    # What reading the server's own signals costs: the same client with and without.
+    for g in goals:
+        server, p, op, name = g[:4]
+        if name == "bakeoff-nosignals":
+            on = [c for c in goals if c[:4] == (server, p, op, "bakeoff")]
+            if on:
+                print(f"  {server:9} P{p:<2} {op} reading the server's signals: ops/s {on[0][4] / g[4]:.3f} x, "
+                      f"CPU/op {on[0][5] / g[5]:.3f} x without (goal: within noise)")
     # Open loop: what sending on time costs against the same client in closed loop.
     for g in goals:
         server, p, op, name = g[:4]

@@ -127,6 +127,13 @@ class Bakeoff(Tool):
         return m["throughput_per_s"], m["all"]["mean_ns"] / 1e9
 
 
+class BakeoffNoSignals(Bakeoff):
+    """bakeoff without reading the server's own signals: what looking costs."""
+
+    def command(self, url, mix, conns, duration, out, work, ops=None):
+        return super().command(url, mix, conns, duration, out, work, ops) + ["--no-server-signals"]
+
+
 class Pgbench(Tool):
     def command(self, url, mix, conns, duration, out, work, ops=None):
         get, upd = pg_scripts(work)
@@ -175,6 +182,8 @@ def main():
     ap.add_argument("--servers", default="postgres,mariadb")
     ap.add_argument("--transport", choices=["tcp", "unix"], default="tcp",
                     help="unix: every tool reaches each server over its Unix socket")
+    ap.add_argument("--signals-ab", action="store_true",
+                    help="also run bakeoff with --no-server-signals in every round: what reading the server's own signals costs")
     ap.add_argument("--no-callgrind", action="store_true",
                     help="skip counting instructions per statement under valgrind")
     args = ap.parse_args()
@@ -207,6 +216,8 @@ def main():
             tools += [Bakeoff("bakeoff", "postgres"), Pgbench("pgbench", "postgres")]
         if "mariadb" in wanted:
             tools += [Bakeoff("bakeoff", "mariadb"), Sysbench("sysbench", "mariadb")]
+        if args.signals_ab:
+            tools += [BakeoffNoSignals("bakeoff-nosignals", s) for s in wanted if s in ("postgres", "mariadb")]
         for server in {t.server for t in tools}:
             subprocess.run([BAKEOFF, "run", "-t", urls[server], "--records", str(PEER_FIRST + RECORDS), "--value-size", str(VALUE),
                             "--ops", "1", "--warmup", "0", "--clients", "16", "-q", "-o", os.path.join(work, "fill.json")],
@@ -237,6 +248,8 @@ def main():
             # the server counted (start-up and connections cancel out).
             conns, small, large = 16, 16_000, 48_000
             for t in tools:
+                if isinstance(t, BakeoffNoSignals):
+                    continue
                 try:
                     out = os.path.join(work, "cg.json")
                     counts = []
@@ -282,13 +295,17 @@ def report(results, ir, tools, transport):
     for (server, conns, mix, name), mine in sorted(rows.items()):
         if name != "bakeoff":
             continue
-        peer = next((v for k, v in rows.items() if k[:3] == (server, conns, mix) and k[3] != "bakeoff"), None)
+        peer = next((v for k, v in rows.items() if k[:3] == (server, conns, mix) and not k[3].startswith("bakeoff")), None)
         if peer:
             print(f"  {server:8} c{conns:<3} {mix:6}: CPU/op {mine[1] / peer[1]:.2f} x, ops/s {mine[0] / peer[0]:.2f} x")
+        off = rows.get((server, conns, mix, "bakeoff-nosignals"))
+        if off:
+            print(f"  {server:8} c{conns:<3} {mix:6}: reading the server's signals: ops/s {mine[0] / off[0]:.3f} x, "
+                  f"CPU/op {mine[1] / off[1]:.3f} x without (goal: within noise)")
     if ir:
         print("\ninstructions per statement (callgrind, 16 connections, 100:0, the client process):")
         for (server, name), n in sorted(ir.items()):
-            peer = next((v for k, v in ir.items() if k[0] == server and k[1] != name), None)
+            peer = next((v for k, v in ir.items() if k[0] == server and not k[1].startswith("bakeoff")), None)
             ratio = f" ({n / peer:.2f} x the peer)" if peer and name == "bakeoff" else ""
             print(f"  {server:8} {name:9} {n:>8,.0f}{ratio}")
 

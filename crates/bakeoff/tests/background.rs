@@ -182,3 +182,39 @@ fn work_a_target_cannot_do_is_refused_with_what_it_can() {
     let err = expect_exit(&["run", "-t", "redis", "--provoke", "vacuum@1s"], 2);
     assert!(err.contains("bgsave, aof-rewrite, checkpoint"), "{err}");
 }
+
+/// `--sweep-server-signals on,off`: the run with them reads the server's
+/// time and background work, the run without reads neither (what looking
+/// costs is measured that way).
+#[test]
+fn server_signals_are_read_only_when_on() {
+    if !require("redis-server", "redis-server") {
+        return;
+    }
+    let _g = beside_others();
+    let r = run_ok(&[
+        "run",
+        "-t",
+        "redis",
+        "--records",
+        "2000",
+        "--duration",
+        "1s",
+        "--warmup",
+        "0",
+        "--sweep-server-signals",
+        "on,off",
+    ]);
+    let runs = r["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    let (on, off) = (&runs[0], &runs[1]);
+    assert_eq!(on["point"]["server_signals"], "on", "{}", on["point"]);
+    assert!(on["server_time"]["commands"]
+        .as_array()
+        .is_some_and(|c| !c.is_empty()));
+    assert_eq!(on["background"]["every_ms"], 100);
+    assert!(
+        off["server_time"].is_null() && off["background"].is_null(),
+        "{off}"
+    );
+}

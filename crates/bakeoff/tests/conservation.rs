@@ -423,3 +423,49 @@ fn postgres_time_inside_the_server_is_the_measured_phases() {
         run["server_time"]
     );
 }
+
+/// MariaDB with performance_schema on (`mariadb[performance_schema=true]`):
+/// its time in prepared statements over the measured phase, every execute
+/// in one row (binary-protocol executes carry no digest) beside every
+/// operation's client time; without it, the report says how to turn it on.
+#[test]
+fn mariadb_time_inside_the_server_with_performance_schema() {
+    if !require("mariadbd", "mariadb-server") {
+        return;
+    }
+    let _g = beside_others();
+    let r = run_ok(&[
+        "run",
+        "-t",
+        "mariadb,mariadb[performance_schema=true]",
+        "--records",
+        "2000",
+        "--duration",
+        "1s",
+        "--warmup",
+        "500ms",
+    ]);
+    let runs = r["runs"].as_array().unwrap();
+    let off = &runs[0]["server_time"];
+    assert!(
+        off["source"]
+            .as_str()
+            .unwrap()
+            .contains("mariadb[performance_schema=true]"),
+        "{off}"
+    );
+    let on = &runs[1];
+    let times = on["server_time"]["commands"].as_array().unwrap();
+    assert_eq!(times.len(), 1, "{times:?}");
+    let calls = times[0]["calls"].as_u64().unwrap();
+    let measured: u64 = ["get", "set"].iter().map(|k| sent(on, "measure", k)).sum();
+    assert!(
+        calls.abs_diff(measured) * 100 <= measured * 10,
+        "the server counted {calls} executes, the measured phase sent {measured}"
+    );
+    let (server, client) = (
+        times[0]["server_mean_us"].as_f64().unwrap(),
+        times[0]["client_mean_us"].as_f64().unwrap(),
+    );
+    assert!(server > 0.0 && server < client, "{times:?}");
+}

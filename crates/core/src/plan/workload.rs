@@ -228,6 +228,11 @@ pub struct Workload {
     /// Background work asked of the server during the measured run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provoke: Option<super::Provoke>,
+    /// Whether the server's own signals are read during each run (its
+    /// time per command, its background work); off only to measure what
+    /// reading them costs.
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    pub server_signals: bool,
     /// How many servers make the target, and how they share the work.
     #[serde(default, skip_serializing_if = "is_single")]
     pub topology: super::Topology,
@@ -363,6 +368,10 @@ fn one() -> u32 {
 
 fn yes() -> bool {
     true
+}
+
+fn is_true(b: &bool) -> bool {
+    *b
 }
 
 impl Workload {

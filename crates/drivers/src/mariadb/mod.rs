@@ -22,7 +22,7 @@ use bakeoff_core::plan::{Endpoint, Plan, RequestMode, TargetSpec, Topology, Work
 use bakeoff_core::profile::{Profile, Query, RecordKind};
 use bakeoff_core::recorder::ErrorKind;
 use bakeoff_core::session::{io_error_kind, Session, SessionError, SessionResult};
-use bakeoff_core::target::{CounterRule, Counters, Target};
+use bakeoff_core::target::{CommandTime, CounterRule, Counters, Target};
 use bakeoff_core::workload::OpKind;
 use bakeoff_servers::{ManagedServer, ServerCommand, ServerError};
 use mysql_async::prelude::Queryable;
@@ -77,6 +77,13 @@ const MAX_CONNECTIONS: Setting = Setting {
     help: "connection limit (MariaDB raises values below 10 to 10)",
 };
 
+const PERFORMANCE_SCHEMA: Setting = Setting {
+    name: "performance_schema",
+    kind: Kind::Flag,
+    default: Some("false"),
+    help: "time every statement in performance_schema, so that the report sets the server's time beside the client's (off by default, as MariaDB ships it: see docs/trust.md for what it costs here)",
+};
+
 /// `[servers.mariadb]`.
 pub const SETTINGS: &[Setting] = &[
     BUFFER_POOL,
@@ -84,6 +91,7 @@ pub const SETTINGS: &[Setting] = &[
     BINLOG,
     SYNC_BINLOG,
     MAX_CONNECTIONS,
+    PERFORMANCE_SCHEMA,
     PORT,
     Setting {
         name: "semisync",
@@ -156,6 +164,7 @@ pub(crate) struct MariaSettings {
     binlog: bool,
     sync_binlog: Option<u64>,
     max_connections: u64,
+    performance_schema: bool,
     /// Fixed SQL port, if the preset names one.
     pub(crate) port: Option<u16>,
 }
@@ -180,6 +189,7 @@ impl MariaSettings {
             binlog,
             sync_binlog,
             max_connections: s.count("max_connections")?.unwrap_or_default(),
+            performance_schema: s.flag("performance_schema")?.unwrap_or_default(),
             port: s.port("port")?,
         })
     }
@@ -216,6 +226,28 @@ impl MariaSettings {
         }
         if let Some(n) = self.sync_binlog {
             a.push(format!("--sync-binlog={n}"));
+        }
+        if self.performance_schema {
+            a.push("--performance-schema=ON".into());
+            // Only the statements' summaries are read: no history, no
+            // digests (binary-protocol executes have none), no text, which
+            // would take some 150 MB of memory for nothing.
+            for size in [
+                "events-statements-history-long-size",
+                "events-statements-history-size",
+                "events-stages-history-long-size",
+                "events-stages-history-size",
+                "events-waits-history-long-size",
+                "events-waits-history-size",
+                "events-transactions-history-long-size",
+                "events-transactions-history-size",
+                "digests-size",
+                "max-digest-length",
+                "max-sql-text-length",
+                "session-connect-attrs-size",
+            ] {
+                a.push(format!("--performance-schema-{size}=0"));
+            }
         }
         a
     }
@@ -999,6 +1031,43 @@ pub(crate) fn status_counters(dsn: &Dsn, names: &[&str]) -> Option<Counters> {
     .ok()
 }
 
+/// Where MariaDB's time per statement comes from.
+const STATEMENT_TIMES: &str = "performance_schema.events_statements_summary_global_by_event_name (COUNT_STAR, SUM_TIMER_WAIT)";
+
+/// The server's time in prepared statements so far, from
+/// performance_schema where it is on (`None` where it is off): binary
+/// protocol executes carry no digest, so every prepared statement, read or
+/// write, is one row, `statement/com/Execute`, against every operation's
+/// client time.
+fn statement_times(dsn: &Dsn) -> Option<Vec<CommandTime>> {
+    let dsn = dsn.clone();
+    block_quick(async move {
+        let mut c = connect(&dsn, None).await?;
+        let row: Option<(u64, u64)> = c
+            .query_first(
+                "SELECT COUNT_STAR, SUM_TIMER_WAIT \
+                 FROM performance_schema.events_statements_summary_global_by_event_name \
+                 WHERE EVENT_NAME = 'statement/com/Execute' AND @@performance_schema = 1",
+            )
+            .await
+            .map_err(|e| TargetError::Server(e.to_string()))?;
+        Ok(row)
+    })
+    .ok()
+    .flatten()
+    .map(|(calls, picoseconds)| {
+        vec![CommandTime {
+            command: "COM_STMT_EXECUTE (every prepared statement, reads and writes together)"
+                .into(),
+            kinds: &OpKind::ALL,
+            calls,
+            usec: picoseconds / 1_000_000,
+            apart: false,
+            histogram_usec: Vec::new(),
+        }]
+    })
+}
+
 /// Rows in `bakeoff.TABLE`, if the server answers.
 pub(crate) fn count_rows(dsn: &Dsn, table: &str) -> Option<u64> {
     let dsn = dsn.clone();
@@ -1267,8 +1336,12 @@ impl AsyncDriver for MariaDriver {
         self.fields > 1
     }
 
+    fn command_times(&self) -> Option<(&'static str, Vec<CommandTime>)> {
+        statement_times(self.reach.primary()).map(|t| (STATEMENT_TIMES, t))
+    }
+
     fn no_command_times(&self) -> Option<&'static str> {
-        Some("MariaDB times statements only in performance_schema, off by default, which bakeoff does not turn on yet")
+        Some("MariaDB times statements only in performance_schema, off by default; mariadb[performance_schema=true] turns it on where bakeoff starts the server")
     }
 
     fn no_background(&self, _managed: bool) -> Option<&'static str> {

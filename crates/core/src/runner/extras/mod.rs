@@ -152,11 +152,13 @@ pub(super) fn for_run(stage: &Stage) -> Vec<Box<dyn Extra>> {
         extras.push(Box::new(replication::Replication::default()));
     }
     extras.push(Box::new(disk::Disk::default()));
-    if let Some(time) = server_time::ServerTime::of(stage.target) {
-        extras.push(Box::new(time));
-    }
-    if let Some(work) = background::Background::of(stage.target) {
-        extras.push(Box::new(work));
+    if workload.server_signals {
+        if let Some(time) = server_time::ServerTime::of(stage.target) {
+            extras.push(Box::new(time));
+        }
+        if let Some(work) = background::Background::of(stage.target) {
+            extras.push(Box::new(work));
+        }
     }
     if let Some(asked) = workload.provoke {
         extras.push(Box::new(provoke::Provoke::new(asked)));
