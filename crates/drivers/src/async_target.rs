@@ -75,6 +75,17 @@ pub trait AsyncDriver: Driver {
     fn background_source(&self, _managed: bool) -> Option<(&'static str, Duration)> {
         None
     }
+    /// One look at the server's background work through its own counters
+    /// (see `Target::background`); `None` where it has none or did not
+    /// answer.
+    fn background_look(&self) -> Option<BackgroundLook> {
+        None
+    }
+    /// Whether the server logs its background work (see
+    /// [`AsyncDriver::logged_background`]).
+    fn logs_background(&self) -> bool {
+        false
+    }
     /// The background work logged in `text`, lines of the server's log
     /// new since the last look, and the bytes of it read (a message not
     /// yet whole is left for the next look).
@@ -159,6 +170,32 @@ impl<D: AsyncDriver> AsyncTarget<D> {
         self.relay = relay;
         self
     }
+
+    /// The background work the server logged since the last look, where
+    /// bakeoff started it (and so owns its log); `None` otherwise.
+    fn logged_background(&self) -> Option<Vec<LoggedWork>> {
+        if !self.driver.logs_background() {
+            return None;
+        }
+        let path = self.server.as_ref()?.lock().log_path();
+        let mut read = self.log_read.lock().unwrap_or_else(|e| e.into_inner());
+        let len = std::fs::metadata(&path).ok()?.len();
+        // The first look starts at the log's end: the work before the job
+        // is not the job's.
+        let from = *read.get_or_insert(len);
+        if len <= from {
+            // A restarted server's log is appended to, never shorter.
+            return Some(Vec::new());
+        }
+        let mut file = std::fs::File::open(&path).ok()?;
+        file.seek(SeekFrom::Start(from)).ok()?;
+        let mut bytes = Vec::new();
+        file.take(len - from).read_to_end(&mut bytes).ok()?;
+        let text = String::from_utf8_lossy(&bytes);
+        let (logged, used) = self.driver.logged_background(&text);
+        *read = Some(from + used as u64);
+        Some(logged)
+    }
 }
 
 impl<D: AsyncDriver> Target for AsyncTarget<D> {
@@ -204,26 +241,13 @@ impl<D: AsyncDriver> Target for AsyncTarget<D> {
     }
 
     fn background(&self) -> Option<BackgroundLook> {
-        let path = self.server.as_ref()?.lock().log_path();
-        let mut read = self.log_read.lock().unwrap_or_else(|e| e.into_inner());
-        let len = std::fs::metadata(&path).ok()?.len();
-        // The first look starts at the log's end: the work before the job
-        // is not the job's.
-        let from = *read.get_or_insert(len);
-        if len <= from {
-            // A restarted server's log is appended to, never shorter.
-            return Some(BackgroundLook::default());
-        }
-        let mut file = std::fs::File::open(&path).ok()?;
-        file.seek(SeekFrom::Start(from)).ok()?;
-        let mut bytes = Vec::new();
-        file.take(len - from).read_to_end(&mut bytes).ok()?;
-        let text = String::from_utf8_lossy(&bytes);
-        let (logged, used) = self.driver.logged_background(&text);
-        *read = Some(from + used as u64);
+        let counted = self.driver.background_look();
+        let Some(logged) = self.logged_background() else {
+            return counted;
+        };
         Some(BackgroundLook {
             logged,
-            ..BackgroundLook::default()
+            ..counted.unwrap_or_default()
         })
     }
 

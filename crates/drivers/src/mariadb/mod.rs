@@ -22,7 +22,7 @@ use bakeoff_core::plan::{Endpoint, Plan, RequestMode, TargetSpec, Topology, Work
 use bakeoff_core::profile::{Profile, Query, RecordKind};
 use bakeoff_core::recorder::ErrorKind;
 use bakeoff_core::session::{io_error_kind, Session, SessionError, SessionResult};
-use bakeoff_core::target::{CommandTime, CounterRule, Counters, Target};
+use bakeoff_core::target::{BackgroundLook, CommandTime, CounterRule, Counters, Target};
 use bakeoff_core::workload::OpKind;
 use bakeoff_servers::{ManagedServer, ServerCommand, ServerError};
 use mysql_async::prelude::Queryable;
@@ -106,8 +106,54 @@ pub const SETTINGS: &[Setting] = &[
 /// commit (MariaDB's default), 2 writes to the kernel, 0 leaves the log in
 /// memory for up to a second. With a binary log, a commit is only as
 /// durable as the binlog: recovery rolls back what it does not hold.
-/// Why MariaDB's background work is not on the timeline yet.
-pub(crate) const INNODB_NOT_READ: &str = "none read yet: bakeoff does not look at InnoDB's checkpoint age, page flushing or purge lag during a run";
+/// Why HandlerSocket's background work is not on the timeline.
+pub(crate) const INNODB_NOT_READ: &str = "none read: bakeoff looks at InnoDB's page flushing and checkpoint age on target mariadb, not yet through HandlerSocket";
+
+/// The status InnoDB's background work is read from.
+const INNODB_BACKGROUND: &[&str] = &[
+    "Innodb_buffer_pool_pages_flushed",
+    "Innodb_buffer_pool_pages_dirty",
+    "Innodb_checkpoint_age",
+    "Innodb_checkpoint_max_age",
+    "Innodb_history_list_length",
+];
+
+/// A checkpoint age past this share of its maximum: InnoDB flushes hard,
+/// and writes wait once it reaches the maximum.
+const REDO_NEAR_FULL: f64 = 0.75;
+
+/// InnoDB's background work at one look: pages written by its flushing
+/// since the look before, and a redo log near full.
+fn innodb_look(flushed: u64, dirty: u64, age: u64, max_age: u64, history: u64) -> BackgroundLook {
+    let mb = |b: u64| b as f64 / (1 << 20) as f64;
+    let share = if max_age > 0 {
+        age as f64 / max_age as f64
+    } else {
+        0.0
+    };
+    let mut look = BackgroundLook::default();
+    if flushed > 0 {
+        look.running.push((
+            "page flush",
+            format!(
+                "{flushed} pages written since the last look, {dirty} dirty; checkpoint age {:.1} MB of {:.1} MB ({:.0} %); {history} undo records to purge",
+                mb(age),
+                mb(max_age),
+                share * 100.0
+            ),
+        ));
+    }
+    if share >= REDO_NEAR_FULL {
+        look.running.push((
+            "redo log near full",
+            format!(
+                "checkpoint age {:.0} % of its maximum: InnoDB flushes hard, and writes wait at the maximum",
+                share * 100.0
+            ),
+        ));
+    }
+    look
+}
 
 pub const DURABILITY: Durability = Durability {
     ceiling: DurableTo::PowerCut,
@@ -171,7 +217,12 @@ pub(crate) struct MariaSettings {
 
 impl MariaSettings {
     fn parse(table: Option<&toml::Table>) -> Result<Self, TargetError> {
-        Self::read(&Settings::new(table, SETTINGS)?)
+        let s = Settings::new(table, SETTINGS)?;
+        Ok(MariaSettings {
+            // HandlerSocket's requests are not statements: its own.
+            performance_schema: s.flag("performance_schema")?.unwrap_or_default(),
+            ..Self::read(&s)?
+        })
     }
 
     /// Reads the server's keys from `s`, leaving others to the caller.
@@ -189,7 +240,7 @@ impl MariaSettings {
             binlog,
             sync_binlog,
             max_connections: s.count("max_connections")?.unwrap_or_default(),
-            performance_schema: s.flag("performance_schema")?.unwrap_or_default(),
+            performance_schema: false,
             port: s.port("port")?,
         })
     }
@@ -684,6 +735,8 @@ pub struct MariaDriver {
     /// Sessions whose requests are the phased script, for measured
     /// requests when `phased`.
     phased_sessions: Box<dyn Carrier>,
+    /// InnoDB's pages flushed at the last look at its background work.
+    flushed: std::sync::Mutex<Option<u64>>,
 }
 
 impl MariaDriver {
@@ -727,6 +780,7 @@ impl MariaDriver {
             wire,
             sessions,
             phased_sessions,
+            flushed: Default::default(),
         })
     }
 }
@@ -1344,8 +1398,26 @@ impl AsyncDriver for MariaDriver {
         Some("MariaDB times statements only in performance_schema, off by default; mariadb[performance_schema=true] turns it on where bakeoff starts the server")
     }
 
-    fn no_background(&self, _managed: bool) -> Option<&'static str> {
-        Some(INNODB_NOT_READ)
+    fn background_source(&self, _managed: bool) -> Option<(&'static str, Duration)> {
+        Some((
+            "SHOW GLOBAL STATUS: InnoDB's pages flushed and checkpoint age against its maximum, every 1 s",
+            Duration::from_secs(1),
+        ))
+    }
+
+    fn background_look(&self) -> Option<BackgroundLook> {
+        let st = status_counters(self.reach.primary(), INNODB_BACKGROUND)?;
+        let n = |k: &str| st.get(k).copied().unwrap_or(0);
+        let mut last = self.flushed.lock().unwrap_or_else(|e| e.into_inner());
+        let flushed = n("Innodb_buffer_pool_pages_flushed");
+        let before = last.replace(flushed);
+        Some(innodb_look(
+            flushed.saturating_sub(before.unwrap_or(flushed)),
+            n("Innodb_buffer_pool_pages_dirty"),
+            n("Innodb_checkpoint_age"),
+            n("Innodb_checkpoint_max_age"),
+            n("Innodb_history_list_length"),
+        ))
     }
 
     fn clock(&self) -> Option<std::io::Result<bakeoff_core::readings::ClockReading>> {
@@ -1479,5 +1551,31 @@ impl SqlServer for Mariadb {
             workload.request == RequestMode::Phases,
             workload.fields as usize,
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Pages written since the last look are flushing at work; a
+    /// checkpoint age past three quarters of its maximum is a redo log
+    /// near full; neither, nothing.
+    #[test]
+    fn innodb_flushing_and_a_redo_log_near_full() {
+        let mb = 1 << 20;
+        let busy = innodb_look(868, 3379, 70 * mb, 77 * mb, 15792);
+        let names: Vec<&str> = busy.running.iter().map(|(w, _)| *w).collect();
+        assert_eq!(names, ["page flush", "redo log near full"]);
+        assert!(
+            busy.running[0].1.starts_with("868 pages written"),
+            "{:?}",
+            busy.running[0]
+        );
+        assert!(busy.running[1].1.contains("91 %"), "{:?}", busy.running[1]);
+        assert_eq!(
+            innodb_look(0, 10, 10 * mb, 77 * mb, 0),
+            BackgroundLook::default()
+        );
     }
 }

@@ -1315,6 +1315,10 @@ impl AsyncDriver for PgDriver {
         })
     }
 
+    fn logs_background(&self) -> bool {
+        true
+    }
+
     fn logged_background(&self, text: &str) -> (Vec<bakeoff_core::target::LoggedWork>, usize) {
         log::logged_work(text)
     }
