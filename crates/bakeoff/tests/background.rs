@@ -120,14 +120,15 @@ fn a_bgsave_asked_mid_run_shows_its_fork_and_the_save() {
 }
 
 /// Writes of 4 KB into a RocksDB of 4 MB memtables: its flushes and
-/// compactions are bands; LMDB, with no background threads, says so.
+/// compactions are bands; SQLite's WAL checkpoints are marks; LMDB, with
+/// no background threads, says so.
 #[test]
-fn a_rocksdb_write_run_shows_its_compactions_and_lmdb_says_it_has_none() {
+fn a_write_run_shows_rocksdbs_compactions_and_sqlites_checkpoints_and_lmdb_says_it_has_none() {
     let _g = beside_others();
     let r = run_ok(&[
         "run",
         "-t",
-        "rocksdb,lmdb",
+        "rocksdb,lmdb,sqlite",
         "--records",
         "20000",
         "--value-size",
@@ -151,6 +152,15 @@ fn a_rocksdb_write_run_shows_its_compactions_and_lmdb_says_it_has_none() {
     );
     assert!(!bands(rocks, "flush").is_empty(), "{}", rocks["background"]);
     assert_eq!(rocks["background"]["every_ms"], 100);
+    let sqlite = run("sqlite");
+    let checkpoints = bands(sqlite, "WAL checkpoint");
+    assert!(
+        checkpoints
+            .iter()
+            .any(|b| b["detail"].as_str().unwrap().contains("pages")),
+        "{}",
+        sqlite["background"]
+    );
     let lmdb = &run("lmdb")["background"];
     assert!(
         lmdb["source"].as_str().unwrap().starts_with("none: LMDB"),
