@@ -169,7 +169,7 @@ fn fresh_secret() -> String {
 fn start_with(
     settings: &HsSettings,
     secret: &str,
-    memory_cap: Option<u64>,
+    limits: bakeoff_servers::Limits,
     lazy_disk: bool,
 ) -> Result<(ManagedServer, mariadb::Dsn, SocketAddr), TargetError> {
     let plugin = plugin_path().ok_or_else(|| available().unwrap_err())?;
@@ -205,7 +205,7 @@ fn start_with(
         .is_ok()
     };
     let (server, dsn) =
-        mariadb::start_managed(&settings.server, &extra, &ready, memory_cap, lazy_disk)?;
+        mariadb::start_managed(&settings.server, &extra, &ready, limits, lazy_disk)?;
     let write_port = ports.get().1;
     if bakeoff_servers::listens_on(server.pid, write_port) == Some(false) {
         return Err(TargetError::Server(format!(
@@ -223,7 +223,8 @@ pub fn start(
     secret: &str,
 ) -> Result<(ManagedServer, SocketAddr), TargetError> {
     let settings = HsSettings::parse(table)?;
-    let (server, dsn, addr) = start_with(&settings, secret, None, false)?;
+    let (server, dsn, addr) =
+        start_with(&settings, secret, bakeoff_servers::Limits::default(), false)?;
     crate::async_target::block(async move {
         let mut c = mariadb::connect(&dsn, None).await?;
         mariadb::create_kv(&mut c).await
@@ -436,7 +437,7 @@ impl crate::kind::TargetKind for HandlerSocket {
                 let (server, dsn, addr) = start_with(
                     &settings,
                     &secret,
-                    workload.memory_cap,
+                    bakeoff_servers::Limits::of(workload),
                     workload.cuts_power(),
                 )?;
                 let command_line = format!("{} {}", server.binary.display(), server.args.join(" "))

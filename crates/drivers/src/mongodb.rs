@@ -1198,12 +1198,18 @@ impl crate::kind::TargetKind for Mongodb {
             }
             None => {
                 let mut started = start_on(plan.settings_of(spec), workload.cuts_power())?;
-                if let Some(limit) = workload.memory_cap {
-                    // The cap is on whichever keeps the documents.
-                    match started.backend.as_mut() {
-                        Some(pg) => pg.cap_memory(limit)?,
-                        None => started.server.cap_memory(limit)?,
+                let limits = bakeoff_servers::Limits::of(workload);
+                match started.backend.as_mut() {
+                    // The memory cap is on whichever keeps the documents;
+                    // both run on the CPUs given.
+                    Some(pg) => {
+                        pg.limit(limits)?;
+                        started.server.limit(bakeoff_servers::Limits {
+                            memory: None,
+                            ..limits
+                        })?;
                     }
+                    None => started.server.limit(limits)?,
                 }
                 let dsn = local(started.server.addr.port());
                 (

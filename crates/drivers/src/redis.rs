@@ -333,9 +333,7 @@ fn open_one(
             };
             let mut server =
                 ManagedServer::start(&cmd).map_err(|e| TargetError::Server(e.to_string()))?;
-            if let Some(limit) = workload.memory_cap {
-                server.cap_memory(limit)?;
-            }
+            server.limit(bakeoff_servers::Limits::of(workload))?;
             let addr = server.addr;
             (Some(server), addr, "managed", None)
         }

@@ -1,3 +1,6 @@
+//! Limits on what a target may use: its CPUs ([`CpuSet`], by affinity)
+//! and its memory.
+//!
 //! Memory caps: a child of the process's own memory cgroup with a limit,
 //! into which the target (a managed server, or bakeoff itself for an
 //! in-process engine) is moved for the run. On cgroup v1 (the machines here)
@@ -161,4 +164,128 @@ impl Drop for MemoryCap {
             std::thread::sleep(std::time::Duration::from_millis(20));
         }
     }
+}
+
+/// A set of CPUs a target runs on (`--server-cpus N`): the last N of the
+/// CPUs bakeoff may use, set as the CPU affinity of every thread of the
+/// target's processes, which every process and thread they start later
+/// inherits (a cpuset cgroup does the same; affinity needs no controller).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CpuSet {
+    cpus: Vec<usize>,
+}
+
+impl CpuSet {
+    /// The last `n` of the CPUs this process may use.
+    pub fn last(n: u32) -> Result<Self, ServerError> {
+        let own = own_cpus()?;
+        if n == 0 || n as usize > own.len() {
+            return Err(ServerError::Cpus(format!(
+                "{n} CPU(s) asked for, and bakeoff may use {} here",
+                own.len()
+            )));
+        }
+        Ok(CpuSet {
+            cpus: own[own.len() - n as usize..].to_vec(),
+        })
+    }
+
+    /// The CPUs, e.g. `1` or `2-3`.
+    pub fn list(&self) -> String {
+        match (self.cpus.first(), self.cpus.last()) {
+            (Some(a), Some(b)) if a == b => a.to_string(),
+            (Some(a), Some(b)) => format!("{a}-{b}"),
+            _ => String::new(),
+        }
+    }
+
+    /// Sets every thread of process `pid` and of the processes under it
+    /// to run on these CPUs.
+    pub fn pin_tree(&self, pid: u32) -> Result<(), ServerError> {
+        let mut pids = vec![pid];
+        let mut i = 0;
+        while i < pids.len() {
+            pids.extend(crate::children_of(pids[i]));
+            i += 1;
+        }
+        for p in pids {
+            for tid in threads_of(p) {
+                // A thread that ended meanwhile is no matter.
+                let _ = set_affinity(tid, &self.cpus);
+            }
+        }
+        Ok(())
+    }
+
+    /// Sets the calling thread (a child about to exec: `pre_exec`) to run
+    /// on these CPUs.
+    pub fn pin_self(&self) -> std::io::Result<()> {
+        set_affinity(0, &self.cpus)
+    }
+}
+
+/// bakeoff's own threads held to a [`CpuSet`] (an in-process engine's,
+/// which runs in them) until dropped, when each is given back the CPUs it
+/// had.
+pub struct OwnCpus {
+    before: Vec<usize>,
+}
+
+impl OwnCpus {
+    /// Pins every thread of this process to `set`.
+    pub fn pin(set: &CpuSet) -> Result<Self, ServerError> {
+        let before = own_cpus()?;
+        set.pin_tree(std::process::id())?;
+        Ok(OwnCpus { before })
+    }
+}
+
+impl Drop for OwnCpus {
+    fn drop(&mut self) {
+        for tid in threads_of(std::process::id()) {
+            let _ = set_affinity(tid, &self.before);
+        }
+    }
+}
+
+/// The CPUs this process may use, in order.
+fn own_cpus() -> Result<Vec<usize>, ServerError> {
+    // SAFETY: a zeroed cpu_set_t filled by the kernel for this process.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return Err(ServerError::Cpus(format!(
+                "cannot read bakeoff's CPU affinity: {}",
+                std::io::Error::last_os_error()
+            )));
+        }
+        Ok((0..libc::CPU_SETSIZE as usize)
+            .filter(|&c| libc::CPU_ISSET(c, &set))
+            .collect())
+    }
+}
+
+fn set_affinity(tid: i32, cpus: &[usize]) -> std::io::Result<()> {
+    // SAFETY: a cpu_set_t built here, given to the kernel for thread `tid`.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        for &c in cpus {
+            libc::CPU_SET(c, &mut set);
+        }
+        if libc::sched_setaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// The threads of process `pid` (none once it is gone).
+fn threads_of(pid: u32) -> Vec<i32> {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|d| {
+            d.flatten()
+                .filter_map(|e| e.file_name().to_str()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default()
 }

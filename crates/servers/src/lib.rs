@@ -78,6 +78,9 @@ pub enum ServerError {
     /// The memory cap could not be set up.
     #[error("cannot cap memory: {0} (memory caps need root and a cgroup memory controller)")]
     MemoryCap(String),
+    /// The CPUs asked for cannot be given.
+    #[error("cannot give the server its CPUs: {0}")]
+    Cpus(String),
     /// A system user the server runs as is missing.
     #[error("there is no user `{0}` on this machine")]
     NoUser(String),
@@ -444,6 +447,28 @@ pub struct ManagedServer {
     /// Arguments it was started with.
     pub args: Vec<String>,
     cap: Option<cgroup::MemoryCap>,
+    /// The CPUs it runs on, when it is held to some.
+    cpus: Option<cgroup::CpuSet>,
+}
+
+/// What a target may use of the machine: its memory (`--memory-cap`) and
+/// its CPUs (`--server-cpus`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Limits {
+    /// A memory cap (RSS and page cache), bytes.
+    pub memory: Option<u64>,
+    /// How many CPUs it runs on.
+    pub cpus: Option<u32>,
+}
+
+impl Limits {
+    /// The limits `workload` asks for.
+    pub fn of(workload: &bakeoff_core::plan::Workload) -> Self {
+        Limits {
+            memory: workload.memory_cap,
+            cpus: workload.server_cpus,
+        }
+    }
 }
 
 /// A server process, leader of its own process group, that is stopped
@@ -596,6 +621,7 @@ impl ManagedServer {
                         binary,
                         args,
                         cap: None,
+                        cpus: None,
                     })
                 }
                 Err(ServerError::PortInUse { .. })
@@ -678,6 +704,9 @@ impl ManagedServer {
         if let Some(cap) = self.cap.as_mut() {
             cap.add(self.pid)?;
         }
+        if let Some(cpus) = &self.cpus {
+            cpus.pin_tree(self.pid)?;
+        }
         wait_ready(
             &mut self.process,
             &self.program,
@@ -732,13 +761,25 @@ impl ManagedServer {
         self.disk.as_ref().map(|d| d.stats())
     }
 
-    /// Puts the server under a memory cap (RSS + page cache) of `limit`
-    /// bytes until it stops.
-    pub fn cap_memory(&mut self, limit: u64) -> Result<(), ServerError> {
-        let mut cap = cgroup::MemoryCap::create(limit, "server")?;
-        cap.add(self.pid)?;
-        self.cap = Some(cap);
+    /// Holds the server to `limits` until it stops (and after a restart):
+    /// its memory in a capped cgroup, its processes on their CPUs.
+    pub fn limit(&mut self, limits: Limits) -> Result<(), ServerError> {
+        if let Some(bytes) = limits.memory {
+            let mut cap = cgroup::MemoryCap::create(bytes, "server")?;
+            cap.add(self.pid)?;
+            self.cap = Some(cap);
+        }
+        if let Some(n) = limits.cpus {
+            let cpus = cgroup::CpuSet::last(n)?;
+            cpus.pin_tree(self.pid)?;
+            self.cpus = Some(cpus);
+        }
         Ok(())
+    }
+
+    /// The CPUs the server is held to, e.g. `1` or `2-3`.
+    pub fn cpus(&self) -> Option<String> {
+        self.cpus.as_ref().map(cgroup::CpuSet::list)
     }
 
     /// CPU, RSS, disk I/O, directory size and capped memory now, summed

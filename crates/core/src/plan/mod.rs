@@ -484,6 +484,12 @@ fn workload(given: &Given) -> Result<Workload, PlanError> {
 /// The checks of one point's workload that involve more than one
 /// parameter, each refusal named after the parameter to change.
 fn check_workload_against_itself(w: &Workload, given: &Given) -> Result<(), PlanError> {
+    if let Some(n) = w.server_cpus.filter(|&n| n as u64 > machine_cpus()) {
+        return Err(given.origin("server_cpus").err(format!(
+            "this machine lets bakeoff use {} CPU(s), fewer than {n}; give at most that many",
+            machine_cpus()
+        )));
+    }
     if w.replay.is_some() && (w.durability || w.find_peak || w.find_capacity.is_some() || w.grow) {
         return Err(given.origin("replay").err(
             "a replayed trace sets the operations and their times itself; leave out --durability, --find-peak, --find-capacity and growth",
@@ -582,13 +588,53 @@ fn check_mix_against_record(w: &Workload, origin: &Origin) -> Result<(), PlanErr
     Ok(())
 }
 
+/// The CPUs bakeoff may use on this machine.
+fn machine_cpus() -> u64 {
+    std::thread::available_parallelism().map_or(1, |n| n.get()) as u64
+}
+
+/// The values of a `server_cpus` axis this machine can give: a preset's
+/// values beyond its CPUs are left out, with a note, while one is left
+/// (a preset written for two CPUs runs its first point on one); a flag's
+/// are the user's own, and refused.
+fn cpus_this_machine_has(
+    values: Vec<serde_json::Value>,
+    origin: &Origin,
+    notes: &mut Vec<String>,
+) -> Result<Vec<serde_json::Value>, PlanError> {
+    let here = machine_cpus();
+    let fits = |v: &serde_json::Value| v.as_u64().is_none_or(|n| n <= here);
+    let (fit, beyond): (Vec<_>, Vec<_>) = values.into_iter().partition(|v| fits(v));
+    if beyond.is_empty() {
+        return Ok(fit);
+    }
+    let listed = beyond
+        .iter()
+        .map(|v| v.to_string())
+        .collect::<Vec<_>>()
+        .join(", ");
+    if origin.from_flag || fit.is_empty() {
+        return Err(origin.err(format!(
+            "this machine lets bakeoff use {here} CPU(s); {listed} cannot be given: give at most {here}"
+        )));
+    }
+    notes.push(format!(
+        "This machine lets bakeoff use {here} CPU(s): the point(s) server_cpus = {listed} are left out."
+    ));
+    Ok(fit)
+}
+
 /// Most points a sweep may make (the product of its axes' lengths): the
 /// matrix is built whole, and each point is a run per target and repeat.
 pub const MAX_POINTS: usize = 10_000;
 
 /// Sweep axes in the order of [`PARAMS`] (the first outermost), each value
 /// parsed and checked as its parameter's.
-fn sweep(given: &Given, base: &Workload) -> Result<Vec<SweepAxis>, PlanError> {
+fn sweep(
+    given: &Given,
+    base: &Workload,
+    notes: &mut Vec<String>,
+) -> Result<Vec<SweepAxis>, PlanError> {
     let mut axes = Vec::new();
     let mut points = 1usize;
     for p in PARAMS {
@@ -604,10 +650,13 @@ fn sweep(given: &Given, base: &Workload) -> Result<Vec<SweepAxis>, PlanError> {
                 "the sweep makes more than {MAX_POINTS} points (the product of its axes' lengths), each a run per target; sweep fewer values"
             )));
         }
-        let values = texts
+        let mut values = texts
             .iter()
             .map(|t| (p.parse)(t).map_err(|m| origin.err(m)))
             .collect::<Result<Vec<_>, _>>()?;
+        if p.key == "server_cpus" {
+            values = cpus_this_machine_has(values, origin, notes)?;
+        }
         // The same point twice would be run twice, and read as repeats.
         let mut seen = std::collections::HashSet::new();
         if let Some(i) = values.iter().position(|v| !seen.insert(v.to_string())) {
@@ -1029,6 +1078,19 @@ fn refuse_what_cannot_apply(
                 ),
             });
         }
+        if points_of(&t.name)
+            .iter()
+            .any(|p| p.workload.server_cpus.is_some())
+        {
+            return Err(PlanError::Invalid {
+                origin: "server_cpus (--server-cpus, or the preset's workload.server_cpus)".into(),
+                message: format!(
+                    "a server's CPUs are set on servers bakeoff starts; {} is not one of them: use -t {} instead, or leave --server-cpus out",
+                    t.label(),
+                    t.name
+                ),
+            });
+        }
     }
     Ok(())
 }
@@ -1157,7 +1219,8 @@ impl Plan {
         };
         let given = Given::collect(&raw, flags)?;
         let workload = workload(&given)?;
-        let sweep = sweep(&given, &workload)?;
+        let mut notes = Vec::new();
+        let sweep = sweep(&given, &workload, &mut notes)?;
         let points = sweep::expand(&workload, &sweep);
         for p in &points {
             check_workload_against_itself(&p.workload, &given)?;
@@ -1271,7 +1334,11 @@ impl Plan {
         let start = schedule(start_at(flags)?, &targets, repeats, &points_of)?;
         Ok(Plan {
             name,
-            description: raw.description.clone().unwrap_or_default(),
+            description: std::iter::once(raw.description.clone().unwrap_or_default())
+                .chain(notes)
+                .filter(|d| !d.is_empty())
+                .collect::<Vec<_>>()
+                .join("\n"),
             preset: path,
             scale: scale.to_string(),
             finding: raw.finding.clone(),
@@ -1413,6 +1480,34 @@ mod tests {
     fn build(preset: &str, f: Overrides) -> Result<Plan, PlanError> {
         let raw: RawPreset = toml::from_str(preset).unwrap();
         Plan::build(Some(("p.toml", raw)), &f, &Cat)
+    }
+
+    /// A preset's server CPUs beyond the machine's are left out with a
+    /// note while one point is left; beyond on every point, refused.
+    #[test]
+    fn a_presets_cpus_beyond_the_machine_are_left_out_and_said() {
+        let here = machine_cpus();
+        let preset = format!(
+            "targets = [\"redis\"]\ndescription = \"d\"\n[sweep]\nserver_cpus = [1, {}]\n",
+            here + 1
+        );
+        let plan = build(&preset, Overrides::default()).unwrap();
+        assert_eq!(plan.points().len(), 1);
+        assert_eq!(plan.points()[0].workload.server_cpus, Some(1));
+        assert!(
+            plan.description
+                .contains(&format!("server_cpus = {} are left out", here + 1)),
+            "{}",
+            plan.description
+        );
+        let beyond = format!(
+            "targets = [\"redis\"]\n[sweep]\nserver_cpus = [{}]\n",
+            here + 1
+        );
+        let e = build(&beyond, Overrides::default())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("cannot be given"), "{e}");
     }
 
     /// A start more than a day ahead is refused when the plan is built,

@@ -185,6 +185,22 @@ fn value_sizes(text: &str) -> Result<ValueSizes, String> {
     Ok(v)
 }
 
+fn server_cpus(text: &str) -> Result<Option<u32>, String> {
+    let text = text.trim();
+    if text == "all" {
+        return Ok(None);
+    }
+    let n: u32 = text.parse().map_err(|_| {
+        format!("`{text}` is not a number of CPUs; give one such as 1 or 2, or all")
+    })?;
+    // Against this machine's CPUs in the plan, where a preset's sweep may
+    // leave a point out.
+    match n {
+        0 => Err("0 CPUs cannot run a server; give at least 1, or all".into()),
+        n => Ok(Some(n)),
+    }
+}
+
 fn memory_cap(text: &str) -> Result<Option<u64>, String> {
     if text.trim() == "none" {
         return Ok(None);
@@ -682,6 +698,28 @@ pub static PARAMS: &[Param] = &[
             w.memory_cap
                 .map(|b| fmt_bytes(b as f64))
                 .unwrap_or_else(|| "none".into())
+        },
+    },
+    Param {
+        key: "server_cpus",
+        flag: "server-cpus",
+        short: None,
+        value_name: "N",
+        help: "Run the target on N of the machine's CPUs (the last N bakeoff may use): every thread of a managed server's processes, and every process and thread they start, has its CPU affinity set to them (a cgroup cpuset does the same; affinity needs no controller); for an in-process engine, bakeoff's own threads, where the engine runs. `all` for every CPU. `--sweep-server-cpus 1,2` makes the machine an axis: a multi-threaded server scales with its CPUs, Redis's one thread does not.",
+        default: None,
+        switch: None,
+        sweep: Some(SweepFlag {
+            flag: "sweep-server-cpus",
+            help: "Sweep over the target's CPUs, e.g. `1,2` (see --server-cpus).",
+            separator: ',',
+        }),
+        excludes: &[],
+        field: "server_cpus",
+        parse: |s| json(server_cpus(s)),
+        show: |w| {
+            w.server_cpus
+                .map(|n| n.to_string())
+                .unwrap_or_else(|| "all".into())
         },
     },
     Param {

@@ -195,6 +195,10 @@ pub struct Workload {
     /// a managed server, or the bakeoff process for an in-process engine.
     #[serde(default)]
     pub memory_cap: Option<u64>,
+    /// How many CPUs the target runs on (a managed server's processes, or
+    /// bakeoff itself for an in-process engine); `None`: every CPU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_cpus: Option<u32>,
     /// What records are stored.
     #[serde(default)]
     pub record: crate::profile::RecordKind,

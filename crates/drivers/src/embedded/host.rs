@@ -360,9 +360,7 @@ pub fn open(
         stop_signal: libc::SIGTERM,
     };
     let mut server = ManagedServer::start(&cmd).map_err(|e| TargetError::Server(e.to_string()))?;
-    if let Some(limit) = workload.memory_cap {
-        server.cap_memory(limit)?;
-    }
+    server.limit(bakeoff_servers::Limits::of(workload))?;
     let command_line = format!("{shown} {}", server.args.join(" "));
     let mut target = crate::redis::RedisTarget::serving(server);
     let info = target.info("default").map_err(|e| {

@@ -127,28 +127,29 @@ pub fn open_with<E: Engine>(
     Ok(Box::new(EmbeddedTarget::new(
         &spec.name,
         o,
-        workload.memory_cap,
+        bakeoff_servers::Limits::of(workload),
     )?))
 }
 
 /// An embedded engine ready for one run.
 pub struct EmbeddedTarget<E: Engine> {
     // Field order is drop order: the engine closes, the directory goes,
-    // and only then does bakeoff leave its memory cap.
+    // and only then does bakeoff leave its memory cap and its CPUs.
     driver: EmbeddedDriver<E>,
     dir: DataDir,
     record: TargetRecord,
     cap: Option<bakeoff_servers::cgroup::MemoryCap>,
+    _cpus: Option<bakeoff_servers::cgroup::OwnCpus>,
 }
 
 impl<E: Engine> EmbeddedTarget<E> {
     /// Wraps an opened engine; its version and settings go to the result.
-    /// With a memory cap in the plan, the bakeoff process (where the engine
-    /// lives) is moved under it for the run.
+    /// With a memory cap or CPUs in the plan, the bakeoff process (where
+    /// the engine lives) is held to them for the run.
     pub fn new(
         name: &str,
         opened: Opened<E>,
-        memory_cap: Option<u64>,
+        limits: bakeoff_servers::Limits,
     ) -> Result<Self, TargetError> {
         let Opened {
             engine,
@@ -157,7 +158,15 @@ impl<E: Engine> EmbeddedTarget<E> {
             mut settings,
         } = opened;
         settings.insert("dir".into(), dir.path().display().to_string());
-        let cap = match memory_cap {
+        let cpus = match limits.cpus {
+            Some(n) => {
+                let set = bakeoff_servers::cgroup::CpuSet::last(n)?;
+                settings.insert("cpus".into(), set.list());
+                Some(bakeoff_servers::cgroup::OwnCpus::pin(&set)?)
+            }
+            None => None,
+        };
+        let cap = match limits.memory {
             Some(limit) => {
                 let mut cap = bakeoff_servers::cgroup::MemoryCap::create(limit, name)?;
                 cap.add(std::process::id())?;
@@ -186,6 +195,7 @@ impl<E: Engine> EmbeddedTarget<E> {
                 durable_to: None,
             },
             cap,
+            _cpus: cpus,
         })
     }
 }

@@ -24,7 +24,7 @@ use bakeoff_core::recorder::ErrorKind;
 use bakeoff_core::session::{io_error_kind, Session, SessionError, SessionResult};
 use bakeoff_core::target::{BackgroundLook, CommandTime, CounterRule, Counters, Target};
 use bakeoff_core::workload::OpKind;
-use bakeoff_servers::{ManagedServer, ServerCommand, ServerError};
+use bakeoff_servers::{Limits, ManagedServer, ServerCommand, ServerError};
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Opts, OptsBuilder, Statement, Value};
 
@@ -964,9 +964,8 @@ async fn facts(c: &mut Conn) -> Result<(String, BTreeMap<String, String>), Targe
 /// The MariaDB recipe: installs a fresh data directory with
 /// mariadb-install-db and starts mariadbd on a free loopback port with
 /// `settings` plus `extra` arguments (given the server's folder), ready once
-/// it answers SQL and `extra_ready` says so; caps its memory if the
-/// workload asks (`memory_cap`, bytes). Returns the server and where it
-/// takes SQL.
+/// it answers SQL and `extra_ready` says so; holds it to the workload's
+/// `limits` (memory, CPUs). Returns the server and where it takes SQL.
 /// Starts a MariaDB server with the table `bakeoff.kv` and returns it
 /// with a connector of the wire codec ([`MysqlCodec`]) to it, for tests of
 /// the network loop.
@@ -974,7 +973,13 @@ pub fn start_with_kv(
     table: Option<&toml::Table>,
 ) -> Result<(ManagedServer, Box<dyn Connector>), TargetError> {
     let settings = MariaSettings::parse(table)?;
-    let (server, dsn) = start_managed(&settings, &|_| Vec::new(), &|_| true, None, false)?;
+    let (server, dsn) = start_managed(
+        &settings,
+        &|_| Vec::new(),
+        &|_| true,
+        Limits::default(),
+        false,
+    )?;
     let sql = dsn.clone();
     block(async move {
         let mut c = connect(&sql, None).await?;
@@ -993,7 +998,7 @@ pub(crate) fn start_managed(
     settings: &MariaSettings,
     extra: &dyn Fn(&Path) -> Vec<String>,
     extra_ready: &dyn Fn(SocketAddr) -> bool,
-    memory_cap: Option<u64>,
+    limits: Limits,
     lazy_disk: bool,
 ) -> Result<(ManagedServer, Dsn), TargetError> {
     let init = |_: &Path, dir: &Path| -> Result<(), ServerError> {
@@ -1054,9 +1059,7 @@ pub(crate) fn start_managed(
         stop_signal: libc::SIGTERM,
     };
     let mut server = ManagedServer::start(&cmd).map_err(|e| TargetError::Server(e.to_string()))?;
-    if let Some(limit) = memory_cap {
-        server.cap_memory(limit)?;
-    }
+    server.limit(limits)?;
     let dsn = local(server.addr.port());
     Ok((server, dsn))
 }
@@ -1171,7 +1174,7 @@ fn open_replicated(
             a
         },
         &|_| true,
-        workload.memory_cap,
+        Limits::of(workload),
         false,
     )?;
     let replica_settings = MariaSettings {
@@ -1193,7 +1196,7 @@ fn open_replicated(
             a
         },
         &|_| true,
-        workload.memory_cap,
+        Limits::of(workload),
         false,
     )?;
     block(follow(&r, &p))?;
@@ -1537,7 +1540,7 @@ impl SqlServer for Mariadb {
             &MariaSettings::parse(plan.settings_of(spec))?,
             &|_| Vec::new(),
             &|_| true,
-            workload.memory_cap,
+            Limits::of(workload),
             workload.cuts_power(),
         )
     }

@@ -1523,9 +1523,7 @@ impl SqlServer for Postgres {
         workload: &Workload,
     ) -> Result<(ManagedServer, Dsn), TargetError> {
         let mut server = start_on(plan.settings_of(spec), None, workload.cuts_power())?;
-        if let Some(limit) = workload.memory_cap {
-            server.cap_memory(limit)?;
-        }
+        server.limit(bakeoff_servers::Limits::of(workload))?;
         let dsn = Dsn::managed(server.addr.port());
         Ok((server, dsn))
     }

@@ -51,6 +51,7 @@ impl Extra for Bottleneck {
             throughput: run.measure.throughput_per_s,
             held_back_s: held_back_s(run.background.as_ref(), from, from + run.measure.duration_s),
             measured_s: run.measure.duration_s,
+            server_cpus: stage.workload().server_cpus,
         };
         run.bottleneck = Some(name(&ran, &measured, cores));
         Ok(())
@@ -119,6 +120,8 @@ struct Ran<'a> {
     held_back_s: f64,
     /// The measured phase's length, seconds.
     measured_s: f64,
+    /// The CPUs the server was held to (`--server-cpus`), if it was.
+    server_cpus: Option<u32>,
 }
 
 /// The figures a bottleneck is judged from: medians of the measured
@@ -263,6 +266,17 @@ impl Figures {
                 format!("server CPU: {}'s busiest thread at {t:.0} %", run.target),
             );
         }
+        if let (Some(n), Some(c), false) = (run.server_cpus, f.server_cpu, f.in_process) {
+            if c >= BUSY * n as f64 {
+                return (
+                    BottleneckKind::ServerCpu,
+                    format!(
+                        "server CPU: {} at {c:.0} % of a core, on the {n} CPU(s) it was given",
+                        run.target
+                    ),
+                );
+            }
+        }
         if f.machine >= BUSY / 100.0 * f.machine_of {
             let server = if f.in_process {
                 0.0
@@ -354,6 +368,7 @@ mod tests {
             throughput,
             held_back_s: 0.0,
             measured_s: 10.0,
+            server_cpus: None,
         };
         let kind = |run: Ran, s: &[ResourceSample]| name(&run, s, 2).kind;
         let server_bound = samples(98.0, 103.0);
@@ -407,6 +422,15 @@ mod tests {
             ..ran(&c50, None, 1e3)
         };
         assert_eq!(kind(held, &reading), BottleneckKind::Background);
+        // All of the one CPU it was given, the machine's other core idle.
+        let given_one = Ran {
+            server_cpus: Some(1),
+            ..ran(&c20, None, 1e5)
+        };
+        assert_eq!(
+            kind(given_one, &samples(40.0, 97.0)),
+            BottleneckKind::ServerCpu
+        );
     }
 
     /// Stops inside delays count once; what falls outside the window not.

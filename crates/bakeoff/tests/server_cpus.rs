@@ -1,0 +1,66 @@
+//! The machine as an axis (`--sweep-server-cpus`): a managed server held
+//! to 1, then 2, of the machine's CPUs, against the real servers.
+
+mod common;
+use common::*;
+use serde_json::Value;
+
+/// MariaDB's threads use the second CPU, Redis's one thread cannot: the
+/// seed's two server generations, on one machine. Loose ratios: these
+/// machines are noisy.
+#[test]
+fn mariadb_grows_with_its_cpus_and_redis_does_not() {
+    if !require("redis-server", "redis-server") || !require("mariadbd", "mariadb-server") {
+        return;
+    }
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
+        eprintln!("skipping: one CPU here, nothing to compare");
+        return;
+    }
+    // Alone: other work on the machine takes the CPUs being compared.
+    let _g = alone();
+    let r = run_ok(&[
+        "run",
+        "-t",
+        "redis,mariadb",
+        "--records",
+        "5000",
+        "--mix",
+        "95:0:5:0",
+        "--clients",
+        "16",
+        "--threads",
+        "2",
+        "--duration",
+        "2s",
+        "--warmup",
+        "500ms",
+        "--sweep-server-cpus",
+        "1,2",
+    ]);
+    let runs = r["runs"].as_array().unwrap();
+    let run = |t: &str, cpus: &str| -> &Value {
+        runs.iter()
+            .find(|r| r["target"] == t && r["point"]["server_cpus"] == cpus)
+            .unwrap_or_else(|| panic!("no {t} at {cpus}"))
+    };
+    let ops = |r: &Value| r["measure"]["throughput_per_s"].as_f64().unwrap();
+    let (maria1, maria2) = (run("mariadb", "1"), run("mariadb", "2"));
+    let (redis1, redis2) = (run("redis", "1"), run("redis", "2"));
+    let grew = ops(maria2) / ops(maria1);
+    assert!(grew > 1.15, "mariadb: {} then {}", ops(maria1), ops(maria2));
+    let flat = ops(redis2) / ops(redis1);
+    assert!(flat < 1.25, "redis: {} then {}", ops(redis1), ops(redis2));
+    // Held to one CPU, all of MariaDB's threads together use at most it.
+    let mut cpu: Vec<f64> = maria1["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["cpu_percent"].as_f64().unwrap())
+        .collect();
+    cpu.sort_by(f64::total_cmp);
+    assert!(
+        cpu[cpu.len() / 2] <= 110.0,
+        "mariadb on one CPU used {cpu:?} %"
+    );
+}
