@@ -20,7 +20,7 @@ use crate::kind::OpenResult;
 use crate::nodes::{MultiNode, Node};
 use crate::running::RunningServer;
 
-use crate::admin::{connect, memcache_lines, resolve};
+use crate::admin::{memcache_lines, resolve};
 use crate::codec::memcache_binary::MemcacheBinaryCodec;
 use crate::codec::memcache_text::MemcacheTextCodec;
 use crate::settings::{Kind, Setting, Settings, PORT};
@@ -157,8 +157,19 @@ pub struct MemcachedTarget {
 
 /// Reads `stats` as name → value.
 fn stats(addr: SocketAddr) -> Result<BTreeMap<String, String>, TargetError> {
-    let mut s = connect(addr, "memcached").map_err(|e| TargetError::Server(e.to_string()))?;
-    s.set_read_timeout(Some(Duration::from_secs(5)))
+    stats_within(addr, Duration::from_secs(5))
+}
+
+/// `stats`, the server given `within` to connect and answer.
+fn stats_within(
+    addr: SocketAddr,
+    within: Duration,
+) -> Result<BTreeMap<String, String>, TargetError> {
+    let mut s: bakeoff_core::driver::Stream =
+        crate::admin::connect_within(addr, "memcached", within)
+            .map_err(|e| TargetError::Server(e.to_string()))?
+            .into();
+    s.set_read_timeout(Some(within))
         .map_err(|e| TargetError::Server(e.to_string()))?;
     let lines = memcache_lines(&mut s, "stats\r\n", &["END"]).map_err(|e| {
         TargetError::Server(format!(
@@ -289,7 +300,8 @@ impl Target for MemcachedTarget {
     }
 
     fn background(&self) -> Option<BackgroundLook> {
-        let st = stats(self.addr).ok()?;
+        // The thread that collects the run waits for the look.
+        let st = stats_within(self.addr, Duration::from_millis(500)).ok()?;
         let n = |k: &str| st.get(k).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
         let mut look = BackgroundLook::default();
         if n("hash_is_expanding") == 1 {

@@ -249,6 +249,10 @@ pub struct RedisTarget {
     looks: std::sync::Mutex<Option<Stream>>,
 }
 
+/// How long a look at background work waits for the server, connecting
+/// and answering: the thread that collects the run waits with it.
+const LOOK_WITHIN: Duration = Duration::from_millis(300);
+
 /// How long admin calls fail at once after one timed out.
 const QUIET_AFTER_TIMEOUT_NS: u64 = 10_000_000_000;
 
@@ -718,13 +722,43 @@ impl Target for RedisTarget {
     fn background(&self) -> Option<BackgroundLook> {
         let mut looks = self.looks.lock().unwrap_or_else(|e| e.into_inner());
         if looks.is_none() {
-            *looks = Some(self.admin().ok()?);
+            // A look holds up the thread that collects the run: a server
+            // that does not answer at once is left alone for a while.
+            let quiet = self
+                .quiet_until_ns
+                .load(std::sync::atomic::Ordering::Relaxed);
+            if bakeoff_core::recorder::monotonic_ns() < quiet {
+                return None;
+            }
+            let connector = RedisConnector {
+                addr: self.connector_addr,
+                user: self.user.clone(),
+                password: self.password.clone(),
+            };
+            match connector.connect(LOOK_WITHIN) {
+                Ok(c) => *looks = Some(c.stream),
+                Err(e) => {
+                    self.timed_out(e);
+                    return None;
+                }
+            }
         }
-        let reply = resp_call(looks.as_mut()?, &[b"INFO", b"persistence", b"stats"]);
-        let Ok(RespReply::Bulk(text)) = reply else {
-            // Another connection at the next look.
-            *looks = None;
-            return None;
+        let reply = resp_call_within(
+            looks.as_mut()?,
+            &[b"INFO", b"persistence", b"stats"],
+            LOOK_WITHIN,
+        );
+        let text = match reply {
+            Ok(RespReply::Bulk(text)) => text,
+            other => {
+                // Another connection at the next look; none for a while
+                // after a timeout.
+                if let Err(e) = other {
+                    self.timed_out(e);
+                }
+                *looks = None;
+                return None;
+            }
         };
         Some(background_look(&parse_info(&String::from_utf8_lossy(
             &text,

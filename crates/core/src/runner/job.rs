@@ -300,7 +300,8 @@ impl<'j> Collector<'j> {
     ) {
         let elapsed = self.job.t0.elapsed();
         let until_due = due_s.map_or(Duration::MAX, |at| {
-            Duration::from_secs_f64((at - elapsed.as_secs_f64()).max(0.0))
+            Duration::try_from_secs_f64((at - elapsed.as_secs_f64()).max(0.0))
+                .unwrap_or(Duration::MAX)
         });
         let wait = self
             .next_sample

@@ -1066,13 +1066,18 @@ pub(crate) fn start_managed(
 
 /// The server's own counters named in `names` (`SHOW GLOBAL STATUS`).
 pub(crate) fn status_counters(dsn: &Dsn, names: &[&str]) -> Option<Counters> {
+    status_counters_within(dsn, names, crate::async_target::QUICK_WITHIN)
+}
+
+/// [`status_counters`], the server given `within` to connect and answer.
+fn status_counters_within(dsn: &Dsn, names: &[&str], within: Duration) -> Option<Counters> {
     let dsn = dsn.clone();
     let list = names
         .iter()
         .map(|n| format!("'{n}'"))
         .collect::<Vec<_>>()
         .join(", ");
-    block_quick(async move {
+    crate::async_target::block_within(within, async move {
         let mut c = connect(&dsn, None).await?;
         let rows: Vec<(String, String)> = c
             .query(format!(
@@ -1409,7 +1414,12 @@ impl AsyncDriver for MariaDriver {
     }
 
     fn background_look(&self) -> Option<BackgroundLook> {
-        let st = status_counters(self.reach.primary(), INNODB_BACKGROUND)?;
+        // The thread that collects the run waits for the look.
+        let st = status_counters_within(
+            self.reach.primary(),
+            INNODB_BACKGROUND,
+            Duration::from_millis(500),
+        )?;
         let n = |k: &str| st.get(k).copied().unwrap_or(0);
         let mut last = self.flushed.lock().unwrap_or_else(|e| e.into_inner());
         let flushed = n("Innodb_buffer_pool_pages_flushed");

@@ -31,6 +31,8 @@ pub(super) struct Background {
     every: Option<Duration>,
     /// The next look, seconds since the job's start.
     next_s: f64,
+    /// The run was interrupted: no more looks.
+    interrupted: bool,
     tracker: Tracker,
     /// Each measured second's latency (encoded: a run of an hour keeps
     /// 3,600 of them), for the tail inside and outside the bands.
@@ -49,6 +51,7 @@ impl Background {
             source,
             every,
             next_s: 0.0,
+            interrupted: false,
             tracker: Tracker::default(),
             seconds: Vec::new(),
         })
@@ -57,11 +60,19 @@ impl Background {
 
 impl Extra for Background {
     fn due_s(&self) -> Option<f64> {
-        self.every.map(|_| self.next_s)
+        self.every
+            .filter(|_| !self.interrupted)
+            .map(|_| self.next_s)
     }
 
     fn at(&mut self, stage: &Stage, t_s: f64) {
         let Some(every) = self.every else { return };
+        // Interrupted: the user wants out, and asks the server nothing
+        // more (it may be why).
+        if stopping(stage) {
+            self.interrupted = true;
+            return;
+        }
         // The job's start on the wall clock, for the engine's own times.
         let t0 = SystemTime::now() - Duration::from_secs_f64(t_s);
         if let Some(look) = stage.target.background() {
@@ -97,7 +108,10 @@ impl Extra for Background {
             .map_or(self.next_s, |p| p.t_s as f64 + 1.0)
             .max(self.tracker.last_s);
         let t0 = SystemTime::now() - Duration::from_secs_f64(end_s);
-        if let Some(look) = stage.target.background() {
+        if let Some(look) = (!stopping(stage))
+            .then(|| stage.target.background())
+            .flatten()
+        {
             self.tracker.look(end_s, t0, look);
         }
         let bands = std::mem::take(&mut self.tracker).finish(end_s);
@@ -119,6 +133,11 @@ impl Extra for Background {
         });
         Ok(())
     }
+}
+
+/// Whether the run was interrupted (Ctrl-C, SIGTERM).
+fn stopping(stage: &Stage) -> bool {
+    stage.ctx.stop.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 /// Work seen running and not yet ended.
