@@ -253,6 +253,13 @@ pub fn dry_run_text(plan: &bakeoff_core::plan::Plan) -> String {
     }
     let targets: Vec<String> = plan.targets.iter().map(|t| t.label()).collect();
     let _ = writeln!(s, "targets: {}", targets.join(", "));
+    if !plan.requirements.is_empty() {
+        let required: Vec<String> = plan.requirements.iter().map(|r| r.to_string()).collect();
+        let _ = writeln!(s, "required: {}", required.join("; "));
+    }
+    for l in &plan.left_out {
+        let _ = writeln!(s, "left out: {}: {}", l.target, l.why);
+    }
     if let Some(shard) = plan.shard {
         let mine = plan.own_part(&plan.workload);
         let _ = writeln!(

@@ -202,6 +202,20 @@ pub struct RunArgs {
     #[arg(short = 't', long = "target", value_name = "NAME|URL")]
     pub targets: Vec<String>,
 
+    /// What a store must do; the report opens with the targets that meet
+    /// every requirement, ranked by what they cost (server CPU per
+    /// operation, then memory per record, then disk bytes per write), and
+    /// each one's figures and margins. `p99<=2ms@20k/s`: the run is an
+    /// open loop at that rate, and its p99 must stay under the bound;
+    /// `durable=power-cut|crash|none`: each target runs with settings it
+    /// declares keep acknowledged writes through that (redis gets
+    /// persistence=aof-always for a power cut), and a target with none is
+    /// left out, saying why; `memory<=2GB@10M`: memory per record as
+    /// measured, extrapolated linearly to that many records;
+    /// `reach=network|in-process`. Repeatable (preset key `require`).
+    #[arg(long, value_name = "REQUIREMENT")]
+    pub require: Vec<String>,
+
     /// Workload parameters and sweep axes (declared in
     /// `bakeoff_core::plan::params`).
     #[command(flatten)]

@@ -34,6 +34,7 @@ pub fn overrides(args: &RunArgs) -> Result<Overrides, AppError> {
         shard,
         start_at: args.start_at.clone(),
         start_tolerance: args.start_tolerance.clone(),
+        require: args.require.clone(),
         targets: args.targets.clone(),
         repeats: args.repeats.clone(),
         seed: args.seed.clone(),

@@ -116,6 +116,20 @@ impl TargetCatalog for Registry {
             .map(|e| e.name().to_string())
             .collect()
     }
+
+    fn durable_settings(
+        &self,
+        name: &str,
+        class: bakeoff_core::durability::DurableTo,
+        given: &BTreeMap<String, String>,
+    ) -> Result<BTreeMap<String, String>, String> {
+        let e = self
+            .find(name)
+            .ok_or_else(|| format!("unknown target `{name}`"))?;
+        e.facts()
+            .durability
+            .settings_for(e.facts().settings, given, class)
+    }
 }
 
 /// The settings of every target, for `bakeoff list`: one line a setting.
@@ -198,6 +212,57 @@ impl TargetOpener for Registry {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A durability requirement gets each target the settings it
+    /// declares reach it, and every class is reachable from the defaults
+    /// of a target whose ceiling allows it; a target that keeps writes in
+    /// memory only says so.
+    #[test]
+    fn durable_settings_are_chosen_from_the_declarations() {
+        use bakeoff_core::durability::DurableTo;
+        let none = BTreeMap::new();
+        let r = Registry;
+        assert_eq!(
+            r.durable_settings("redis", DurableTo::PowerCut, &none),
+            Ok(BTreeMap::from([(
+                "persistence".into(),
+                "aof-always".into()
+            )]))
+        );
+        assert_eq!(
+            r.durable_settings("redis", DurableTo::ProcessCrash, &none),
+            Ok(BTreeMap::from([("persistence".into(), "aof-no".into())]))
+        );
+        let e = r
+            .durable_settings("memcached", DurableTo::ProcessCrash, &none)
+            .unwrap_err();
+        assert!(e.contains("in memory only whatever its settings"), "{e}");
+        assert_eq!(
+            r.durable_settings("redis", DurableTo::MemoryOnly, &none),
+            Ok(none.clone())
+        );
+        for e in kinds() {
+            let d = e.facts().durability;
+            for class in DurableTo::ALL.into_iter().filter(|c| *c <= d.ceiling) {
+                let extra = r
+                    .durable_settings(e.name(), class, &none)
+                    .unwrap_or_else(|m| panic!("{} to a {class}: {m}", e.name()));
+                let table: toml::Table = extra
+                    .into_iter()
+                    .map(|(k, v)| (k, toml::Value::String(v)))
+                    .collect();
+                let reached = d.of(&crate::settings::declared_values(
+                    e.facts().settings,
+                    Some(&table),
+                ));
+                assert!(
+                    reached >= class,
+                    "{}: {class} asked, {reached} reached",
+                    e.name()
+                );
+            }
+        }
+    }
 
     /// Every target takes an empty table and a table of every declared
     /// default, and every setting it reads is declared (reading an

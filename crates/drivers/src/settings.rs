@@ -174,6 +174,53 @@ impl Durability {
         class
     }
 
+    /// The settings, besides those `given`, under which a run promises at
+    /// least `class`: none when `given` (over the defaults) does already,
+    /// else the first declared value that reaches it (with the setting it
+    /// holds under), in the declaration's order; why not, when none does.
+    pub fn settings_for(
+        &self,
+        declared: &'static [Setting],
+        given: &BTreeMap<String, String>,
+        class: DurableTo,
+    ) -> Result<BTreeMap<String, String>, String> {
+        let class_with = |extra: &BTreeMap<String, String>| {
+            let table: toml::Table = given
+                .iter()
+                .chain(extra)
+                .map(|(k, v)| (k.clone(), toml::Value::String(v.clone())))
+                .collect();
+            self.of(&declared_values(declared, Some(&table)))
+        };
+        if class_with(&BTreeMap::new()) >= class {
+            return Ok(BTreeMap::new());
+        }
+        if self.ceiling < class {
+            return Err(format!(
+                "it keeps writes {} whatever its settings",
+                match self.ceiling {
+                    DurableTo::MemoryOnly => "in memory only",
+                    DurableTo::ProcessCrash => "through a process crash, not a power cut",
+                    DurableTo::PowerCut => "through a power cut",
+                }
+            ));
+        }
+        for r in self.rules.iter().filter(|r| {
+            r.class >= class && !matches!(r.value, "" | "*") && !given.contains_key(r.setting)
+        }) {
+            let mut extra = BTreeMap::from([(r.setting.to_string(), r.value.to_string())]);
+            if let Some((other, v)) = r.when {
+                extra.insert(other.to_string(), v.to_string());
+            }
+            if class_with(&extra) >= class {
+                return Ok(extra);
+            }
+        }
+        Err(format!(
+            "none of its settings (with those given) promises writes survive a {class}"
+        ))
+    }
+
     /// For `bakeoff list`: what each value allows, and the class under
     /// the defaults.
     pub fn describe(&self, declared: &'static [Setting]) -> String {
@@ -214,6 +261,7 @@ impl Durability {
 use bakeoff_core::durability::DurableTo;
 use bakeoff_core::error::TargetError;
 pub use bakeoff_core::suggest::did_you_mean;
+use std::collections::BTreeMap;
 use std::path::Path;
 
 /// A declared setting as a run uses it.

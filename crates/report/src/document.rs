@@ -81,6 +81,7 @@ impl Section {
 /// Every section of the report of `results` (seen through `view`), in order.
 pub fn sections(view: &View, results: &[ExperimentResult]) -> Vec<Section> {
     let mut out = Vec::new();
+    out.extend(fit(view));
     out.extend(verdict(view));
     out.push(summary(view));
     for r in results {
@@ -106,6 +107,21 @@ pub fn sections(view: &View, results: &[ExperimentResult]) -> Vec<Section> {
     out.push(targets(view, results));
     out.push(environment(results));
     out
+}
+
+/// Which one fits the requirements (`--require`): the report opens with
+/// it when the run has any.
+pub fn fit(view: &View) -> Option<Section> {
+    let mut blocks = Vec::new();
+    for r in &view.sources {
+        if let Some(a) = crate::fit::answer(r) {
+            blocks.push(Block::Bullets(a.lines));
+            let head: Vec<&str> = a.rows[0].iter().map(String::as_str).collect();
+            blocks.push(Block::Table(Table::new(&head, a.rows[1..].to_vec(), 1)));
+        }
+    }
+    (!blocks.is_empty())
+        .then(|| Section::new("fit", "Which one fits", blocks).noted(crate::fit::FIT_NOTE))
 }
 
 /// Who leads, like with like: the report opens with it.

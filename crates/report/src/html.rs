@@ -289,8 +289,13 @@ impl<'a> Page<'a> {
         }
     }
 
-    /// Which target leads each figure, by how much; the seed's finding.
+    /// Which target leads each figure, by how much; the seed's finding;
+    /// first, which one fits the requirements, when the run has any.
     fn verdict(&mut self) {
+        if let Some(section) = document::fit(&self.view) {
+            self.section_head(&section);
+            self.section_blocks(&section);
+        }
         if let Some(section) = document::verdict(&self.view) {
             self.section_head(&section);
             self.section_blocks(&section);

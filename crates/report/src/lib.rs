@@ -31,6 +31,7 @@ pub mod csv;
 pub mod document;
 pub mod durability;
 pub mod encoding;
+pub mod fit;
 pub mod html;
 pub mod markdown;
 pub mod search;
@@ -264,6 +265,14 @@ impl Exporter for TextExporter {
                 r.runs.len(),
                 r.status
             )?;
+            if let Some(answer) = fit::answer(r) {
+                writeln!(out, "which one fits:")?;
+                for line in &answer.lines {
+                    writeln!(out, "  {line}")?;
+                }
+                text_table(&answer.rows, 1, out)?;
+                writeln!(out)?;
+            }
             let verdict = verdict::verdict(r);
             if !verdict.is_empty() {
                 writeln!(out, "verdict:")?;

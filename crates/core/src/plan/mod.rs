@@ -20,6 +20,7 @@ pub mod link;
 pub mod params;
 pub mod provoke;
 pub mod raw;
+pub mod require;
 pub mod shard;
 pub mod sweep;
 pub mod target;
@@ -40,6 +41,7 @@ pub use fault::{Fault, FaultKind};
 pub use link::Link;
 pub use provoke::{Provoke, Work};
 pub use raw::{Environment, Overrides, RawPreset, Scalar};
+pub use require::{LeftOut, Requirement};
 pub use shard::{Shard, StartAt};
 pub use sweep::{Point, SweepAxis};
 pub use target::{
@@ -93,6 +95,14 @@ pub struct Plan {
     /// together.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start: Option<StartAt>,
+    /// What the user requires of a store (`--require`): the report says
+    /// which targets meet it all, ranked by what they cost.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub requirements: Vec<Requirement>,
+    /// Candidates left out before anything ran, as no setting of theirs
+    /// can meet the requirements.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub left_out: Vec<LeftOut>,
 }
 
 fn full_scale() -> String {
@@ -586,6 +596,106 @@ fn check_mix_against_record(w: &Workload, origin: &Origin) -> Result<(), PlanErr
             .err("profile records are only searched here; use a mix of 0:0:0:0:1 (search only)"));
     }
     Ok(())
+}
+
+/// The requirements: `--require` flags, else the preset's `require`.
+fn requirements(raw: &RawPreset, flags: &Overrides) -> Result<Vec<Requirement>, PlanError> {
+    let (texts, origin) = if flags.require.is_empty() {
+        (&raw.require, Origin::other("--require", "require", false))
+    } else {
+        (&flags.require, Origin::other("--require", "require", true))
+    };
+    texts
+        .iter()
+        .map(|t| Requirement::parse(t).map_err(|m| origin.err(m)))
+        .collect()
+}
+
+/// `w` with the rate a latency requirement holds it at: an open loop, its
+/// latency counted from each request's intended start.
+fn at_required_rate(mut w: Workload, requirements: &[Requirement]) -> Result<Workload, PlanError> {
+    let origin = Origin::other("--require", "require", true);
+    for r in requirements {
+        if let Requirement::Latency { rate_per_s, .. } = r {
+            if w.rate.is_some_and(|x| x != *rate_per_s) {
+                return Err(origin.err(format!(
+                    "`{r}` runs at {rate_per_s:.0}/s, and --rate asks for {:.0}/s; leave --rate out",
+                    w.rate.unwrap_or(0.0)
+                )));
+            }
+            if w.find_peak || w.find_capacity.is_some() {
+                return Err(origin.err(format!(
+                    "`{r}` is answered at its rate, not by a search; leave out --find-peak and --find-capacity"
+                )));
+            }
+            w.rate = Some(*rate_per_s);
+        }
+    }
+    Ok(w)
+}
+
+/// The targets that can meet `requirements`, each with the settings that
+/// make it keep writes as required, and the others with why not.
+fn candidates(
+    targets: Vec<TargetSpec>,
+    requirements: &[Requirement],
+    catalog: &dyn TargetCatalog,
+) -> Result<(Vec<TargetSpec>, Vec<LeftOut>), PlanError> {
+    if requirements.is_empty() {
+        return Ok((targets, Vec::new()));
+    }
+    let mut kept = Vec::new();
+    let mut left_out = Vec::new();
+    'each: for mut spec in targets {
+        let caps = catalog
+            .capabilities(&spec.name)
+            .expect("the targets were checked");
+        for r in requirements {
+            let why = match *r {
+                Requirement::Reach { in_process } if in_process == caps.network => Some(format!(
+                    "it is reached {}, and `{r}` is required",
+                    if caps.network {
+                        "over the network"
+                    } else {
+                        "in the application's process"
+                    }
+                )),
+                Requirement::Durable { class } => match &spec.endpoint {
+                    Endpoint::External { .. } => Some(format!(
+                        "bakeoff did not start it, so its settings are its own and declare nothing; name -t {} to let bakeoff start one with settings that keep writes through a {class}",
+                        spec.name
+                    )),
+                    Endpoint::Managed => match catalog.durable_settings(&spec.name, class, &spec.variant) {
+                        Ok(extra) => {
+                            spec.variant.extend(extra);
+                            None
+                        }
+                        Err(why) => Some(why),
+                    },
+                },
+                _ => None,
+            };
+            if let Some(why) = why {
+                left_out.push(LeftOut {
+                    target: spec.label(),
+                    why,
+                });
+                continue 'each;
+            }
+        }
+        kept.push(spec);
+    }
+    if kept.is_empty() {
+        let why: Vec<String> = left_out
+            .iter()
+            .map(|l| format!("{}: {}", l.target, l.why))
+            .collect();
+        return Err(Origin::other("--require", "require", true).err(format!(
+            "no target can meet these requirements: {}",
+            why.join("; ")
+        )));
+    }
+    Ok((kept, left_out))
 }
 
 /// The CPUs bakeoff may use on this machine.
@@ -1218,7 +1328,8 @@ impl Plan {
             }
         };
         let given = Given::collect(&raw, flags)?;
-        let workload = workload(&given)?;
+        let requirements = requirements(&raw, flags)?;
+        let workload = at_required_rate(workload(&given)?, &requirements)?;
         let mut notes = Vec::new();
         let sweep = sweep(&given, &workload, &mut notes)?;
         let points = sweep::expand(&workload, &sweep);
@@ -1255,7 +1366,7 @@ impl Plan {
                 });
             }
             let given = given.for_target(name, keys)?;
-            let w = self::workload(&given)?;
+            let w = at_required_rate(self::workload(&given)?, &requirements)?;
             if (w.grow, w.find_peak, &w.find_capacity)
                 != (workload.grow, workload.find_peak, &workload.find_capacity)
             {
@@ -1273,7 +1384,11 @@ impl Plan {
             Some(w) => sweep::expand(w, &sweep),
             None => points.clone(),
         };
-        let targets = targets(&raw, flags, catalog, &points_of)?;
+        let (targets, left_out) = candidates(
+            targets(&raw, flags, catalog, &points_of)?,
+            &requirements,
+            catalog,
+        )?;
         // A preset's own target dropped by -t keeps its table unused; a
         // table for a target neither the preset nor the run has is a slip.
         let preset_names: Vec<String> = raw
@@ -1351,6 +1466,8 @@ impl Plan {
             servers,
             shard: flags.shard,
             start,
+            requirements,
+            left_out,
         })
     }
 

@@ -52,6 +52,10 @@ pub struct RawPreset {
     pub repeats: Option<Scalar>,
     /// Seed of every generator.
     pub seed: Option<Scalar>,
+    /// What a store must do (as `--require`): `p99<=2ms@20k/s`,
+    /// `durable=power-cut`, `memory<=2GB@10M`, `reach=network`.
+    #[serde(default)]
+    pub require: Vec<String>,
     /// The `[workload]` table: parameter key → value (see
     /// [`super::params::PARAMS`]); keys are checked when the plan is built.
     #[serde(default)]
@@ -100,6 +104,8 @@ pub struct RawScale {
     pub about: Option<String>,
     /// Targets, replacing the preset's list.
     pub targets: Option<Vec<String>>,
+    /// Requirements, replacing the preset's list.
+    pub require: Option<Vec<String>>,
     /// Times each point is run.
     pub repeats: Option<Scalar>,
     /// Workload keys replaced.
@@ -199,6 +205,9 @@ impl RawPreset {
         if let Some(t) = scale.targets {
             self.targets = Some(t);
         }
+        if let Some(r) = scale.require {
+            self.require = r;
+        }
         if let Some(r) = scale.repeats {
             self.repeats = Some(r);
         }
@@ -236,6 +245,8 @@ pub struct Overrides {
     pub start_at: Option<String>,
     /// `--start-tolerance`: a duration.
     pub start_tolerance: Option<String>,
+    /// `--require`, repeatable: what a store must do.
+    pub require: Vec<String>,
     /// The environment a target URL's `password_env=NAME` reads its
     /// password from.
     pub env: Environment,

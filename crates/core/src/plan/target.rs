@@ -61,6 +61,20 @@ pub trait TargetCatalog {
     fn check_settings(&self, name: &str, settings: &toml::Table) -> Result<(), TargetError>;
     /// Targets of the default comparison.
     fn default_targets(&self) -> Vec<String>;
+    /// The settings, besides those `given`, under which managed target
+    /// `name` promises acknowledged writes survive at least `class`, from
+    /// its declaration (none when it does already); why not, when no
+    /// setting of its does.
+    fn durable_settings(
+        &self,
+        name: &str,
+        class: crate::durability::DurableTo,
+        _given: &BTreeMap<String, String>,
+    ) -> Result<BTreeMap<String, String>, String> {
+        Err(format!(
+            "{name} declares nothing of what its settings keep through a {class}"
+        ))
+    }
 }
 
 /// Where a target lives.

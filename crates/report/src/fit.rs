@@ -1,0 +1,450 @@
+//! Which one fits (`--require`): for each candidate, whether it meets
+//! each requirement, with its figure and the margin; the ones that meet
+//! them all ranked by what they cost (server CPU per operation, then
+//! memory per record, then disk bytes per write), the first named with
+//! why; candidates left out before the run, or whose run failed, with
+//! why. The text report prints it first, the HTML report opens with it.
+
+use bakeoff_core::plan::Requirement;
+use bakeoff_core::result::{decode_histogram, ExperimentResult, RunResult, RunStatus};
+use bakeoff_core::units::{fmt_bytes, fmt_ns, fmt_rate};
+
+use crate::sections::Rows;
+use crate::verdict::{memory_per_record, server_cpu_per_op_ns};
+
+/// The note under the answer.
+pub const FIT_NOTE: &str = "Each candidate against each requirement (--require), with its figure and the margin: a latency requirement is measured in an open loop at its rate, from each request's intended start, and a run that did not reach 95 % of the rate does not meet it; durability is what the candidate's settings declare (bakeoff chose the settings that reach it, where the candidate has some); memory is the memory per record measured at the run's record count, extrapolated linearly to the count asked. The candidates that meet every requirement are ranked by server CPU per operation, then memory per record, then disk bytes per write.";
+
+/// A run held its rate when it reached this share of it.
+const RATE_HELD: f64 = 0.95;
+
+/// What the report says of the requirements: the answer in lines, and a
+/// row per candidate.
+pub struct Answer {
+    /// The answer: which fit, the first and why; or that none does.
+    pub lines: Vec<String>,
+    /// Candidate, one column per requirement, the costs, the rank.
+    pub rows: Rows,
+}
+
+/// One requirement judged on one candidate.
+struct Judged {
+    meets: bool,
+    /// The candidate's figure and its margin.
+    text: String,
+    /// How far from meeting it, for "none meets": the figure alone.
+    short: String,
+}
+
+/// What a candidate costs, lowest first in each.
+#[derive(Clone, Copy, Default)]
+struct Cost {
+    server_cpu_ns: Option<f64>,
+    memory_per_record: Option<f64>,
+    disk_per_write: Option<f64>,
+}
+
+impl Cost {
+    /// Server CPU per operation, then memory per record, then disk bytes
+    /// per write: an unmeasured figure after every measured one.
+    fn key(&self) -> [f64; 3] {
+        [
+            self.server_cpu_ns,
+            self.memory_per_record,
+            self.disk_per_write,
+        ]
+        .map(|v| v.unwrap_or(f64::INFINITY))
+    }
+}
+
+struct Candidate<'a> {
+    label: &'a str,
+    runs: Vec<&'a RunResult>,
+    judged: Vec<Judged>,
+    cost: Cost,
+    failed: Option<String>,
+}
+
+impl Candidate<'_> {
+    fn fits(&self) -> bool {
+        self.failed.is_none() && self.judged.iter().all(|j| j.meets)
+    }
+}
+
+/// The median of what `f` reads off `runs`, where it reads anything.
+fn median(runs: &[&RunResult], f: impl Fn(&RunResult) -> Option<f64>) -> Option<f64> {
+    let mut v: Vec<f64> = runs.iter().filter_map(|r| f(r)).collect();
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied()
+}
+
+/// The `percentile` of a run's measured latency, ns.
+fn latency_at(run: &RunResult, percentile: f64) -> Option<f64> {
+    let all = &run.measure.all;
+    let exact = [(50.0, all.p50_ns), (99.0, all.p99_ns), (99.9, all.p999_ns)]
+        .into_iter()
+        .find(|(p, _)| *p == percentile)
+        .map(|(_, ns)| ns);
+    match exact {
+        Some(ns) => Some(ns as f64),
+        None => decode_histogram(&all.hdr)
+            .ok()
+            .map(|h| h.value_at_quantile(percentile / 100.0) as f64),
+    }
+}
+
+fn judge(r: &ExperimentResult, req: &Requirement, runs: &[&RunResult]) -> Judged {
+    let record = runs.first().and_then(|run| crate::record_of(r, run));
+    match *req {
+        Requirement::Latency {
+            percentile,
+            at_most_ns,
+            rate_per_s,
+        } => {
+            let reached = median(runs, |run| Some(run.measure.throughput_per_s)).unwrap_or(0.0);
+            let Some(ns) = median(runs, |run| latency_at(run, percentile)) else {
+                return Judged {
+                    meets: false,
+                    text: "no: nothing measured".into(),
+                    short: "nothing measured".into(),
+                };
+            };
+            let figure = format!("p{percentile} {}", fmt_ns(ns));
+            if reached < RATE_HELD * rate_per_s {
+                return Judged {
+                    meets: false,
+                    text: format!(
+                        "no: it held {} of {}/s asked ({figure})",
+                        fmt_rate(reached),
+                        rate_per_s
+                    ),
+                    short: format!("held {} of {rate_per_s:.0}/s", fmt_rate(reached)),
+                };
+            }
+            let bound = at_most_ns as f64;
+            let (meets, margin) = if ns <= bound {
+                (true, format!("{} under", fmt_ns(bound - ns)))
+            } else {
+                (false, format!("{} over", fmt_ns(ns - bound)))
+            };
+            Judged {
+                meets,
+                text: format!("{}: {figure} ({margin})", yes_no(meets)),
+                short: format!("{figure}, {margin}"),
+            }
+        }
+        Requirement::Durable { class } => match record.and_then(|t| t.durable_to) {
+            Some(d) => {
+                let meets = d >= class;
+                Judged {
+                    meets,
+                    text: format!("{}: {} (declared)", yes_no(meets), d.text()),
+                    short: format!("writes survive a {d}"),
+                }
+            }
+            None => Judged {
+                meets: false,
+                text: "no: undeclared".into(),
+                short: "undeclared durability".into(),
+            },
+        },
+        Requirement::Memory {
+            at_most_bytes,
+            records,
+        } => {
+            let Some(per_record) = median(runs, memory_per_record) else {
+                return Judged {
+                    meets: false,
+                    text: "no: memory not measured".into(),
+                    short: "memory not measured".into(),
+                };
+            };
+            let at = runs
+                .first()
+                .map(|run| {
+                    run.checks
+                        .records_after_load
+                        .unwrap_or(run.workload.records)
+                })
+                .unwrap_or(0);
+            let estimate = per_record * records as f64;
+            let bound = at_most_bytes as f64;
+            let meets = estimate <= bound;
+            let margin = if meets {
+                format!("{} under", fmt_bytes(bound - estimate))
+            } else {
+                format!("{} over", fmt_bytes(estimate - bound))
+            };
+            Judged {
+                meets,
+                text: format!(
+                    "{}: {} ({margin}; {} per record at {at} records, extrapolated linearly)",
+                    yes_no(meets),
+                    fmt_bytes(estimate),
+                    fmt_bytes(per_record)
+                ),
+                short: format!("{}, {margin}", fmt_bytes(estimate)),
+            }
+        }
+        Requirement::Reach { in_process } => {
+            let is = record.is_some_and(|t| t.in_process());
+            let meets = is == in_process;
+            let how = if is { "in process" } else { "over the network" };
+            Judged {
+                meets,
+                text: format!("{}: {how}", yes_no(meets)),
+                short: how.into(),
+            }
+        }
+    }
+}
+
+fn yes_no(meets: bool) -> &'static str {
+    if meets {
+        "yes"
+    } else {
+        "no"
+    }
+}
+
+/// The answer to the plan's requirements, when it has any.
+pub fn answer(r: &ExperimentResult) -> Option<Answer> {
+    let reqs = &r.plan.requirements;
+    if reqs.is_empty() {
+        return None;
+    }
+    let mut labels: Vec<&str> = Vec::new();
+    for run in &r.runs {
+        if !labels.contains(&run.target.as_str()) {
+            labels.push(&run.target);
+        }
+    }
+    let mut candidates: Vec<Candidate> = labels
+        .into_iter()
+        .map(|label| {
+            let all: Vec<&RunResult> = r.runs.iter().filter(|run| run.target == label).collect();
+            let ok: Vec<&RunResult> = all
+                .iter()
+                .copied()
+                .filter(|run| run.status != RunStatus::Failed)
+                .collect();
+            let failed = ok.is_empty().then(|| {
+                all.first()
+                    .and_then(|run| run.message.clone())
+                    .unwrap_or_else(|| "no run finished".into())
+            });
+            Candidate {
+                label,
+                judged: reqs.iter().map(|q| judge(r, q, &ok)).collect(),
+                cost: Cost {
+                    server_cpu_ns: median(&ok, server_cpu_per_op_ns),
+                    memory_per_record: median(&ok, memory_per_record),
+                    disk_per_write: median(&ok, |run| run.disk.as_ref()?.bytes_per_write),
+                },
+                runs: ok,
+                failed,
+            }
+        })
+        .collect();
+    // The ones that fit first, cheapest first; then the others as run.
+    candidates.sort_by(|a, b| match (a.fits(), b.fits()) {
+        (true, true) => a
+            .cost
+            .key()
+            .partial_cmp(&b.cost.key())
+            .unwrap_or(std::cmp::Ordering::Equal),
+        (x, y) => y.cmp(&x),
+    });
+    let fitting: Vec<&Candidate> = candidates.iter().filter(|c| c.fits()).collect();
+    let mut lines = Vec::new();
+    let wanted: Vec<String> = reqs.iter().map(|q| q.to_string()).collect();
+    lines.push(format!("required: {}", wanted.join("; ")));
+    let cost_text = |c: &Cost| {
+        let mut parts = Vec::new();
+        if let Some(ns) = c.server_cpu_ns {
+            parts.push(format!("server CPU {} per operation", fmt_ns(ns)));
+        }
+        if let Some(b) = c.memory_per_record {
+            parts.push(format!("{} per record", fmt_bytes(b)));
+        }
+        if let Some(b) = c.disk_per_write {
+            parts.push(format!("{} to disk per write", fmt_bytes(b)));
+        }
+        if parts.is_empty() {
+            "its costs not measured".into()
+        } else {
+            parts.join(", ")
+        }
+    };
+    match fitting.as_slice() {
+        [] => {
+            lines.push("none meets every requirement:".into());
+            for c in candidates.iter().filter(|c| c.failed.is_none()) {
+                let missed: Vec<String> = reqs
+                    .iter()
+                    .zip(&c.judged)
+                    .filter(|(_, j)| !j.meets)
+                    .map(|(q, j)| format!("{q}: {}", j.short))
+                    .collect();
+                lines.push(format!("  {}: {}", c.label, missed.join("; ")));
+            }
+        }
+        [first, rest @ ..] => {
+            let why = match rest.first() {
+                Some(next) => format!(
+                    "it meets every requirement at the least cost ({}; the next, {}: {})",
+                    cost_text(&first.cost),
+                    next.label,
+                    cost_text(&next.cost)
+                ),
+                None => format!(
+                    "it is the only one that meets every requirement ({})",
+                    cost_text(&first.cost)
+                ),
+            };
+            lines.push(format!("{} fits best: {why}", first.label));
+            if !rest.is_empty() {
+                let others: Vec<&str> = rest.iter().map(|c| c.label).collect();
+                lines.push(format!("also fit, in order of cost: {}", others.join(", ")));
+            }
+        }
+    }
+    for c in candidates.iter().filter(|c| c.failed.is_some()) {
+        lines.push(format!(
+            "{} is out: its run failed: {}",
+            c.label,
+            c.failed.as_deref().unwrap_or("")
+        ));
+    }
+    for l in &r.plan.left_out {
+        lines.push(format!("{} is out: {}", l.target, l.why));
+    }
+    let mut head = vec!["candidate".to_string()];
+    head.extend(wanted.iter().cloned());
+    head.extend(["server CPU / op", "memory / record", "disk / write", "rank"].map(String::from));
+    let mut rows = vec![head];
+    let mut rank = 0;
+    for c in &candidates {
+        let mut row = vec![c.label.to_string()];
+        match &c.failed {
+            Some(e) => row.extend(reqs.iter().map(|_| format!("run failed: {e}"))),
+            None => row.extend(c.judged.iter().map(|j| j.text.clone())),
+        }
+        let cost = &c.cost;
+        row.push(cost.server_cpu_ns.map_or_else(|| "-".into(), fmt_ns));
+        row.push(cost.memory_per_record.map_or_else(|| "-".into(), fmt_bytes));
+        row.push(cost.disk_per_write.map_or_else(|| "-".into(), fmt_bytes));
+        row.push(if c.fits() {
+            rank += 1;
+            rank.to_string()
+        } else {
+            "out".into()
+        });
+        // Every run of it counted, as a candidate of several points would
+        // be judged on all of them.
+        debug_assert!(c.failed.is_some() || !c.runs.is_empty());
+        rows.push(row);
+    }
+    for l in &r.plan.left_out {
+        let mut row = vec![l.target.clone(), format!("left out: {}", l.why)];
+        row.extend(reqs.iter().skip(1).map(|_| "-".to_string()));
+        row.extend(["-", "-", "-", "out"].map(String::from));
+        rows.push(row);
+    }
+    Some(Answer { lines, rows })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bakeoff_core::durability::DurableTo;
+    use bakeoff_core::plan::LeftOut;
+
+    /// pg, maria (power cut), redis (memory only), lmdb (process crash),
+    /// their p99 set to 1, 2, 3 and 4 ms, each at 1,000/s.
+    fn four(requirements: &[&str]) -> ExperimentResult {
+        let mut r = crate::verdict::tests::four_targets();
+        r.plan.requirements = requirements
+            .iter()
+            .map(|t| Requirement::parse(t).unwrap())
+            .collect();
+        for (i, run) in r.runs.iter_mut().enumerate() {
+            run.measure.all.p99_ns = (i as u64 + 1) * 1_000_000;
+            run.measure.throughput_per_s = 1000.0;
+            run.resources.clear();
+        }
+        r
+    }
+
+    /// Every candidate judged against each requirement with its figure
+    /// and margin; the ones that meet them all ranked, the first named;
+    /// one left out before the run said so.
+    #[test]
+    fn the_candidates_that_meet_every_requirement_are_ranked_and_named() {
+        let mut r = four(&["p99<=2500us@1000/s", "durable=power-cut"]);
+        r.plan.left_out.push(LeftOut {
+            target: "memcached".into(),
+            why: "it keeps writes in memory only whatever its settings".into(),
+        });
+        let a = answer(&r).unwrap();
+        assert!(a.lines[1].starts_with("pg fits best"), "{:#?}", a.lines);
+        assert!(
+            a.lines
+                .iter()
+                .any(|l| l == "also fit, in order of cost: maria"),
+            "{:#?}",
+            a.lines
+        );
+        assert!(
+            a.lines
+                .iter()
+                .any(|l| l.starts_with("memcached is out: it keeps writes in memory only")),
+            "{:#?}",
+            a.lines
+        );
+        let row = |name: &str| a.rows.iter().find(|r| r[0] == name).unwrap().clone();
+        assert_eq!(row("pg")[1], "yes: p99 1.00 ms (1.50 ms under)");
+        assert_eq!(row("redis")[1], "no: p99 3.00 ms (500.0 µs over)");
+        assert_eq!(row("redis")[2], "no: memory only (declared)");
+        assert_eq!(row("lmdb")[2], "no: process crash (declared)");
+        assert_eq!(row("pg").last().unwrap(), "1");
+        assert_eq!(row("redis").last().unwrap(), "out");
+        assert_eq!(row("memcached").last().unwrap(), "out");
+    }
+
+    /// A bound none meets: "none meets", each with how far it is.
+    #[test]
+    fn a_bound_none_meets_says_so_with_each_margin() {
+        let r = four(&["p99<=500us@1000/s"]);
+        let a = answer(&r).unwrap();
+        assert_eq!(a.lines[1], "none meets every requirement:");
+        assert!(
+            a.lines
+                .iter()
+                .any(|l| l == "  pg: p99 <= 500.0 µs at 1000/s: p99 1.00 ms, 500.0 µs over"),
+            "{:#?}",
+            a.lines
+        );
+        assert!(a.rows[1..].iter().all(|r| r.last().unwrap() == "out"));
+    }
+
+    /// A run that did not reach the rate does not meet the bound, however
+    /// low its latency; durability undeclared is not met either.
+    #[test]
+    fn a_rate_not_held_does_not_meet_it() {
+        let mut r = four(&["p99<=10ms@5000/s"]);
+        r.runs[0].measure.throughput_per_s = 5000.0;
+        let a = answer(&r).unwrap();
+        let row = |name: &str| a.rows.iter().find(|r| r[0] == name).unwrap().clone();
+        assert!(row("pg")[1].starts_with("yes"), "{:?}", row("pg"));
+        assert!(
+            row("maria")[1].starts_with("no: it held 1.0k"),
+            "{:?}",
+            row("maria")
+        );
+        assert_eq!(
+            crate::record_of(&r, &r.runs[2]).and_then(|t| t.durable_to),
+            Some(DurableTo::MemoryOnly)
+        );
+    }
+}
