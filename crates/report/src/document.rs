@@ -19,6 +19,9 @@ pub struct Table {
     pub rows: Vec<Vec<String>>,
     /// How many of its columns are text (left-aligned).
     pub left: usize,
+    /// Per column, the anchor of the chart its figures come from, where
+    /// one does (the HTML report links each cell to it); empty for none.
+    pub charts: Vec<Option<&'static str>>,
 }
 
 impl Table {
@@ -27,6 +30,7 @@ impl Table {
             head: head.iter().map(|s| s.to_string()).collect(),
             rows,
             left,
+            charts: Vec::new(),
         }
     }
 }
@@ -91,6 +95,7 @@ pub fn sections(view: &View, results: &[ExperimentResult]) -> Vec<Section> {
                     head: rows[0].clone(),
                     rows: rows[1..].to_vec(),
                     left: section.left,
+                    charts: Vec::new(),
                 };
                 out.push(
                     Section::new(section.id, section.title, vec![Block::Table(table)])
@@ -117,7 +122,10 @@ pub fn fit(view: &View) -> Option<Section> {
         if let Some(a) = crate::fit::answer(r) {
             blocks.push(Block::Bullets(a.lines));
             let head: Vec<&str> = a.rows[0].iter().map(String::as_str).collect();
-            blocks.push(Block::Table(Table::new(&head, a.rows[1..].to_vec(), 1)));
+            blocks.push(Block::Table(Table {
+                charts: a.charts,
+                ..Table::new(&head, a.rows[1..].to_vec(), 1)
+            }));
         }
     }
     (!blocks.is_empty())
@@ -146,6 +154,7 @@ pub fn summary(view: &View) -> Section {
         head,
         rows,
         left: 2,
+        charts: Vec::new(),
     })];
     for r in &view.runs {
         if r.run.client.client_bound {
@@ -251,6 +260,7 @@ fn sweeps(view: &View) -> Vec<Section> {
                     head,
                     rows,
                     left: 1,
+                    charts: Vec::new(),
                 }));
             }
         }

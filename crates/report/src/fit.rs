@@ -25,6 +25,10 @@ pub struct Answer {
     pub lines: Vec<String>,
     /// Candidate, one column per requirement, the costs, the rank.
     pub rows: Rows,
+    /// Per column of `rows`, the anchor of the report's chart its figures
+    /// come from: the latency spectrum, the timeline (memory, CPU), the
+    /// disk table, the targets' settings.
+    pub charts: Vec<Option<&'static str>>,
 }
 
 /// One requirement judged on one candidate.
@@ -351,7 +355,20 @@ pub fn answer(r: &ExperimentResult) -> Option<Answer> {
         row.extend(["-", "-", "-", "out"].map(String::from));
         rows.push(row);
     }
-    Some(Answer { lines, rows })
+    let mut charts = vec![None];
+    charts.extend(reqs.iter().map(|q| {
+        Some(match q {
+            Requirement::Latency { .. } => "spectrum",
+            Requirement::Memory { .. } => "timeline",
+            Requirement::Durable { .. } | Requirement::Reach { .. } => "targets",
+        })
+    }));
+    charts.extend([Some("timeline"), Some("timeline"), Some("disk"), None]);
+    Some(Answer {
+        lines,
+        rows,
+        charts,
+    })
 }
 
 #[cfg(test)]

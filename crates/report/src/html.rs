@@ -166,6 +166,7 @@ impl<'a> Page<'a> {
                 Block::Caption(c) => {
                     let _ = write!(self.html, "<p>{}:</p>", esc(c));
                 }
+                Block::Table(t) if !t.charts.is_empty() => self.linked_table(t),
                 Block::Table(t) => {
                     let head: Vec<&str> = t.head.iter().map(String::as_str).collect();
                     self.table(&head, &t.rows, t.left);
@@ -183,6 +184,30 @@ impl<'a> Page<'a> {
         self.charts += 1;
         let id = format!("c{}", self.charts);
         let _ = write!(self.html, "<figure>{}</figure>", chart.to_svg(&id));
+    }
+
+    /// A table whose cells link to the charts their figures come from
+    /// (`t.charts`, per column), where the report has that chart.
+    fn linked_table(&mut self, t: &crate::document::Table) {
+        let chart = |i: usize| t.charts.get(i).copied().flatten();
+        let cell = |i: usize, text: &str| match chart(i) {
+            Some(anchor) => format!(r##"<a href="#{anchor}">{}</a>"##, esc(text)),
+            None => esc(text),
+        };
+        let class = |i: usize| if i < t.left { r#" class="l""# } else { "" };
+        self.html.push_str("<table><tr>");
+        for (i, h) in t.head.iter().enumerate() {
+            let _ = write!(self.html, "<th{}>{}</th>", class(i), cell(i, h));
+        }
+        self.html.push_str("</tr>");
+        for r in &t.rows {
+            self.html.push_str("<tr>");
+            for (i, c) in r.iter().enumerate() {
+                let _ = write!(self.html, "<td{}>{}</td>", class(i), cell(i, c));
+            }
+            self.html.push_str("</tr>");
+        }
+        self.html.push_str("</table>");
     }
 
     fn table(&mut self, head: &[&str], rows: &[Vec<String>], left_cols: usize) {
