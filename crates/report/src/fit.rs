@@ -445,6 +445,25 @@ mod tests {
         assert!(a.rows[1..].iter().all(|r| r.last().unwrap() == "out"));
     }
 
+    /// A candidate whose run failed is out with its error, never absent.
+    #[test]
+    fn a_candidate_whose_run_failed_is_out_with_its_error() {
+        let mut r = four(&["p99<=10ms@1000/s"]);
+        r.runs[1].status = RunStatus::Failed;
+        r.runs[1].message = Some("redis did not start: port in use".into());
+        let a = answer(&r).unwrap();
+        assert!(
+            a.lines
+                .iter()
+                .any(|l| l == "maria is out: its run failed: redis did not start: port in use"),
+            "{:#?}",
+            a.lines
+        );
+        let row = a.rows.iter().find(|r| r[0] == "maria").unwrap();
+        assert_eq!(row[1], "run failed: redis did not start: port in use");
+        assert_eq!(row.last().unwrap(), "out");
+    }
+
     /// A run that did not reach the rate does not meet the bound, however
     /// low its latency; durability undeclared is not met either.
     #[test]
