@@ -63,7 +63,6 @@ impl Cost {
 
 struct Candidate<'a> {
     label: &'a str,
-    runs: Vec<&'a RunResult>,
     judged: Vec<Judged>,
     cost: Cost,
     failed: Option<String>,
@@ -104,39 +103,7 @@ fn judge(r: &ExperimentResult, req: &Requirement, runs: &[&RunResult]) -> Judged
             percentile,
             at_most_ns,
             rate_per_s,
-        } => {
-            let reached = median(runs, |run| Some(run.measure.throughput_per_s)).unwrap_or(0.0);
-            let Some(ns) = median(runs, |run| latency_at(run, percentile)) else {
-                return Judged {
-                    meets: false,
-                    text: "no: nothing measured".into(),
-                    short: "nothing measured".into(),
-                };
-            };
-            let figure = format!("p{percentile} {}", fmt_ns(ns));
-            if reached < RATE_HELD * rate_per_s {
-                return Judged {
-                    meets: false,
-                    text: format!(
-                        "no: it held {} of {}/s asked ({figure})",
-                        fmt_rate(reached),
-                        rate_per_s
-                    ),
-                    short: format!("held {} of {rate_per_s:.0}/s", fmt_rate(reached)),
-                };
-            }
-            let bound = at_most_ns as f64;
-            let (meets, margin) = if ns <= bound {
-                (true, format!("{} under", fmt_ns(bound - ns)))
-            } else {
-                (false, format!("{} over", fmt_ns(ns - bound)))
-            };
-            Judged {
-                meets,
-                text: format!("{}: {figure} ({margin})", yes_no(meets)),
-                short: format!("{figure}, {margin}"),
-            }
-        }
+        } => judge_latency(runs, percentile, at_most_ns, rate_per_s),
         Requirement::Durable { class } => match record.and_then(|t| t.durable_to) {
             Some(d) => {
                 let meets = d >= class;
@@ -203,6 +170,41 @@ fn judge(r: &ExperimentResult, req: &Requirement, runs: &[&RunResult]) -> Judged
     }
 }
 
+/// The `percentile` of `runs` held to `at_most_ns` at `rate_per_s`.
+fn judge_latency(runs: &[&RunResult], percentile: f64, at_most_ns: u64, rate_per_s: f64) -> Judged {
+    let reached = median(runs, |run| Some(run.measure.throughput_per_s)).unwrap_or(0.0);
+    let Some(ns) = median(runs, |run| latency_at(run, percentile)) else {
+        return Judged {
+            meets: false,
+            text: "no: nothing measured".into(),
+            short: "nothing measured".into(),
+        };
+    };
+    let figure = format!("p{percentile} {}", fmt_ns(ns));
+    if reached < RATE_HELD * rate_per_s {
+        return Judged {
+            meets: false,
+            text: format!(
+                "no: it held {} of {}/s asked ({figure})",
+                fmt_rate(reached),
+                rate_per_s
+            ),
+            short: format!("held {} of {rate_per_s:.0}/s", fmt_rate(reached)),
+        };
+    }
+    let bound = at_most_ns as f64;
+    let (meets, margin) = if ns <= bound {
+        (true, format!("{} under", fmt_ns(bound - ns)))
+    } else {
+        (false, format!("{} over", fmt_ns(ns - bound)))
+    };
+    Judged {
+        meets,
+        text: format!("{}: {figure} ({margin})", yes_no(meets)),
+        short: format!("{figure}, {margin}"),
+    }
+}
+
 fn yes_no(meets: bool) -> &'static str {
     if meets {
         "yes"
@@ -217,6 +219,28 @@ pub fn answer(r: &ExperimentResult) -> Option<Answer> {
     if reqs.is_empty() {
         return None;
     }
+    let candidates = candidates(r, reqs);
+    let lines = answer_lines(r, reqs, &candidates);
+    let rows = answer_rows(r, reqs, &candidates);
+    let mut charts = vec![None];
+    charts.extend(reqs.iter().map(|q| {
+        Some(match q {
+            Requirement::Latency { .. } => "spectrum",
+            Requirement::Memory { .. } => "timeline",
+            Requirement::Durable { .. } | Requirement::Reach { .. } => "targets",
+        })
+    }));
+    charts.extend([Some("timeline"), Some("timeline"), Some("disk"), None]);
+    Some(Answer {
+        lines,
+        rows,
+        charts,
+    })
+}
+
+/// Every target that ran, judged: the ones that fit first, cheapest
+/// first; then the others in the order they ran.
+fn candidates<'a>(r: &'a ExperimentResult, reqs: &[Requirement]) -> Vec<Candidate<'a>> {
     let mut labels: Vec<&str> = Vec::new();
     for run in &r.runs {
         if !labels.contains(&run.target.as_str()) {
@@ -245,12 +269,10 @@ pub fn answer(r: &ExperimentResult) -> Option<Answer> {
                     memory_per_record: median(&ok, memory_per_record),
                     disk_per_write: median(&ok, |run| run.disk.as_ref()?.bytes_per_write),
                 },
-                runs: ok,
                 failed,
             }
         })
         .collect();
-    // The ones that fit first, cheapest first; then the others as run.
     candidates.sort_by(|a, b| match (a.fits(), b.fits()) {
         (true, true) => a
             .cost
@@ -259,27 +281,39 @@ pub fn answer(r: &ExperimentResult) -> Option<Answer> {
             .unwrap_or(std::cmp::Ordering::Equal),
         (x, y) => y.cmp(&x),
     });
-    let fitting: Vec<&Candidate> = candidates.iter().filter(|c| c.fits()).collect();
-    let mut lines = Vec::new();
+    candidates
+}
+
+/// What a candidate costs, in words.
+fn cost_text(c: &Cost) -> String {
+    let mut parts = Vec::new();
+    if let Some(ns) = c.server_cpu_ns {
+        parts.push(format!("server CPU {} per operation", fmt_ns(ns)));
+    }
+    if let Some(b) = c.memory_per_record {
+        parts.push(format!("{} per record", fmt_bytes(b)));
+    }
+    if let Some(b) = c.disk_per_write {
+        parts.push(format!("{} to disk per write", fmt_bytes(b)));
+    }
+    if parts.is_empty() {
+        "its costs not measured".into()
+    } else {
+        parts.join(", ")
+    }
+}
+
+/// The answer in lines: what was required; the one that fits best and
+/// why, and the others that fit; or that none does, with each one's
+/// misses; then the candidates that are out.
+fn answer_lines(
+    r: &ExperimentResult,
+    reqs: &[Requirement],
+    candidates: &[Candidate],
+) -> Vec<String> {
     let wanted: Vec<String> = reqs.iter().map(|q| q.to_string()).collect();
-    lines.push(format!("required: {}", wanted.join("; ")));
-    let cost_text = |c: &Cost| {
-        let mut parts = Vec::new();
-        if let Some(ns) = c.server_cpu_ns {
-            parts.push(format!("server CPU {} per operation", fmt_ns(ns)));
-        }
-        if let Some(b) = c.memory_per_record {
-            parts.push(format!("{} per record", fmt_bytes(b)));
-        }
-        if let Some(b) = c.disk_per_write {
-            parts.push(format!("{} to disk per write", fmt_bytes(b)));
-        }
-        if parts.is_empty() {
-            "its costs not measured".into()
-        } else {
-            parts.join(", ")
-        }
-    };
+    let mut lines = vec![format!("required: {}", wanted.join("; "))];
+    let fitting: Vec<&Candidate> = candidates.iter().filter(|c| c.fits()).collect();
     match fitting.as_slice() {
         [] => {
             lines.push("none meets every requirement:".into());
@@ -313,22 +347,26 @@ pub fn answer(r: &ExperimentResult) -> Option<Answer> {
             }
         }
     }
-    for c in candidates.iter().filter(|c| c.failed.is_some()) {
-        lines.push(format!(
-            "{} is out: its run failed: {}",
-            c.label,
-            c.failed.as_deref().unwrap_or("")
-        ));
+    for c in candidates {
+        if let Some(e) = &c.failed {
+            lines.push(format!("{} is out: its run failed: {e}", c.label));
+        }
     }
     for l in &r.plan.left_out {
         lines.push(format!("{} is out: {}", l.target, l.why));
     }
+    lines
+}
+
+/// A row per candidate: each requirement judged, the costs, the rank;
+/// the candidates left out before the run last.
+fn answer_rows(r: &ExperimentResult, reqs: &[Requirement], candidates: &[Candidate]) -> Rows {
     let mut head = vec!["candidate".to_string()];
-    head.extend(wanted.iter().cloned());
+    head.extend(reqs.iter().map(|q| q.to_string()));
     head.extend(["server CPU / op", "memory / record", "disk / write", "rank"].map(String::from));
     let mut rows = vec![head];
     let mut rank = 0;
-    for c in &candidates {
+    for c in candidates {
         let mut row = vec![c.label.to_string()];
         match &c.failed {
             Some(e) => row.extend(reqs.iter().map(|_| format!("run failed: {e}"))),
@@ -344,9 +382,6 @@ pub fn answer(r: &ExperimentResult) -> Option<Answer> {
         } else {
             "out".into()
         });
-        // Every run of it counted, as a candidate of several points would
-        // be judged on all of them.
-        debug_assert!(c.failed.is_some() || !c.runs.is_empty());
         rows.push(row);
     }
     for l in &r.plan.left_out {
@@ -355,20 +390,7 @@ pub fn answer(r: &ExperimentResult) -> Option<Answer> {
         row.extend(["-", "-", "-", "out"].map(String::from));
         rows.push(row);
     }
-    let mut charts = vec![None];
-    charts.extend(reqs.iter().map(|q| {
-        Some(match q {
-            Requirement::Latency { .. } => "spectrum",
-            Requirement::Memory { .. } => "timeline",
-            Requirement::Durable { .. } | Requirement::Reach { .. } => "targets",
-        })
-    }));
-    charts.extend([Some("timeline"), Some("timeline"), Some("disk"), None]);
-    Some(Answer {
-        lines,
-        rows,
-        charts,
-    })
+    rows
 }
 
 #[cfg(test)]

@@ -598,6 +598,45 @@ fn check_mix_against_record(w: &Workload, origin: &Origin) -> Result<(), PlanErr
     Ok(())
 }
 
+/// The base workloads of the targets whose workload differs
+/// (`[per_target.NAME]`), by target name, each checked at every point.
+fn per_target(
+    raw: &RawPreset,
+    given: &Given,
+    workload: &Workload,
+    sweep: &[SweepAxis],
+    requirements: &[Requirement],
+    catalog: &dyn TargetCatalog,
+) -> Result<BTreeMap<String, Workload>, PlanError> {
+    let mut per_target = BTreeMap::new();
+    for (name, keys) in &raw.per_target {
+        if catalog.capabilities(name).is_none() {
+            return Err(PlanError::Invalid {
+                origin: format!("preset key per_target.{name}"),
+                message: format!(
+                    "unknown target `{name}`; known targets: {}",
+                    catalog.names().join(", ")
+                ),
+            });
+        }
+        let given = given.for_target(name, keys)?;
+        let w = at_required_rate(self::workload(&given)?, requirements)?;
+        if (w.grow, w.find_peak, &w.find_capacity)
+            != (workload.grow, workload.find_peak, &workload.find_capacity)
+        {
+            return Err(PlanError::Invalid {
+                origin: format!("preset key per_target.{name}"),
+                message: "growth and searches shape the whole experiment; give them in [workload], for every target".into(),
+            });
+        }
+        for p in &sweep::expand(&w, sweep) {
+            check_workload_against_itself(&p.workload, &given)?;
+        }
+        per_target.insert(name.clone(), w);
+    }
+    Ok(per_target)
+}
+
 /// The requirements: `--require` flags, else the preset's `require`.
 fn requirements(raw: &RawPreset, flags: &Overrides) -> Result<Vec<Requirement>, PlanError> {
     let (texts, origin) = if flags.require.is_empty() {
@@ -1354,32 +1393,7 @@ impl Plan {
                 .map_err(|_| format!("`{s}` is not a whole number"))
         })?;
 
-        let mut per_target = BTreeMap::new();
-        for (name, keys) in &raw.per_target {
-            if catalog.capabilities(name).is_none() {
-                return Err(PlanError::Invalid {
-                    origin: format!("preset key per_target.{name}"),
-                    message: format!(
-                        "unknown target `{name}`; known targets: {}",
-                        catalog.names().join(", ")
-                    ),
-                });
-            }
-            let given = given.for_target(name, keys)?;
-            let w = at_required_rate(self::workload(&given)?, &requirements)?;
-            if (w.grow, w.find_peak, &w.find_capacity)
-                != (workload.grow, workload.find_peak, &workload.find_capacity)
-            {
-                return Err(PlanError::Invalid {
-                    origin: format!("preset key per_target.{name}"),
-                    message: "growth and searches shape the whole experiment; give them in [workload], for every target".into(),
-                });
-            }
-            for p in &sweep::expand(&w, &sweep) {
-                check_workload_against_itself(&p.workload, &given)?;
-            }
-            per_target.insert(name.clone(), w);
-        }
+        let per_target = per_target(&raw, &given, &workload, &sweep, &requirements, catalog)?;
         let points_of = |name: &str| match per_target.get(name) {
             Some(w) => sweep::expand(w, &sweep),
             None => points.clone(),
