@@ -6,8 +6,10 @@ use common::*;
 use serde_json::Value;
 
 /// MariaDB's threads use the second CPU, Redis's one thread cannot: the
-/// seed's two server generations, on one machine. Loose ratios: these
-/// machines are noisy.
+/// seed's two server generations, on one machine. The CPU each server
+/// used says why; the throughput ratios are loose, as these machines are
+/// noisy (in CI, Redis held to one CPU shared it with other tests: 1.34 ×
+/// on two).
 #[test]
 fn mariadb_grows_with_its_cpus_and_redis_does_not() {
     if !require("redis-server", "redis-server") || !require("mariadbd", "mariadb-server") {
@@ -45,22 +47,39 @@ fn mariadb_grows_with_its_cpus_and_redis_does_not() {
             .unwrap_or_else(|| panic!("no {t} at {cpus}"))
     };
     let ops = |r: &Value| r["measure"]["throughput_per_s"].as_f64().unwrap();
+    // The median of the server's CPU over its seconds, % of one core.
+    let cpu = |r: &Value| {
+        let mut c: Vec<f64> = r["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["cpu_percent"].as_f64().unwrap())
+            .collect();
+        c.sort_by(f64::total_cmp);
+        c[c.len() / 2]
+    };
     let (maria1, maria2) = (run("mariadb", "1"), run("mariadb", "2"));
     let (redis1, redis2) = (run("redis", "1"), run("redis", "2"));
+    // MariaDB's threads use the second CPU and serve more with it.
+    assert!(
+        cpu(maria1) <= 110.0,
+        "mariadb held to one CPU used {} %",
+        cpu(maria1)
+    );
+    assert!(
+        cpu(maria2) > 110.0,
+        "mariadb on two CPUs used {} %",
+        cpu(maria2)
+    );
     let grew = ops(maria2) / ops(maria1);
     assert!(grew > 1.15, "mariadb: {} then {}", ops(maria1), ops(maria2));
-    let flat = ops(redis2) / ops(redis1);
-    assert!(flat < 1.25, "redis: {} then {}", ops(redis1), ops(redis2));
-    // Held to one CPU, all of MariaDB's threads together use at most it.
-    let mut cpu: Vec<f64> = maria1["resources"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["cpu_percent"].as_f64().unwrap())
-        .collect();
-    cpu.sort_by(f64::total_cmp);
+    // Redis's one thread cannot: it gains at most what it lost sharing
+    // its one CPU with the rest of the machine (other tests, in CI).
     assert!(
-        cpu[cpu.len() / 2] <= 110.0,
-        "mariadb on one CPU used {cpu:?} %"
+        cpu(redis2) <= 110.0,
+        "redis on two CPUs used {} %",
+        cpu(redis2)
     );
+    let flat = ops(redis2) / ops(redis1);
+    assert!(flat < 1.5, "redis: {} then {}", ops(redis1), ops(redis2));
 }
