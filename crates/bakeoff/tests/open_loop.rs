@@ -240,3 +240,46 @@ fn spinning_before_send_times_is_capped_and_counted_apart() {
         "{lag}"
     );
 }
+
+/// An open loop on io_uring reads replies when it wakes to send, not when
+/// they come (one wake-up per send, not two), and times each reply by when
+/// the kernel received it. At 20 requests/s from one client a reply waits
+/// 50 ms for the next send to be read: timed when read, the median
+/// response would be 50 ms; timed by its arrival it is what the server
+/// took, well under a millisecond, and no reply is timed before its send.
+#[test]
+fn replies_read_at_the_next_send_are_timed_by_their_arrival() {
+    let _beside = beside_others();
+    if !require("redis-server", "redis-server") {
+        return;
+    }
+    let r = run_ok(&[
+        "run",
+        "-t",
+        "redis",
+        "--records",
+        "1000",
+        "--mix",
+        "100:0",
+        "--rate",
+        "20",
+        "--clients",
+        "1",
+        "--duration",
+        "3s",
+        "--warmup",
+        "0.5s",
+    ]);
+    let run = &r["runs"][0];
+    assert_eq!(run["client"]["io_backend"], "io_uring", "{}", run["client"]);
+    let get = &run["measure"]["ops"]["get"];
+    assert!(get["completed"].as_u64().unwrap() >= 45, "{get}");
+    assert_eq!(get["failed"].as_u64(), Some(0), "{get}");
+    let response = get["latency"]["p50_ns"].as_u64().unwrap();
+    let service = get["service_time"]["p50_ns"].as_u64().unwrap();
+    assert!(response < 2_000_000, "response p50 {response} ns");
+    assert!(
+        service > 0 && service <= response,
+        "service {service} ns, response {response} ns"
+    );
+}

@@ -543,8 +543,9 @@ impl WorkerMeter {
         }
     }
 
-    /// Records one finished operation of `phase`.
-    #[inline]
+    /// Records one finished operation of `phase`. Inlined into the loops
+    /// (a call here cost about 20 instructions per operation).
+    #[inline(always)]
     pub fn record(
         &mut self,
         phase: u8,
@@ -557,8 +558,8 @@ impl WorkerMeter {
         self.stats[phase as usize].record(kind, response_ns, service_ns, how);
         self.interval.record(response_ns, how);
         self.last_completion = now;
-        if let (Some(t), 1, false) = (&mut self.trace, phase, matches!(how, Completion::Error(_))) {
-            t.record(now.saturating_sub(self.window_start), response_ns);
+        if self.trace.is_some() {
+            self.trace_one(phase, response_ns, how, now);
         }
         // Only the part of each request inside the window counts: the
         // requests still out when a timed phase ends (or sent during the
@@ -569,6 +570,15 @@ impl WorkerMeter {
             self.window_start,
             self.window_end,
         );
+    }
+
+    /// Keeps a measured operation's latency in the trace (`--trace`).
+    #[cold]
+    #[inline(never)]
+    fn trace_one(&mut self, phase: u8, response_ns: u64, how: Completion, now: u64) {
+        if let (Some(t), 1, false) = (&mut self.trace, phase, matches!(how, Completion::Error(_))) {
+            t.record(now.saturating_sub(self.window_start), response_ns);
+        }
     }
 
     /// The worker spun `ns` waiting for a send time: CPU spent, counted

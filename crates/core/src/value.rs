@@ -221,7 +221,7 @@ impl ValuePool {
     /// as one value when it has one field; else each field, of equal
     /// lengths, must verify and carry its own index (see
     /// [`field_version`]).
-    #[inline]
+    #[inline(always)]
     pub fn verify_record(&self, key_id: u64, value: &[u8], fields: u32) -> Result<(), VerifyError> {
         if fields <= 1 {
             return self.verify(key_id, value);
@@ -244,8 +244,10 @@ impl ValuePool {
         Ok(())
     }
 
-    /// Checks a value read back for record `key_id`.
-    #[inline]
+    /// Checks a value read back for record `key_id`. Inlined where reads
+    /// are checked: out of line it cost a call and reloads of the pool's
+    /// fields per read.
+    #[inline(always)]
     pub fn verify(&self, key_id: u64, value: &[u8]) -> Result<(), VerifyError> {
         if value.len() < HEADER_LEN
             || &value[0..2] != b"BK"

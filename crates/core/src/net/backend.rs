@@ -171,9 +171,132 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
         let res = stream.read(&mut c.rbuf[c.rend..]);
         let now = self.now();
         match res {
-            Ok(n) => self.on_bytes(ci, n, now),
+            Ok(n) => self.on_bytes::<false>(ci, n, now, 0),
             Err(e) if matches!(e.kind(), IoErrorKind::WouldBlock | IoErrorKind::Interrupted) => {}
             Err(_) => self.fail(ci, ErrorKind::Reset, now),
+        }
+    }
+
+    /// Open loop on io_uring (see [`Loop::lazy`]): reads the replies
+    /// already arrived on `ci`, without waiting, and times each by when the
+    /// kernel received its last bytes (`SO_TIMESTAMPNS`), not by when this
+    /// thread got round to it. One `recvmsg` per call while the buffer
+    /// fills; nothing when no reply is there.
+    pub(super) fn read_arrived(&mut self, ci: usize, now: u64) {
+        loop {
+            let c = &mut self.conns[ci];
+            if c.recv_inflight || !c.usable() || c.inflight.is_empty() {
+                return;
+            }
+            c.make_room();
+            let fd = c.stream.as_ref().expect("usable").as_raw_fd();
+            let room = c.rbuf.len() - c.rend;
+            let mut iov = libc::iovec {
+                // SAFETY: rend <= rbuf.len(); the pointer stays in the buffer.
+                iov_base: unsafe { c.rbuf.as_mut_ptr().add(c.rend) }.cast(),
+                iov_len: room,
+            };
+            // Room for one SCM_TIMESTAMPNS control message (a timespec),
+            // aligned as cmsghdr wants.
+            let mut control = [0u64; 8];
+            // SAFETY: msghdr is plain data; every pointer set below is valid.
+            let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+            msg.msg_iov = &mut iov;
+            msg.msg_iovlen = 1;
+            msg.msg_control = control.as_mut_ptr().cast();
+            msg.msg_controllen = std::mem::size_of_val(&control) as _;
+            // SAFETY: fd is our socket; msg points at live buffers.
+            let n = unsafe { libc::recvmsg(fd, &mut msg, libc::MSG_DONTWAIT) };
+            if n < 0 {
+                let e = std::io::Error::last_os_error();
+                if matches!(e.kind(), IoErrorKind::WouldBlock | IoErrorKind::Interrupted) {
+                    return;
+                }
+                return self.fail(ci, ErrorKind::Reset, now);
+            }
+            match self.arrival_of(&msg) {
+                Some(t) => self.on_bytes::<true>(ci, n as usize, now, t.min(now)),
+                None => self.on_bytes::<false>(ci, n as usize, now, 0),
+            }
+            if (n as usize) < room {
+                return;
+            }
+        }
+    }
+
+    /// The time, ns since the job's start, of the kernel's receive
+    /// timestamp in `msg`'s control messages.
+    fn arrival_of(&self, msg: &libc::msghdr) -> Option<u64> {
+        // SAFETY: msg was filled by recvmsg; CMSG_* walk its control buffer
+        // within msg_controllen.
+        unsafe {
+            let mut cmsg = libc::CMSG_FIRSTHDR(msg);
+            while !cmsg.is_null() {
+                if (*cmsg).cmsg_level == libc::SOL_SOCKET
+                    && (*cmsg).cmsg_type == libc::SCM_TIMESTAMPNS
+                {
+                    let ts: libc::timespec = std::ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast());
+                    let real = ts.tv_sec * 1_000_000_000 + ts.tv_nsec;
+                    return u64::try_from(real - self.real_minus_job_ns).ok();
+                }
+                cmsg = libc::CMSG_NXTHDR(msg, cmsg);
+            }
+        }
+        None
+    }
+
+    /// Open loop on io_uring: writes what is buffered for `ci` at once (one
+    /// `send`), so that a send time costs no completion to wait for.
+    /// Whether it all went; what did not goes by io_uring.
+    #[inline(never)]
+    pub(super) fn send_now(&mut self, ci: usize) -> bool {
+        let c = &mut self.conns[ci];
+        let fd = c.stream.as_ref().expect("usable").as_raw_fd();
+        let rest = &c.sending[c.spos..];
+        // SAFETY: fd is our socket and rest a live buffer.
+        let n = unsafe {
+            libc::send(
+                fd,
+                rest.as_ptr().cast(),
+                rest.len(),
+                libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
+            )
+        };
+        if n > 0 {
+            c.spos += n as usize;
+        }
+        c.spos == c.sending.len()
+    }
+
+    /// epoll: writes what is being sent on `ci` (one `write`), and asks
+    /// for EPOLLOUT while some of it is left.
+    #[inline(never)]
+    pub(super) fn write_now(&mut self, ci: usize, now: u64) {
+        let Backend::Epoll { epfd, .. } = &self.backend else {
+            return;
+        };
+        let epfd = *epfd;
+        let c = &mut self.conns[ci];
+        let stream = c.stream.as_mut().expect("usable");
+        match stream.write(&c.sending[c.spos..]) {
+            Ok(n) => c.spos += n,
+            Err(e) if matches!(e.kind(), IoErrorKind::WouldBlock | IoErrorKind::Interrupted) => {}
+            Err(_) => return self.fail(ci, ErrorKind::Reset, now),
+        }
+        let pending = c.spos < c.sending.len();
+        if pending != c.want_write {
+            c.want_write = pending;
+            let mut events = libc::EPOLLIN as u32;
+            if pending {
+                events |= libc::EPOLLOUT as u32;
+            }
+            let mut ev = libc::epoll_event {
+                events,
+                u64: ci as u64,
+            };
+            let fd = c.stream.as_ref().expect("usable").as_raw_fd();
+            // SAFETY: modifying the registration of a fd we own.
+            unsafe { libc::epoll_ctl(epfd, libc::EPOLL_CTL_MOD, fd, &mut ev) };
         }
     }
 
@@ -214,8 +337,10 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
             return self.fail(ci, kind, now);
         }
         if op == RECV {
-            self.on_bytes(ci, res as usize, now);
-            self.arm_recv(ci);
+            self.on_bytes::<false>(ci, res as usize, now, 0);
+            if !self.lazy {
+                self.arm_recv(ci);
+            }
         } else {
             c.spos += res as usize;
             self.kick_write(ci, now);

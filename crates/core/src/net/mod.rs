@@ -148,6 +148,26 @@ struct Loop<'a, C: Codec, const MULTI: bool> {
     spin_credit_at: u64,
     /// The job's `t0` on CLOCK_MONOTONIC, ns.
     t0_ns: u64,
+    /// An open loop on io_uring that reads replies when it wakes to send
+    /// rather than waking for them, timing each by the kernel's receive
+    /// timestamp: one wake-up per send instead of two (see
+    /// [`Loop::read_arrived`]). Off once the phase stops generating, so the
+    /// last replies are read as they come.
+    lazy: bool,
+    /// CLOCK_REALTIME less job time, ns: turns the kernel's receive
+    /// timestamps (on the real-time clock) into job time.
+    real_minus_job_ns: i64,
+}
+
+/// CLOCK_REALTIME, ns.
+fn realtime_ns() -> i64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes the timespec it is given.
+    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
+    ts.tv_sec * 1_000_000_000 + ts.tv_nsec
 }
 
 /// Whether the read of read-modify-write `req`, whose reply `reply` is
@@ -280,7 +300,11 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
             spin_credit_ns: 0,
             spin_credit_at: 0,
             t0_ns: monotonic_ns().saturating_sub(job.t0.elapsed().as_nanos() as u64),
+            lazy: false,
+            real_minus_job_ns: 0,
         };
+        lp.lazy = lp.harness.open_loop() && matches!(lp.backend, Backend::Uring { .. });
+        lp.real_minus_job_ns = realtime_ns() - lp.now() as i64;
         // Connect every client up front; if none can connect the job fails.
         let mut first_err = None;
         for ci in 0..lp.conns.len() {
@@ -346,13 +370,28 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
                 return Err(std::io::Error::last_os_error());
             }
         }
+        if self.lazy {
+            let on: libc::c_int = 1;
+            // SAFETY: setting an integer option on a socket we own.
+            unsafe {
+                libc::setsockopt(
+                    stream.as_raw_fd(),
+                    libc::SOL_SOCKET,
+                    libc::SO_TIMESTAMPNS,
+                    (&on as *const libc::c_int).cast(),
+                    std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+                )
+            };
+        }
         let c = &mut self.conns[ci];
         c.stream = Some(stream);
         c.handles = handles;
         c.reset_buffers();
         c.closing = false;
         c.dead_since = None;
-        self.arm_recv(ci);
+        if !self.lazy {
+            self.arm_recv(ci);
+        }
         Ok(())
     }
 
@@ -370,6 +409,16 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
                 .all(Conn::usable)
     }
 
+    /// The connections of client `ci`, one per node.
+    #[inline(always)]
+    fn conns_of(&self, ci: usize) -> std::ops::Range<usize> {
+        if MULTI {
+            ci * self.nodes..(ci + 1) * self.nodes
+        } else {
+            ci..ci + 1
+        }
+    }
+
     /// The client connection `k` belongs to.
     #[inline(always)]
     fn client_of(&self, k: usize) -> usize {
@@ -378,16 +427,6 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
         } else {
             k
         }
-    }
-
-    /// Whether client `ci` may make a request now, and with which
-    /// intended start.
-    #[inline]
-    fn due(&self, ci: usize, now: u64) -> Option<u64> {
-        if !self.has_room(ci) {
-            return None;
-        }
-        self.harness.due(ci, now)
     }
 
     /// Encodes request `req` of client `ci` into the write buffer of the
@@ -618,7 +657,10 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
     }
 
     /// Starts sending what is buffered for `ci`: epoll writes it now (one
-    /// `write`); io_uring queues one send for the next submission.
+    /// `write`); io_uring queues one send for the next submission. Small
+    /// enough to inline where replies are handled: epoll's write and an
+    /// open loop's immediate send are out of line.
+    #[inline]
     fn kick_write(&mut self, ci: usize, now: u64) {
         let c = &mut self.conns[ci];
         if !c.usable() {
@@ -631,6 +673,9 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
             c.sending.clear();
             c.spos = 0;
             std::mem::swap(&mut c.wbuf, &mut c.sending);
+        }
+        if self.lazy && !self.conns[ci].send_inflight && self.send_now(ci) {
+            return;
         }
         let c = &mut self.conns[ci];
         match &mut self.backend {
@@ -646,34 +691,7 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
                 Backend::push(ring, e);
                 c.send_inflight = true;
             }
-            Backend::Epoll { epfd, .. } => {
-                let epfd = *epfd;
-                let stream = c.stream.as_mut().expect("usable");
-                match stream.write(&c.sending[c.spos..]) {
-                    Ok(n) => c.spos += n,
-                    Err(e)
-                        if matches!(
-                            e.kind(),
-                            IoErrorKind::WouldBlock | IoErrorKind::Interrupted
-                        ) => {}
-                    Err(_) => return self.fail(ci, ErrorKind::Reset, now),
-                }
-                let pending = c.spos < c.sending.len();
-                if pending != c.want_write {
-                    c.want_write = pending;
-                    let mut events = libc::EPOLLIN as u32;
-                    if pending {
-                        events |= libc::EPOLLOUT as u32;
-                    }
-                    let mut ev = libc::epoll_event {
-                        events,
-                        u64: ci as u64,
-                    };
-                    let fd = c.stream.as_ref().expect("usable").as_raw_fd();
-                    // SAFETY: modifying the registration of a fd we own.
-                    unsafe { libc::epoll_ctl(epfd, libc::EPOLL_CTL_MOD, fd, &mut ev) };
-                }
-            }
+            Backend::Epoll { .. } => self.write_now(ci, now),
         }
     }
 
@@ -706,7 +724,11 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
 
     /// `n` bytes arrived on `ci` (0 = closed by the peer): completes every
     /// whole reply and makes the requests that may follow.
-    fn on_bytes(&mut self, ci: usize, n: usize, now: u64) {
+    /// `ARRIVED`: they are timed by `arrived`, when the kernel received
+    /// them (see [`Loop::read_arrived`]); otherwise each reply is timed as
+    /// it is parsed. A parameter of the type, so that the loop's usual
+    /// path pays nothing for it.
+    fn on_bytes<const ARRIVED: bool>(&mut self, ci: usize, n: usize, now: u64, arrived: u64) {
         if n == 0 {
             return self.fail(ci, ErrorKind::Reset, now);
         }
@@ -744,8 +766,10 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
                     self.follow_up(ci, front);
                 }
                 Decoded::Complete { len, reply } => {
-                    // One clock read per reply, where it is parsed.
+                    // One clock read per reply, where it is parsed; a
+                    // reply read after it arrived is timed by its arrival.
                     let t = self.now();
+                    let done = if ARRIVED { arrived.max(front.sent) } else { t };
                     if front.leg == Leg::Merge
                         && (front.kind == OpKind::ReadModifyWrite || reply != Reply::Miss)
                         && read_went_well(
@@ -798,7 +822,7 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
                         }
                         Reply::Value { start, end } => Outcome::Value(&buf[start..end]),
                     };
-                    self.harness.complete(&front, outcome, t);
+                    self.harness.complete(&front, outcome, done);
                     self.consume_front(ci, len);
                     let client = self.client_of(ci);
                     if MULTI {
@@ -888,6 +912,10 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
 
     fn check_timeouts(&mut self, now: u64) {
         self.next_timeout_check = now + TIMEOUT_CHECK_EVERY_NS;
+        if self.lazy {
+            // The real-time clock may have been set meanwhile.
+            self.real_minus_job_ns = realtime_ns() - self.now() as i64;
+        }
         for ci in 0..self.conns.len() {
             let c = &self.conns[ci];
             if let Some(f) = c.inflight.front() {
@@ -979,11 +1007,33 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
                 self.check_timeouts(now);
                 self.reconnect_due(now);
             }
+            if self.lazy && !generating {
+                // The last replies are read as they come.
+                self.lazy = false;
+                for k in 0..self.conns.len() {
+                    self.arm_recv(k);
+                }
+            }
             if self.harness.open_loop() && generating {
+                if self.lazy {
+                    for k in 0..self.conns.len() {
+                        self.read_arrived(k, now);
+                    }
+                }
                 for ci in 0..clients {
-                    if self.due(ci, now).is_some() {
+                    if self.harness.due(ci, now).is_none() {
+                        continue;
+                    }
+                    if self.has_room(ci) {
                         self.fill(ci, now);
                         self.kick_client(ci, now);
+                    } else if self.lazy {
+                        // Due, but its pipeline waits on a reply not yet
+                        // here: wake for that reply (the send is late, and
+                        // its lag says so).
+                        for k in self.conns_of(ci) {
+                            self.arm_recv(k);
+                        }
                     }
                 }
             }

@@ -22,6 +22,15 @@ pub(super) const SPIN_SHARE_DIVISOR: u64 = 8;
 pub(super) const MAX_SPIN_CREDIT_NS: u64 = 5_000_000;
 
 impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
+    /// Whether client `ci`, in an open loop that reads replies when it
+    /// wakes ([`Loop::lazy`]), may have a reply waiting that no receive in
+    /// the kernel watches: its send time must wake the loop, which then
+    /// reads it.
+    #[inline]
+    fn reply_unwatched(&self, ci: usize) -> bool {
+        self.lazy && self.conns_of(ci).any(|k| !self.conns[k].recv_inflight)
+    }
+
     /// How long the next wait may last, ns, and whether it ends at an
     /// open-loop send time.
     pub(super) fn wait_ns(&self, now: u64) -> (u64, bool) {
@@ -38,7 +47,7 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
             });
             if h.open_loop() {
                 for ci in 0..self.client_inflight.len() {
-                    if self.has_room(ci) {
+                    if self.has_room(ci) || self.reply_unwatched(ci) {
                         if let Some(t) = h.next_start(ci, now) {
                             send_at = send_at.min(t);
                         }

