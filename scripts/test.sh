@@ -2,7 +2,8 @@
 # Runs the whole test suite: installs the servers the tests start (real
 # redis-server and memcached, never mocks) and Chromium for the HTML report,
 # then unit, codec, integration and snapshot tests, plus formatting and lint
-# checks, and last each fuzz target of fuzz/ for 10 s from its corpus.
+# checks, the hot path's instructions per operation against the counts kept
+# in bench/, and last each fuzz target of fuzz/ for 10 s from its corpus.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # Each stage's wall time, so that whoever reads the log sees where CI's
@@ -36,6 +37,11 @@ trap 'rm -f "$log"' EXIT
 cargo test --workspace --release --quiet --no-fail-fast 2>&1 | tee "$log"
 # Summary line for whoever reads the log from the end.
 awk '/^test result:/ { split($0, a, " "); p += a[4]; f += a[6] } END { printf "%d passed, %d failed\n", p, f }' "$log"
+stage "instructions per operation"
+# The hot path's instruction count, held within 5 % of the counts kept in
+# bench/instructions-per-get.tsv (callgrind; counts, not timings, so a
+# busy machine moves them by about 1 %). About 20 s.
+bench/instructions.sh 3
 stage "fuzz"
 # The fuzz targets, briefly: a codec or parser change that panics on an
 # input of the corpus, or on one found within 10 s, fails here. cargo-fuzz
