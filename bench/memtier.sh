@@ -38,7 +38,7 @@ if [ ! -x "$dir/memtier_benchmark" ] || [ "$(cat "$dir/.built-ref" 2>/dev/null)"
     cd "$dir"
     autoreconf -ivf >/dev/null 2>&1
     ./configure -q >/dev/null
-    make -s -j"$(nproc)" >/dev/null
+    make -s -j"$(nproc)" > build.log 2>&1 || { tail -30 build.log >&2; exit 1; }
     git rev-parse HEAD > .built-ref
   )
 fi

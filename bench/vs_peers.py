@@ -127,9 +127,11 @@ class Tool:
 
 
 class Bakeoff(Tool):
+    binary = BAKEOFF
+
     def command(self, op, pipeline, port, duration, ops=None, out=None):
         url = f"{self.server}://127.0.0.1:{port}"
-        cmd = [BAKEOFF, "run", "-t", url, "--no-load", "--records", str(RECORDS), "--value-size", str(VALUE),
+        cmd = [self.binary, "run", "-t", url, "--no-load", "--records", str(RECORDS), "--value-size", str(VALUE),
                "--mix", "100:0" if op == "get" else "0:100", "--clients", str(CLIENTS), "--pipeline", str(pipeline),
                "--warmup", "0", "-q", "-o", out]
         return cmd + (["--ops", str(ops)] if ops else ["--duration", f"{duration}s"])
@@ -165,6 +167,7 @@ class BakeoffOpen(Bakeoff):
         r = json.load(open(out))["runs"][0]
         m = r["measure"]
         lag = (m.get("send_lag") or {}).get("p99_ns", 0)
+        self.last_lag = lag
         self.extra = (f"send lag p99 {lag / 1e3:.1f} us, spin {max(r['client'].get('spin_percent') or [0]):.0f} %, "
                       f"work {max(r['client']['thread_busy_percent']):.0f} % of the thread")
         return super().parse(text, out, duration)
@@ -240,7 +243,10 @@ def main():
     ap.add_argument("--duration", type=int, default=4)
     ap.add_argument("--no-callgrind", action="store_true")
     ap.add_argument("--pipelines", default="1,16")
-    ap.add_argument("--open-rates", default="10000,40000",
+    ap.add_argument("--before", metavar="BINARY",
+                    help="also run this other bakeoff build (e.g. the last landed commit's) in every round, "
+                         "closed and open loop, as bakeoff-before: before and after in one sitting")
+    ap.add_argument("--open-rates", default="500,10000,40000",
                     help="rates of the open-loop rows (bakeoff --rate, GET and SET on Redis, pipeline 1); empty for none")
     ap.add_argument("--signals-ab", action="store_true",
                     help="also run bakeoff with --no-server-signals in every round: what reading the server's own signals costs")
@@ -262,8 +268,18 @@ def main():
                  Bakeoff("bakeoff", "memcached", pipelines), Memaslap("memaslap", "memcached", [1])]
         if args.signals_ab:
             tools += [BakeoffNoSignals("bakeoff-nosignals", s, pipelines) for s in ("redis", "memcached")]
-        for rate in [int(r) for r in args.open_rates.split(",") if r]:
-            tools.append(BakeoffOpen(f"bakeoff@{rate}", "redis", [1], rate))
+        builds = [("bakeoff", BAKEOFF)]
+        if args.before:
+            builds.append(("bakeoff-before", os.path.abspath(args.before)))
+            for server in ("redis", "memcached"):
+                t = Bakeoff("bakeoff-before", server, pipelines)
+                t.binary = builds[1][1]
+                tools.append(t)
+        for name, binary in builds:
+            for rate in [int(r) for r in args.open_rates.split(",") if r]:
+                t = BakeoffOpen(f"{name}@{rate}", "redis", [1], rate)
+                t.binary = binary
+                tools.append(t)
         memtier = os.environ.get("MEMTIER") or shutil.which("memtier_benchmark")
         if memtier:
             for server in ("redis", "memcached"):
@@ -297,13 +313,14 @@ def main():
                             t.last_n = t.n[(op, p)]
                         before = server_ops(t.server, ports[t.server])
                         started = time.monotonic()
-                        text, task_ms, calls, _ = perf_run(cmd, timeout=300)
+                        text, task_ms, calls, kernel = perf_run(cmd, timeout=300)
                         wall = time.monotonic() - started
                         ops = server_ops(t.server, ports[t.server]) - before
                         own_ops, own_rate, mean = t.parse(text, out, args.duration)
                         rate = ops / wall
                         key = (t.server, p, op, t.name)
-                        results.setdefault(key, []).append((rate, task_ms * 1e6 / ops, calls / ops, mean, own_rate))
+                        results.setdefault(key, []).append((rate, task_ms * 1e6 / ops, calls / ops, mean, own_rate,
+                                                            kernel, getattr(t, "last_lag", None)))
                         print(f"round {rnd + 1} {t.server:9} P{p:<2} {op} {t.name:16} {rate:>10.0f} ops/s "
                               f"(own report {own_rate:>9.0f}) {task_ms * 1e6 / ops:>7.0f} ns CPU/op "
                               f"{calls / ops:6.3f} syscalls/op {getattr(t, 'extra', '')}", file=sys.stderr)
@@ -311,6 +328,8 @@ def main():
         if not args.no_callgrind:
             for t in tools:
                 if isinstance(t, (BakeoffOpen, BakeoffNoSignals)):
+                    continue
+                if t.name == "bakeoff-before" and t.server != "redis":
                     continue
                 for p in t.pipelines:
                     small, large = 20_000, 60_000
@@ -337,7 +356,8 @@ def report(results, ir, tools):
     print(f"\nmedians of interleaved rounds; {CLIENTS} connections, {VALUE}-byte values, {RECORDS} keys; bakeoff I/O: {backend}")
     print("ops: counted by the server (INFO commandstats, stats) over the client's whole life; ops/s = those / wall time;")
     print("'own' = the rate the tool itself reported (memaslap counts its warm-up sets in it).")
-    print(f"{'server':9} {'P':>3} {'op':4} {'tool':16} {'ops/s':>10} {'own ops/s':>10} {'CPU ns/op':>10} {'syscalls/op':>12} {'instr/op':>9} {'Little':>7}")
+    print("kernel = the share of the client's CPU time spent in the kernel (system / (user + system)).")
+    print(f"{'server':9} {'P':>3} {'op':4} {'tool':20} {'ops/s':>10} {'own ops/s':>10} {'CPU ns/op':>10} {'kernel':>7} {'syscalls/op':>12} {'instr/op':>9} {'Little':>7}")
     goals = []
     for key in sorted(results):
         server, p, op, name = key
@@ -351,20 +371,24 @@ def report(results, ir, tools):
         little = f"{statistics.median(means) * own / (CLIENTS * p):.2f}" if means and "@" not in name else "-"
         instr = ir.get((server, p, name))
         istr = f"{instr:,.0f}" if instr and op == "get" else "-"
-        print(f"{server:9} {p:>3} {op:4} {name:16} {rate:>10,.0f} {own:>10,.0f} {cpu:>10,.0f} {calls:>12.3f} {istr:>9} {little:>7}")
-        goals.append((server, p, op, name, rate, cpu, calls))
+        shares = [r[5] for r in rows if r[5] is not None]
+        kernel = f"{statistics.median(shares) * 100:.0f} %" if shares else "-"
+        print(f"{server:9} {p:>3} {op:4} {name:20} {rate:>10,.0f} {own:>10,.0f} {cpu:>10,.0f} {kernel:>7} {calls:>12.3f} {istr:>9} {little:>7}")
+        lags = [r[6] for r in rows if r[6] is not None]
+        goals.append((server, p, op, name, rate, cpu, calls, statistics.median(lags) if lags else None))
     print("\ngoals (bakeoff vs the peers in the same run):")
-    for server in ("redis", "memcached"):
+    for me in ("bakeoff", "bakeoff-before"):
+      for server in ("redis", "memcached"):
         for p in sorted({g[1] for g in goals}):
             for op in ("get", "set"):
-                mine = [g for g in goals if g[:3] == (server, p, op) and g[3] == "bakeoff"]
+                mine = [g for g in goals if g[:3] == (server, p, op) and g[3] == me]
                 peers = [g for g in goals if g[:3] == (server, p, op) and not g[3].startswith("bakeoff")]
                 if not mine or not peers:
                     continue
                 m = mine[0]
                 cheapest = min(peers, key=lambda g: g[5])
                 fastest = max(peers, key=lambda g: g[4])
-                print(f"  {server:9} P{p:<2} {op}: syscalls/op {m[6]:.3f} (goal <= 1); CPU/op {m[5] / cheapest[5]:.2f} x "
+                print(f"  {me:14} {server:9} P{p:<2} {op}: syscalls/op {m[6]:.3f} (goal <= 1); CPU/op {m[5] / cheapest[5]:.2f} x "
                       f"cheapest peer {cheapest[3]} (goal <= 0.8); ops/s {m[4] / fastest[4]:.2f} x fastest peer {fastest[3]} (goal > 1)")
     # What reading the server's own signals costs: the same client with and without.
     for g in goals:
@@ -378,16 +402,24 @@ def report(results, ir, tools):
     for g in goals:
         server, p, op, name = g[:4]
         if "@" in name:
-            closed = [c for c in goals if c[:4] == (server, p, op, "bakeoff")]
+            build, rate = name.split("@")
+            closed = [c for c in goals if c[:4] == (server, p, op, build)]
             if closed:
                 # Not like for like: an open loop's wake-ups serve fewer requests each.
-                print(f"  {server:9} P{p:<2} {op} open loop at {int(name.split('@')[1]):,}/s: CPU/op {g[5]:,.0f} ns = "
-                      f"{g[5] / closed[0][5]:.2f} x closed loop's at {closed[0][4]:,.0f} ops/s (goal <= 3)")
+                goal = "" if int(rate) < 10_000 else " (goal <= 3)" if int(rate) < 40_000 else " (goal <= 2)"
+                lag = f"; send lag p99 {g[7] / 1e3:.1f} us (goal < 30)" if g[7] is not None else ""
+                print(f"  {build:14} {server:9} P{p:<2} {op} open loop at {int(rate):,}/s: CPU/op {g[5]:,.0f} ns = "
+                      f"{g[5] / closed[0][5]:.2f} x closed loop's at {closed[0][4]:,.0f} ops/s{goal}{lag}")
     for (server, p, name), v in sorted(ir.items()):
         if name == "redis-benchmark":
+            for me in ("bakeoff", "bakeoff-before"):
+                mine = ir.get((server, p, me))
+                if mine:
+                    print(f"  instructions/op GET P{p}: {me} {mine:,.0f} vs redis-benchmark {v:,.0f} ({mine / v:.2f} x; goal < 1)")
+        if name == "memtier":
             mine = ir.get((server, p, "bakeoff"))
             if mine:
-                print(f"  instructions/op GET P{p}: bakeoff {mine:,.0f} vs redis-benchmark {v:,.0f} ({mine / v:.2f} x; goal < 1)")
+                print(f"  instructions/op GET P{p} on {server}: bakeoff {mine:,.0f} vs memtier {v:,.0f} ({mine / v:.2f} x)")
 
 
 if __name__ == "__main__":
