@@ -3,8 +3,9 @@
 # with the same settings: SET and GET, 100-byte values, 100000 keys filled
 # first, 50 connections, pipeline 1 and 16, same duration.
 #
-# Open-loop rows (bakeoff --rate R, Redis, pipeline 1) show what sending on
-# time costs per operation against the same client in closed loop.
+# Open-loop rows (bakeoff --rate R at 500, 10000 and 40000/s, Redis,
+# pipeline 1) show what sending on time costs per operation against the same
+# client in closed loop, and how late the sends left (send lag p99).
 #
 # Per tool: ops/s, client CPU ns per operation (task-clock of the client
 # process / operations), system calls per operation (perf raw_syscalls),
@@ -17,10 +18,15 @@
 #                     [--signals-ab]   (bakeoff also with --no-server-signals
 #                                       each round: what reading the server's
 #                                       own time and background work costs)
+#                     [--before BINARY] (another bakeoff build in every round,
+#                                       closed and open loop: before and after
+#                                       in one sitting)
+#                     [--open-rates 500,10000,40000]
 #
 # Needs: redis-server, redis-tools (redis-benchmark), memcached,
 # libmemcached-tools (memcaslap), linux-perf, valgrind; memtier_benchmark is
-# used when it is on PATH (set MEMTIER=/path/to/memtier_benchmark).
+# used when it is on PATH (set MEMTIER=/path/to/memtier_benchmark;
+# bench/memtier.sh builds it beside the project).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 missing=()
