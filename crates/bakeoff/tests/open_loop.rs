@@ -283,3 +283,63 @@ fn replies_read_at_the_next_send_are_timed_by_their_arrival() {
         "service {service} ns, response {response} ns"
     );
 }
+
+/// An open loop whose server is gone waits for its reconnections as any
+/// loop does: a connection that is down is not a reply to wake for, so
+/// the thread does not turn into a busy poll while the server is away.
+#[test]
+fn an_open_loop_on_a_server_gone_does_not_poll() {
+    let _beside = beside_others();
+    if !require("redis-server", "redis-server") {
+        return;
+    }
+    let server = redis(None);
+    let dir = tmp();
+    let out = dir.path().join("gone.json");
+    let child = std::process::Command::new(bin())
+        .args([
+            "run",
+            "-t",
+            &format!("redis://{}", server.addr),
+            "--records",
+            "1000",
+            "--mix",
+            "100:0",
+            "--rate",
+            "2000",
+            "--clients",
+            "10",
+            "--duration",
+            "3s",
+            "--warmup",
+            "0",
+            "--timeout",
+            "30s",
+            "--quiet",
+            "-o",
+            out.to_str().unwrap(),
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Gone after the load, for the last two seconds of the measured three.
+    std::thread::sleep(Duration::from_millis(1200));
+    // SAFETY: killing the server this test started.
+    unsafe { libc::kill(server.pid as i32, libc::SIGKILL) };
+    let o = child.wait_with_output().unwrap();
+    let r = read_json(&out);
+    let run = &r["runs"][0];
+    let busy: Vec<f64> = run["client"]["thread_busy_percent"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{}: {run}", String::from_utf8_lossy(&o.stderr)))
+        .iter()
+        .map(|v| v.as_f64().unwrap())
+        .collect();
+    assert!(
+        busy.iter().all(|&b| b < 40.0),
+        "busy {busy:?} % of the thread with the server gone"
+    );
+    let errors = &run["measure"]["errors"];
+    assert!(!errors.as_object().unwrap().is_empty(), "{errors}");
+}

@@ -25,10 +25,16 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
     /// Whether client `ci`, in an open loop that reads replies when it
     /// wakes ([`Loop::lazy`]), may have a reply waiting that no receive in
     /// the kernel watches: its send time must wake the loop, which then
-    /// reads it.
+    /// reads it. (A connection that is down waits for its reconnection, as
+    /// in any loop: counted here, its send time, already past, would turn
+    /// the loop into a busy poll.)
     #[inline]
     fn reply_unwatched(&self, ci: usize) -> bool {
-        self.lazy && self.conns_of(ci).any(|k| !self.conns[k].recv_inflight)
+        self.lazy
+            && self.conns_of(ci).any(|k| {
+                let c = &self.conns[k];
+                c.usable() && !c.recv_inflight && !c.inflight.is_empty()
+            })
     }
 
     /// How long the next wait may last, ns, and whether it ends at an
