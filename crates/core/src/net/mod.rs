@@ -63,7 +63,7 @@ mod route;
 
 use backend::{Backend, SEND};
 use conn::Conn;
-use pacing::{MAX_SPIN_CREDIT_NS, MAX_WAKE_LEAD_NS, SPIN_NS, SPIN_SHARE_DIVISOR};
+use pacing::MAX_WAKE_LEAD_NS;
 pub use route::Route;
 use route::ASKING;
 
@@ -980,6 +980,31 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
         }
     }
 
+    /// Open loop: reads the replies that arrived (when the loop reads them
+    /// as it wakes) and makes every request due at `now`.
+    fn send_due(&mut self, now: u64) {
+        if self.lazy {
+            for k in 0..self.conns.len() {
+                self.read_arrived(k, now);
+            }
+        }
+        for ci in 0..self.client_inflight.len() {
+            if self.harness.due(ci, now).is_none() {
+                continue;
+            }
+            if self.has_room(ci) {
+                self.fill(ci, now);
+                self.kick_client(ci, now);
+            } else if self.lazy {
+                // Due, but its pipeline waits on a reply not yet here: wake
+                // for that reply (the send is late, and its lag says so).
+                for k in self.conns_of(ci) {
+                    self.arm_recv(k);
+                }
+            }
+        }
+    }
+
     fn run(&mut self) {
         // This thread keeps an open loop's schedule (see crate::pacing).
         crate::pacing::least_timer_slack();
@@ -1015,27 +1040,7 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
                 }
             }
             if self.harness.open_loop() && generating {
-                if self.lazy {
-                    for k in 0..self.conns.len() {
-                        self.read_arrived(k, now);
-                    }
-                }
-                for ci in 0..clients {
-                    if self.harness.due(ci, now).is_none() {
-                        continue;
-                    }
-                    if self.has_room(ci) {
-                        self.fill(ci, now);
-                        self.kick_client(ci, now);
-                    } else if self.lazy {
-                        // Due, but its pipeline waits on a reply not yet
-                        // here: wake for that reply (the send is late, and
-                        // its lag says so).
-                        for k in self.conns_of(ci) {
-                            self.arm_recv(k);
-                        }
-                    }
-                }
+                self.send_due(now);
             }
             let idle = if MULTI {
                 self.client_inflight.iter().all(|&n| n == 0)
@@ -1054,50 +1059,7 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
                 self.wait_and_handle(wait_ns);
                 continue;
             }
-            // The wait ends at a send time: wake early by what wake-ups
-            // have been late, and spin out the rest, as long as the spin
-            // stays within its share of the thread.
-            self.spin_credit_ns = (self.spin_credit_ns
-                + (now.saturating_sub(self.spin_credit_at) / SPIN_SHARE_DIVISOR) as i64)
-                .clamp(-(MAX_SPIN_CREDIT_NS as i64), MAX_SPIN_CREDIT_NS as i64);
-            self.spin_credit_at = now;
-            // Out of credit, the thread sleeps until just before the send
-            // time; it still spins out a wait shorter than SPIN_NS, which a
-            // sleep would turn into a wake-up tens of µs late (so the share
-            // is an eighth plus at most SPIN_NS a send).
-            let early = if self.spin_credit_ns > 0 {
-                self.wake.lead_ns() + SPIN_NS
-            } else {
-                SPIN_NS
-            };
-            if wait_ns <= early {
-                if self.has_unsubmitted() || self.has_completions() {
-                    self.wait_and_handle(0);
-                } else {
-                    // A reply that comes meanwhile ends the spin: it is
-                    // handled (and timed) at once, and the spin resumes.
-                    // The spin is timed from its own start: the sends made
-                    // above are work.
-                    let until = now + wait_ns;
-                    let from = self.now();
-                    let mut t = from;
-                    while t < until && !self.has_completions() {
-                        std::hint::spin_loop();
-                        t = self.now();
-                    }
-                    let spun = t - from;
-                    self.spin_credit_ns -= spun as i64;
-                    self.harness.spun(spun);
-                }
-                continue;
-            }
-            let planned = now + wait_ns - early;
-            if self.wait_and_handle(wait_ns - early) {
-                let woke = self.now();
-                if woke >= planned {
-                    self.wake.learn(planned, woke);
-                }
-            }
+            self.wait_for_send(now, wait_ns);
         }
         self.drain_kernel();
     }

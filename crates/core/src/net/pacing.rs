@@ -64,4 +64,51 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
         let wait = until.min(send_at).saturating_sub(now).min(100_000_000);
         (wait, send_at <= until)
     }
+
+    /// Waits `wait_ns` from `now` for an open-loop send time: wakes early
+    /// by what wake-ups have been late, and spins out the rest, as long as
+    /// the spin stays within its share of the thread.
+    pub(super) fn wait_for_send(&mut self, now: u64, wait_ns: u64) {
+        self.spin_credit_ns = (self.spin_credit_ns
+            + (now.saturating_sub(self.spin_credit_at) / SPIN_SHARE_DIVISOR) as i64)
+            .clamp(-(MAX_SPIN_CREDIT_NS as i64), MAX_SPIN_CREDIT_NS as i64);
+        self.spin_credit_at = now;
+        // Out of credit, the thread sleeps until just before the send
+        // time; it still spins out a wait shorter than SPIN_NS, which a
+        // sleep would turn into a wake-up tens of µs late (so the share
+        // is an eighth plus at most SPIN_NS a send).
+        let early = if self.spin_credit_ns > 0 {
+            self.wake.lead_ns() + SPIN_NS
+        } else {
+            SPIN_NS
+        };
+        if wait_ns <= early {
+            if self.has_unsubmitted() || self.has_completions() {
+                self.wait_and_handle(0);
+            } else {
+                // A reply that comes meanwhile ends the spin: it is
+                // handled (and timed) at once, and the spin resumes.
+                // The spin is timed from its own start: the sends made
+                // above are work.
+                let until = now + wait_ns;
+                let from = self.now();
+                let mut t = from;
+                while t < until && !self.has_completions() {
+                    std::hint::spin_loop();
+                    t = self.now();
+                }
+                let spun = t - from;
+                self.spin_credit_ns -= spun as i64;
+                self.harness.spun(spun);
+            }
+            return;
+        }
+        let planned = now + wait_ns - early;
+        if self.wait_and_handle(wait_ns - early) {
+            let woke = self.now();
+            if woke >= planned {
+                self.wake.learn(planned, woke);
+            }
+        }
+    }
 }
