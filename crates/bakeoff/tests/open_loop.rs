@@ -14,6 +14,45 @@ use std::time::Duration;
 // The rest run side by side
 // (`common::alone` and `common::beside_others`).
 
+/// Starts bakeoff on the Redis at `addr` in an open loop (2000 GETs/s from
+/// 10 clients for `duration`, no warm-up, flags `extra`) writing to `out`,
+/// for the test to do something to the server meanwhile.
+fn spawn_open_loop(
+    addr: std::net::SocketAddr,
+    duration: &str,
+    extra: &[&str],
+    out: &std::path::Path,
+) -> std::process::Child {
+    let target = format!("redis://{addr}");
+    let mut args = vec![
+        "run",
+        "-t",
+        &target,
+        "--records",
+        "1000",
+        "--mix",
+        "100:0",
+        "--rate",
+        "2000",
+        "--clients",
+        "10",
+        "--duration",
+        duration,
+        "--warmup",
+        "0",
+        "--quiet",
+        "-o",
+        out.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    std::process::Command::new(bin())
+        .args(&args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
 #[test]
 fn a_server_stall_shows_in_response_time_not_only_in_flight_requests() {
     let _beside = beside_others();
@@ -23,31 +62,7 @@ fn a_server_stall_shows_in_response_time_not_only_in_flight_requests() {
     let server = redis(None);
     let dir = tmp();
     let out = dir.path().join("open.json");
-    let child = std::process::Command::new(bin())
-        .args([
-            "run",
-            "-t",
-            &format!("redis://{}", server.addr),
-            "--records",
-            "1000",
-            "--mix",
-            "100:0",
-            "--rate",
-            "2000",
-            "--clients",
-            "10",
-            "--duration",
-            "2s",
-            "--warmup",
-            "0",
-            "--quiet",
-            "-o",
-            out.to_str().unwrap(),
-        ])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = spawn_open_loop(server.addr, "2s", &[], &out);
     // The load phase takes a moment; stall the server inside the measured 2 s.
     std::thread::sleep(Duration::from_millis(1200));
     // SAFETY: stopping and continuing the server this test started.
@@ -296,33 +311,7 @@ fn an_open_loop_on_a_server_gone_does_not_poll() {
     let server = redis(None);
     let dir = tmp();
     let out = dir.path().join("gone.json");
-    let child = std::process::Command::new(bin())
-        .args([
-            "run",
-            "-t",
-            &format!("redis://{}", server.addr),
-            "--records",
-            "1000",
-            "--mix",
-            "100:0",
-            "--rate",
-            "2000",
-            "--clients",
-            "10",
-            "--duration",
-            "3s",
-            "--warmup",
-            "0",
-            "--timeout",
-            "30s",
-            "--quiet",
-            "-o",
-            out.to_str().unwrap(),
-        ])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = spawn_open_loop(server.addr, "3s", &["--timeout", "30s"], &out);
     // Gone after the load, for the last two seconds of the measured three.
     std::thread::sleep(Duration::from_millis(1200));
     // SAFETY: killing the server this test started.
