@@ -404,9 +404,7 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
             return c.usable() && c.inflight.len() < self.pipeline;
         }
         self.client_inflight[ci] < self.pipeline as u32
-            && self.conns[ci * self.nodes..(ci + 1) * self.nodes]
-                .iter()
-                .all(Conn::usable)
+            && self.conns[self.conns_of(ci)].iter().all(Conn::usable)
     }
 
     /// The connections of client `ci`, one per node.
@@ -651,7 +649,7 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
         if !MULTI {
             return self.kick_write(ci, now);
         }
-        for k in ci * self.nodes..(ci + 1) * self.nodes {
+        for k in self.conns_of(ci) {
             self.kick_write(k, now);
         }
     }
