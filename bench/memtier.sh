@@ -21,7 +21,7 @@ case "$dir" in
   "$(pwd)"|"$(pwd)"/*) echo "MEMTIER_DIR must lie outside the repository ($dir)" >&2; exit 2 ;;
 esac
 missing=()
-for pkg in autoconf automake make g++ pkg-config libevent-dev zlib1g-dev libssl-dev git; do
+for pkg in autoconf automake libtool make g++ pkg-config libevent-dev zlib1g-dev libssl-dev git; do
   dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
 done
 if [ ${#missing[@]} -gt 0 ]; then
@@ -36,8 +36,8 @@ git -C "$dir" checkout -q "$ref"
 if [ ! -x "$dir/memtier_benchmark" ] || [ "$(cat "$dir/.built-ref" 2>/dev/null)" != "$(git -C "$dir" rev-parse HEAD)" ]; then
   (
     cd "$dir"
-    autoreconf -ivf >/dev/null 2>&1
-    ./configure -q >/dev/null
+    autoreconf -ivf > build.log 2>&1 || { tail -30 build.log >&2; exit 1; }
+    ./configure -q >> build.log 2>&1 || { tail -30 build.log >&2; exit 1; }
     make -s -j"$(nproc)" > build.log 2>&1 || { tail -30 build.log >&2; exit 1; }
     git rev-parse HEAD > .built-ref
   )

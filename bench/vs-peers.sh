@@ -5,7 +5,11 @@
 #
 # Open-loop rows (bakeoff --rate R at 500, 10000 and 40000/s, Redis,
 # pipeline 1) show what sending on time costs per operation against the same
-# client in closed loop, and how late the sends left (send lag p99).
+# client in closed loop, and how late the sends left (send lag p99). Beside
+# them at the same rates: floor@R, bench/open_loop_floor.c, a loop that does
+# nothing but sleep until each send time and send (the least an open loop
+# can spend per request on this machine), and memtier@R, memtier_benchmark's
+# --rate-limiting (quotas per connection and 20 ms tick, not send times).
 #
 # Per tool: ops/s, client CPU ns per operation (task-clock of the client
 # process / operations), system calls per operation (perf raw_syscalls),
@@ -30,7 +34,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 missing=()
-for pair in redis-server:redis-server memcached:memcached redis-benchmark:redis-tools memcaslap:libmemcached-tools perf:linux-perf valgrind:valgrind; do
+for pair in redis-server:redis-server memcached:memcached redis-benchmark:redis-tools memcaslap:libmemcached-tools perf:linux-perf valgrind:valgrind gcc:gcc; do
   command -v "${pair%%:*}" >/dev/null 2>&1 || missing+=("${pair##*:}")
 done
 if [ ${#missing[@]} -gt 0 ]; then
@@ -38,4 +42,6 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 cargo build --release --quiet
+# The floor rows: a C loop that only sleeps and sends (target/ is not committed).
+gcc -O2 -Wall -Wextra -Werror -o target/open_loop_floor bench/open_loop_floor.c
 exec python3 bench/vs_peers.py "$@"

@@ -115,6 +115,9 @@ def perf_run(cmd, timeout):
 class Tool:
     """One load generator against one server kind."""
 
+    # The operations it runs.
+    ops = ("get", "set")
+
     def __init__(self, name, server, pipelines):
         self.name, self.server, self.pipelines = name, server, pipelines
 
@@ -206,6 +209,43 @@ class Memtier(Tool):
         return int(rate * secs), rate, float(totals.get("Latency", totals.get("Average Latency", 0))) / 1e3
 
 
+class MemtierRate(Memtier):
+    """memtier_benchmark with --rate-limiting at the same total rate: its
+    own game of a rate-limited run. It is not an open loop: each connection
+    gets a quota of requests per 20 ms tick and sends them as soon as the
+    one before is answered, and it times each from its actual send."""
+
+    def __init__(self, name, server, pipelines, rate):
+        super().__init__(name, server, pipelines)
+        self.rate = rate
+
+    def command(self, op, pipeline, port, duration, ops=None, out=None):
+        return super().command(op, pipeline, port, duration, ops, out) + [
+            f"--rate-limiting={max(1, self.rate // CLIENTS)}"]
+
+
+class OpenLoopFloor(Tool):
+    """bench/open_loop_floor.c: one timed sleep per request and a send,
+    nothing else (no parsing, no latency): the least CPU per request an
+    open loop can spend on this machine at this rate."""
+
+    ops = ("get",)
+    binary = os.path.abspath("target/open_loop_floor")
+
+    def __init__(self, name, server, pipelines, rate):
+        super().__init__(name, server, pipelines)
+        self.rate = rate
+
+    def command(self, op, pipeline, port, duration, ops=None, out=None):
+        return [self.binary, str(port), str(self.rate), str(duration), str(CLIENTS)]
+
+    def parse(self, text, out, duration):
+        f = dict(zip(*[iter(text.split())] * 2))
+        self.last_lag = float(f["lag_p99_us"]) * 1e3
+        self.extra = f"send lag p99 {float(f['lag_p99_us']):.1f} us"
+        return int(f["requests"]), int(f["requests"]) / duration, None
+
+
 class Memaslap(Tool):
     def command(self, op, pipeline, port, duration, ops=None, out=None):
         cfg = out + ".cfg"
@@ -286,8 +326,15 @@ def main():
                 t = Memtier("memtier", server, pipelines)
                 t.binary = memtier
                 tools.append(t)
+            for rate in [int(r) for r in args.open_rates.split(",") if r]:
+                t = MemtierRate(f"memtier@{rate}", "redis", [1], rate)
+                t.binary = memtier
+                tools.append(t)
         else:
             print("memtier_benchmark not on PATH: left out (set MEMTIER=/path/to/memtier_benchmark)")
+        if os.access(OpenLoopFloor.binary, os.X_OK):
+            tools += [OpenLoopFloor(f"floor@{rate}", "redis", [1], rate)
+                      for rate in [int(r) for r in args.open_rates.split(",") if r]]
         # Fill every tool's own key space: 100000 keys of 100 bytes.
         for server, port in ports.items():
             subprocess.run([BAKEOFF, "run", "-t", f"{server}://127.0.0.1:{port}", "--records", str(RECORDS), "--value-size",
@@ -305,7 +352,7 @@ def main():
             for p in pipelines:
                 for op in ("get", "set"):
                     for t in tools:
-                        if p not in t.pipelines:
+                        if p not in t.pipelines or op not in t.ops:
                             continue
                         out = os.path.join(work, f"{t.name}-{t.server}-{op}-{p}.json")
                         cmd = t.command(op, p, ports[t.server], args.duration, out=out)
@@ -327,7 +374,7 @@ def main():
         ir = {}
         if not args.no_callgrind:
             for t in tools:
-                if isinstance(t, (BakeoffOpen, BakeoffNoSignals)):
+                if isinstance(t, (BakeoffOpen, BakeoffNoSignals, MemtierRate, OpenLoopFloor)):
                     continue
                 if t.name == "bakeoff-before" and t.server != "redis":
                     continue
@@ -382,7 +429,7 @@ def report(results, ir, tools):
         for p in sorted({g[1] for g in goals}):
             for op in ("get", "set"):
                 mine = [g for g in goals if g[:3] == (server, p, op) and g[3] == me]
-                peers = [g for g in goals if g[:3] == (server, p, op) and not g[3].startswith("bakeoff")]
+                peers = [g for g in goals if g[:3] == (server, p, op) and not g[3].startswith("bakeoff") and "@" not in g[3]]
                 if not mine or not peers:
                     continue
                 m = mine[0]
@@ -401,7 +448,7 @@ def report(results, ir, tools):
     # Open loop: what sending on time costs against the same client in closed loop.
     for g in goals:
         server, p, op, name = g[:4]
-        if "@" in name:
+        if "@" in name and name.startswith("bakeoff"):
             build, rate = name.split("@")
             closed = [c for c in goals if c[:4] == (server, p, op, build)]
             if closed:
@@ -410,6 +457,21 @@ def report(results, ir, tools):
                 lag = f"; send lag p99 {g[7] / 1e3:.1f} us (goal < 30)" if g[7] is not None else ""
                 print(f"  {build:14} {server:9} P{p:<2} {op} open loop at {int(rate):,}/s: CPU/op {g[5]:,.0f} ns = "
                       f"{g[5] / closed[0][5]:.2f} x closed loop's at {closed[0][4]:,.0f} ops/s{goal}{lag}")
+                # What the machine allows: a loop that does nothing but sleep
+                # until each send time and send, against the same closed loop.
+                floor = [f for f in goals if f[:4] == (server, p, op, f"floor@{rate}")]
+                if floor and build == "bakeoff":
+                    f = floor[0]
+                    print(f"  {'floor':14} {server:9} P{p:<2} {op} at {int(rate):,}/s (bench/open_loop_floor.c, one timed "
+                          f"sleep per send): CPU/op {f[5]:,.0f} ns = {f[5] / closed[0][5]:.2f} x bakeoff's closed loop; "
+                          f"send lag p99 {f[7] / 1e3:.1f} us; bakeoff {g[5] / f[5]:.2f} x it")
+                mt = [m for m in goals if m[:4] == (server, p, op, f"memtier@{rate}")]
+                mclosed = [m for m in goals if m[:4] == (server, p, op, "memtier")]
+                if mt and mclosed and build == "bakeoff":
+                    m = mt[0]
+                    print(f"  {'memtier':14} {server:9} P{p:<2} {op} --rate-limiting to {int(rate):,}/s (quotas per 20 ms "
+                          f"tick, not send times): CPU/op {m[5]:,.0f} ns = {m[5] / mclosed[0][5]:.2f} x its closed loop; "
+                          f"bakeoff {g[5] / m[5]:.2f} x it")
     for (server, p, name), v in sorted(ir.items()):
         if name == "redis-benchmark":
             for me in ("bakeoff", "bakeoff-before"):
