@@ -481,6 +481,19 @@ fn killed_postgres_is_counted_and_the_result_is_written() {
     assert_eq!(r["runs"][0]["status"], "errors");
 }
 
+/// PostgreSQL backends under `pid` that serve a client over TCP (their
+/// process title names it: `postgres: USER DB 127.0.0.1(PORT) ...`), not
+/// the server's own processes (checkpointer, writers, launchers, workers).
+fn client_backends(pid: u32) -> usize {
+    bakeoff_servers::descendants_of(pid)
+        .iter()
+        .filter(|p| {
+            std::fs::read(format!("/proc/{p}/cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains("127.0.0.1("))
+        })
+        .count()
+}
+
 /// A server that stops answering mid-run (SIGSTOP, as a stuck disk or a
 /// paused VM would) never hangs bakeoff: each request waiting on it fails
 /// as a timeout after --timeout, the run ends on time with the timeouts
@@ -497,8 +510,13 @@ fn a_stalled_postgres_ends_in_timeouts_not_a_hang() {
     // Loaded first, in a run of its own: the stall below must land in the
     // measured phase, however long a busy machine takes to load.
     load_in_a_run_of_its_own(&url, &dir);
-    // The server's own processes (checkpointer, writers, launchers).
-    let own = bakeoff_servers::descendants_of(server.pid).len();
+    // The load run's backends end after it does (slowly on a busy VM): a
+    // count of the server's processes taken while they linger was the
+    // base that the measured phase's four backends never rose above.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while client_backends(server.pid) > 0 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
     let child = std::process::Command::new(bin())
         .args([
             "run",
@@ -527,10 +545,9 @@ fn a_stalled_postgres_ends_in_timeouts_not_a_hang() {
     let mut stopped = Vec::new();
     while std::time::Instant::now() < deadline {
         std::thread::sleep(std::time::Duration::from_millis(200));
-        let backends = bakeoff_servers::descendants_of(server.pid);
         // A backend per client: the measured phase runs; 1.5 s into it
         // the server stalls.
-        if backends.len() >= own + 4 {
+        if client_backends(server.pid) >= 4 {
             std::thread::sleep(std::time::Duration::from_millis(1500));
             stopped = std::iter::once(server.pid)
                 .chain(bakeoff_servers::descendants_of(server.pid))
