@@ -225,6 +225,15 @@ pub struct RunArgs {
     #[arg(long, value_name = "N", allow_hyphen_values = true)]
     pub repeats: Option<String>,
 
+    /// The order of runs: repeats run as rounds, each round every target
+    /// at every point once; `random` draws each round's order from the
+    /// seed (recorded in the result file), so that a drift of the machine
+    /// (a neighbour, the page cache, a server's background work) spreads
+    /// over every target; `fixed` keeps the targets in the order given.
+    /// [default: random]
+    #[arg(long, value_name = "random|fixed")]
+    pub order: Option<String>,
+
     /// Seed of every generator; the same seed gives the same requests. [default: 1]
     #[arg(long, value_name = "N", allow_hyphen_values = true)]
     pub seed: Option<String>,

@@ -37,6 +37,7 @@ pub fn overrides(args: &RunArgs) -> Result<Overrides, AppError> {
         require: args.require.clone(),
         targets: args.targets.clone(),
         repeats: args.repeats.clone(),
+        order: args.order.clone(),
         seed: args.seed.clone(),
         scale: args.scale.clone(),
         workload: args.workload.values.clone(),

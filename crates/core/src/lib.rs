@@ -33,6 +33,10 @@
 //! - [`embedded`]: the loop for in-process engines.
 //! - [`runner`]: jobs on worker threads, experiments over targets.
 //! - [`result`]: the versioned result file.
+//! - [`stats`]: distribution-free intervals, the Mann–Whitney test,
+//!   steadiness of a series of seconds.
+//! - [`summary`]: one row per target and point, each headline figure's
+//!   median over the repeats with its 95 % interval.
 //! - [`mock`]: a scripted target on a simulated clock, for snapshot tests.
 //! - [`environment`]: what machine the numbers come from.
 
@@ -64,7 +68,9 @@ pub mod scan;
 pub mod session;
 pub mod slots;
 pub mod stale;
+pub mod stats;
 pub mod suggest;
+pub mod summary;
 pub mod target;
 pub mod trace;
 pub mod units;

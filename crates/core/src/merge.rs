@@ -350,6 +350,7 @@ pub fn merge_results(files: &[(String, ExperimentResult)]) -> Result<ExperimentR
     }
     let mut merged = first.clone();
     merged.runs = runs;
+    merged.summaries = crate::summary::summarise(&merged);
     merged.shard = None;
     merged.started_at = files
         .iter()

@@ -54,6 +54,17 @@ pub struct ExperimentResult {
     /// A merged file (`bakeoff merge`): what each shard did.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub shards: Vec<ShardSummary>,
+    /// The order the runs were made in, a round at a time: each round
+    /// runs every target at every point once, as `target` or
+    /// `target point`, in an order drawn from the seed (`--order random`)
+    /// or the plan's (`--order fixed`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rounds: Vec<Vec<String>>,
+    /// One row per target and point: each headline figure's median over
+    /// the repeats with its 95 % interval, and how steady each run was.
+    /// Written with every run; reports render these.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub summaries: Vec<crate::summary::PointSummary>,
 }
 
 /// What a shard records of itself, for `bakeoff merge`.

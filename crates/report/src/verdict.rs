@@ -6,93 +6,23 @@
 use std::collections::BTreeMap;
 
 use bakeoff_core::durability::DurableTo;
-use bakeoff_core::result::{ExperimentResult, RunResult};
-use bakeoff_core::units::{fmt_bytes, fmt_ns, fmt_rate};
+use bakeoff_core::result::ExperimentResult;
+use bakeoff_core::stats::{Basis, Difference};
+use bakeoff_core::summary::{FigureSummary, Headline, PointSummary};
 
 /// Most points the verdict speaks of (a sweep's verdict is its charts).
 const MAX_POINTS: usize = 4;
 
-/// One figure: its name, whether more is better, how to read it off a run
-/// (`None`: not measured there) and how to print it.
-struct Figure {
-    name: &'static str,
-    higher_is_better: bool,
-    value: fn(&RunResult) -> Option<f64>,
-    show: fn(f64) -> String,
-}
-
-const FIGURES: [Figure; 5] = [
-    Figure {
-        name: "throughput",
-        higher_is_better: true,
-        value: |r| Some(r.measure.throughput_per_s).filter(|t| *t > 0.0),
-        show: fmt_rate,
-    },
-    Figure {
-        name: "p99 latency",
-        higher_is_better: false,
-        value: |r| Some(r.measure.all.p99_ns as f64).filter(|v| *v > 0.0),
-        show: fmt_ns,
-    },
-    Figure {
-        name: "client CPU per operation",
-        higher_is_better: false,
-        value: client_cpu_per_op_ns,
-        show: fmt_ns,
-    },
-    Figure {
-        name: "server CPU per operation",
-        higher_is_better: false,
-        value: server_cpu_per_op_ns,
-        show: fmt_ns,
-    },
-    Figure {
-        name: "memory per record",
-        higher_is_better: false,
-        value: memory_per_record,
-        show: fmt_bytes,
-    },
+/// The figures the verdict ranks by, in its order.
+const FIGURES: [Headline; 5] = [
+    Headline::Throughput,
+    Headline::P99,
+    Headline::ClientCpuPerOp,
+    Headline::ServerCpuPerOp,
+    Headline::MemoryPerRecord,
 ];
 
-/// bakeoff's CPU time per successful operation over the measured phase,
-/// ns: its worker threads' busy share times the phase's length.
-pub fn client_cpu_per_op_ns(r: &RunResult) -> Option<f64> {
-    let m = &r.measure;
-    let busy: f64 = r.client.thread_busy_percent.iter().sum::<f64>() / 100.0;
-    (m.completed > 0 && busy > 0.0).then(|| busy * m.duration_s * 1e9 / m.completed as f64)
-}
-
-/// The server's CPU time per successful operation over the measured
-/// phase, ns, from the per-second samples of its processes.
-pub fn server_cpu_per_op_ns(r: &RunResult) -> Option<f64> {
-    let m = &r.measure;
-    let start = r
-        .timeline
-        .iter()
-        .find(|t| t.phase == bakeoff_core::result::Phase::Measure)
-        .map(|t| f64::from(t.t_s))?;
-    let end = start + m.duration_s;
-    let inside: Vec<f64> = r
-        .resources
-        .iter()
-        .filter(|s| s.t_s > start && s.t_s <= end + 0.5)
-        .map(|s| s.cpu_percent)
-        .collect();
-    if inside.is_empty() || m.completed == 0 {
-        return None;
-    }
-    let mean = inside.iter().sum::<f64>() / inside.len() as f64;
-    (mean > 0.0).then(|| mean / 100.0 * m.duration_s * 1e9 / m.completed as f64)
-}
-
-/// The server's memory at the end of the run (its processes' summed
-/// proportional set sizes, so a page they share counts once) over the
-/// records it holds, bytes.
-pub fn memory_per_record(r: &RunResult) -> Option<f64> {
-    let memory = r.resources.last()?.memory_bytes();
-    let records = r.checks.records_after_load.unwrap_or(r.workload.records);
-    (memory > 0 && records > 0).then(|| memory as f64 / records as f64)
-}
+pub use bakeoff_core::summary::{client_cpu_per_op_ns, memory_per_record, server_cpu_per_op_ns};
 
 /// How a run's target is reached and what its settings promise: runs
 /// are only ranked against runs of the same group.
@@ -103,8 +33,8 @@ struct Group {
 }
 
 impl Group {
-    fn of(r: &ExperimentResult, run: &RunResult) -> Self {
-        let record = crate::record_of(r, run);
+    fn of(r: &ExperimentResult, target: &str) -> Self {
+        let record = r.targets.iter().find(|t| t.name == target);
         Group {
             in_process: record.is_some_and(|t| t.in_process()),
             durable_to: record.and_then(|t| t.durable_to),
@@ -126,42 +56,38 @@ impl Group {
 }
 
 /// The verdict's lines: per point (up to [`MAX_POINTS`]) and figure, the
-/// leader with its value and its lead over the next; the durability class
-/// of each target where it was measured; the seed's finding. Targets are
-/// ranked only against targets reached the same way (in-process or over
-/// the network) and of the same durability class: when a point has runs
-/// of several such groups, each line names its group.
+/// leader with its median and interval and its lead over the next, or a
+/// tie where the difference is within what the repeats (or the one run)
+/// can tell; the durability class of each target where it was measured;
+/// the seed's finding. Targets are ranked only against targets reached
+/// the same way (in-process or over the network) and of the same
+/// durability class: when a point has summaries of several such groups,
+/// each line names its group.
 pub fn verdict(r: &ExperimentResult) -> Vec<String> {
+    let summaries = bakeoff_core::summary::of(r);
     let mut points: Vec<&BTreeMap<String, String>> = Vec::new();
-    for run in &r.runs {
-        if !points.contains(&&run.point) {
-            points.push(&run.point);
+    for s in &summaries {
+        if !points.contains(&&s.point) {
+            points.push(&s.point);
         }
     }
     let mut lines = Vec::new();
     for point in points.iter().take(MAX_POINTS) {
-        // Each target's first clean run at the point, by group.
-        let mut groups: BTreeMap<Group, Vec<&RunResult>> = BTreeMap::new();
-        for run in r
-            .runs
-            .iter()
-            .filter(|x| &&x.point == point && x.status == bakeoff_core::result::RunStatus::Ok)
-        {
-            let runs = groups.entry(Group::of(r, run)).or_default();
-            if !runs.iter().any(|x| x.target == run.target) {
-                runs.push(run);
-            }
+        let mut groups: BTreeMap<Group, Vec<&PointSummary>> = BTreeMap::new();
+        for s in summaries.iter().filter(|s| &&s.point == point) {
+            groups.entry(Group::of(r, &s.target)).or_default().push(s);
         }
         let named = groups.len() > 1;
-        let mut groups: Vec<(Group, Vec<&RunResult>)> = groups.into_iter().collect();
+        let mut groups: Vec<(Group, Vec<&PointSummary>)> = groups.into_iter().collect();
         // Servers before engines, the most durable first.
         groups.sort_by_key(|(g, _)| (g.in_process, std::cmp::Reverse(g.durable_to)));
         let mut alone = Vec::new();
-        for (group, runs) in &groups {
-            if runs.len() < 2 {
+        for (group, members) in &groups {
+            if members.len() < 2 {
                 if named {
                     alone.extend(
-                        runs.iter()
+                        members
+                            .iter()
                             .map(|x| format!("{} ({})", x.target, group.name())),
                     );
                 }
@@ -175,7 +101,7 @@ pub fn verdict(r: &ExperimentResult) -> Vec<String> {
             if named {
                 at = format!("{at} {}", group.name());
             }
-            lines.extend(leads(runs, &at));
+            lines.extend(leads(members, &at));
         }
         if !alone.is_empty() {
             lines.push(format!(
@@ -194,6 +120,11 @@ pub fn verdict(r: &ExperimentResult) -> Vec<String> {
             "(the first {MAX_POINTS} of {} points; the charts show them all)",
             points.len()
         ));
+    }
+    if let Some(note) = summaries.first().map(|s| s.interval_note()) {
+        if !lines.is_empty() {
+            lines.push(format!("[low–high]: {note}"));
+        }
     }
     let classes = crate::durability::Classes::from_results(std::iter::once(r));
     if !classes.is_empty() {
@@ -214,44 +145,123 @@ pub fn verdict(r: &ExperimentResult) -> Vec<String> {
     lines
 }
 
-/// For each figure, which of `runs` leads and by how much: "throughput`at`:
-/// redis leads with …".
-fn leads(runs: &[&RunResult], at: &str) -> Vec<String> {
+/// The ratio of `better` over `worse` as a lead (1 or more).
+fn lead_ratio(figure: Headline, better: f64, worse: f64) -> f64 {
+    if figure.higher_is_better() {
+        better / worse
+    } else {
+        worse / better
+    }
+}
+
+/// For each figure, which of `members` leads and by how much, or which
+/// tie with the leader: "throughput`at`: redis leads with …", "p99
+/// latency`at`: tie: redis and memcached (1.06×, within what this machine
+/// can tell)".
+fn leads(members: &[&PointSummary], at: &str) -> Vec<String> {
     let mut lines = Vec::new();
-    for f in &FIGURES {
-        let mut vals: Vec<(&str, f64)> = runs
+    for f in FIGURES {
+        let mut vals: Vec<(&PointSummary, &FigureSummary)> = members
             .iter()
-            .filter_map(|x| (f.value)(x).map(|v| (x.target.as_str(), v)))
+            .filter_map(|s| s.figure(f).map(|x| (*s, x)))
             .collect();
         if vals.len() < 2 {
             continue;
         }
         vals.sort_by(|a, b| {
-            if f.higher_is_better {
-                b.1.total_cmp(&a.1)
+            if f.higher_is_better() {
+                b.1.median.total_cmp(&a.1.median)
             } else {
-                a.1.total_cmp(&b.1)
+                a.1.median.total_cmp(&b.1.median)
             }
         });
-        let (lead, next) = (vals[0], vals[1]);
-        let ratio = if f.higher_is_better {
-            lead.1 / next.1
-        } else {
-            next.1 / lead.1
-        };
-        let by = if ratio < 1.05 {
-            format!("level with {} ({})", next.0, (f.show)(next.1))
-        } else {
-            format!("{ratio:.1}× better than {} ({})", next.0, (f.show)(next.1))
-        };
+        let (lead, lead_fig) = vals[0];
+        // Every target the leader cannot be told apart from.
+        let tied: Vec<(&PointSummary, &FigureSummary, Difference)> = vals[1..]
+            .iter()
+            .filter_map(|(s, x)| {
+                let d = bakeoff_core::summary::difference(lead, s, f)?;
+                (!d.significant).then_some((*s, *x, d))
+            })
+            .collect();
+        let name = figure_name(f);
+        if let Some(last) = tied.last() {
+            let mut names: Vec<&str> = vec![lead.target.as_str()];
+            names.extend(tied.iter().map(|(s, _, _)| s.target.as_str()));
+            let ratio = lead_ratio(f, lead_fig.median, last.1.median);
+            let values: Vec<String> = std::iter::once(lead_fig)
+                .chain(tied.iter().map(|(_, x, _)| *x))
+                .map(|x| x.text())
+                .collect();
+            lines.push(format!(
+                "{name}{at}: tie: {} ({ratio:.2}×, {}): {}",
+                and_list(&names),
+                why_tied(&last.2, lead, last.0),
+                values.join(" and ")
+            ));
+            continue;
+        }
+        let (next, next_fig) = vals[1];
+        let d = bakeoff_core::summary::difference(lead, next, f);
+        let ratio = lead_ratio(f, lead_fig.median, next_fig.median);
         lines.push(format!(
-            "{}{at}: {} leads with {}, {by}",
-            f.name,
-            lead.0,
-            (f.show)(lead.1)
+            "{name}{at}: {} leads with {}, {ratio:.2}× better than {} ({}){}",
+            lead.target,
+            lead_fig.text(),
+            next.target,
+            next_fig.text(),
+            d.map(|d| how_sure(&d)).unwrap_or_default()
         ));
     }
     lines
+}
+
+/// How the verdict names a figure.
+fn figure_name(f: Headline) -> &'static str {
+    match f {
+        Headline::Throughput => "throughput",
+        Headline::P99 => "p99 latency",
+        Headline::ClientCpuPerOp => "client CPU per operation",
+        Headline::ServerCpuPerOp => "server CPU per operation",
+        Headline::MemoryPerRecord => "memory per record",
+        other => other.key(),
+    }
+}
+
+/// `a, b and c`.
+fn and_list(names: &[&str]) -> String {
+    match names {
+        [] => String::new(),
+        [one] => one.to_string(),
+        [init @ .., last] => format!("{} and {last}", init.join(", ")),
+    }
+}
+
+/// Why a difference is not called one.
+fn why_tied(d: &Difference, a: &PointSummary, b: &PointSummary) -> String {
+    let fewest = a.repeats.min(b.repeats) as usize;
+    match d.basis {
+        Basis::Repeats if fewest < bakeoff_core::stats::REPEATS_FOR_TEST => format!(
+            "{fewest} repeats cannot tell; --repeats {} can",
+            bakeoff_core::stats::REPEATS_FOR_INTERVAL
+        ),
+        Basis::Repeats => match d.p {
+            Some(p) => format!("within what this machine can tell: p = {p:.2}"),
+            None => "within what this machine can tell".into(),
+        },
+        Basis::OneRun => "within what one run can tell".into(),
+        Basis::Nothing => "no interval to tell them apart".into(),
+    }
+}
+
+/// What a called lead rests on: `; p = 0.002 over 6 repeats`, `; on one
+/// run`.
+fn how_sure(d: &Difference) -> String {
+    match (d.basis, d.p) {
+        (Basis::Repeats, Some(p)) => format!("; p = {p:.3}"),
+        (Basis::OneRun, _) => "; on one run, intervals apart".into(),
+        _ => String::new(),
+    }
 }
 
 #[cfg(test)]

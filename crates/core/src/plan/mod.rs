@@ -80,6 +80,9 @@ pub struct Plan {
     pub sweep: Vec<SweepAxis>,
     /// Times each point runs on each target.
     pub repeats: u32,
+    /// The order of runs within each round of repeats.
+    #[serde(default)]
+    pub order: RunOrder,
     /// Seed of every generator.
     pub seed: u64,
     /// Managed servers' settings, per target name, and per variant
@@ -103,6 +106,36 @@ pub struct Plan {
     /// can meet the requirements.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub left_out: Vec<LeftOut>,
+}
+
+/// The order of the runs of a round (each round runs every target at
+/// every point once).
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum RunOrder {
+    /// A new order each round, drawn from the seed, so that a drift of the
+    /// machine spreads over every target (randomised multiple interleaved
+    /// trials).
+    Random,
+    /// The plan's order every round: points in turn, the targets in the
+    /// order given (the order of files written before rounds existed).
+    #[default]
+    Fixed,
+}
+
+impl RunOrder {
+    /// Parses `random` or `fixed`.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        match text.trim() {
+            "random" => Ok(RunOrder::Random),
+            "fixed" => Ok(RunOrder::Fixed),
+            other => Err(format!(
+                "`{other}` is not an order; use random (a new order each round, drawn from the seed) or fixed (the targets as given)"
+            )),
+        }
+    }
 }
 
 fn full_scale() -> String {
@@ -1006,7 +1039,41 @@ fn targets(
         }
         targets.push(spec);
     }
+    tell_apart(&mut targets).map_err(|m| origin.err(m))?;
     Ok(targets)
+}
+
+/// Names targets that would share a name apart: two URLs of one kind by
+/// their address (`redis@127.0.0.1:6380`), the same managed target given
+/// twice by its turn (`redis#2`); a name the user gave twice is refused.
+fn tell_apart(targets: &mut [TargetSpec]) -> Result<(), String> {
+    for i in 0..targets.len() {
+        let id = targets[i].id();
+        let same: Vec<usize> = (0..targets.len())
+            .filter(|&j| targets[j].id() == id)
+            .collect();
+        if same.len() < 2 {
+            continue;
+        }
+        if targets[i].alias.is_some() {
+            return Err(format!(
+                "two targets are called `{id}`; give each its own name (-t NAME=TARGET)"
+            ));
+        }
+        let addresses: Vec<Option<String>> = same.iter().map(|&j| targets[j].address()).collect();
+        let distinct = addresses.iter().all(Option::is_some)
+            && addresses
+                .iter()
+                .enumerate()
+                .all(|(a, x)| addresses[a + 1..].iter().all(|y| y != x));
+        for (turn, &j) in same.iter().enumerate() {
+            targets[j].alias = Some(match (&addresses[turn], distinct) {
+                (Some(address), true) => format!("{}@{address}", targets[j].name),
+                _ => format!("{id}#{}", turn + 1),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Splits `-t a,b[k=v,k2=v2],c` at the commas between targets, not at
@@ -1387,6 +1454,14 @@ impl Plan {
                 n => Ok(n),
             },
         )? as u32;
+        let order =
+            match (&flags.order, &raw.order) {
+                (Some(t), _) => RunOrder::parse(t)
+                    .map_err(|m| Origin::other("--order", "order", true).err(m))?,
+                (None, Some(t)) => RunOrder::parse(t)
+                    .map_err(|m| Origin::other("--order", "order", false).err(m))?,
+                (None, None) => RunOrder::Random,
+            };
         let seed = experiment_number(&flags.seed, &raw.seed, "--seed", "seed", 1, |s| {
             s.trim()
                 .parse::<u64>()
@@ -1476,6 +1551,7 @@ impl Plan {
             per_target,
             sweep,
             repeats,
+            order,
             seed,
             servers,
             shard: flags.shard,
@@ -1545,7 +1621,7 @@ impl Plan {
 
 #[cfg(test)]
 #[allow(clippy::field_reassign_with_default)] // tests set one flag each
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::error::TargetError;
     use crate::workload::ValueSizes;
@@ -1570,7 +1646,8 @@ mod tests {
         );
     }
 
-    struct Cat;
+    /// A catalog of two targets, redis and memcached, for plans in tests.
+    pub(crate) struct Cat;
     impl TargetCatalog for Cat {
         fn capabilities(&self, name: &str) -> Option<Capabilities> {
             (name == "redis" || name == "memcached").then(|| Capabilities {
@@ -2093,6 +2170,32 @@ mod tests {
         f.targets = vec!["redis[maxmemory]".into()];
         let e = build("", f).unwrap_err().to_string();
         assert!(e.contains("KEY=VALUE"), "{e}");
+    }
+
+    /// Two URLs of one kind are told apart by address, names given with
+    /// `NAME=` are the targets' names, and a name given twice is refused.
+    #[test]
+    fn targets_of_one_kind_are_told_apart() {
+        let ids = |targets: &[&str]| {
+            let mut f = Overrides::default();
+            f.targets = targets.iter().map(|t| t.to_string()).collect();
+            build("", f).map(|p| p.targets.iter().map(|t| t.id()).collect::<Vec<_>>())
+        };
+        assert_eq!(
+            ids(&["redis://127.0.0.1:6379", "redis://127.0.0.1:6380"]).unwrap(),
+            ["redis@127.0.0.1:6379", "redis@127.0.0.1:6380"]
+        );
+        assert_eq!(
+            ids(&[
+                "cache-a=redis://127.0.0.1:6379",
+                "cache-b=redis[maxmemory=1mb]"
+            ])
+            .unwrap(),
+            ["cache-a", "cache-b"]
+        );
+        assert_eq!(ids(&["redis", "redis"]).unwrap(), ["redis#1", "redis#2"]);
+        let e = ids(&["a=redis", "a=memcached"]).unwrap_err().to_string();
+        assert!(e.contains("two targets are called `a`"), "{e}");
     }
 
     #[test]

@@ -50,6 +50,9 @@ pub struct RawPreset {
     pub targets: Option<Vec<String>>,
     /// Times each point is run.
     pub repeats: Option<Scalar>,
+    /// The order of runs within a round: `random` (drawn from the seed)
+    /// or `fixed` (the plan's).
+    pub order: Option<String>,
     /// Seed of every generator.
     pub seed: Option<Scalar>,
     /// What a store must do (as `--require`): `p99<=2ms@20k/s`,
@@ -108,6 +111,8 @@ pub struct RawScale {
     pub require: Option<Vec<String>>,
     /// Times each point is run.
     pub repeats: Option<Scalar>,
+    /// The order of runs within a round.
+    pub order: Option<String>,
     /// Workload keys replaced.
     #[serde(default)]
     pub workload: BTreeMap<String, toml::Value>,
@@ -211,6 +216,9 @@ impl RawPreset {
         if let Some(r) = scale.repeats {
             self.repeats = Some(r);
         }
+        if let Some(o) = scale.order {
+            self.order = Some(o);
+        }
         self.workload.extend(scale.workload);
         self.fault.extend(scale.fault);
         self.sweep.extend(scale.sweep);
@@ -229,6 +237,8 @@ pub struct Overrides {
     pub targets: Vec<String>,
     /// `--repeats`.
     pub repeats: Option<String>,
+    /// `--order`.
+    pub order: Option<String>,
     /// `--seed`.
     pub seed: Option<String>,
     /// Workload flags as raw text, by parameter key (`pipeline` → `16`).

@@ -120,12 +120,20 @@ pub struct TargetSpec {
     /// targets of one experiment.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub variant: BTreeMap<String, String>,
+    /// The name the user gave it (`-t cache-a=redis://…`), or the one
+    /// bakeoff gave two URL targets of one kind (`redis@127.0.0.1:6380`):
+    /// what runs and reports call it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alias: Option<String>,
 }
 
 impl TargetSpec {
     /// What runs and reports call it: `redis`, or
     /// `redis[persistence=aof-always]` for a variant.
     pub fn id(&self) -> String {
+        if let Some(alias) = &self.alias {
+            return alias.clone();
+        }
         if self.variant.is_empty() {
             return self.name.clone();
         }
@@ -142,8 +150,34 @@ impl TargetSpec {
     pub fn label(&self) -> String {
         match &self.endpoint {
             Endpoint::Managed => self.id(),
-            Endpoint::External { url, .. } => format!("{} ({url})", self.name),
+            Endpoint::External { url, .. } => format!("{} ({url})", self.id()),
         }
+    }
+
+    /// `host:port` of an external endpoint's first node.
+    pub fn address(&self) -> Option<String> {
+        match &self.endpoint {
+            Endpoint::Managed => None,
+            Endpoint::External { host, port, .. } => Some(format!("{host}:{port}")),
+        }
+    }
+}
+
+/// Splits a user's name off a target: `cache-a=redis://…` gives
+/// `(Some("cache-a"), "redis://…")`. A name is letters, digits, `-`, `_`
+/// and `.`, starting with a letter; `redis[persistence=aof]` and a URL's
+/// query are not names.
+pub fn split_alias(text: &str) -> (Option<&str>, &str) {
+    match text.split_once('=') {
+        Some((name, rest))
+            if name.starts_with(|c: char| c.is_ascii_alphabetic())
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) =>
+        {
+            (Some(name), rest)
+        }
+        _ => (None, text),
     }
 }
 
@@ -288,6 +322,18 @@ pub fn parse_target(
     catalog: &dyn TargetCatalog,
     env: &Environment,
 ) -> Result<TargetSpec, String> {
+    let (alias, text) = split_alias(text);
+    let mut spec = parse_unnamed(text, catalog, env)?;
+    spec.alias = alias.map(str::to_string);
+    Ok(spec)
+}
+
+/// [`parse_target`] of a target without a user's name.
+fn parse_unnamed(
+    text: &str,
+    catalog: &dyn TargetCatalog,
+    env: &Environment,
+) -> Result<TargetSpec, String> {
     let Some((scheme, rest)) = text.split_once("://") else {
         let (name, variant) = split_variant(text)?;
         let caps = catalog.capabilities(name).ok_or_else(|| {
@@ -307,6 +353,7 @@ pub fn parse_target(
             password: None,
             user: None,
             variant,
+            alias: None,
         });
     };
     let name = catalog.target_for_scheme(scheme).ok_or_else(|| {
@@ -380,6 +427,7 @@ pub fn parse_target(
         password,
         user,
         variant: BTreeMap::new(),
+        alias: None,
     })
 }
 

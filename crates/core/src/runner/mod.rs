@@ -53,6 +53,8 @@ pub fn run_experiment(
         searches: Vec::new(),
         shard: None,
         shards: Vec::new(),
+        rounds: Vec::new(),
+        summaries: Vec::new(),
     };
     let usable = probe_targets(plan, opener, opts, observer, &mut result)?;
     one::write(&result, opts)?;
@@ -90,7 +92,11 @@ pub fn run_experiment(
             },
         kept: None,
     };
-    for (p, repeat, s) in run_order(plan, usable.len(), points.len()) {
+    let order = run_order(plan, usable.len(), points.len());
+    if !plan.workload.grow && !searching {
+        runs.result.rounds = rounds_of(&order, &usable, &points);
+    }
+    for (p, repeat, s) in order {
         let (point, spec) = (&target_points[s][p], &usable[s]);
         if opts.stop.load(Ordering::Relaxed) {
             break;
@@ -160,10 +166,13 @@ fn probe_targets(
     Ok(usable)
 }
 
-/// The order of runs, as (point, repeat, target) indices: targets
-/// interleave within a point so that drift of the machine hits every
-/// target alike; a growth experiment instead takes each target through
-/// all its checkpoints, staying up between.
+/// The order of runs, as (point, repeat, target) indices. Repeats run as
+/// rounds, each round every target at every point once: in an order drawn
+/// from the seed, a new one each round (`--order random`), so that a drift
+/// of the machine spreads over every target; or, with `--order fixed`,
+/// point after point, each point's repeats together, the targets in turn
+/// within them. A growth experiment instead takes each target through all
+/// its checkpoints, staying up between.
 fn run_order(plan: &Plan, targets: usize, points: usize) -> Vec<(usize, u32, usize)> {
     let mut order = Vec::with_capacity(targets * points * plan.repeats as usize);
     if plan.workload.grow {
@@ -173,6 +182,18 @@ fn run_order(plan: &Plan, targets: usize, points: usize) -> Vec<(usize, u32, usi
                     order.push((p, repeat, s));
                 }
             }
+        }
+    } else if plan.order == crate::plan::RunOrder::Random {
+        for repeat in 0..plan.repeats {
+            let mut round: Vec<(usize, u32, usize)> = (0..points)
+                .flat_map(|p| (0..targets).map(move |s| (p, repeat, s)))
+                .collect();
+            let mut rng = crate::workload::Rng::new(plan.seed ^ 0x0bde_72ed, u64::from(repeat));
+            for i in (1..round.len()).rev() {
+                let j = rng.below(i as u64 + 1) as usize;
+                round.swap(i, j);
+            }
+            order.extend(round);
         }
     } else {
         for p in 0..points {
@@ -184,4 +205,79 @@ fn run_order(plan: &Plan, targets: usize, points: usize) -> Vec<(usize, u32, usi
         }
     }
     order
+}
+
+/// The rounds of `order` as the result file records them: each round's
+/// runs in the order made, as `target` or `target point`.
+fn rounds_of(
+    order: &[(usize, u32, usize)],
+    targets: &[TargetSpec],
+    points: &[crate::plan::Point],
+) -> Vec<Vec<String>> {
+    let rounds = order
+        .iter()
+        .map(|&(_, r, _)| r as usize + 1)
+        .max()
+        .unwrap_or(0);
+    let mut out = vec![Vec::new(); rounds];
+    for &(p, repeat, s) in order {
+        let labels: Vec<String> = points[p]
+            .labels
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        let name = if labels.is_empty() {
+            targets[s].id()
+        } else {
+            format!("{} {}", targets[s].id(), labels.join(" "))
+        };
+        out[repeat as usize].push(name);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(order: &str, repeats: &str) -> Plan {
+        let flags = crate::plan::Overrides {
+            targets: vec![
+                "redis".into(),
+                "memcached".into(),
+                "redis://127.0.0.1:7000".into(),
+            ],
+            repeats: Some(repeats.into()),
+            order: Some(order.into()),
+            ..Default::default()
+        };
+        Plan::build(None, &flags, &crate::plan::tests::Cat).expect("a plan")
+    }
+
+    /// Random rounds run every target once a round, in orders that differ
+    /// from round to round and are the same for the same seed; fixed keeps
+    /// the targets as given.
+    #[test]
+    fn random_rounds_run_every_target_once_a_round_in_a_drawn_order() {
+        let p = plan("random", "6");
+        let order = run_order(&p, 3, 1);
+        assert_eq!(order.len(), 18);
+        let rounds: Vec<Vec<usize>> = order
+            .chunks(3)
+            .map(|c| c.iter().map(|&(_, _, s)| s).collect())
+            .collect();
+        for (i, r) in rounds.iter().enumerate() {
+            let mut sorted = r.clone();
+            sorted.sort();
+            assert_eq!(sorted, vec![0, 1, 2], "round {i}: {r:?}");
+            assert!(order[i * 3..i * 3 + 3]
+                .iter()
+                .all(|&(_, rep, _)| rep == i as u32));
+        }
+        assert!(rounds.iter().any(|r| r != &rounds[0]), "{rounds:?}");
+        assert_eq!(order, run_order(&p, 3, 1), "drawn from the seed");
+        let fixed = run_order(&plan("fixed", "2"), 3, 1);
+        let targets: Vec<usize> = fixed.iter().map(|&(_, _, s)| s).collect();
+        assert_eq!(targets, vec![0, 1, 2, 0, 1, 2]);
+    }
 }

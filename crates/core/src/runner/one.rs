@@ -131,6 +131,7 @@ impl Runs<'_> {
         self.observer.run_finished(&run);
         let outcome = super::search::StepOutcome::of(&run, bound);
         self.result.runs.push(run);
+        self.result.summaries = crate::summary::summarise(&self.result);
         self.result.shard = shard_record(self.plan, &self.result.runs);
         self.result.targets = merge_records(&self.result.targets, &self.recorded);
         self.write()?;
