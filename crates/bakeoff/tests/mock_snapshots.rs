@@ -11,7 +11,7 @@ use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-use bakeoff_core::mock::{MockDriver, MockOpener};
+use bakeoff_core::mock::{MockCatalog, MockDriver, MockOpener};
 use bakeoff_core::plan::{Capabilities, Overrides, Plan, RawPreset, TargetCatalog};
 use bakeoff_core::result::{decode_histogram, Environment, ExperimentResult};
 use bakeoff_core::runner::{run_experiment, ExperimentOptions, Quiet};
@@ -19,42 +19,6 @@ use bakeoff_core::workload::OpKind;
 use bakeoff_report::csv::CsvExporter;
 use bakeoff_report::markdown::MarkdownExporter;
 use bakeoff_report::{Exporter, JsonExporter, TextExporter};
-
-struct MockCatalog;
-impl TargetCatalog for MockCatalog {
-    fn capabilities(&self, name: &str) -> Option<Capabilities> {
-        (name == "mock").then(|| Capabilities {
-            ops: OpKind::ALL.to_vec(),
-            pipelining: true,
-            managed: true,
-            url_scheme: None,
-            batch_load: false,
-            requests: Vec::new(),
-            faults: false,
-            network: false,
-            topologies: Vec::new(),
-            url_options: Vec::new(),
-            no_scan: None,
-            provokes: Vec::new(),
-        })
-    }
-    fn names(&self) -> Vec<String> {
-        vec!["mock".into()]
-    }
-    fn target_for_scheme(&self, _: &str) -> Option<String> {
-        None
-    }
-    fn check_settings(
-        &self,
-        _: &str,
-        _: &toml::Table,
-    ) -> Result<(), bakeoff_core::error::TargetError> {
-        Ok(())
-    }
-    fn default_targets(&self) -> Vec<String> {
-        vec!["mock".into()]
-    }
-}
 
 fn fixed_env() -> Environment {
     Environment {
@@ -648,7 +612,13 @@ fn mock_of_known_capacity() -> (MockOpener, f64) {
         ..MockDriver::default()
     };
     let capacity = 8.0 / 72.5e-6;
-    (MockOpener { driver }, capacity)
+    (
+        MockOpener {
+            driver,
+            ..MockOpener::default()
+        },
+        capacity,
+    )
 }
 
 #[test]

@@ -34,6 +34,44 @@ pub struct MockDriver {
     /// with no limit): with `k`, throughput saturates at `k` clients and
     /// the capacity is `k` over the mean latency.
     pub servers: usize,
+    /// Every latency is multiplied by this (a slower or faster server; a
+    /// run's share of run-to-run noise).
+    pub scale: f64,
+    /// How the latency moves over the job's seconds (a ramp, a shift).
+    pub shape: MockShape,
+}
+
+/// How a mock's latency moves with the job's simulated time, to test
+/// that warm-up and level shifts are found where they are.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct MockShape {
+    /// Seconds of a ramp at the job's start: latency starts at
+    /// `ramp_from` times its level and falls linearly to it.
+    pub ramp_s: f64,
+    /// The ramp's first multiple of the latency.
+    pub ramp_from: f64,
+    /// From this second of the job on, latency is `shift_to` times its
+    /// level.
+    pub shift_at_s: Option<f64>,
+    /// The multiple after the shift.
+    pub shift_to: f64,
+}
+
+impl MockShape {
+    /// The multiple of the latency at `now`, ns of the job.
+    fn at(&self, now: u64) -> f64 {
+        let t = now as f64 / 1e9;
+        let ramp = if t < self.ramp_s {
+            self.ramp_from + (1.0 - self.ramp_from) * t / self.ramp_s
+        } else {
+            1.0
+        };
+        let shift = match self.shift_at_s {
+            Some(at) if t >= at => self.shift_to,
+            _ => 1.0,
+        };
+        ramp * shift
+    }
 }
 
 impl Default for MockDriver {
@@ -45,6 +83,8 @@ impl Default for MockDriver {
             miss_every: 20,
             error_every: 0,
             servers: 0,
+            scale: 1.0,
+            shape: MockShape::default(),
         }
     }
 }
@@ -52,8 +92,12 @@ impl Default for MockDriver {
 impl MockDriver {
     /// The scripted reply to the `n`-th request (from 1) of global client
     /// `client`: its latency and what it says.
-    fn script(&self, kind: OpKind, n: u64, client: u64) -> (u64, Scripted) {
-        let latency = self.latency_ns[kind as usize] * (10 + (n * 7 + client * 3) % 10) / 10;
+    fn script(&self, kind: OpKind, n: u64, client: u64, now: u64) -> (u64, Scripted) {
+        let mut latency = self.latency_ns[kind as usize] * (10 + (n * 7 + client * 3) % 10) / 10;
+        let scale = self.scale * self.shape.at(now);
+        if scale != 1.0 {
+            latency = (latency as f64 * scale).round() as u64;
+        }
         let what = if self.error_every > 0 && n.is_multiple_of(self.error_every) {
             Scripted::Error
         } else if kind == OpKind::Get && self.miss_every > 0 && n.is_multiple_of(self.miss_every) {
@@ -133,7 +177,7 @@ impl Carrier for MockDriver {
                     };
                     let req = h.begin(ci, intended, now);
                     c.made += 1;
-                    let (latency, what) = self.script(req.kind, c.made, c.client);
+                    let (latency, what) = self.script(req.kind, c.made, c.client, now);
                     let mut start = c.inflight.back().map_or(now, |&(_, done, _)| done.max(now));
                     if let Some(f) = free.iter_mut().min() {
                         start = start.max(*f);
@@ -220,6 +264,31 @@ impl Target for MockTarget {
 pub struct MockOpener {
     /// The script every mock target follows.
     pub driver: MockDriver,
+    /// Run-to-run noise: each opening scales the script's latencies by a
+    /// factor drawn from a log-normal distribution of median 1 with this
+    /// coefficient of variation (0: none), from the plan's seed and the
+    /// count of openings.
+    pub noise_cv: f64,
+    /// A fixed multiple of the latency of the targets named (a server
+    /// known to be slower), by target id.
+    pub scale_of: Vec<(String, f64)>,
+    /// Openings so far (the noise's stream: a new opener starts at 0).
+    pub opened: std::sync::atomic::AtomicU64,
+}
+
+impl MockOpener {
+    /// The latency factor of the `n`-th opening under `seed`.
+    fn noise(&self, seed: u64, n: u64) -> f64 {
+        if self.noise_cv <= 0.0 {
+            return 1.0;
+        }
+        let sigma = (1.0 + self.noise_cv * self.noise_cv).ln().sqrt();
+        let mut rng = crate::workload::Rng::new(seed ^ 0x5eed_401e, n);
+        // Box–Muller.
+        let (u1, u2) = (1.0 - rng.unit(), rng.unit());
+        let z = (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos();
+        (sigma * z).exp()
+    }
 }
 
 impl TargetOpener for MockOpener {
@@ -228,12 +297,55 @@ impl TargetOpener for MockOpener {
     }
     fn open(
         &self,
-        _: &TargetSpec,
-        _: &Plan,
+        spec: &TargetSpec,
+        plan: &Plan,
         _: &crate::plan::Workload,
     ) -> Result<Box<dyn Target>, TargetError> {
-        Ok(Box::new(MockTarget {
-            driver: self.driver.clone(),
-        }))
+        let n = self
+            .opened
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let fixed = self
+            .scale_of
+            .iter()
+            .find(|(id, _)| *id == spec.id())
+            .map_or(1.0, |(_, f)| *f);
+        let mut driver = self.driver.clone();
+        driver.scale *= fixed * self.noise(plan.seed, n);
+        Ok(Box::new(MockTarget { driver }))
+    }
+}
+
+/// The catalog of plans for the mock: one target, `mock`, that can do
+/// everything and is started by "bakeoff" (opened by [`MockOpener`]).
+pub struct MockCatalog;
+
+impl crate::plan::TargetCatalog for MockCatalog {
+    fn capabilities(&self, name: &str) -> Option<crate::plan::Capabilities> {
+        (name == "mock").then(|| crate::plan::Capabilities {
+            ops: OpKind::ALL.to_vec(),
+            pipelining: true,
+            managed: true,
+            url_scheme: None,
+            batch_load: false,
+            requests: Vec::new(),
+            faults: false,
+            network: false,
+            topologies: Vec::new(),
+            url_options: Vec::new(),
+            no_scan: None,
+            provokes: Vec::new(),
+        })
+    }
+    fn names(&self) -> Vec<String> {
+        vec!["mock".into()]
+    }
+    fn target_for_scheme(&self, _: &str) -> Option<String> {
+        None
+    }
+    fn check_settings(&self, _: &str, _: &toml::Table) -> Result<(), TargetError> {
+        Ok(())
+    }
+    fn default_targets(&self) -> Vec<String> {
+        vec!["mock".into()]
     }
 }

@@ -204,7 +204,14 @@ pub fn run_job(
         let handles: Vec<_> = (0..threads)
             .map(|w| {
                 let job = &job;
-                s.spawn(move || driver.carrier(job).run_worker(job, w))
+                s.spawn(move || {
+                    let out = driver.carrier(job).run_worker(job, w);
+                    // Told at once, so that the job ends with its workers,
+                    // not at the collector's next look (up to 100 ms a
+                    // job: seconds over an experiment of rounds).
+                    let _ = job.intervals.send(Interval::new(WORKER_DONE));
+                    out
+                })
             })
             .collect();
         let mut due_fault = ctx.fault;
@@ -212,12 +219,14 @@ pub fn run_job(
         let mut due_warm = (kind == JobKind::Measure && job.warmup_end_ns() > 0)
             .then(|| job.warmup_end_ns() as f64 / 1e9);
         loop {
-            let all_done = handles.iter().all(|h| h.is_finished());
+            let all_done = collector.finished == threads || handles.iter().all(|h| h.is_finished());
             let due_s = [due_fault.map(|f| f.at_s), due_warm, during.due_s()]
                 .into_iter()
                 .flatten()
                 .reduce(f64::min);
-            collector.wait(&rx, due_s, resources, during, observer);
+            if !all_done {
+                collector.wait(&rx, due_s, resources, during, observer);
+            }
             let elapsed = job.t0.elapsed().as_secs_f64();
             if due_warm.take_if(|at| elapsed >= *at).is_some() {
                 during.warmed_up();
@@ -260,7 +269,12 @@ struct Collector<'j> {
     last_machine: Option<(u64, u64)>,
     next_sample: Duration,
     fault: Option<(f64, Result<Duration, TargetError>)>,
+    /// Workers that said they are done.
+    finished: usize,
 }
+
+/// The second of the interval a worker sends when it is done.
+const WORKER_DONE: u32 = u32::MAX;
 
 impl<'j> Collector<'j> {
     fn new(job: &'j Job<'j>, threads: usize, first: Option<ProcSnapshot>) -> Self {
@@ -276,6 +290,7 @@ impl<'j> Collector<'j> {
             last_machine: machine_ticks(),
             next_sample: Duration::from_secs(1),
             fault: None,
+            finished: 0,
         }
     }
 
@@ -309,6 +324,10 @@ impl<'j> Collector<'j> {
             .min(until_due)
             .min(Duration::from_millis(50));
         if let Ok(iv) = rx.recv_timeout(wait) {
+            if iv.second == WORKER_DONE {
+                self.finished += 1;
+                return;
+            }
             if let Some(iv) = self.add(iv) {
                 self.push(&iv, during, observer);
             }
@@ -387,7 +406,9 @@ impl<'j> Collector<'j> {
         observer: &mut dyn Observer,
     ) {
         while let Ok(iv) = rx.try_recv() {
-            self.merge_in(iv);
+            if iv.second != WORKER_DONE {
+                self.merge_in(iv);
+            }
         }
         for (_, (iv, _)) in std::mem::take(&mut self.pending) {
             self.push(&iv, during, observer);
