@@ -161,7 +161,12 @@ pub fn run_command(
     let (result, out, not_where_asked) = run_experiment_from_args(args, plan, stop, observer)?;
     // The result is on disk already: a closed standard output loses
     // nothing of it.
-    to_stdout(|o| TextExporter.export(std::slice::from_ref(&result), o))?;
+    to_stdout(|o| {
+        TextExporter {
+            details: args.details,
+        }
+        .export(std::slice::from_ref(&result), o)
+    })?;
     emit(&format!("result file: {}\n", out.display()))?;
     if let Some(why) = not_where_asked {
         say!("error: {why}");
@@ -647,7 +652,9 @@ fn report(args: &ReportArgs) -> Result<i32, AppError> {
     } else if args.csv {
         &CsvExporter
     } else {
-        &TextExporter
+        &TextExporter {
+            details: args.details,
+        }
     };
     to_stdout(|o| exporter.export(&results, o))?;
     Ok(EXIT_OK)

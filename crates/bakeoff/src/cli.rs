@@ -225,6 +225,11 @@ pub struct RunArgs {
     #[arg(long, value_name = "N", allow_hyphen_values = true)]
     pub repeats: Option<String>,
 
+    /// Also each run's own row (every repeat) in the summary printed at
+    /// the end, under the one row per target and point.
+    #[arg(long)]
+    pub details: bool,
+
     /// The order of runs: repeats run as rounds, each round every target
     /// at every point once; `random` draws each round's order from the
     /// seed (recorded in the result file), so that a drift of the machine
@@ -309,6 +314,11 @@ pub struct ReportArgs {
     /// Re-emit the (validated) JSON instead of the table.
     #[arg(long)]
     pub json: bool,
+
+    /// Also each run's own row (every repeat), under the summary's one
+    /// row per target and point.
+    #[arg(long)]
+    pub details: bool,
 }
 
 /// Flags of `bakeoff compare`.

@@ -142,20 +142,42 @@ pub fn verdict(view: &View) -> Option<Section> {
     (!lines.is_empty()).then(|| Section::new("verdict", "Verdict", vec![Block::Bullets(lines)]))
 }
 
-/// The summary table, one row a run, and which runs were client-bound.
+/// The summary: one row per target and point, each figure's median and
+/// 95 % interval, what the intervals stand for; then one row a run, and
+/// which runs were client-bound.
 pub fn summary(view: &View) -> Section {
+    let mut blocks = Vec::new();
+    for r in &view.sources {
+        let (head, rows, lines) = crate::headline_table(r);
+        blocks.push(Block::Table(Table {
+            head,
+            rows,
+            left: 2,
+            charts: Vec::new(),
+        }));
+        for line in lines {
+            blocks.push(Block::Paragraph {
+                strong: None,
+                text: line,
+            });
+        }
+    }
+    blocks.push(Block::Paragraph {
+        strong: Some("Each run:".into()),
+        text: "every repeat on its own row.".into(),
+    });
     let (head, rows) = crate::summary_table(
         &view.sources,
         view.runs
             .iter()
             .map(|r| (r.source, view.series[r.series].as_str(), r.run)),
     );
-    let mut blocks = vec![Block::Table(Table {
+    blocks.push(Block::Table(Table {
         head,
         rows,
         left: 2,
         charts: Vec::new(),
-    })];
+    }));
     for r in &view.runs {
         if r.run.client.client_bound {
             blocks.push(Block::Paragraph {

@@ -62,8 +62,93 @@ impl Exporter for JsonExporter {
     }
 }
 
-/// A side-by-side table of the runs, with units, plus checks and warnings.
-pub struct TextExporter;
+/// The summary: one row per target and point with each figure's median
+/// and 95 % interval, then the tables some runs have, checks and
+/// warnings; each repeat's own row with `details`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TextExporter {
+    /// Also each run's own row (`--details`).
+    pub details: bool,
+}
+
+/// Columns of the headline table: one row per target and point.
+pub const HEADLINE_HEAD: [&str; 10] = [
+    "target",
+    "point",
+    "runs",
+    "throughput",
+    "mean",
+    "p50",
+    "p99",
+    "p99.9",
+    "errors",
+    "steady",
+];
+
+/// `12.3k ops/s −3/+4 %`: a median and its 95 % interval as the share
+/// below and above it, short enough for a table; the median alone where
+/// there is no interval.
+pub fn with_interval(f: &bakeoff_core::summary::FigureSummary) -> String {
+    let median = f.figure.format(f.median);
+    match &f.interval {
+        Some(i) if f.median != 0.0 => {
+            let below = (f.median - i.low) / f.median.abs() * 100.0;
+            let above = (i.high - f.median) / f.median.abs() * 100.0;
+            format!("{median} −{below:.0}/+{above:.0} %")
+        }
+        _ => median,
+    }
+}
+
+/// The headline table of `r`: head and one row per target and point,
+/// each figure's median over its repeats with its 95 % interval; and the
+/// lines to set under it (what the intervals stand for, runs that were
+/// not steady).
+pub fn headline_table(r: &ExperimentResult) -> (Vec<String>, Vec<Vec<String>>, Vec<String>) {
+    use bakeoff_core::summary::Headline;
+    let summaries = bakeoff_core::summary::of(r);
+    let head: Vec<String> = HEADLINE_HEAD.iter().map(|s| s.to_string()).collect();
+    let mut rows = Vec::new();
+    let mut notes = Vec::new();
+    for s in &summaries {
+        let cell = |h: Headline| s.figure(h).map_or_else(|| "-".into(), with_interval);
+        let errors: u64 = r
+            .runs
+            .iter()
+            .filter(|x| s.runs.contains(&x.index))
+            .map(|x| x.measure.error_total())
+            .sum();
+        let unsteady = s.unsteady();
+        rows.push(vec![
+            s.target.clone(),
+            view::point_label(&s.point),
+            s.repeats.to_string(),
+            cell(Headline::Throughput),
+            cell(Headline::Mean),
+            cell(Headline::P50),
+            cell(Headline::P99),
+            cell(Headline::P999),
+            errors.to_string(),
+            if unsteady.is_empty() {
+                "yes".into()
+            } else {
+                format!("no ({})", unsteady.len())
+            },
+        ]);
+        for u in unsteady {
+            notes.push(format!(
+                "{}{}: not steady: {u}",
+                s.target,
+                view::at_point(&s.point)
+            ));
+        }
+    }
+    let mut kinds: Vec<String> = summaries.iter().map(|s| s.interval_note()).collect();
+    kinds.dedup();
+    let mut lines: Vec<String> = kinds.into_iter().map(|k| format!("−/+ %: {k}")).collect();
+    lines.extend(notes);
+    (head, rows, lines)
+}
 
 /// Columns of the summary table shared by the text, Markdown and HTML reports.
 pub const SUMMARY_HEAD: [&str; 12] = [
@@ -281,13 +366,23 @@ impl Exporter for TextExporter {
                 }
                 writeln!(out)?;
             }
-            let (head, body) = summary_table(
-                &sources,
-                r.runs.iter().map(|run| (i, run.target.as_str(), run)),
-            );
+            let (head, body, lines) = headline_table(r);
             let mut rows = vec![head];
             rows.extend(body);
             text_table(&rows, 2, out)?;
+            for line in lines {
+                writeln!(out, "{line}")?;
+            }
+            if self.details {
+                writeln!(out, "\neach run:")?;
+                let (head, body) = summary_table(
+                    &sources,
+                    r.runs.iter().map(|run| (i, run.target.as_str(), run)),
+                );
+                let mut rows = vec![head];
+                rows.extend(body);
+                text_table(&rows, 2, out)?;
+            }
             // The tables some runs have, each under its heading.
             for section in sections::TABLE_SECTIONS {
                 if let Some(rows) = (section.rows)(r) {

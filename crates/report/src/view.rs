@@ -474,7 +474,12 @@ mod tests {
             run.repeat = 0;
         }
         let mut text = Vec::new();
-        crate::Exporter::export(&crate::TextExporter, std::slice::from_ref(&r), &mut text).unwrap();
+        crate::Exporter::export(
+            &crate::TextExporter::default(),
+            std::slice::from_ref(&r),
+            &mut text,
+        )
+        .unwrap();
         let text = String::from_utf8(text).unwrap();
         let head = text.lines().nth(1).unwrap();
         assert!(
