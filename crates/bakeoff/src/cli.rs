@@ -13,7 +13,8 @@ Examples:
   bakeoff run 003-single-get                  one of them (a preset file's path works too)
   bakeoff run 004-peak --scale quick          the same experiment in seconds
   bakeoff run -t redis -t memcached --mix 95:5 --clients 50 --pipeline 16
-  bakeoff run -t redis --sweep-clients 1,10,100 --repeats 3
+  bakeoff run -t redis --sweep-clients 1,10,100 --repeats 6
+  bakeoff run -t a=redis://127.0.0.1:6379 -t b=redis://127.0.0.1:6380 --repeats 6
   bakeoff run -t redis://:PASSWORD@host:6379 --rate 20000
   bakeoff report results/default-*.json --html report.html
   bakeoff compare before.json after.json
@@ -79,10 +80,12 @@ pub enum Command {
     ///   bakeoff report a.json --csv > a.csv
     Report(ReportArgs),
     /// Put two experiments side by side: each figure's change, and whether
-    /// it is larger than the run-to-run spread of the repeats.
+    /// it is beyond what the repeats can tell apart.
     ///
-    /// Runs are matched by target and sweep point. Run the experiments with
-    /// --repeats 3 or more so the spread is known. Example:
+    /// Runs are matched by target and sweep point. A change is called
+    /// beyond noise when a Mann–Whitney test of the repeats gives p < 0.05,
+    /// which needs 4 repeats a side at least; run each with --repeats 6 for
+    /// 95 % intervals too. Example:
     ///
     ///   bakeoff compare before.json after.json
     Compare(CompareArgs),

@@ -52,9 +52,12 @@ pub fn overrides(args: &RunArgs) -> Result<Overrides, AppError> {
 pub fn plan(args: &RunArgs) -> Result<Plan, AppError> {
     let flags = overrides(args)?;
     Ok(
+        // Without a preset or a target, the default comparison: its
+        // preset's rounds and lengths.
         match args
             .preset
             .as_deref()
+            .or(args.targets.is_empty().then_some("default"))
             .map(crate::presets::find)
             .transpose()?
         {

@@ -346,7 +346,7 @@ pub fn mann_whitney(a: &[f64], b: &[f64]) -> Option<f64> {
         // P(U <= lower), the ties' halves rounded towards the centre.
         let at_most = lower.floor() as usize;
         let tail: f64 = counts[..=at_most.min(counts.len() - 1)].iter().sum::<f64>() / total;
-        return Some((2.0 * tail as f64).min(1.0));
+        return Some((2.0 * tail).min(1.0_f64));
     }
     let mut all: Vec<f64> = a.iter().chain(b).copied().collect();
     all.sort_by(f64::total_cmp);

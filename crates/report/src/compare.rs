@@ -1,7 +1,8 @@
 //! Two experiments side by side (`bakeoff compare A.json B.json`): for each
 //! target and point both ran, each figure's median over the repeats in A
-//! and in B, the change, and whether the change is larger than the
-//! run-to-run spread the repeats measured (min–max of each side).
+//! and in B, the change, and whether it is beyond what the repeats can
+//! tell apart: the Mann–Whitney test at α = 0.05 with at least 4 repeats
+//! a side, or disjoint 95 % between-run intervals (6 repeats a side).
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -14,10 +15,12 @@ use crate::view::{point_label, Figure, Spread};
 /// Whether a change stands out from the noise.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Verdict {
-    /// The change is no larger than the spread of the repeats.
+    /// Not significant at 0.05: a tie.
     WithinNoise,
-    /// The change is larger than the spread of the repeats.
+    /// Significant at 0.05.
     Beyond,
+    /// Repeated, but too few times a side for any test to reach 0.05.
+    TooFew,
     /// Neither side was repeated: the spread is unknown.
     NoRepeats,
 }
@@ -26,8 +29,9 @@ impl Verdict {
     /// As printed.
     pub fn text(self) -> &'static str {
         match self {
-            Verdict::WithinNoise => "within noise",
+            Verdict::WithinNoise => "~ tie",
             Verdict::Beyond => "beyond noise",
+            Verdict::TooFew => "cannot tell (4 repeats a side needed)",
             Verdict::NoRepeats => "spread unknown (no repeats)",
         }
     }
@@ -50,6 +54,8 @@ pub struct Row {
     pub change: f64,
     /// Against the noise.
     pub verdict: Verdict,
+    /// The Mann–Whitney p, where both sides were repeated.
+    pub p: Option<f64>,
 }
 
 /// The comparison of two experiments.
@@ -79,18 +85,27 @@ fn groups(r: &ExperimentResult) -> Vec<(RunKey, Vec<&RunResult>)> {
     out
 }
 
-/// Judges a change against the spreads of both sides: it stands out when
-/// the ranges of the repeats do not overlap.
-pub fn judge(a: &Spread, b: &Spread) -> Verdict {
-    if a.n < 2 && b.n < 2 {
-        return Verdict::NoRepeats;
+/// Judges a change from the repeats of each side (see
+/// [`bakeoff_core::stats::judge`]): its verdict and the test's p.
+pub fn judge(a: &[f64], b: &[f64]) -> (Verdict, Option<f64>) {
+    use bakeoff_core::stats;
+    if a.len() < 2 && b.len() < 2 {
+        return (Verdict::NoRepeats, None);
     }
-    let overlap = a.min <= b.max && b.min <= a.max;
-    if overlap {
-        Verdict::WithinNoise
-    } else {
+    let d = stats::judge(
+        a,
+        stats::median_interval(a).as_ref(),
+        b,
+        stats::median_interval(b).as_ref(),
+    );
+    let verdict = if d.significant {
         Verdict::Beyond
-    }
+    } else if a.len().min(b.len()) < stats::REPEATS_FOR_TEST {
+        Verdict::TooFew
+    } else {
+        Verdict::WithinNoise
+    };
+    (verdict, d.p)
 }
 
 /// Matches the runs of `a` and `b` by target and point.
@@ -110,12 +125,12 @@ pub fn compare(a: &ExperimentResult, b: &ExperimentResult) -> Comparison {
             continue;
         };
         for fig in Figure::ALL {
-            let (Some(sa), Some(sb)) = (
-                Spread::of(runs_a.iter().map(|r| fig.of(r))),
-                Spread::of(runs_b.iter().map(|r| fig.of(r))),
-            ) else {
+            let va: Vec<f64> = runs_a.iter().map(|r| fig.of(r)).collect();
+            let vb: Vec<f64> = runs_b.iter().map(|r| fig.of(r)).collect();
+            let (Some(sa), Some(sb)) = (Spread::of(va.clone()), Spread::of(vb.clone())) else {
                 continue;
             };
+            let (verdict, p) = judge(&va, &vb);
             let change = if sa.median != 0.0 {
                 (sb.median - sa.median) / sa.median
             } else {
@@ -125,7 +140,8 @@ pub fn compare(a: &ExperimentResult, b: &ExperimentResult) -> Comparison {
                 target: key.0.clone(),
                 point: key.1.clone(),
                 figure: fig,
-                verdict: judge(&sa, &sb),
+                verdict,
+                p,
                 a: sa,
                 b: sb,
                 change,
@@ -178,7 +194,12 @@ impl Comparison {
                     side(&r.a, r.figure),
                     side(&r.b, r.figure),
                     format!("{:+.1} %{better}", r.change * 100.0),
-                    r.verdict.text().to_string(),
+                    match (r.verdict, r.p) {
+                        (Verdict::Beyond | Verdict::WithinNoise, Some(p)) => {
+                            format!("{} (p = {p:.3})", r.verdict.text())
+                        }
+                        _ => r.verdict.text().to_string(),
+                    },
                 ]
             })
             .collect()
@@ -207,7 +228,7 @@ impl Comparison {
         writeln!(out, "B: {}", describe(b))?;
         writeln!(
             out,
-            "Medians of the repeats, [min–max] when repeated; a change is beyond noise when the ranges of A's and B's repeats do not overlap.\n"
+            "Medians of the repeats, [min–max] when repeated; a change is beyond noise when a Mann–Whitney test of A's and B's repeats gives p < 0.05 (4 repeats a side at least; 6 give 95 % intervals), else a tie (~).\n"
         )?;
         let rows = self.table_rows();
         if markdown {
@@ -254,20 +275,22 @@ impl crate::Exporter for CompareExporter {
 mod tests {
     use super::*;
 
-    fn sp(v: &[f64]) -> Spread {
-        Spread::of(v.iter().copied()).unwrap()
-    }
-
+    /// Three repeats a side cannot be told apart however far they are
+    /// (the test's smallest p is 0.10); four apart can; four interleaved
+    /// are a tie.
     #[test]
-    fn overlapping_repeats_are_within_noise() {
+    fn a_change_is_beyond_noise_only_where_the_test_says() {
         assert_eq!(
-            judge(&sp(&[100.0, 110.0, 120.0]), &sp(&[115.0, 125.0])),
+            judge(&[100.0, 105.0, 102.0], &[130.0, 140.0, 135.0]).0,
+            Verdict::TooFew
+        );
+        let (v, p) = judge(&[100.0, 105.0, 102.0, 101.0], &[130.0, 140.0, 135.0, 131.0]);
+        assert_eq!(v, Verdict::Beyond);
+        assert!(p.unwrap() < 0.05);
+        assert_eq!(
+            judge(&[100.0, 110.0, 120.0, 130.0], &[105.0, 115.0, 125.0, 135.0]).0,
             Verdict::WithinNoise
         );
-        assert_eq!(
-            judge(&sp(&[100.0, 105.0]), &sp(&[130.0, 140.0])),
-            Verdict::Beyond
-        );
-        assert_eq!(judge(&sp(&[1.0]), &sp(&[2.0])), Verdict::NoRepeats);
+        assert_eq!(judge(&[1.0], &[2.0]).0, Verdict::NoRepeats);
     }
 }

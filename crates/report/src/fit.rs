@@ -284,6 +284,27 @@ fn candidates<'a>(r: &'a ExperimentResult, reqs: &[Requirement]) -> Vec<Candidat
     candidates
 }
 
+/// Whether `b`'s cost cannot be told from `a`'s: every cost figure both
+/// measured (server CPU per operation, memory per record, disk bytes per
+/// write) within what their repeats, or one run's intervals, can tell.
+fn cost_tied(r: &ExperimentResult, a: &str, b: &str) -> bool {
+    use bakeoff_core::summary::{difference, Headline};
+    let summaries = bakeoff_core::summary::of(r);
+    let of = |label: &str| summaries.iter().find(|s| s.target == label);
+    let (Some(sa), Some(sb)) = (of(a), of(b)) else {
+        return false;
+    };
+    let judged: Vec<bool> = [
+        Headline::ServerCpuPerOp,
+        Headline::MemoryPerRecord,
+        Headline::DiskPerWrite,
+    ]
+    .into_iter()
+    .filter_map(|f| difference(sa, sb, f).map(|d| d.significant))
+    .collect();
+    !judged.is_empty() && judged.iter().all(|significant| !significant)
+}
+
 /// What a candidate costs, in words.
 fn cost_text(c: &Cost) -> String {
     let mut parts = Vec::new();
@@ -328,7 +349,19 @@ fn answer_lines(
             }
         }
         [first, rest @ ..] => {
+            // The ones whose cost cannot be told from the first's.
+            let tied: Vec<&str> = rest
+                .iter()
+                .take_while(|c| cost_tied(r, first.label, c.label))
+                .map(|c| c.label)
+                .collect();
             let why = match rest.first() {
+                Some(next) if !tied.is_empty() => format!(
+                    "they meet every requirement at costs this machine cannot tell apart ({}; {}: {})",
+                    cost_text(&first.cost),
+                    next.label,
+                    cost_text(&next.cost)
+                ),
                 Some(next) => format!(
                     "it meets every requirement at the least cost ({}; the next, {}: {})",
                     cost_text(&first.cost),
@@ -340,7 +373,12 @@ fn answer_lines(
                     cost_text(&first.cost)
                 ),
             };
-            lines.push(format!("{} fits best: {why}", first.label));
+            let best = if tied.is_empty() {
+                format!("{} fits best", first.label)
+            } else {
+                format!("tie: {} and {} fit best", first.label, tied.join(", "))
+            };
+            lines.push(format!("{best}: {why}"));
             if !rest.is_empty() {
                 let others: Vec<&str> = rest.iter().map(|c| c.label).collect();
                 lines.push(format!("also fit, in order of cost: {}", others.join(", ")));
@@ -454,6 +492,38 @@ mod tests {
         assert_eq!(row("pg").last().unwrap(), "1");
         assert_eq!(row("redis").last().unwrap(), "out");
         assert_eq!(row("memcached").last().unwrap(), "out");
+    }
+
+    /// Two candidates whose costs their repeats cannot tell apart are a
+    /// tie for best; apart, the cheaper fits best alone.
+    #[test]
+    fn candidates_of_equal_cost_tie_for_best() {
+        let mut r = crate::verdict::tests::four_targets();
+        r.plan.requirements = vec![Requirement::parse("durable=power-cut").unwrap()];
+        for run in r.runs.iter_mut() {
+            let base = if run.target == "pg" { 1000.0 } else { 1010.0 };
+            run.measure.throughput_per_s = 1000.0;
+            run.resources = vec![bakeoff_core::result::ResourceSample {
+                rss_bytes: (base + 5.0 * f64::from(run.repeat)) as u64 * 1000,
+                ..Default::default()
+            }];
+        }
+        r.summaries = bakeoff_core::summary::summarise(&r);
+        let a = answer(&r).unwrap();
+        assert!(
+            a.lines[1].starts_with("tie: pg and maria fit best")
+                || a.lines[1].starts_with("tie: maria and pg fit best"),
+            "{:#?}",
+            a.lines
+        );
+        for run in r.runs.iter_mut().filter(|x| x.target == "maria") {
+            for s in run.resources.iter_mut() {
+                s.rss_bytes *= 3;
+            }
+        }
+        r.summaries = bakeoff_core::summary::summarise(&r);
+        let a = answer(&r).unwrap();
+        assert!(a.lines[1].starts_with("pg fits best"), "{:#?}", a.lines);
     }
 
     /// A bound none meets: "none meets", each with how far it is.

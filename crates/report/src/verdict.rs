@@ -191,7 +191,7 @@ fn leads(members: &[&PointSummary], at: &str) -> Vec<String> {
             let ratio = lead_ratio(f, lead_fig.median, last.1.median);
             let values: Vec<String> = std::iter::once(lead_fig)
                 .chain(tied.iter().map(|(_, x, _)| *x))
-                .map(|x| x.text())
+                .map(crate::with_interval)
                 .collect();
             lines.push(format!(
                 "{name}{at}: tie: {} ({ratio:.2}×, {}): {}",
@@ -207,9 +207,9 @@ fn leads(members: &[&PointSummary], at: &str) -> Vec<String> {
         lines.push(format!(
             "{name}{at}: {} leads with {}, {ratio:.2}× better than {} ({}){}",
             lead.target,
-            lead_fig.text(),
+            crate::with_interval(lead_fig),
             next.target,
-            next_fig.text(),
+            crate::with_interval(next_fig),
             d.map(|d| how_sure(&d)).unwrap_or_default()
         ));
     }

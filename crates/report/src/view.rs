@@ -473,6 +473,7 @@ mod tests {
             run.point.clear();
             run.repeat = 0;
         }
+        r.summaries = bakeoff_core::summary::summarise(&r);
         let mut text = Vec::new();
         crate::Exporter::export(
             &crate::TextExporter::default(),

@@ -379,6 +379,22 @@ fn is_true(b: &bool) -> bool {
 }
 
 impl Workload {
+    /// Whether a server of this workload may stay up, loaded, from one
+    /// round of repeats to the next: a plain run (no fault, provocation,
+    /// growth, durability read-back, topology, link, trace or memory cap,
+    /// each of which needs the server as it starts).
+    pub fn stays_up_between_rounds(&self) -> bool {
+        self.load
+            && !self.grow
+            && !self.durability
+            && self.fault.is_none()
+            && self.provoke.is_none()
+            && self.topology == super::Topology::Single
+            && self.link.is_none()
+            && self.replay.is_none()
+            && self.memory_cap.is_none()
+    }
+
     /// Whether the target's table is emptied before this workload's load:
     /// it is, unless the load adds only a shard's part of the ids, beside
     /// the other shards' parts (those load at the same time, and the table

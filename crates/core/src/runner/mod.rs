@@ -91,11 +91,16 @@ pub fn run_experiment(
                 plan.repeats as usize
             },
         kept: None,
+        loaded: false,
     };
     let order = run_order(plan, usable.len(), points.len());
     if !plan.workload.grow && !searching {
         runs.result.rounds = rounds_of(&order, &usable, &points);
     }
+    // Servers loaded in the first round serve the later ones (see
+    // [`Workload::stays_up_between_rounds`]); in-process engines are
+    // opened afresh each round, as their memory is bakeoff's own.
+    let mut up: BTreeMap<(usize, usize), Box<dyn crate::target::Target>> = BTreeMap::new();
     for (p, repeat, s) in order {
         let (point, spec) = (&target_points[s][p], &usable[s]);
         if opts.stop.load(Ordering::Relaxed) {
@@ -105,8 +110,23 @@ pub fn run_experiment(
         if !plan.workload.grow || p == 0 {
             runs.kept = None;
         }
+        runs.loaded = false;
+        if let Some(t) = up.remove(&(p, s)) {
+            runs.kept = Some(t);
+            runs.loaded = true;
+        }
         if !searching {
             runs.step(spec, point, Some(repeat), None)?;
+            let ok = runs
+                .result
+                .runs
+                .last()
+                .is_some_and(|r| r.status == crate::result::RunStatus::Ok);
+            if ok && repeat + 1 < plan.repeats && point.workload.stays_up_between_rounds() {
+                if let Some(t) = runs.kept.take().filter(|t| !t.record().in_process()) {
+                    up.insert((p, s), t);
+                }
+            }
         } else if repeat == 0 {
             // A search runs once per point and target: its steps stand for
             // repeats.
@@ -120,6 +140,7 @@ pub fn run_experiment(
             runs.write()?;
         }
     }
+    drop(up);
     runs.result.status = if opts.stop.load(Ordering::Relaxed) {
         ExperimentStatus::Interrupted
     } else {

@@ -39,8 +39,12 @@ pub(super) struct Runs<'a> {
     pub made: usize,
     /// Runs the experiment makes (an estimate for a search).
     pub total: usize,
-    /// The target a growth series or a search keeps between its runs.
+    /// The target a growth series or a search keeps between its runs, or
+    /// a server kept up from the last round.
     pub kept: Option<Box<dyn Target>>,
+    /// `kept` is a server kept up from the last round, loaded: this run
+    /// measures it as it is, without a load.
+    pub loaded: bool,
 }
 
 /// Writes `result` where the experiment's options say. Where it cannot
@@ -241,9 +245,13 @@ impl Runs<'_> {
             merged_updates: stage.workload().fields > 1 && !stage.target.keeps_fields(),
             ..Sent::default()
         };
-        let load_s = if stage.workload().load {
+        let load_s = if stage.workload().load && !self.loaded {
             self.load(stage, extras, run, &mut sent)?
         } else {
+            if self.loaded {
+                // Loaded in an earlier round: what it holds now.
+                run.checks.records_after_load = stage.target.record_count();
+            }
             0.0
         };
         for e in extras.iter_mut() {
@@ -289,7 +297,7 @@ impl Runs<'_> {
         // search's later step; not a growth checkpoint, whose load adds to
         // what is there): emptied first where the load cannot overwrite
         // (opening empties it once).
-        if reused && w.empties_before_load() && w.load_from == 0 {
+        if reused && !self.loaded && w.empties_before_load() && w.load_from == 0 {
             target
                 .empty()
                 .map_err(|e| format!("emptying the target before its load failed: {e}"))?;
