@@ -233,6 +233,23 @@ pub struct RunArgs {
     #[arg(long)]
     pub details: bool,
 
+    /// Add rounds until each named figure's 95 % interval between runs is
+    /// within its bound (half-width over the median): `throughput=3%,p99=10%`
+    /// (figures: throughput, mean, p50, p99, p99.9, client-cpu,
+    /// server-cpu, memory, disk). At least 6 rounds (an interval's least);
+    /// the report says which bounds were met, with the width reached.
+    #[arg(long, value_name = "FIGURE=PERCENT,...")]
+    pub precision: Option<String>,
+
+    /// Most repeats --precision may take. [default: 30]
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
+    pub max_repeats: Option<String>,
+
+    /// Most time --precision may take, from the experiment's start
+    /// (`10m`); the round under way finishes.
+    #[arg(long, value_name = "DURATION")]
+    pub max_time: Option<String>,
+
     /// The order of runs: repeats run as rounds, each round every target
     /// at every point once; `random` draws each round's order from the
     /// seed (recorded in the result file), so that a drift of the machine

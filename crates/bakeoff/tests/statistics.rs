@@ -65,13 +65,26 @@ fn experiment(
     seed: u64,
     dir: &Path,
 ) -> ExperimentResult {
+    experiment_with(
+        opener,
+        Overrides {
+            targets: targets.iter().map(|t| t.to_string()).collect(),
+            repeats: Some(repeats.to_string()),
+            seed: Some(seed.to_string()),
+            ..Overrides::default()
+        },
+        seed,
+        dir,
+    )
+}
+
+fn experiment_with(
+    opener: &MockOpener,
+    flags: Overrides,
+    seed: u64,
+    dir: &Path,
+) -> ExperimentResult {
     let raw: RawPreset = toml::from_str(PRESET).unwrap();
-    let flags = Overrides {
-        targets: targets.iter().map(|t| t.to_string()).collect(),
-        repeats: Some(repeats.to_string()),
-        seed: Some(seed.to_string()),
-        ..Overrides::default()
-    };
     let plan = Plan::build(Some(("statistics.toml", raw)), &flags, &MockCatalog).unwrap();
     let opts = ExperimentOptions {
         out: dir.join(format!("{seed}.json")),
@@ -196,4 +209,61 @@ fn a_target_10_percent_slower_is_named_slower() {
     let (throughput10, p99_10) = power(0.10);
     eprintln!("power at 10 % noise: throughput {throughput10}/100, p99 {p99_10}/100");
     assert!(throughput10 < throughput, "more noise, less power");
+}
+
+/// `--precision`: rounds are added past the 6 asked until the bound is
+/// met, and the report says so; a bound out of reach stops at
+/// `--max-repeats`, saying it was not met and how wide it got.
+#[test]
+fn precision_adds_rounds_until_the_bound_is_met() {
+    let dir = tempfile::tempdir().unwrap();
+    let flags = |precision: &str, max: &str| Overrides {
+        targets: vec!["a=mock".into(), "b=mock".into()],
+        repeats: Some("6".into()),
+        precision: Some(precision.into()),
+        max_repeats: Some(max.into()),
+        ..Overrides::default()
+    };
+    let r = experiment_with(
+        &noisy(0.10, Vec::new()),
+        flags("throughput=6%", "40"),
+        3,
+        dir.path(),
+    );
+    let p = r.precision.as_ref().expect("a precision report");
+    assert_eq!(p.stopped_by, "every bound met", "{p:?}");
+    assert!(p.repeats > 6 && p.repeats <= 40, "{p:?}");
+    assert!(
+        p.bounds[0].met && p.bounds[0].reached.unwrap() <= 0.06,
+        "{p:?}"
+    );
+    assert_eq!(r.rounds.len(), p.repeats as usize);
+    for s in &r.summaries {
+        assert_eq!(s.repeats, p.repeats, "{}", s.target);
+        let f = s.figure(Headline::Throughput).unwrap();
+        assert!(f.interval.unwrap().relative_half_width(f.median) <= 0.06);
+    }
+    let r = experiment_with(
+        &noisy(0.10, Vec::new()),
+        flags("throughput=0.1%,p99=50%", "8"),
+        3,
+        dir.path(),
+    );
+    let p = r.precision.as_ref().expect("a precision report");
+    assert_eq!(p.repeats, 8);
+    assert_eq!(p.stopped_by, "--max-repeats 8 reached");
+    assert!(
+        !p.bounds[0].met && p.bounds[0].reached.unwrap() > 0.001,
+        "{p:?}"
+    );
+    assert!(p.bounds[1].met, "{p:?}");
+    let mut text = Vec::new();
+    bakeoff_report::Exporter::export(
+        &bakeoff_report::TextExporter::default(),
+        std::slice::from_ref(&r),
+        &mut text,
+    )
+    .unwrap();
+    let text = String::from_utf8(text).unwrap();
+    assert!(text.contains("throughput within 0.1 %: not met"), "{text}");
 }

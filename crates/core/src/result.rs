@@ -65,6 +65,59 @@ pub struct ExperimentResult {
     /// Written with every run; reports render these.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub summaries: Vec<crate::summary::PointSummary>,
+    /// What `--precision` reached, when it was asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub precision: Option<PrecisionReport>,
+}
+
+/// What `--precision` reached: each bound, met or not, and why the rounds
+/// stopped.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct PrecisionReport {
+    /// Rounds made.
+    pub repeats: u32,
+    /// Why no more were made (`every bound met`, `--max-repeats 30
+    /// reached`, `--max-time 600 s reached`, `interrupted`).
+    pub stopped_by: String,
+    /// Each bound asked.
+    pub bounds: Vec<PrecisionOutcome>,
+}
+
+/// One bound of `--precision` and what was reached.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct PrecisionOutcome {
+    /// Which figure.
+    pub figure: crate::summary::Headline,
+    /// The bound: largest half-width over the median, a fraction.
+    pub within: f64,
+    /// The widest half-width reached over every target and point;
+    /// `None` while some had no interval between runs.
+    pub reached: Option<f64>,
+    /// Whether every target and point met the bound.
+    pub met: bool,
+}
+
+impl PrecisionReport {
+    /// One line a bound: `throughput within 3.0 %: met (2.1 % at most)`.
+    pub fn lines(&self) -> Vec<String> {
+        let mut lines = vec![format!(
+            "precision: {} repeats, stopped as {}",
+            self.repeats, self.stopped_by
+        )];
+        for b in &self.bounds {
+            let reached = b.reached.map_or_else(
+                || "no interval between runs yet".to_string(),
+                |w| format!("{:.1} % at most", w * 100.0),
+            );
+            lines.push(format!(
+                "  {} within {:.1} %: {} ({reached})",
+                b.figure.key(),
+                b.within * 100.0,
+                if b.met { "met" } else { "not met" }
+            ));
+        }
+        lines
+    }
 }
 
 /// What a shard records of itself, for `bakeoff merge`.

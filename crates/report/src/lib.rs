@@ -147,6 +147,7 @@ pub fn headline_table(r: &ExperimentResult) -> (Vec<String>, Vec<Vec<String>>, V
     kinds.dedup();
     let mut lines: Vec<String> = kinds.into_iter().map(|k| format!("−/+ %: {k}")).collect();
     lines.extend(notes);
+    lines.extend(r.precision.iter().flat_map(|p| p.lines()));
     (head, rows, lines)
 }
 

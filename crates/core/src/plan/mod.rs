@@ -83,6 +83,17 @@ pub struct Plan {
     /// The order of runs within each round of repeats.
     #[serde(default)]
     pub order: RunOrder,
+    /// Bounds on the figures' 95 % intervals (`--precision`): rounds are
+    /// added past `repeats` until each is met, or `max_repeats` or
+    /// `max_time_s` is reached.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub precision: Vec<PrecisionBound>,
+    /// Most repeats `precision` may take.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_repeats: Option<u32>,
+    /// Most seconds `precision` may take, from the experiment's start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_time_s: Option<f64>,
     /// Seed of every generator.
     pub seed: u64,
     /// Managed servers' settings, per target name, and per variant
@@ -134,6 +145,63 @@ impl RunOrder {
             other => Err(format!(
                 "`{other}` is not an order; use random (a new order each round, drawn from the seed) or fixed (the targets as given)"
             )),
+        }
+    }
+}
+
+/// A bound on a figure's interval: its half-width over the median at most
+/// `within` (0.03 for 3 %).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct PrecisionBound {
+    /// Which figure.
+    pub figure: crate::summary::Headline,
+    /// Largest half-width over the median, as a fraction.
+    pub within: f64,
+}
+
+impl PrecisionBound {
+    /// Parses `throughput=3%,p99=10%`.
+    pub fn parse_list(text: &str) -> Result<Vec<Self>, String> {
+        use crate::summary::Headline;
+        let names: Vec<&str> = Headline::ALL.iter().map(|h| h.key()).collect();
+        text.split(',')
+            .map(|part| {
+                let (name, bound) = part.trim().split_once('=').ok_or_else(|| {
+                    format!("`{part}` is not FIGURE=PERCENT, e.g. throughput=3%,p99=10%")
+                })?;
+                let figure = Headline::from_key(name.trim()).ok_or_else(|| {
+                    format!("`{name}` is not a figure; use one of {}", names.join(", "))
+                })?;
+                let number = bound.trim().trim_end_matches('%').trim();
+                let percent: f64 = number
+                    .parse()
+                    .ok()
+                    .filter(|p: &f64| p.is_finite() && *p > 0.0 && *p < 100.0)
+                    .ok_or_else(|| {
+                        format!("`{bound}` is not a percentage between 0 and 100, e.g. 3%")
+                    })?;
+                Ok(PrecisionBound {
+                    figure,
+                    within: percent / 100.0,
+                })
+            })
+            .collect()
+    }
+}
+
+/// Most repeats `--precision` takes when `--max-repeats` is not given.
+pub const PRECISION_MAX_REPEATS: u32 = 30;
+
+impl Plan {
+    /// The most rounds this plan may run: `repeats`, or with precision
+    /// asked, `max_repeats`.
+    pub fn max_rounds(&self) -> u32 {
+        if self.precision.is_empty() {
+            self.repeats
+        } else {
+            self.max_repeats
+                .unwrap_or(PRECISION_MAX_REPEATS)
+                .max(self.repeats)
         }
     }
 }
@@ -1462,6 +1530,45 @@ impl Plan {
                     .map_err(|m| Origin::other("--order", "order", false).err(m))?,
                 (None, None) => RunOrder::Random,
             };
+        let precision = match (&flags.precision, &raw.precision) {
+            (Some(t), _) => PrecisionBound::parse_list(t)
+                .map_err(|m| Origin::other("--precision", "precision", true).err(m))?,
+            (None, Some(t)) => PrecisionBound::parse_list(t)
+                .map_err(|m| Origin::other("--precision", "precision", false).err(m))?,
+            (None, None) => Vec::new(),
+        };
+        let max_repeats = match (&flags.max_repeats, &raw.max_repeats) {
+            (None, None) => None,
+            _ => Some(experiment_number(
+                &flags.max_repeats,
+                &raw.max_repeats,
+                "--max-repeats",
+                "max_repeats",
+                u64::from(PRECISION_MAX_REPEATS),
+                |s| match parse_count(s)? {
+                    n if n < 6 => Err(format!(
+                        "{n} repeats cannot give a 95 % interval between runs; use 6 or more"
+                    )),
+                    n if n > 10_000 => Err(format!("{n} repeats is too many")),
+                    n => Ok(n),
+                },
+            )? as u32),
+        };
+        let max_time_s = match flags.max_time.as_ref().or(raw.max_time.as_ref()) {
+            None => None,
+            Some(t) => Some(
+                crate::units::parse_duration(t)
+                    .map_err(|m| {
+                        Origin::other("--max-time", "max_time", flags.max_time.is_some()).err(m)
+                    })?
+                    .as_secs_f64(),
+            ),
+        };
+        if (max_repeats.is_some() || max_time_s.is_some()) && precision.is_empty() {
+            return Err(Origin::other("--max-repeats", "max_repeats", true).err(
+                "--max-repeats and --max-time bound --precision's rounds; give --precision too, e.g. --precision throughput=3%",
+            ));
+        }
         let seed = experiment_number(&flags.seed, &raw.seed, "--seed", "seed", 1, |s| {
             s.trim()
                 .parse::<u64>()
@@ -1552,6 +1659,9 @@ impl Plan {
             sweep,
             repeats,
             order,
+            precision,
+            max_repeats,
+            max_time_s,
             seed,
             servers,
             shard: flags.shard,
@@ -2170,6 +2280,29 @@ pub(crate) mod tests {
         f.targets = vec!["redis[maxmemory]".into()];
         let e = build("", f).unwrap_err().to_string();
         assert!(e.contains("KEY=VALUE"), "{e}");
+    }
+
+    /// `--precision` names figures and percentages; a bad one says what
+    /// a good one looks like, and --max-repeats without it is refused.
+    #[test]
+    fn precision_bounds_parse_and_refuse_nonsense() {
+        let b = PrecisionBound::parse_list("throughput=3%, p99=10").unwrap();
+        assert_eq!(b.len(), 2);
+        assert_eq!(b[0].figure, crate::summary::Headline::Throughput);
+        assert!((b[0].within - 0.03).abs() < 1e-12 && (b[1].within - 0.10).abs() < 1e-12);
+        let e = PrecisionBound::parse_list("speed=3%").unwrap_err();
+        assert!(e.contains("throughput") && e.contains("p99"), "{e}");
+        let e = PrecisionBound::parse_list("p99=0%").unwrap_err();
+        assert!(e.contains("between 0 and 100"), "{e}");
+        let mut f = Overrides::default();
+        f.max_repeats = Some("10".into());
+        let e = build("", f).unwrap_err().to_string();
+        assert!(e.contains("give --precision too"), "{e}");
+        let mut f = Overrides::default();
+        f.precision = Some("throughput=3%".into());
+        f.max_repeats = Some("5".into());
+        let e = build("", f).unwrap_err().to_string();
+        assert!(e.contains("use 6 or more"), "{e}");
     }
 
     /// Two URLs of one kind are told apart by address, names given with

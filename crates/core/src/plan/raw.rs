@@ -53,6 +53,13 @@ pub struct RawPreset {
     /// The order of runs within a round: `random` (drawn from the seed)
     /// or `fixed` (the plan's).
     pub order: Option<String>,
+    /// Bounds on the figures' intervals (as `--precision`):
+    /// `throughput=3%,p99=10%`.
+    pub precision: Option<String>,
+    /// Most repeats `precision` may take.
+    pub max_repeats: Option<Scalar>,
+    /// Most time `precision`'s rounds may take (`10m`).
+    pub max_time: Option<String>,
     /// Seed of every generator.
     pub seed: Option<Scalar>,
     /// What a store must do (as `--require`): `p99<=2ms@20k/s`,
@@ -113,6 +120,8 @@ pub struct RawScale {
     pub repeats: Option<Scalar>,
     /// The order of runs within a round.
     pub order: Option<String>,
+    /// Bounds on the figures' intervals.
+    pub precision: Option<String>,
     /// Workload keys replaced.
     #[serde(default)]
     pub workload: BTreeMap<String, toml::Value>,
@@ -219,6 +228,9 @@ impl RawPreset {
         if let Some(o) = scale.order {
             self.order = Some(o);
         }
+        if let Some(p) = scale.precision {
+            self.precision = Some(p);
+        }
         self.workload.extend(scale.workload);
         self.fault.extend(scale.fault);
         self.sweep.extend(scale.sweep);
@@ -239,6 +251,12 @@ pub struct Overrides {
     pub repeats: Option<String>,
     /// `--order`.
     pub order: Option<String>,
+    /// `--precision`.
+    pub precision: Option<String>,
+    /// `--max-repeats`.
+    pub max_repeats: Option<String>,
+    /// `--max-time`.
+    pub max_time: Option<String>,
     /// `--seed`.
     pub seed: Option<String>,
     /// Workload flags as raw text, by parameter key (`pipeline` → `16`).

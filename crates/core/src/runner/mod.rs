@@ -55,6 +55,7 @@ pub fn run_experiment(
         shards: Vec::new(),
         rounds: Vec::new(),
         summaries: Vec::new(),
+        precision: None,
     };
     let usable = probe_targets(plan, opener, opts, observer, &mut result)?;
     one::write(&result, opts)?;
@@ -97,49 +98,60 @@ pub fn run_experiment(
     if !plan.workload.grow && !searching {
         runs.result.rounds = rounds_of(&order, &usable, &points);
     }
-    // Servers loaded in the first round serve the later ones (see
-    // [`Workload::stays_up_between_rounds`]); in-process engines are
-    // opened afresh each round, as their memory is bakeoff's own.
-    let mut up: BTreeMap<(usize, usize), Box<dyn crate::target::Target>> = BTreeMap::new();
-    for (p, repeat, s) in order {
-        let (point, spec) = (&target_points[s][p], &usable[s]);
+    let started = std::time::Instant::now();
+    let mut round = Round {
+        usable: &usable,
+        target_points: &target_points,
+        searching,
+        up: BTreeMap::new(),
+    };
+    for item in order {
         if opts.stop.load(Ordering::Relaxed) {
             break;
         }
-        // A growth series keeps its target up between its checkpoints.
-        if !plan.workload.grow || p == 0 {
-            runs.kept = None;
-        }
-        runs.loaded = false;
-        if let Some(t) = up.remove(&(p, s)) {
-            runs.kept = Some(t);
-            runs.loaded = true;
-        }
-        if !searching {
-            runs.step(spec, point, Some(repeat), None)?;
-            let ok = runs
-                .result
-                .runs
-                .last()
-                .is_some_and(|r| r.status == crate::result::RunStatus::Ok);
-            if ok && repeat + 1 < plan.repeats && point.workload.stays_up_between_rounds() {
-                if let Some(t) = runs.kept.take().filter(|t| !t.record().in_process()) {
-                    up.insert((p, s), t);
-                }
-            }
-        } else if repeat == 0 {
-            // A search runs once per point and target: its steps stand for
-            // repeats.
-            let found = search::search(point, &spec.id(), &opts.stop, &mut |point, bound| {
-                runs.step(spec, point, None, bound)
-            })?;
-            if let Some(note) = notes::search_note(&found) {
-                runs.observer.note(&note);
-            }
-            runs.result.searches.push(found);
-            runs.write()?;
-        }
+        round.run(&mut runs, item)?;
     }
+    // Precision asked: more rounds until every bound is met.
+    if !plan.precision.is_empty() && !plan.workload.grow && !searching {
+        let mut made = plan.repeats;
+        let stopped_by = loop {
+            let unmet = precision_unmet(&runs.result.summaries, &plan.precision);
+            if unmet.is_empty() {
+                break "every bound met".to_string();
+            }
+            if opts.stop.load(Ordering::Relaxed) {
+                break "interrupted".to_string();
+            }
+            if made >= plan.max_rounds() {
+                break format!("--max-repeats {} reached", plan.max_rounds());
+            }
+            if let Some(max) = plan
+                .max_time_s
+                .filter(|m| started.elapsed().as_secs_f64() >= *m)
+            {
+                break format!("--max-time {max} s reached");
+            }
+            let extra = round_order(plan, usable.len(), points.len(), made);
+            runs.total += extra.len();
+            runs.result
+                .rounds
+                .extend(rounds_of(&extra, &usable, &points));
+            for item in extra {
+                if opts.stop.load(Ordering::Relaxed) {
+                    break;
+                }
+                round.run(&mut runs, item)?;
+            }
+            made += 1;
+        };
+        runs.result.precision = Some(precision_report(
+            &runs.result.summaries,
+            &plan.precision,
+            made,
+            stopped_by,
+        ));
+    }
+    let up = round.up;
     drop(up);
     runs.result.status = if opts.stop.load(Ordering::Relaxed) {
         ExperimentStatus::Interrupted
@@ -187,6 +199,144 @@ fn probe_targets(
     Ok(usable)
 }
 
+/// What every run of the matrix needs to be made: the targets, their
+/// points, and the servers kept up from one round to the next.
+struct Round<'p> {
+    usable: &'p [TargetSpec],
+    target_points: &'p [Vec<crate::plan::Point>],
+    searching: bool,
+    /// Servers loaded in an earlier round that serve the later ones (see
+    /// [`crate::plan::Workload::stays_up_between_rounds`]); in-process
+    /// engines are opened afresh each round, as their memory is
+    /// bakeoff's own.
+    up: BTreeMap<(usize, usize), Box<dyn crate::target::Target>>,
+}
+
+impl Round<'_> {
+    /// Makes run `(point, repeat, target)`.
+    fn run(
+        &mut self,
+        runs: &mut one::Runs,
+        (p, repeat, s): (usize, u32, usize),
+    ) -> Result<(), RunError> {
+        let plan = runs.plan;
+        let (point, spec) = (&self.target_points[s][p], &self.usable[s]);
+        // A growth series keeps its target up between its checkpoints.
+        if !plan.workload.grow || p == 0 {
+            runs.kept = None;
+        }
+        runs.loaded = false;
+        if let Some(t) = self.up.remove(&(p, s)) {
+            runs.kept = Some(t);
+            runs.loaded = true;
+        }
+        if !self.searching {
+            runs.step(spec, point, Some(repeat), None)?;
+            let ok = runs
+                .result
+                .runs
+                .last()
+                .is_some_and(|r| r.status == crate::result::RunStatus::Ok);
+            if ok && repeat + 1 < plan.max_rounds() && point.workload.stays_up_between_rounds() {
+                if let Some(t) = runs.kept.take().filter(|t| !t.record().in_process()) {
+                    self.up.insert((p, s), t);
+                }
+            }
+        } else if repeat == 0 {
+            // A search runs once per point and target: its steps stand for
+            // repeats.
+            let stop = runs.opts.stop.clone();
+            let found = search::search(point, &spec.id(), &stop, &mut |point, bound| {
+                runs.step(spec, point, None, bound)
+            })?;
+            if let Some(note) = notes::search_note(&found) {
+                runs.observer.note(&note);
+            }
+            runs.result.searches.push(found);
+            runs.write()?;
+        }
+        Ok(())
+    }
+}
+
+/// The bounds of `bounds` some summary does not meet yet: no interval
+/// between runs, or one wider than the bound.
+fn precision_unmet(
+    summaries: &[crate::summary::PointSummary],
+    bounds: &[crate::plan::PrecisionBound],
+) -> Vec<crate::plan::PrecisionBound> {
+    bounds
+        .iter()
+        .filter(|b| worst_width(summaries, b).is_none_or(|w| w > b.within))
+        .copied()
+        .collect()
+}
+
+/// The widest half-width over the median of `b`'s figure among
+/// `summaries`; `None` where one has no interval between runs.
+fn worst_width(
+    summaries: &[crate::summary::PointSummary],
+    b: &crate::plan::PrecisionBound,
+) -> Option<f64> {
+    let mut worst: f64 = 0.0;
+    for s in summaries {
+        let Some(f) = s.figure(b.figure) else {
+            continue;
+        };
+        let i = f
+            .interval
+            .filter(|i| i.kind == crate::stats::IntervalKind::BetweenRuns)?;
+        worst = worst.max(i.relative_half_width(f.median));
+    }
+    Some(worst)
+}
+
+/// What `--precision` reached.
+fn precision_report(
+    summaries: &[crate::summary::PointSummary],
+    bounds: &[crate::plan::PrecisionBound],
+    repeats: u32,
+    stopped_by: String,
+) -> crate::result::PrecisionReport {
+    crate::result::PrecisionReport {
+        repeats,
+        stopped_by,
+        bounds: bounds
+            .iter()
+            .map(|b| {
+                let reached = worst_width(summaries, b);
+                crate::result::PrecisionOutcome {
+                    figure: b.figure,
+                    within: b.within,
+                    reached,
+                    met: reached.is_some_and(|w| w <= b.within),
+                }
+            })
+            .collect(),
+    }
+}
+
+/// Round number `repeat`: every target at every point once, in an order
+/// drawn from the seed (`--order random`) or as given.
+fn round_order(
+    plan: &Plan,
+    targets: usize,
+    points: usize,
+    repeat: u32,
+) -> Vec<(usize, u32, usize)> {
+    let mut round: Vec<(usize, u32, usize)> = (0..points)
+        .flat_map(|p| (0..targets).map(move |s| (p, repeat, s)))
+        .collect();
+    if plan.order == crate::plan::RunOrder::Random {
+        let mut rng = crate::workload::Rng::new(plan.seed ^ 0x0bde_72ed, u64::from(repeat));
+        for i in (1..round.len()).rev() {
+            let j = rng.below(i as u64 + 1) as usize;
+            round.swap(i, j);
+        }
+    }
+    round
+}
+
 /// The order of runs, as (point, repeat, target) indices. Repeats run as
 /// rounds, each round every target at every point once: in an order drawn
 /// from the seed, a new one each round (`--order random`), so that a drift
@@ -206,15 +356,7 @@ fn run_order(plan: &Plan, targets: usize, points: usize) -> Vec<(usize, u32, usi
         }
     } else if plan.order == crate::plan::RunOrder::Random {
         for repeat in 0..plan.repeats {
-            let mut round: Vec<(usize, u32, usize)> = (0..points)
-                .flat_map(|p| (0..targets).map(move |s| (p, repeat, s)))
-                .collect();
-            let mut rng = crate::workload::Rng::new(plan.seed ^ 0x0bde_72ed, u64::from(repeat));
-            for i in (1..round.len()).rev() {
-                let j = rng.below(i as u64 + 1) as usize;
-                round.swap(i, j);
-            }
-            order.extend(round);
+            order.extend(round_order(plan, targets, points, repeat));
         }
     } else {
         for p in 0..points {
@@ -235,12 +377,13 @@ fn rounds_of(
     targets: &[TargetSpec],
     points: &[crate::plan::Point],
 ) -> Vec<Vec<String>> {
+    let first = order.iter().map(|&(_, r, _)| r as usize).min().unwrap_or(0);
     let rounds = order
         .iter()
         .map(|&(_, r, _)| r as usize + 1)
         .max()
         .unwrap_or(0);
-    let mut out = vec![Vec::new(); rounds];
+    let mut out = vec![Vec::new(); rounds.saturating_sub(first)];
     for &(p, repeat, s) in order {
         let labels: Vec<String> = points[p]
             .labels
@@ -252,7 +395,7 @@ fn rounds_of(
         } else {
             format!("{} {}", targets[s].id(), labels.join(" "))
         };
-        out[repeat as usize].push(name);
+        out[repeat as usize - first].push(name);
     }
     out
 }
