@@ -129,10 +129,15 @@ pub fn headline_table(r: &ExperimentResult) -> (Vec<String>, Vec<Vec<String>>, V
             cell(Headline::P99),
             cell(Headline::P999),
             errors.to_string(),
-            if unsteady.is_empty() {
-                "yes".into()
-            } else {
+            if !unsteady.is_empty() {
                 format!("no ({})", unsteady.len())
+            } else if s
+                .stability
+                .contains(&bakeoff_core::stats::Stability::TooShort)
+            {
+                "too short".into()
+            } else {
+                "yes".into()
             },
         ]);
         for u in unsteady {
@@ -146,6 +151,14 @@ pub fn headline_table(r: &ExperimentResult) -> (Vec<String>, Vec<Vec<String>>, V
     let mut kinds: Vec<String> = summaries.iter().map(|s| s.interval_note()).collect();
     kinds.dedup();
     let mut lines: Vec<String> = kinds.into_iter().map(|k| format!("−/+ %: {k}")).collect();
+    if summaries.iter().any(|s| {
+        s.stability
+            .contains(&bakeoff_core::stats::Stability::TooShort)
+    }) {
+        lines.push(
+            "steady: whether the measured seconds held one level; under 4 seconds is too short to tell (--duration 4s or more)".into(),
+        );
+    }
     lines.extend(notes);
     lines.extend(r.precision.iter().flat_map(|p| p.lines()));
     (head, rows, lines)

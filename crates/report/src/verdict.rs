@@ -123,7 +123,7 @@ pub fn verdict(r: &ExperimentResult) -> Vec<String> {
     }
     if let Some(note) = summaries.first().map(|s| s.interval_note()) {
         if !lines.is_empty() {
-            lines.push(format!("[low–high]: {note}"));
+            lines.push(format!("−/+ %: {note}"));
         }
     }
     let classes = crate::durability::Classes::from_results(std::iter::once(r));
