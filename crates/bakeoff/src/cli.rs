@@ -255,7 +255,8 @@ pub struct RunArgs {
     /// seed (recorded in the result file), so that a drift of the machine
     /// (a neighbour, the page cache, a server's background work) spreads
     /// over every target; `fixed` keeps the targets in the order given.
-    /// [default: random]
+    /// [default: random with several repeats or --precision; fixed with
+    /// one round]
     #[arg(long, value_name = "random|fixed")]
     pub order: Option<String>,
 

@@ -337,7 +337,10 @@ fn a_target_password_is_only_in_the_secret() {
         String::from_utf8_lossy(&o.stderr)
     );
     assert!(
-        stdout.contains("redis (redis://redis.bench:6379?password_env=BAKEOFF_PASSWORD_"),
+        // Two Redis URLs: each named by its address.
+        stdout.contains(
+            "redis@redis.bench:6379 (redis://redis.bench:6379?password_env=BAKEOFF_PASSWORD_"
+        ),
         "{stdout}"
     );
     let o = pod(false);

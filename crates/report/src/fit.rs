@@ -294,15 +294,20 @@ fn cost_tied(r: &ExperimentResult, a: &str, b: &str) -> bool {
     let (Some(sa), Some(sb)) = (of(a), of(b)) else {
         return false;
     };
-    let judged: Vec<bool> = [
+    let judged: Vec<bakeoff_core::stats::Difference> = [
         Headline::ServerCpuPerOp,
         Headline::MemoryPerRecord,
         Headline::DiskPerWrite,
     ]
     .into_iter()
-    .filter_map(|f| difference(sa, sb, f).map(|d| d.significant))
+    .filter_map(|f| difference(sa, sb, f))
     .collect();
-    !judged.is_empty() && judged.iter().all(|significant| !significant)
+    // A figure with nothing to judge it by (one run, no interval) is no
+    // tie: the cost order stands.
+    !judged.is_empty()
+        && judged
+            .iter()
+            .all(|d| !d.significant && d.basis != bakeoff_core::stats::Basis::Nothing)
 }
 
 /// What a candidate costs, in words.
@@ -379,8 +384,8 @@ fn answer_lines(
                 format!("tie: {} and {} fit best", first.label, tied.join(", "))
             };
             lines.push(format!("{best}: {why}"));
-            if !rest.is_empty() {
-                let others: Vec<&str> = rest.iter().map(|c| c.label).collect();
+            if rest.len() > tied.len() {
+                let others: Vec<&str> = rest[tied.len()..].iter().map(|c| c.label).collect();
                 lines.push(format!("also fit, in order of cost: {}", others.join(", ")));
             }
         }

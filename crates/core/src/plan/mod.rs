@@ -1522,14 +1522,6 @@ impl Plan {
                 n => Ok(n),
             },
         )? as u32;
-        let order =
-            match (&flags.order, &raw.order) {
-                (Some(t), _) => RunOrder::parse(t)
-                    .map_err(|m| Origin::other("--order", "order", true).err(m))?,
-                (None, Some(t)) => RunOrder::parse(t)
-                    .map_err(|m| Origin::other("--order", "order", false).err(m))?,
-                (None, None) => RunOrder::Random,
-            };
         let precision = match (&flags.precision, &raw.precision) {
             (Some(t), _) => PrecisionBound::parse_list(t)
                 .map_err(|m| Origin::other("--precision", "precision", true).err(m))?,
@@ -1569,6 +1561,17 @@ impl Plan {
                 "--max-repeats and --max-time bound --precision's rounds; give --precision too, e.g. --precision throughput=3%",
             ));
         }
+        let order =
+            match (&flags.order, &raw.order) {
+                (Some(t), _) => RunOrder::parse(t)
+                    .map_err(|m| Origin::other("--order", "order", true).err(m))?,
+                (None, Some(t)) => RunOrder::parse(t)
+                    .map_err(|m| Origin::other("--order", "order", false).err(m))?,
+                // Several rounds are interleaved at random; one round
+                // keeps the plan's order (a sweep's points in turn).
+                (None, None) if repeats > 1 || !precision.is_empty() => RunOrder::Random,
+                (None, None) => RunOrder::Fixed,
+            };
         let seed = experiment_number(&flags.seed, &raw.seed, "--seed", "seed", 1, |s| {
             s.trim()
                 .parse::<u64>()
