@@ -111,7 +111,7 @@ impl Headline {
 
     /// The within-run interval of this figure in one run, where the run's
     /// own seconds or histogram give one.
-    fn within(self, r: &RunResult) -> Option<Interval> {
+    fn within(self, r: &RunResult, hdr: Option<&hdrhistogram::Histogram<u64>>) -> Option<Interval> {
         let measured: Vec<_> = r
             .timeline
             .iter()
@@ -128,7 +128,7 @@ impl Headline {
                     Headline::P99 => 0.99,
                     _ => 0.999,
                 };
-                percentile_interval(&r.measure.all.hdr, q)
+                percentile_interval(hdr?, q)
             }
             Headline::ClientCpuPerOp => {
                 let per_op: Vec<f64> = measured
@@ -164,8 +164,7 @@ fn full_seconds(series: &[f64], duration_s: f64) -> &[f64] {
 
 /// The order-statistic interval of quantile `q` from a run's histogram
 /// (Lancet's ranks, the operations taken as independent samples).
-fn percentile_interval(hdr: &str, q: f64) -> Option<Interval> {
-    let h = decode_histogram(hdr).ok()?;
+fn percentile_interval(h: &hdrhistogram::Histogram<u64>, q: f64) -> Option<Interval> {
     let n = h.len() as usize;
     let (j, k, confidence) = stats::quantile_ranks(n, q, stats::CONFIDENCE)?;
     let at = |rank: usize| h.value_at_quantile(rank as f64 / n as f64) as f64;
@@ -340,13 +339,18 @@ pub fn summarise_runs(
     point: &BTreeMap<String, String>,
     runs: &[&RunResult],
 ) -> PointSummary {
+    // One run: its histogram, decoded once for its three percentiles.
+    let hdr = match runs {
+        [one] => decode_histogram(&one.measure.all.hdr).ok(),
+        _ => None,
+    };
     let figures = Headline::ALL
         .into_iter()
         .filter_map(|figure| {
             let values: Vec<f64> = runs.iter().filter_map(|r| figure.of(r)).collect();
             let median = stats::median(&values)?;
             let interval = match values.len() {
-                1 => runs.iter().find_map(|r| figure.within(r)),
+                1 => runs.iter().find_map(|r| figure.within(r, hdr.as_ref())),
                 _ => stats::median_interval(&values),
             };
             Some(FigureSummary {
