@@ -54,13 +54,8 @@ impl Spread {
         }
         v.sort_by(|a, b| a.total_cmp(b));
         let n = v.len();
-        let median = if n % 2 == 1 {
-            v[n / 2]
-        } else {
-            (v[n / 2 - 1] + v[n / 2]) / 2.0
-        };
         Some(Spread {
-            median,
+            median: bakeoff_core::stats::median(&v)?,
             min: v[0],
             max: v[n - 1],
             n,

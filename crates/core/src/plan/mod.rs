@@ -961,6 +961,95 @@ fn experiment_number(
     parse(&text).map_err(|m| origin.err(m))
 }
 
+/// How the repeats run as rounds: their order, and the bounds that add
+/// rounds past them (`--precision`, `--max-repeats`, `--max-time`).
+struct Rounds {
+    order: RunOrder,
+    precision: Vec<PrecisionBound>,
+    max_repeats: Option<u32>,
+    max_time_s: Option<f64>,
+}
+
+/// A text given by `flag` (first) or preset key `key`, parsed; `None` when
+/// neither gives it. An error names where the text came from.
+fn flag_or_key<T>(
+    flag_v: Option<&String>,
+    preset_v: Option<&String>,
+    flag: &str,
+    key: &str,
+    parse: impl Fn(&str) -> Result<T, String>,
+) -> Result<Option<T>, PlanError> {
+    let (text, from_flag) = match (flag_v, preset_v) {
+        (Some(t), _) => (t, true),
+        (None, Some(t)) => (t, false),
+        (None, None) => return Ok(None),
+    };
+    parse(text)
+        .map(Some)
+        .map_err(|m| Origin::other(flag, key, from_flag).err(m))
+}
+
+/// The rounds of a plan of `repeats` repeats, from flags over the preset.
+fn rounds(raw: &RawPreset, flags: &Overrides, repeats: u32) -> Result<Rounds, PlanError> {
+    let precision = flag_or_key(
+        flags.precision.as_ref(),
+        raw.precision.as_ref(),
+        "--precision",
+        "precision",
+        PrecisionBound::parse_list,
+    )?
+    .unwrap_or_default();
+    let max_repeats = match (&flags.max_repeats, &raw.max_repeats) {
+        (None, None) => None,
+        _ => Some(experiment_number(
+            &flags.max_repeats,
+            &raw.max_repeats,
+            "--max-repeats",
+            "max_repeats",
+            u64::from(PRECISION_MAX_REPEATS),
+            |s| match parse_count(s)? {
+                n if n < 6 => Err(format!(
+                    "{n} repeats cannot give a 95 % interval between runs; use 6 or more"
+                )),
+                n if n > 10_000 => Err(format!("{n} repeats is too many")),
+                n => Ok(n),
+            },
+        )? as u32),
+    };
+    let max_time_s = flag_or_key(
+        flags.max_time.as_ref(),
+        raw.max_time.as_ref(),
+        "--max-time",
+        "max_time",
+        |t| crate::units::parse_duration(t).map(|d| d.as_secs_f64()),
+    )?;
+    if (max_repeats.is_some() || max_time_s.is_some()) && precision.is_empty() {
+        return Err(Origin::other("--max-repeats", "max_repeats", true).err(
+            "--max-repeats and --max-time bound --precision's rounds; give --precision too, e.g. --precision throughput=3%",
+        ));
+    }
+    // Several rounds are interleaved at random; one round keeps the
+    // plan's order (a sweep's points in turn).
+    let order = flag_or_key(
+        flags.order.as_ref(),
+        raw.order.as_ref(),
+        "--order",
+        "order",
+        RunOrder::parse,
+    )?
+    .unwrap_or(if repeats > 1 || !precision.is_empty() {
+        RunOrder::Random
+    } else {
+        RunOrder::Fixed
+    });
+    Ok(Rounds {
+        order,
+        precision,
+        max_repeats,
+        max_time_s,
+    })
+}
+
 /// The targets: `--target` flags, else the preset's, else the catalog's
 /// default comparison; each must be able to run every point.
 fn targets(
@@ -1522,56 +1611,7 @@ impl Plan {
                 n => Ok(n),
             },
         )? as u32;
-        let precision = match (&flags.precision, &raw.precision) {
-            (Some(t), _) => PrecisionBound::parse_list(t)
-                .map_err(|m| Origin::other("--precision", "precision", true).err(m))?,
-            (None, Some(t)) => PrecisionBound::parse_list(t)
-                .map_err(|m| Origin::other("--precision", "precision", false).err(m))?,
-            (None, None) => Vec::new(),
-        };
-        let max_repeats = match (&flags.max_repeats, &raw.max_repeats) {
-            (None, None) => None,
-            _ => Some(experiment_number(
-                &flags.max_repeats,
-                &raw.max_repeats,
-                "--max-repeats",
-                "max_repeats",
-                u64::from(PRECISION_MAX_REPEATS),
-                |s| match parse_count(s)? {
-                    n if n < 6 => Err(format!(
-                        "{n} repeats cannot give a 95 % interval between runs; use 6 or more"
-                    )),
-                    n if n > 10_000 => Err(format!("{n} repeats is too many")),
-                    n => Ok(n),
-                },
-            )? as u32),
-        };
-        let max_time_s = match flags.max_time.as_ref().or(raw.max_time.as_ref()) {
-            None => None,
-            Some(t) => Some(
-                crate::units::parse_duration(t)
-                    .map_err(|m| {
-                        Origin::other("--max-time", "max_time", flags.max_time.is_some()).err(m)
-                    })?
-                    .as_secs_f64(),
-            ),
-        };
-        if (max_repeats.is_some() || max_time_s.is_some()) && precision.is_empty() {
-            return Err(Origin::other("--max-repeats", "max_repeats", true).err(
-                "--max-repeats and --max-time bound --precision's rounds; give --precision too, e.g. --precision throughput=3%",
-            ));
-        }
-        let order =
-            match (&flags.order, &raw.order) {
-                (Some(t), _) => RunOrder::parse(t)
-                    .map_err(|m| Origin::other("--order", "order", true).err(m))?,
-                (None, Some(t)) => RunOrder::parse(t)
-                    .map_err(|m| Origin::other("--order", "order", false).err(m))?,
-                // Several rounds are interleaved at random; one round
-                // keeps the plan's order (a sweep's points in turn).
-                (None, None) if repeats > 1 || !precision.is_empty() => RunOrder::Random,
-                (None, None) => RunOrder::Fixed,
-            };
+        let rounds = rounds(&raw, flags, repeats)?;
         let seed = experiment_number(&flags.seed, &raw.seed, "--seed", "seed", 1, |s| {
             s.trim()
                 .parse::<u64>()
@@ -1661,10 +1701,10 @@ impl Plan {
             per_target,
             sweep,
             repeats,
-            order,
-            precision,
-            max_repeats,
-            max_time_s,
+            order: rounds.order,
+            precision: rounds.precision,
+            max_repeats: rounds.max_repeats,
+            max_time_s: rounds.max_time_s,
             seed,
             servers,
             shard: flags.shard,

@@ -113,46 +113,10 @@ pub fn run_experiment(
     }
     // Precision asked: more rounds until every bound is met.
     if !plan.precision.is_empty() && !plan.workload.grow && !searching {
-        let mut made = plan.repeats;
-        let stopped_by = loop {
-            let unmet = precision_unmet(&runs.result.summaries, &plan.precision);
-            if unmet.is_empty() {
-                break "every bound met".to_string();
-            }
-            if opts.stop.load(Ordering::Relaxed) {
-                break "interrupted".to_string();
-            }
-            if made >= plan.max_rounds() {
-                break format!("--max-repeats {} reached", plan.max_rounds());
-            }
-            if let Some(max) = plan
-                .max_time_s
-                .filter(|m| started.elapsed().as_secs_f64() >= *m)
-            {
-                break format!("--max-time {max} s reached");
-            }
-            let extra = round_order(plan, usable.len(), points.len(), made);
-            runs.total += extra.len();
-            runs.result
-                .rounds
-                .extend(rounds_of(&extra, &usable, &points));
-            for item in extra {
-                if opts.stop.load(Ordering::Relaxed) {
-                    break;
-                }
-                round.run(&mut runs, item)?;
-            }
-            made += 1;
-        };
-        runs.result.precision = Some(precision_report(
-            &runs.result.summaries,
-            &plan.precision,
-            made,
-            stopped_by,
-        ));
+        round.until_precise(&mut runs, &points, started)?;
     }
-    let up = round.up;
-    drop(up);
+    // The servers kept up between rounds stop before the file says done.
+    drop(round);
     runs.result.status = if opts.stop.load(Ordering::Relaxed) {
         ExperimentStatus::Interrupted
     } else {
@@ -213,6 +177,56 @@ struct Round<'p> {
 }
 
 impl Round<'_> {
+    /// Rounds past the plan's repeats until every `--precision` bound is
+    /// met, or `--max-repeats`, `--max-time` or a stop ends them; the
+    /// result says what was reached and why the rounds stopped.
+    fn until_precise(
+        &mut self,
+        runs: &mut one::Runs,
+        points: &[crate::plan::Point],
+        started: std::time::Instant,
+    ) -> Result<(), RunError> {
+        let plan = runs.plan;
+        let stop = runs.opts.stop.clone();
+        let mut made = plan.repeats;
+        let stopped_by = loop {
+            if precise(&runs.result.summaries, &plan.precision) {
+                break "every bound met".to_string();
+            }
+            if stop.load(Ordering::Relaxed) {
+                break "interrupted".to_string();
+            }
+            if made >= plan.max_rounds() {
+                break format!("--max-repeats {} reached", plan.max_rounds());
+            }
+            if let Some(max) = plan
+                .max_time_s
+                .filter(|m| started.elapsed().as_secs_f64() >= *m)
+            {
+                break format!("--max-time {max} s reached");
+            }
+            let extra = round_order(plan, self.usable.len(), points.len(), made);
+            runs.total += extra.len();
+            runs.result
+                .rounds
+                .extend(rounds_of(&extra, self.usable, points));
+            for item in extra {
+                if stop.load(Ordering::Relaxed) {
+                    break;
+                }
+                self.run(runs, item)?;
+            }
+            made += 1;
+        };
+        runs.result.precision = Some(precision_report(
+            &runs.result.summaries,
+            &plan.precision,
+            made,
+            stopped_by,
+        ));
+        Ok(())
+    }
+
     /// Makes run `(point, repeat, target)`.
     fn run(
         &mut self,
@@ -259,17 +273,15 @@ impl Round<'_> {
     }
 }
 
-/// The bounds of `bounds` some summary does not meet yet: no interval
-/// between runs, or one wider than the bound.
-fn precision_unmet(
+/// Whether every summary meets every bound of `bounds` with an interval
+/// between runs.
+fn precise(
     summaries: &[crate::summary::PointSummary],
     bounds: &[crate::plan::PrecisionBound],
-) -> Vec<crate::plan::PrecisionBound> {
+) -> bool {
     bounds
         .iter()
-        .filter(|b| worst_width(summaries, b).is_none_or(|w| w > b.within))
-        .copied()
-        .collect()
+        .all(|b| worst_width(summaries, b).is_some_and(|w| w <= b.within))
 }
 
 /// The widest half-width over the median of `b`'s figure among
