@@ -1,9 +1,13 @@
 # Shared by bench/ab-get-instructions.sh and bench/instructions.sh: user-space
-# instructions per Redis GET of a bakeoff binary, by callgrind, marginal
-# over 20k and 60k operations (so start-up and the result file cancel
-# out), 50 connections, on a redis-server of its own. Counts, not
-# timings: repeatable to a few instructions on an idle machine (a busy one
-# moves them by tens). Source it; call start_redis first.
+# instructions per Redis GET of a bakeoff binary's workers (the hot path,
+# inside net::run_worker), by callgrind, marginal over 20k and 60k
+# operations (so start-up and the result file cancel out), 50 connections,
+# on a redis-server of its own. Counts, not timings: repeatable to one or
+# two instructions. Only the workers are counted because the main thread's
+# once-a-second work (the server's INFO, the run's second-by-second
+# record) grows with how long the run lasts under valgrind, which a busy
+# machine stretches: counted whole, the same build moved by 30 to 80 per
+# GET between rounds. Source it; call start_redis first.
 
 for pair in redis-server:redis-server valgrind:valgrind; do
   if ! command -v "${pair%%:*}" >/dev/null 2>&1; then
@@ -28,7 +32,7 @@ start_redis() {
 
 # Instructions of one run of BINARY at pipeline P for N GETs.
 ir() {
-  valgrind --tool=callgrind --callgrind-out-file=/dev/null "$1" run -t "redis://127.0.0.1:$port" \
+  valgrind --tool=callgrind --toggle-collect='bakeoff_core::net::run_worker*' --callgrind-out-file=/dev/null "$1" run -t "redis://127.0.0.1:$port" \
     --no-load --records 100000 --value-size 100 --mix 100:0 --clients 50 --pipeline "$2" \
     --warmup 0 -q -o "$work/out.json" --ops "$3" 2>&1 >/dev/null | sed -n 's/.*Collected : \([0-9]*\).*/\1/p'
 }

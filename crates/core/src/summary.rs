@@ -162,10 +162,6 @@ fn full_seconds(series: &[f64], duration_s: f64) -> &[f64] {
     &series[..series.len().min(whole.max(1))]
 }
 
-/// Whether one run's percentiles get their within-run interval (off until
-/// its cost is out of the measured process).
-const WITHIN_RUN_PERCENTILES: bool = false;
-
 /// The order-statistic interval of quantile `q` from a run's histogram
 /// (Lancet's ranks, the operations taken as independent samples).
 fn percentile_interval(h: &hdrhistogram::Histogram<u64>, q: f64) -> Option<Interval> {
@@ -343,11 +339,9 @@ pub fn summarise_runs(
     point: &BTreeMap<String, String>,
     runs: &[&RunResult],
 ) -> PointSummary {
-    // One run's percentile intervals wait: decoding its histogram after
-    // every run cost bakeoff's instruction check 40 per Redis GET (the
-    // decode differs between the check's two run lengths).
+    // One run: its histogram, decoded once for its three percentiles.
     let hdr = match runs {
-        [one] if WITHIN_RUN_PERCENTILES => decode_histogram(&one.measure.all.hdr).ok(),
+        [one] => decode_histogram(&one.measure.all.hdr).ok(),
         _ => None,
     };
     let figures = Headline::ALL
