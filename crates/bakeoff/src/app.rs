@@ -341,8 +341,16 @@ fn points_text(
         let label: Vec<String> = p.labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
         let length = match (w.duration_s, w.ops) {
             (Some(d), _) => {
-                timed += (d + w.warmup_s) * (plan.targets.len() * plan.repeats as usize) as f64;
-                format!("{d} s + {} s warm-up", w.warmup_s)
+                timed +=
+                    (d + w.warmup_bound_s()) * (plan.targets.len() * plan.repeats as usize) as f64;
+                if w.warmup_auto {
+                    format!(
+                        "{d} s + a warm-up found as it runs (at most {} s)",
+                        w.warmup_bound_s()
+                    )
+                } else {
+                    format!("{d} s + {} s warm-up", w.warmup_s)
+                }
             }
             (None, Some(n)) => format!("{n} ops"),
             (None, None) if w.ops_per_client.is_some() => {

@@ -9,7 +9,9 @@
 //! - A/A: two identical mocks are a tie on every verdict line in at least
 //!   93 of 100 experiments;
 //! - power: a mock 10 % slower under 3 % noise is named slower in at
-//!   least 90 of 100.
+//!   least 90 of 100;
+//! - warm-up: `--warmup auto` ends a 10 s ramp within ±1 s, and a level
+//!   shift is flagged at its second.
 
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
@@ -266,4 +268,122 @@ fn precision_adds_rounds_until_the_bound_is_met() {
     .unwrap();
     let text = String::from_utf8(text).unwrap();
     assert!(text.contains("throughput within 0.1 %: not met"), "{text}");
+}
+
+/// One mock run of `duration` with warm-up `warmup`, its latency shaped
+/// by `shape`.
+fn shaped_run(
+    shape: bakeoff_core::mock::MockShape,
+    warmup: &str,
+    duration: &str,
+    dir: &Path,
+) -> ExperimentResult {
+    let opener = MockOpener {
+        driver: MockDriver { shape, ..driver() },
+        ..MockOpener::default()
+    };
+    experiment_with(
+        &opener,
+        Overrides {
+            targets: vec!["mock".into()],
+            workload: [
+                ("warmup".to_string(), warmup.to_string()),
+                ("duration".to_string(), duration.to_string()),
+            ]
+            .into(),
+            ..Overrides::default()
+        },
+        1,
+        dir,
+    )
+}
+
+/// `--warmup auto` on a mock whose latency falls from 3× to its level
+/// over the first 10 s: the steady window is found starting within ±1 s
+/// of the ramp's end, the warm-up ends once the window confirms it, and
+/// the measured phase is steady; the same plan puts it at the same
+/// second every time (simulated time waits on the collector). A fixed
+/// 2 s warm-up measures the ramp, and is labelled as drifting.
+#[test]
+fn an_automatic_warmup_ends_where_a_10_second_ramp_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let ramp = bakeoff_core::mock::MockShape {
+        ramp_s: 10.0,
+        ramp_from: 3.0,
+        ..Default::default()
+    };
+    let mut ends = Vec::new();
+    for _ in 0..3 {
+        let r = shaped_run(ramp, "auto", "20s", dir.path());
+        let run = &r.runs[0];
+        let from = run.warmup_steady_from_s.expect("a steady window found");
+        assert!((9..=11).contains(&from), "steady from second {from}");
+        let end = run.workload.warmup_s;
+        assert!(
+            end >= f64::from(from) + 5.0 && end <= f64::from(from) + 6.0,
+            "warm-up ended at {end} s, steady from {from} s"
+        );
+        assert!(run.workload.warmup_auto);
+        let warm = run.warmup.as_ref().expect("a warm-up phase");
+        assert!((warm.duration_s - end).abs() < 1e-9, "{}", warm.duration_s);
+        assert_eq!(
+            bakeoff_core::summary::run_stability(run),
+            bakeoff_core::stats::Stability::Steady
+        );
+        ends.push((from, end, run.measure.completed));
+        let mut text = Vec::new();
+        bakeoff_report::Exporter::export(
+            &bakeoff_report::TextExporter::default(),
+            std::slice::from_ref(&r),
+            &mut text,
+        )
+        .unwrap();
+        let text = String::from_utf8(text).unwrap();
+        let said = format!("warm-up found as each run went (at most 20 s; ended at {end} s)");
+        assert!(text.contains(&said), "{said}\n{text}");
+        eprintln!("a 10 s ramp: steady from second {from}, warm-up ended at {end} s");
+    }
+    assert!(ends.windows(2).all(|w| w[0] == w[1]), "{ends:?}");
+    let fixed = shaped_run(ramp, "2s", "8s", dir.path());
+    let run = &fixed.runs[0];
+    assert_eq!(run.warmup_steady_from_s, None);
+    assert!(
+        !bakeoff_core::summary::run_stability(run).is_steady(),
+        "{:?}",
+        bakeoff_core::summary::run_stability(run)
+    );
+}
+
+/// A mock whose latency rises by half at the job's 8th second, after a
+/// 2 s warm-up: the run is labelled a level shift at measured second 6,
+/// and the summary says so beside its figures.
+#[test]
+fn a_level_shift_mid_run_is_flagged_at_its_second() {
+    let dir = tempfile::tempdir().unwrap();
+    let shift = bakeoff_core::mock::MockShape {
+        shift_at_s: Some(8.0),
+        shift_to: 1.5,
+        ..Default::default()
+    };
+    let r = shaped_run(shift, "2s", "12s", dir.path());
+    match bakeoff_core::summary::run_stability(&r.runs[0]) {
+        bakeoff_core::stats::Stability::LevelShift {
+            at_s,
+            before,
+            after,
+        } => {
+            assert_eq!(at_s, 6);
+            assert!(after < before * 0.8, "{before} → {after}");
+        }
+        other => panic!("{other:?}"),
+    }
+    let mut text = Vec::new();
+    bakeoff_report::Exporter::export(
+        &bakeoff_report::TextExporter::default(),
+        std::slice::from_ref(&r),
+        &mut text,
+    )
+    .unwrap();
+    let text = String::from_utf8(text).unwrap();
+    assert!(text.contains("level shift at second 6"), "{text}");
 }

@@ -18,7 +18,7 @@
 use std::net::TcpStream;
 use std::ops::Range;
 use std::os::unix::net::UnixStream;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::mpsc::Sender;
 use std::time::Instant;
 
@@ -367,6 +367,97 @@ pub struct Job<'a> {
     pub inserts: Option<&'a crate::inserts::InsertKeys>,
     /// The trace a replay sends (load and measure jobs of a replay).
     pub replay: Option<&'a crate::replay::Trace>,
+    /// Where the warm-up ends: fixed, or moved by the collector once the
+    /// job is steady (`--warmup auto`).
+    pub warmup: WarmupEnd,
+}
+
+/// The end of a measure job's warm-up, ns since the job's start. Fixed,
+/// or (`--warmup auto`) at its bound until the collector finds the job
+/// steady and moves it ([`WarmupEnd::settle`]); workers follow it from
+/// their harness.
+#[derive(Debug)]
+pub struct WarmupEnd {
+    end_ns: AtomicU64,
+    auto: bool,
+    /// Seconds the collector has judged, plus one (0: none yet), so that a
+    /// loop on simulated time can wait for each judgement and stay
+    /// deterministic.
+    judged: AtomicU32,
+    /// Set once the end has moved, or can no longer.
+    settled: AtomicBool,
+    /// The workers run on simulated time (the mock): the end is put at
+    /// the judged second's end, not after the wall clock's now.
+    simulated: AtomicBool,
+}
+
+impl WarmupEnd {
+    /// The warm-up of a `kind` job of `workload`: none for a load or a
+    /// read-back; the workload's, or its bound when found as the job runs.
+    pub fn of(kind: JobKind, workload: &Workload) -> Self {
+        let (end_s, auto) = match kind {
+            JobKind::Load | JobKind::ReadBack => (0.0, false),
+            JobKind::Measure => (workload.warmup_bound_s(), workload.warmup_auto),
+        };
+        Self {
+            end_ns: AtomicU64::new((end_s * 1e9) as u64),
+            auto,
+            judged: AtomicU32::new(0),
+            settled: AtomicBool::new(!auto),
+            simulated: AtomicBool::new(false),
+        }
+    }
+
+    /// The workers run on simulated time.
+    pub fn simulate(&self) {
+        self.simulated.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether the workers run on simulated time.
+    pub fn simulated(&self) -> bool {
+        self.simulated.load(Ordering::Relaxed)
+    }
+
+    /// The end, ns since the job's start.
+    #[inline]
+    pub fn end_ns(&self) -> u64 {
+        self.end_ns.load(Ordering::Relaxed)
+    }
+
+    /// Whether the end is found as the job runs and may still move.
+    #[inline]
+    pub fn may_move(&self) -> bool {
+        self.auto && !self.settled.load(Ordering::Acquire)
+    }
+
+    /// Whether the end is found as the job runs (`--warmup auto`).
+    pub fn is_auto(&self) -> bool {
+        self.auto
+    }
+
+    /// Moves the end to `ns` (never later than its bound) and keeps it.
+    pub fn settle(&self, ns: u64) {
+        self.end_ns.fetch_min(ns, Ordering::Relaxed);
+        self.settled.store(true, Ordering::Release);
+    }
+
+    /// The collector has judged second `second`.
+    pub fn judged(&self, second: u32) {
+        self.judged
+            .fetch_max(second.saturating_add(1), Ordering::Release);
+    }
+
+    /// Waits (at most `patience`) until second `second` is judged or the
+    /// end can no longer move.
+    pub fn wait_judged(&self, second: u32, patience: std::time::Duration) {
+        let until = Instant::now() + patience;
+        while self.may_move()
+            && self.judged.load(Ordering::Acquire) <= second
+            && Instant::now() < until
+        {
+            std::thread::sleep(std::time::Duration::from_micros(50));
+        }
+    }
 }
 
 impl Job<'_> {
@@ -413,7 +504,7 @@ impl Job<'_> {
     pub fn warmup_end_ns(&self) -> u64 {
         match self.kind {
             JobKind::Load | JobKind::ReadBack => 0,
-            JobKind::Measure => (self.workload.warmup_s * 1e9) as u64,
+            JobKind::Measure => self.warmup.end_ns(),
         }
     }
 

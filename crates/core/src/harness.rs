@@ -153,6 +153,13 @@ pub struct Harness<'j> {
     careful: bool,
     /// The leg each kind's request starts with (see [`Leg::Merge`]).
     first_legs: [Leg; crate::workload::OP_KINDS],
+    /// The warm-up's end may still move (`--warmup auto`): followed from
+    /// the job at every turn until it is settled.
+    follows_warmup: bool,
+    /// Time is simulated: each second of an undecided warm-up waits for
+    /// the collector's judgement, so that the end falls where the same
+    /// plan always puts it.
+    simulated: bool,
 }
 
 impl<'j> Harness<'j> {
@@ -202,7 +209,17 @@ impl<'j> Harness<'j> {
                 OpKind::Update if w.fields > 1 => Leg::Merge,
                 _ => Leg::Only,
             }),
+            follows_warmup: job.warmup.may_move(),
+            simulated: false,
         }
+    }
+
+    /// The loop runs on simulated time (the mock): an undecided warm-up
+    /// waits at each second for the collector to judge it.
+    pub fn on_simulated_time(mut self) -> Self {
+        self.simulated = true;
+        self.job.warmup.simulate();
+        self
     }
 
     /// The target keeps a record's fields apart: an update of one field is
@@ -270,12 +287,40 @@ impl<'j> Harness<'j> {
     pub fn tick(&mut self, now: u64) -> bool {
         self.meter
             .on_loop(now, self.warmup_end, &self.job.intervals);
+        if self.follows_warmup {
+            self.follow_warmup(now);
+        }
         if self.generating
             && (now >= self.measure_end || self.job.stop.load(std::sync::atomic::Ordering::Relaxed))
         {
             self.generating = false;
         }
         self.generating
+    }
+
+    /// Takes up the warm-up's end once the collector has found it (and, on
+    /// simulated time, first waits for its judgement of the seconds handed
+    /// over). Out of line: only `--warmup auto` comes here, and only
+    /// until the end is settled.
+    #[cold]
+    #[inline(never)]
+    fn follow_warmup(&mut self, now: u64) {
+        // Seconds handed over so far: those before the current one.
+        let handed = (self.meter.next_tick() / 1_000_000_000) as u32 - 1;
+        if self.simulated && handed > 0 && now < self.warmup_end {
+            self.job
+                .warmup
+                .wait_judged(handed - 1, std::time::Duration::from_secs(2));
+        }
+        // Settled first: once it is, the end read after is the last.
+        let moving = self.job.warmup.may_move();
+        let end = self.job.warmup_end_ns();
+        if end != self.warmup_end {
+            self.warmup_end = end;
+            self.measure_end = self.job.measure_end_ns();
+            self.meter.set_window(self.warmup_end, self.measure_end);
+        }
+        self.follows_warmup = moving;
     }
 
     /// Whether a stop was asked for (Ctrl-C, a signal), rather than the

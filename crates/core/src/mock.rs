@@ -152,7 +152,7 @@ impl Carrier for MockDriver {
     /// harness, but time is simulated — it jumps to the next reply (or the
     /// next scheduled request in open loop) instead of waiting.
     fn run_worker(&self, job: &Job, worker: usize) -> Result<WorkerOutput, TargetError> {
-        let mut h = Harness::with_cpu_clock(job, worker, CpuClock::None);
+        let mut h = Harness::with_cpu_clock(job, worker, CpuClock::None).on_simulated_time();
         let pipeline = job.workload.pipeline.max(1) as usize;
         let mut conns: Vec<SimConn> = job
             .clients_of(worker)

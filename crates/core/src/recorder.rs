@@ -522,6 +522,13 @@ impl WorkerMeter {
         self.next_tick
     }
 
+    /// Moves the measured window (the warm-up's end was found as the job
+    /// ran).
+    pub fn set_window(&mut self, start: u64, end: u64) {
+        self.window_start = start;
+        self.window_end = end;
+    }
+
     /// Called once per loop iteration: starts the busy-CPU window at the end
     /// of the warm-up and hands finished seconds to the collector.
     #[inline]

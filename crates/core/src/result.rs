@@ -933,6 +933,12 @@ pub struct RunResult {
     pub load: Option<PhaseResult>,
     /// The warm-up, if one ran (not part of the measured numbers).
     pub warmup: Option<PhaseResult>,
+    /// `--warmup auto`: the second (of the measure job, from 0) at which
+    /// the 5-second window whose throughput and p99 were flat began, the
+    /// warm-up ending once it was confirmed (`workload.warmup_s`). Absent
+    /// when the warm-up was fixed, or nothing was steady within its bound.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warmup_steady_from_s: Option<u32>,
     /// The measured phase.
     pub measure: PhaseResult,
     /// When the measure job (its warm-up first) started, RFC 3339 in UTC.

@@ -182,6 +182,7 @@ fn steady_state_allocations_through<C: Codec>(
         acked: None,
         inserts: None,
         replay: None,
+        warmup: bakeoff_core::driver::WarmupEnd::of(JobKind::Measure, &workload),
     };
     let (a, b) = std::thread::scope(|s| {
         let h = s.spawn(|| {

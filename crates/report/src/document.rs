@@ -475,7 +475,7 @@ fn environment(results: &[ExperimentResult]) -> Section {
 pub fn workload_line(r: &ExperimentResult) -> String {
     let w = &r.plan.workload;
     format!(
-        "{} records, values {} B, mix {} (get:set:update:delete), {} clients on {} thread(s), pipeline {}, {}, warm-up {} s, {}",
+        "{} records, values {} B, mix {} (get:set:update:delete), {} clients on {} thread(s), pipeline {}, {}, {}, {}",
         w.records,
         w.value_size,
         w.mix,
@@ -490,12 +490,45 @@ pub fn workload_line(r: &ExperimentResult) -> String {
                 .map(|n| format!("{n} operations per client measured"))
                 .unwrap_or_default(),
         },
-        w.warmup_s,
+        warmup_text(r),
         match w.rate {
             Some(r) => format!("open loop at {r} ops/s"),
             None => "closed loop".into(),
         }
     )
+}
+
+/// The warm-up of `r`'s runs: fixed, or (`--warmup auto`) where the runs
+/// found it ended.
+pub fn warmup_text(r: &ExperimentResult) -> String {
+    let w = &r.plan.workload;
+    if !w.warmup_auto {
+        return format!("warm-up {} s", w.warmup_s);
+    }
+    let ends: Vec<f64> = r.runs.iter().map(|run| run.workload.warmup_s).collect();
+    let never = r
+        .runs
+        .iter()
+        .filter(|run| run.warmup_steady_from_s.is_none())
+        .count();
+    let (lo, hi) = ends.iter().fold((f64::INFINITY, 0.0_f64), |(lo, hi), e| {
+        (lo.min(*e), hi.max(*e))
+    });
+    let mut text = format!(
+        "warm-up found as each run went (at most {} s",
+        w.warmup_bound_s()
+    );
+    if !ends.is_empty() {
+        if lo == hi {
+            text += &format!("; ended at {lo} s");
+        } else {
+            text += &format!("; ended at {lo}–{hi} s");
+        }
+    }
+    if never > 0 {
+        text += &format!("; {never} never steady within it");
+    }
+    text + ")"
 }
 
 /// The sweep axes of `r`, `a × b`.

@@ -159,6 +159,9 @@ pub fn headline_table(r: &ExperimentResult) -> (Vec<String>, Vec<Vec<String>>, V
             "steady: whether the measured seconds held one level; under 4 seconds is too short to tell (--duration 4s or more)".into(),
         );
     }
+    if r.plan.workload.warmup_auto {
+        lines.push(document::warmup_text(r));
+    }
     lines.extend(notes);
     lines.extend(r.precision.iter().flat_map(|p| p.lines()));
     (head, rows, lines)

@@ -67,6 +67,7 @@ impl Bench {
             acked: None,
             inserts: None,
             replay: None,
+            warmup: crate::driver::WarmupEnd::of(kind, &self.workload),
         }
     }
 }

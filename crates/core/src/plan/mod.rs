@@ -504,6 +504,11 @@ fn workload(given: &Given) -> Result<Workload, PlanError> {
         let Some(d) = w.duration_s else {
             return Err(origin.err("a fault needs a timed run; give --duration instead of --ops"));
         };
+        if w.warmup_auto {
+            return Err(origin.err(
+                "a fault's moment counts from the run's start, and `--warmup auto` moves where the measured phase starts; give a fixed --warmup (e.g. 2s)",
+            ));
+        }
         if f.to_s >= w.warmup_s + d {
             return Err(origin.err(format!(
                 "{f} is past the end of the run ({} s warm-up + {d} s measured); give an earlier moment or a longer --duration",
@@ -1387,7 +1392,7 @@ fn schedule(
                     "a run of an operation count (--ops) has no known end, so the next run's start cannot be set; give --duration",
                 ));
             };
-            longest = longest.max(w.warmup_s + d);
+            longest = longest.max(w.warmup_bound_s() + d);
         }
     }
     let runs = repeats as usize

@@ -75,9 +75,25 @@ impl Param {
             Ok(Value::Object(fields)) => fields,
             _ => unreachable!("a workload serialises to an object"),
         };
-        fields.insert(self.field.to_string(), value.clone());
+        insert(&mut fields, self.field, value);
         *w = serde_json::from_value(Value::Object(fields))
             .expect("a parsed value has its field's type");
+    }
+}
+
+/// A parser that sets more fields than its own returns them all in an
+/// object under this key: `--warmup auto` sets the warm-up's length and
+/// that it is found as the run goes.
+pub const SEVERAL: &str = "$fields";
+
+/// Puts a parsed `value` in `field` of a workload's `fields` (or, under
+/// [`SEVERAL`], in each field it names).
+fn insert(fields: &mut serde_json::Map<String, Value>, field: &str, value: &Value) {
+    match value.get(SEVERAL).and_then(Value::as_object) {
+        Some(several) => fields.extend(several.clone()),
+        None => {
+            fields.insert(field.to_string(), value.clone());
+        }
     }
 }
 
@@ -105,7 +121,7 @@ pub fn defaults() -> Workload {
             Some(d) => (p.parse)(d).expect("a declared default parses"),
             None => Value::Null,
         };
-        fields.insert(p.field.to_string(), value);
+        insert(&mut fields, p.field, &value);
     }
     fields.insert("load_from".into(), Value::from(0));
     serde_json::from_value(Value::Object(fields)).expect("the defaults make a workload")
@@ -361,14 +377,26 @@ pub static PARAMS: &[Param] = &[
         flag: "warmup",
         short: None,
         value_name: "TIME",
-        help: "Unmeasured warm-up before the measured phase: `2s`; `0` for none.",
+        help: "Unmeasured warm-up before the measured phase: `2s`; `0` for none; `auto` to end it once throughput and p99 stop trending (a Theil–Sen slope within ±1 %/s over 5 s), at most the measured phase's length (2 s to 30 s); the run records where it ended.",
         default: Some("2s"),
         switch: None,
         sweep: None,
         excludes: &[],
         field: "warmup_s",
-        parse: |s| json(duration(s, "")),
-        show: |w| seconds(w.warmup_s),
+        parse: |s| {
+            let (warmup_s, auto) = match s.trim() {
+                "auto" => (0.0, true),
+                text => (duration(text, "")?, false),
+            };
+            Ok(serde_json::json!({ SEVERAL: { "warmup_s": warmup_s, "warmup_auto": auto } }))
+        },
+        show: |w| {
+            if w.warmup_auto {
+                "auto".into()
+            } else {
+                seconds(w.warmup_s)
+            }
+        },
     },
     Param {
         key: "rate",
@@ -1021,7 +1049,10 @@ mod tests {
         };
         for k in all.keys() {
             assert!(
-                k == "load_from" || k == "load_to" || fields.contains(k.as_str()),
+                k == "load_from"
+                    || k == "load_to"
+                    || k == "warmup_auto"
+                    || fields.contains(k.as_str()),
                 "{k}"
             );
         }

@@ -180,8 +180,14 @@ pub struct Workload {
     /// Operations each client measures, when counted per client.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ops_per_client: Option<u64>,
-    /// Warm-up length in seconds (not measured).
+    /// Warm-up length in seconds (not measured). With `warmup_auto`, 0 in
+    /// a plan (see [`Workload::warmup_bound_s`]) and, in a run's record,
+    /// where the warm-up ended.
     pub warmup_s: f64,
+    /// The warm-up ends where throughput and p99 stop trending (`--warmup
+    /// auto`), found as the run goes, within [`Workload::warmup_bound_s`].
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub warmup_auto: bool,
     /// Target rate in ops/s (open loop); `None` = closed loop.
     pub rate: Option<f64>,
     /// Request timeout in seconds.
@@ -289,7 +295,28 @@ fn one_f64() -> f64 {
     1.0
 }
 
+/// Longest warm-up `--warmup auto` waits for a steady state, seconds.
+pub const AUTO_WARMUP_MAX_S: f64 = 30.0;
+
+/// Shortest bound of `--warmup auto`, seconds: a short run waits as long
+/// as a fixed warm-up would.
+pub const AUTO_WARMUP_MIN_S: f64 = 2.0;
+
 impl Workload {
+    /// The longest the warm-up may last: its length, or with
+    /// `warmup_auto` the measured phase's length (a warm-up never outlasts
+    /// what it precedes) within [`AUTO_WARMUP_MIN_S`] and
+    /// [`AUTO_WARMUP_MAX_S`].
+    pub fn warmup_bound_s(&self) -> f64 {
+        if self.warmup_auto {
+            self.duration_s
+                .unwrap_or(AUTO_WARMUP_MAX_S)
+                .clamp(AUTO_WARMUP_MIN_S, AUTO_WARMUP_MAX_S)
+        } else {
+            self.warmup_s
+        }
+    }
+
     /// The first id inserts write.
     pub fn first_insert(&self) -> u64 {
         self.insert_from.unwrap_or(self.records)

@@ -99,6 +99,12 @@ pub struct JobOutcome {
     pub node_redirects: Vec<[u64; 2]>,
     /// Single measured operations in time order, when asked for.
     pub trace: Option<crate::trace::LatencyTrace>,
+    /// Where the warm-up ended, seconds since the job's start (found, with
+    /// `--warmup auto`; else the workload's).
+    pub warmup_s: f64,
+    /// `--warmup auto`: the first second of the steady window that ended
+    /// it (`None`: none was steady within the bound, or not auto).
+    pub steady_from_s: Option<u32>,
 }
 
 /// Adds per-node counts `more` into `into`.
@@ -197,6 +203,7 @@ pub fn run_job(
         acked: ctx.acked,
         inserts: ctx.inserts,
         replay: ctx.replay,
+        warmup: crate::driver::WarmupEnd::of(kind, ctx.workload),
     };
     let threads = ctx.workload.threads.max(1) as usize;
     let mut collector = Collector::new(&job, threads, resources());
@@ -226,6 +233,9 @@ pub fn run_job(
                 .reduce(f64::min);
             if !all_done {
                 collector.wait(&rx, due_s, resources, during, observer);
+            }
+            if let (Some(at), Some(due)) = (collector.warmup_moved.take(), due_warm.as_mut()) {
+                *due = at;
             }
             let elapsed = job.t0.elapsed().as_secs_f64();
             if due_warm.take_if(|at| elapsed >= *at).is_some() {
@@ -271,6 +281,14 @@ struct Collector<'j> {
     fault: Option<(f64, Result<Duration, TargetError>)>,
     /// Workers that said they are done.
     finished: usize,
+    /// `--warmup auto`, until the end is settled: each warm-up second's
+    /// throughput and p99, judged as they come.
+    warm: Option<(Vec<f64>, Vec<f64>)>,
+    /// Where the steady window that ended an automatic warm-up starts.
+    steady_from: Option<u32>,
+    /// The warm-up's new end, seconds, once moved (taken by the job's loop
+    /// to call the extras' `warmed_up` then).
+    warmup_moved: Option<f64>,
 }
 
 /// The second of the interval a worker sends when it is done.
@@ -291,6 +309,9 @@ impl<'j> Collector<'j> {
             next_sample: Duration::from_secs(1),
             fault: None,
             finished: 0,
+            warm: job.warmup.may_move().then(Default::default),
+            steady_from: None,
+            warmup_moved: None,
         }
     }
 
@@ -346,7 +367,42 @@ impl<'j> Collector<'j> {
         let p = timeline_point(iv, phase);
         during.second(iv.second, phase, &iv.latency);
         observer.second(self.job.kind, &p);
+        if phase == Phase::Warmup && self.warm.is_some() {
+            self.judge_warmup(&p);
+        }
+        self.job.warmup.judged(iv.second);
         self.timeline.push(p);
+    }
+
+    /// `--warmup auto`: adds a warm-up second to the series and ends the
+    /// warm-up once throughput and p99 have been flat over a window
+    /// ([`crate::stats::warmup_end`]), at the next whole second (on
+    /// simulated time, the judged second's end); at its bound, keeps the
+    /// end where it is.
+    fn judge_warmup(&mut self, p: &TimelinePoint) {
+        let Some((ops, p99)) = self.warm.as_mut() else {
+            return;
+        };
+        ops.push(p.ops_per_s as f64);
+        p99.push(p.p99_ns as f64);
+        let judged_end_s = f64::from(p.t_s) + 1.0;
+        if let Some(start) = crate::stats::warmup_end(&[ops, p99]) {
+            let mut end_s = judged_end_s;
+            if !self.job.warmup.simulated() {
+                // Workers may be past the judged second: the end falls
+                // after now, with time for every worker to see it.
+                end_s = end_s.max((self.job.t0.elapsed().as_secs_f64() + 0.1).ceil());
+            }
+            let end_s = end_s.min(self.warmup_end_s);
+            self.job.warmup.settle((end_s * 1e9) as u64);
+            self.steady_from = Some(start as u32);
+            self.warmup_end_s = end_s;
+            self.warmup_moved = Some(end_s);
+            self.warm = None;
+        } else if judged_end_s >= self.warmup_end_s {
+            self.job.warmup.settle(u64::MAX);
+            self.warm = None;
+        }
     }
 
     /// Adds one worker's second; the second merged over every worker once
@@ -479,6 +535,8 @@ fn merge_outputs(job: &Job, mut outputs: Vec<WorkerOutput>, collected: Collector
         node_sent,
         node_redirects,
         trace,
+        warmup_s: warmup_end as f64 / 1e9,
+        steady_from_s: collected.steady_from,
     }
 }
 

@@ -105,7 +105,7 @@ impl Runs<'_> {
     ) -> Result<super::search::StepOutcome, RunError> {
         let label = self.label(spec, point, repeat);
         let w = &point.workload;
-        let duration = w.duration_s.map(|d| d + w.warmup_s);
+        let duration = w.duration_s.map(|d| d + w.warmup_bound_s());
         self.observer
             .run_started(self.made, self.total, &label, duration);
         let at = RunAt {
@@ -371,7 +371,6 @@ impl Runs<'_> {
         sent: &mut Sent,
     ) -> Result<(u64, u64), Stop> {
         let target = stage.target;
-        let w = stage.workload();
         let now = || humantime::format_rfc3339_micros(std::time::SystemTime::now()).to_string();
         run.started_at = Some(now());
         let outcome = run_job(
@@ -387,9 +386,13 @@ impl Runs<'_> {
         for p in &o.phases {
             sent.add(p);
         }
-        if w.warmup_s > 0.0 {
-            run.warmup = Some(PhaseResult::from_stats(&o.phases[0], w.warmup_s));
+        if o.warmup_s > 0.0 {
+            run.warmup = Some(PhaseResult::from_stats(&o.phases[0], o.warmup_s));
         }
+        // The run's record says where the warm-up ended (found, with
+        // `--warmup auto`) and where the steady window that ended it began.
+        run.workload.warmup_s = o.warmup_s;
+        run.warmup_steady_from_s = o.steady_from_s;
         run.measure = PhaseResult::from_stats(&o.phases[1], o.last_phase_s);
         run.trace = o.trace.take();
         run.client = client_usage(&o);
@@ -431,6 +434,7 @@ fn fresh_run(at: &RunAt, w: &Workload) -> RunResult {
         message: None,
         load: None,
         warmup: None,
+        warmup_steady_from_s: None,
         measure: PhaseResult::default(),
         started_at: None,
         ended_at: None,

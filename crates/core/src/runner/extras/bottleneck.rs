@@ -42,8 +42,8 @@ impl Extra for Bottleneck {
         run: &mut RunResult,
     ) -> Result<(), String> {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let measured = measured_samples(&outcome.resources, stage.workload().warmup_s);
-        let from = load_s + stage.workload().warmup_s;
+        let measured = measured_samples(&outcome.resources, outcome.warmup_s);
+        let from = load_s + outcome.warmup_s;
         let ran = Ran {
             target: &run.target,
             client: &run.client,

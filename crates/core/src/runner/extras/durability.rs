@@ -33,17 +33,16 @@ impl Extra for Durability {
 
     fn measured(
         &mut self,
-        stage: &Stage,
+        _stage: &Stage,
         outcome: &mut JobOutcome,
         _load_s: f64,
         _run: &mut RunResult,
     ) -> Result<(), String> {
-        let w = stage.workload();
         let end_ns = outcome
             .fault
             .as_ref()
             .map(|(at_s, _)| (at_s * 1e9) as u64)
-            .unwrap_or((w.warmup_s * 1e9) as u64 + (outcome.last_phase_s * 1e9) as u64);
+            .unwrap_or(((outcome.warmup_s + outcome.last_phase_s) * 1e9) as u64);
         self.writes = outcome.durability.take().map(|d| (d.writes, end_ns));
         Ok(())
     }
