@@ -81,7 +81,9 @@ for seed in range(1, n + 1):
                 break
             verdict.append(line.strip())
     for line in verdict:
-        if line.startswith("[low") or line.startswith("durability") or line.startswith("alone"):
+        # Not verdict lines: the note on what the intervals are, and
+        # lines that rank nothing.
+        if line.startswith(("[low", "durability", "alone", "−/+ %")):
             continue
         figure = line.split(":")[0]
         lines_seen[figure] += 1

@@ -387,3 +387,36 @@ fn a_level_shift_mid_run_is_flagged_at_its_second() {
     let text = String::from_utf8(text).unwrap();
     assert!(text.contains("level shift at second 6"), "{text}");
 }
+
+/// The HTML report draws each bar's 95 % interval as whiskers (throughput,
+/// p50, p99, p99.9 for each of two targets: 8 with 6 repeats; none with
+/// 3, too few for one) and a band along each run's percentile spectrum.
+#[test]
+fn the_html_draws_intervals_as_whiskers_and_a_band() {
+    let dir = tempfile::tempdir().unwrap();
+    let page = |repeats: u32| {
+        let r = experiment(
+            &noisy(0.05, Vec::new()),
+            &["a=mock", "b=mock"],
+            repeats,
+            5,
+            dir.path(),
+        );
+        let mut html = Vec::new();
+        bakeoff_report::Exporter::export(
+            &bakeoff_report::html::HtmlExporter,
+            std::slice::from_ref(&r),
+            &mut html,
+        )
+        .unwrap();
+        String::from_utf8(html).unwrap()
+    };
+    let whisker = r#"stroke="black" stroke-width="1.2" fill="none"/>"#;
+    let band = r#"fill-opacity="0.18" stroke="none"><title>"#;
+    let six = page(6);
+    assert_eq!(six.matches(whisker).count(), 8, "whiskers with 6 repeats");
+    assert!(six.matches(band).count() >= 2, "a band per spectrum line");
+    assert!(six.contains("Whiskers: its 95 % interval"));
+    let three = page(3);
+    assert_eq!(three.matches(whisker).count(), 0, "whiskers with 3 repeats");
+}

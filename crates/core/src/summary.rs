@@ -163,8 +163,9 @@ fn full_seconds(series: &[f64], duration_s: f64) -> &[f64] {
 }
 
 /// The order-statistic interval of quantile `q` from a run's histogram
-/// (Lancet's ranks, the operations taken as independent samples).
-fn percentile_interval(h: &hdrhistogram::Histogram<u64>, q: f64) -> Option<Interval> {
+/// (Lancet's ranks, the operations taken as independent samples); `None`
+/// where too few operations lie beyond it.
+pub fn percentile_interval(h: &hdrhistogram::Histogram<u64>, q: f64) -> Option<Interval> {
     let n = h.len() as usize;
     let (j, k, confidence) = stats::quantile_ranks(n, q, stats::CONFIDENCE)?;
     let at = |rank: usize| h.value_at_quantile(rank as f64 / n as f64) as f64;

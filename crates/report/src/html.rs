@@ -14,6 +14,7 @@ use std::fmt::Write as _;
 use std::io::Write;
 
 use bakeoff_core::result::{ExperimentResult, RunResult};
+use bakeoff_core::summary::{summarise_runs, Headline};
 use bakeoff_core::units::{fmt_bytes, fmt_ns};
 use bakeoff_core::workload::OpKind;
 
@@ -638,6 +639,7 @@ impl<'a> Page<'a> {
                     ranges: Vec::new(),
                     style: *series,
                     markers: true,
+                    band: false,
                 });
                 if let Some(m) = mark {
                     all.push(Line {
@@ -653,6 +655,7 @@ impl<'a> Page<'a> {
                         ranges: vec![Some((m.1 * 0.9, m.1 * 1.1))],
                         style: *series,
                         markers: true,
+                        band: false,
                     });
                 }
             }
@@ -669,6 +672,7 @@ impl<'a> Page<'a> {
                     ranges: Vec::new(),
                     style: 7,
                     markers: false,
+                    band: false,
                 });
                 let scale =
                     Scale::fitting(all.iter().flat_map(|l| l.points.iter().map(|p| p.1)), 50.0);
@@ -727,7 +731,9 @@ impl<'a> Page<'a> {
     }
 
     /// Throughput bars and latency-percentile bars per series, one category
-    /// per point (repeats as median with min–max whiskers).
+    /// per point: the median of the repeats, with its 95 % interval as
+    /// whiskers (between runs with 6 repeats or more, within the run for
+    /// one; none for 2 to 5).
     fn overview(&mut self) {
         let groups = self.view.groups();
         let points = self.view.points();
@@ -737,29 +743,29 @@ impl<'a> Page<'a> {
         self.h2("overview", "Throughput and latency per target");
         self.html.push_str(r#"<div class="charts">"#);
         let cats: Vec<String> = points.iter().map(point_label).collect();
-        let by_series = |fig: Figure| -> Vec<BarGroup> {
-            (0..self.view.series.len())
-                .map(|s| {
-                    let mut values = Vec::new();
-                    let mut ranges = Vec::new();
-                    for p in &points {
-                        let sp = groups
+        let series = self.view.series.clone();
+        let summary_of = |g: &Group| summarise_runs(&series[g.series], &g.point, &g.runs);
+        let tp: Vec<BarGroup> = (0..self.view.series.len())
+            .map(|s| {
+                let bars: Vec<_> = points
+                    .iter()
+                    .map(|p| {
+                        groups
                             .iter()
                             .find(|g| g.series == s && &g.point == p)
-                            .and_then(|g| Spread::of(g.runs.iter().map(|r| fig.of(r))));
-                        values.push(sp.map(|x| x.median));
-                        ranges.push(sp.filter(|x| x.n > 1).map(|x| (x.min, x.max)));
-                    }
-                    BarGroup {
-                        name: self.view.series[s].clone(),
-                        style: s,
-                        values,
-                        ranges,
-                    }
-                })
-                .collect()
-        };
-        let tp = by_series(Figure::Throughput);
+                            .map_or((None, None), |g| {
+                                bar_of(&summary_of(g), Headline::Throughput)
+                            })
+                    })
+                    .collect();
+                BarGroup {
+                    name: self.view.series[s].clone(),
+                    style: s,
+                    values: bars.iter().map(|b| b.0).collect(),
+                    ranges: bars.iter().map(|b| b.1).collect(),
+                }
+            })
+            .collect();
         let scale = Scale::fitting(
             tp.iter().flat_map(|g| g.values.iter().flatten().copied()),
             50.0,
@@ -784,19 +790,16 @@ impl<'a> Page<'a> {
                 let Some(g) = groups.iter().find(|g| g.series == s && &g.point == p) else {
                     continue;
                 };
-                let figs = [Figure::P50, Figure::P99, Figure::P999];
-                let sps: Vec<Option<Spread>> = figs
-                    .iter()
-                    .map(|f| Spread::of(g.runs.iter().map(|r| f.of(r))))
+                let summary = summary_of(g);
+                let bars: Vec<_> = [Headline::P50, Headline::P99, Headline::P999]
+                    .into_iter()
+                    .map(|h| bar_of(&summary, h))
                     .collect();
                 gs.push(BarGroup {
                     name: self.view.series[s].clone(),
                     style: s,
-                    values: sps.iter().map(|x| x.map(|x| x.median)).collect(),
-                    ranges: sps
-                        .iter()
-                        .map(|x| x.filter(|x| x.n > 1).map(|x| (x.min, x.max)))
-                        .collect(),
+                    values: bars.iter().map(|b| b.0).collect(),
+                    ranges: bars.iter().map(|b| b.1).collect(),
                 });
             }
             let scale = Scale::fitting(
@@ -813,6 +816,7 @@ impl<'a> Page<'a> {
             self.kinds_side_by_side(p, &groups);
         }
         self.html.push_str("</div>");
+        self.html.push_str(r#"<p class="note">Bars: the median of each target's repeats. Whiskers: its 95 % interval, between runs with 6 repeats or more (would a rerun agree), within the run for one (per-second windows for throughput, order statistics of the operations for percentiles: a rerun may differ more); none for 2 to 5 repeats, too few for one.</p>"#);
     }
 
     /// A point that mixes several kinds of operation (YCSB's workloads, a
@@ -1023,6 +1027,7 @@ impl<'a> Page<'a> {
                                     .collect(),
                                 style: *s,
                                 markers: true,
+                                band: false,
                             })
                             .collect();
                         self.line(LineChart {
@@ -1067,21 +1072,26 @@ impl<'a> Page<'a> {
     /// Latency at every percentile, per point, one line per series.
     fn spectrum(&mut self) {
         self.h2("spectrum", "Latency percentile spectrum");
-        self.html.push_str(r#"<p class="note">Response time at each percentile of the measured phase (first repeat); the x axis counts nines, so the tail gets the room it needs.</p><div class="charts">"#);
+        self.html.push_str(r#"<p class="note">Response time at each percentile of the measured phase (first repeat); the x axis counts nines, so the tail gets the room it needs. Shaded: each percentile's 95 % interval within the run (order statistics of its operations; it ends where too few operations lie beyond the percentile to give one). A rerun may differ more.</p><div class="charts">"#);
         for p in self.view.points() {
             let lines: Vec<Line> = self
                 .view
                 .runs
                 .iter()
                 .filter(|r| r.run.point == p && r.run.repeat == 0)
-                .map(|r| Line {
-                    name: self.view.series[r.series].clone(),
-                    points: percentile_spectrum(r.run)
-                        .into_iter()
-                        .map(|(pct, ns)| (-(1.0 - pct / 100.0).log10(), ns))
-                        .collect(),
-                    style: r.series,
-                    ..Line::default()
+                .map(|r| {
+                    let spectrum = percentile_spectrum(r.run);
+                    Line {
+                        name: self.view.series[r.series].clone(),
+                        points: spectrum
+                            .iter()
+                            .map(|s| (-(1.0 - s.percentile / 100.0).log10(), s.latency_ns))
+                            .collect(),
+                        ranges: spectrum.iter().map(|s| s.interval).collect(),
+                        band: true,
+                        style: r.series,
+                        ..Line::default()
+                    }
                 })
                 .collect();
             let scale = Scale::fitting(
@@ -1149,6 +1159,7 @@ impl<'a> Page<'a> {
                         ranges: Vec::new(),
                         style: *s,
                         markers: false,
+                        band: false,
                     }
                 })
                 .collect();
@@ -1858,6 +1869,17 @@ fn trace_rate_line(runs: &[(usize, &RunResult)], style: usize) -> Option<Line> {
         style,
         markers: trace.per_second.len() <= 30,
         ..Line::default()
+    })
+}
+
+/// The bar of `figure` in `summary`: the median over the repeats, and its
+/// 95 % interval as whiskers where there is one.
+fn bar_of(
+    summary: &bakeoff_core::summary::PointSummary,
+    figure: Headline,
+) -> (Option<f64>, Option<(f64, f64)>) {
+    summary.figure(figure).map_or((None, None), |f| {
+        (Some(f.median), f.interval.map(|i| (i.low, i.high)))
     })
 }
 

@@ -114,6 +114,9 @@ pub struct Line {
     pub style: usize,
     /// Draw markers at the points (off for dense per-second lines).
     pub markers: bool,
+    /// Draw `ranges` as a shaded band along the line (an interval at every
+    /// point, as on the percentile spectrum) rather than as whiskers.
+    pub band: bool,
 }
 
 /// A shaded stretch of the x axis, e.g. the warm-up.
@@ -528,6 +531,43 @@ fn right_ticks(svg: &mut String, axis: &Axis, ym: &Mapper, ticks: &[f64], right:
 
 /// Draws line `l` through its points (breaking it where a point cannot be
 /// placed).
+/// `l`'s ranges as a shaded band: one polygon per stretch of points that
+/// all have a range (high edge forth, low edge back).
+fn band(svg: &mut String, l: &Line, xm: &Mapper, ym: &Mapper) {
+    let mut stretch: Vec<(f64, f64, f64)> = Vec::new();
+    let mut flush = |stretch: &mut Vec<(f64, f64, f64)>| {
+        if stretch.len() > 1 {
+            let mut d = String::new();
+            for (i, (x, _, hi)) in stretch.iter().enumerate() {
+                let _ = write!(d, "{}{x:.1},{hi:.1}", if i == 0 { "M" } else { "L" });
+            }
+            for (x, lo, _) in stretch.iter().rev() {
+                let _ = write!(d, "L{x:.1},{lo:.1}");
+            }
+            let _ = write!(
+                svg,
+                r#"<path d="{d}Z" fill="{}" fill-opacity="0.18" stroke="none"><title>{}: 95 % interval</title></path>"#,
+                colour(l.style),
+                esc(&l.name)
+            );
+        }
+        stretch.clear();
+    };
+    for (i, p) in l.points.iter().enumerate() {
+        let at = l
+            .ranges
+            .get(i)
+            .copied()
+            .flatten()
+            .and_then(|(lo, hi)| Some((xm.px(p.0)?, ym.px(lo)?, ym.px(hi)?)));
+        match at {
+            Some(point) => stretch.push(point),
+            None => flush(&mut stretch),
+        }
+    }
+    flush(&mut stretch);
+}
+
 fn path(svg: &mut String, l: &Line, xm: &Mapper, ym: &Mapper) {
     let mut d = String::new();
     let mut pen_down = false;
@@ -760,8 +800,11 @@ impl LineChart {
         };
         for l in &self.lines {
             let c = colour(l.style);
+            if l.band {
+                band(&mut svg, l, &xm, &ym);
+            }
             // Whiskers first, so the line draws over them.
-            for (i, r) in l.ranges.iter().enumerate() {
+            for (i, r) in l.ranges.iter().enumerate().filter(|_| !l.band) {
                 let (Some((a, b)), Some(p)) = (r, l.points.get(i)) else {
                     continue;
                 };

@@ -394,7 +394,7 @@ pub fn point_without(point: &BTreeMap<String, String>, axis: &str) -> BTreeMap<S
 
 /// Latency at increasing percentiles of a run's measured histogram, as
 /// (percentile in %, ns), up to the maximum; empty if the histogram is.
-pub fn percentile_spectrum(run: &RunResult) -> Vec<(f64, f64)> {
+pub fn percentile_spectrum(run: &RunResult) -> Vec<SpectrumPoint> {
     let Ok(h) = decode_histogram(&run.measure.all.hdr) else {
         return Vec::new();
     };
@@ -410,10 +410,31 @@ pub fn percentile_spectrum(run: &RunResult) -> Vec<(f64, f64)> {
             break;
         }
         let q = 1.0 - tail;
-        out.push((q * 100.0, h.value_at_quantile(q) as f64));
+        out.push(SpectrumPoint {
+            percentile: q * 100.0,
+            latency_ns: h.value_at_quantile(q) as f64,
+            interval: bakeoff_core::summary::percentile_interval(&h, q).map(|i| (i.low, i.high)),
+        });
     }
-    out.push((100.0 * (1.0 - 0.5 / count), h.max() as f64));
+    out.push(SpectrumPoint {
+        percentile: 100.0 * (1.0 - 0.5 / count),
+        latency_ns: h.max() as f64,
+        interval: None,
+    });
     out
+}
+
+/// One point of a run's percentile spectrum.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SpectrumPoint {
+    /// The percentile, 50 to just under 100.
+    pub percentile: f64,
+    /// The latency at it, ns.
+    pub latency_ns: f64,
+    /// Its 95 % interval within the run, ns (order statistics of the
+    /// run's operations; `None` where too few lie beyond it, and at the
+    /// maximum).
+    pub interval: Option<(f64, f64)>,
 }
 
 /// Busiest client thread of a run, percent.
