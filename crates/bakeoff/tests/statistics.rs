@@ -105,6 +105,18 @@ fn noisy(cv: f64, scale_of: Vec<(String, f64)>) -> MockOpener {
     }
 }
 
+/// The text report of `r`, as `bakeoff run` prints it.
+fn text_report(r: &ExperimentResult) -> String {
+    let mut text = Vec::new();
+    bakeoff_report::Exporter::export(
+        &bakeoff_report::TextExporter::default(),
+        std::slice::from_ref(r),
+        &mut text,
+    )
+    .unwrap();
+    String::from_utf8(text).unwrap()
+}
+
 /// The verdict's lines for throughput and p99.
 fn ranked_lines(r: &ExperimentResult) -> Vec<String> {
     bakeoff_report::verdict::verdict(r)
@@ -259,14 +271,7 @@ fn precision_adds_rounds_until_the_bound_is_met() {
         "{p:?}"
     );
     assert!(p.bounds[1].met, "{p:?}");
-    let mut text = Vec::new();
-    bakeoff_report::Exporter::export(
-        &bakeoff_report::TextExporter::default(),
-        std::slice::from_ref(&r),
-        &mut text,
-    )
-    .unwrap();
-    let text = String::from_utf8(text).unwrap();
+    let text = text_report(&r);
     assert!(text.contains("throughput within 0.1 %: not met"), "{text}");
 }
 
@@ -331,14 +336,7 @@ fn an_automatic_warmup_ends_where_a_10_second_ramp_does() {
             bakeoff_core::stats::Stability::Steady
         );
         ends.push((from, end, run.measure.completed));
-        let mut text = Vec::new();
-        bakeoff_report::Exporter::export(
-            &bakeoff_report::TextExporter::default(),
-            std::slice::from_ref(&r),
-            &mut text,
-        )
-        .unwrap();
-        let text = String::from_utf8(text).unwrap();
+        let text = text_report(&r);
         let said = format!("warm-up found as each run went (at most 20 s; ended at {end} s)");
         assert!(text.contains(&said), "{said}\n{text}");
         eprintln!("a 10 s ramp: steady from second {from}, warm-up ended at {end} s");
@@ -377,14 +375,7 @@ fn a_level_shift_mid_run_is_flagged_at_its_second() {
         }
         other => panic!("{other:?}"),
     }
-    let mut text = Vec::new();
-    bakeoff_report::Exporter::export(
-        &bakeoff_report::TextExporter::default(),
-        std::slice::from_ref(&r),
-        &mut text,
-    )
-    .unwrap();
-    let text = String::from_utf8(text).unwrap();
+    let text = text_report(&r);
     assert!(text.contains("level shift at second 6"), "{text}");
 }
 

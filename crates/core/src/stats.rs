@@ -495,10 +495,12 @@ pub const STEADY_WINDOW_S: usize = 5;
 pub const STEADY_SLOPE: f64 = 0.01;
 
 /// Whether `y` has no trend: its Theil–Sen slope is within
-/// ±[`STEADY_SLOPE`] of the level a second, or its 95 % interval holds
-/// zero (on a machine whose seconds move by 10 %, five seconds cannot
-/// show a slope of 1 %/s, and a trend they cannot show is not one to wait
-/// for); and its first value looks like the rest (within three robust
+/// ±[`STEADY_SLOPE`] of the level a second, or its 95 % interval has
+/// zero strictly inside (on a machine whose seconds move by 10 %, five
+/// seconds cannot show a slope of 1 %/s, and a trend they cannot show is
+/// not one to wait for; strictly, because five seconds' interval runs
+/// from the least pairwise slope to the greatest, and one flat pair at a
+/// ramp's end would put zero on its edge); and its first value looks like the rest (within three robust
 /// deviations, or 2 % of the level), so that the last second of a ramp
 /// does not start a steady window. The level is the window's median.
 pub fn is_flat(y: &[f64]) -> bool {
@@ -511,7 +513,7 @@ pub fn is_flat(y: &[f64]) -> bool {
     }
     let deviations: Vec<f64> = y.iter().map(|v| (v - level).abs()).collect();
     let spread = 3.0 * 1.4826 * median(&deviations).unwrap_or(0.0);
-    (slope.abs() <= STEADY_SLOPE * level.abs() || (lo <= 0.0 && hi >= 0.0))
+    (slope.abs() <= STEADY_SLOPE * level.abs() || (lo < 0.0 && hi > 0.0))
         && (y[0] - level).abs() <= spread.max(0.02 * level.abs())
 }
 
@@ -765,6 +767,30 @@ mod tests {
         ];
         let end = warmup_end(&[&noisy, &p99]);
         assert!(end.is_some_and(|s| s <= 2), "{end:?}");
+        // The mock's 10 s ramp, throughput and p99 each second: its last
+        // seconds beside the first flat ones do not make a steady window.
+        let ramp_ops = [
+            950.0, 1022.0, 1104.0, 1200.0, 1314.0, 1454.0, 1623.0, 1842.0, 2126.0, 2514.0, 2759.0,
+            2759.0, 2758.0, 2759.0, 2760.0,
+        ];
+        let ramp_p99 = [
+            5_656_575.0,
+            5_292_031.0,
+            4_907_007.0,
+            4_521_983.0,
+            4_136_959.0,
+            3_766_271.0,
+            3_377_151.0,
+            3_006_463.0,
+            2_623_487.0,
+            2_236_415.0,
+            1_900_543.0,
+            1_900_543.0,
+            1_900_543.0,
+            1_900_543.0,
+            1_900_543.0,
+        ];
+        assert_eq!(warmup_end(&[&ramp_ops, &ramp_p99]), Some(10));
     }
 
     /// A level shift is found at its second; a flat series is steady; a
