@@ -107,11 +107,14 @@ fn redis_counts_equal_commandstats_and_dbsize() {
     // than most operations.
     let buckets = time("get")["histogram"].as_array().unwrap();
     let total = |side: &str| -> u64 { buckets.iter().map(|b| b[side].as_u64().unwrap()).sum() };
-    // (The histogram is read one round trip after the commandstats: the
-    // calls between the two readings shift it by a few.)
+    // (The histogram is read one round trip after the commandstats, at
+    // the warm-up's end and again at the end, while 50 clients keep
+    // calling: the calls between the two readings shift it. On a loaded
+    // 2-core VM a clean-clone CI saw 222 of 97,946, 0.23 %; a warm-up
+    // counted in, over 1,000 GETs, would be more than 1 %.)
     let calls = time("get")["calls"].as_u64().unwrap();
     assert!(
-        total("server").abs_diff(calls) * 1000 <= calls,
+        total("server").abs_diff(calls) * 200 <= calls,
         "{} in the buckets, {calls} calls",
         total("server")
     );
