@@ -18,8 +18,9 @@
 use std::net::TcpStream;
 use std::ops::Range;
 use std::os::unix::net::UnixStream;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::Sender;
+use std::sync::{Condvar, Mutex};
 use std::time::Instant;
 
 use crate::error::TargetError;
@@ -382,8 +383,9 @@ pub struct WarmupEnd {
     auto: bool,
     /// Seconds the collector has judged, plus one (0: none yet), so that a
     /// loop on simulated time can wait for each judgement and stay
-    /// deterministic.
-    judged: AtomicU32,
+    /// deterministic; told to the waiting workers by `judgement`.
+    judged: Mutex<u32>,
+    judgement: Condvar,
     /// Set once the end has moved, or can no longer.
     settled: AtomicBool,
     /// The workers run on simulated time (the mock): the end is put at
@@ -402,7 +404,8 @@ impl WarmupEnd {
         Self {
             end_ns: AtomicU64::new((end_s * 1e9) as u64),
             auto,
-            judged: AtomicU32::new(0),
+            judged: Mutex::new(0),
+            judgement: Condvar::new(),
             settled: AtomicBool::new(!auto),
             simulated: AtomicBool::new(false),
         }
@@ -430,33 +433,31 @@ impl WarmupEnd {
         self.auto && !self.settled.load(Ordering::Acquire)
     }
 
-    /// Whether the end is found as the job runs (`--warmup auto`).
-    pub fn is_auto(&self) -> bool {
-        self.auto
-    }
-
     /// Moves the end to `ns` (never later than its bound) and keeps it.
     pub fn settle(&self, ns: u64) {
         self.end_ns.fetch_min(ns, Ordering::Relaxed);
         self.settled.store(true, Ordering::Release);
+        let _judged = self.judged.lock().unwrap_or_else(|e| e.into_inner());
+        self.judgement.notify_all();
     }
 
     /// The collector has judged second `second`.
     pub fn judged(&self, second: u32) {
-        self.judged
-            .fetch_max(second.saturating_add(1), Ordering::Release);
+        let mut judged = self.judged.lock().unwrap_or_else(|e| e.into_inner());
+        *judged = (*judged).max(second.saturating_add(1));
+        self.judgement.notify_all();
     }
 
-    /// Waits (at most `patience`) until second `second` is judged or the
-    /// end can no longer move.
+    /// Waits until second `second` is judged or the end can no longer
+    /// move; at most `patience`, so that a collector that never judges
+    /// (it has no second of some worker) cannot hold the job.
     pub fn wait_judged(&self, second: u32, patience: std::time::Duration) {
-        let until = Instant::now() + patience;
-        while self.may_move()
-            && self.judged.load(Ordering::Acquire) <= second
-            && Instant::now() < until
-        {
-            std::thread::sleep(std::time::Duration::from_micros(50));
-        }
+        let judged = self.judged.lock().unwrap_or_else(|e| e.into_inner());
+        let _ = self
+            .judgement
+            .wait_timeout_while(judged, patience, |judged| {
+                self.may_move() && *judged <= second
+            });
     }
 }
 
