@@ -156,10 +156,6 @@ pub struct Harness<'j> {
     /// The warm-up's end may still move (`--warmup auto`): followed from
     /// the job at every turn until it is settled.
     follows_warmup: bool,
-    /// Time is simulated: each second of an undecided warm-up waits for
-    /// the collector's judgement, so that the end falls where the same
-    /// plan always puts it.
-    simulated: bool,
 }
 
 impl<'j> Harness<'j> {
@@ -210,14 +206,13 @@ impl<'j> Harness<'j> {
                 _ => Leg::Only,
             }),
             follows_warmup: job.warmup.may_move(),
-            simulated: false,
         }
     }
 
     /// The loop runs on simulated time (the mock): an undecided warm-up
-    /// waits at each second for the collector to judge it.
-    pub fn on_simulated_time(mut self) -> Self {
-        self.simulated = true;
+    /// waits at each second for the collector to judge it, so that the
+    /// end falls where the same plan always puts it.
+    pub fn on_simulated_time(self) -> Self {
         self.job.warmup.simulate();
         self
     }
@@ -307,7 +302,7 @@ impl<'j> Harness<'j> {
     fn follow_warmup(&mut self, now: u64) {
         // Seconds handed over so far: those before the current one.
         let handed = (self.meter.next_tick() / 1_000_000_000) as u32 - 1;
-        if self.simulated && handed > 0 && now < self.warmup_end {
+        if handed > 0 && now < self.warmup_end && self.job.warmup.simulated() {
             self.job
                 .warmup
                 .wait_judged(handed - 1, std::time::Duration::from_secs(2));

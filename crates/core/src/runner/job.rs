@@ -367,10 +367,12 @@ impl<'j> Collector<'j> {
         let p = timeline_point(iv, phase);
         during.second(iv.second, phase, &iv.latency);
         observer.second(self.job.kind, &p);
-        if phase == Phase::Warmup && self.warm.is_some() {
-            self.judge_warmup(&p);
+        if self.warm.is_some() {
+            if phase == Phase::Warmup {
+                self.judge_warmup(&p);
+            }
+            self.job.warmup.judged(iv.second);
         }
-        self.job.warmup.judged(iv.second);
         self.timeline.push(p);
     }
 
