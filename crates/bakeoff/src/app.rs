@@ -341,8 +341,16 @@ fn points_text(
         let label: Vec<String> = p.labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
         let length = match (w.duration_s, w.ops) {
             (Some(d), _) => {
+                // A found warm-up judges a window of seconds before it
+                // can end: at least that, or its bound if shorter.
+                let shortest_warmup = if w.warmup_auto {
+                    w.warmup_bound_s()
+                        .min(bakeoff_core::stats::STEADY_WINDOW_S as f64)
+                } else {
+                    w.warmup_s
+                };
                 timed +=
-                    (d + w.warmup_bound_s()) * (plan.targets.len() * plan.repeats as usize) as f64;
+                    (d + shortest_warmup) * (plan.targets.len() * plan.repeats as usize) as f64;
                 if w.warmup_auto {
                     format!(
                         "{d} s + a warm-up found as it runs (at most {} s)",

@@ -447,6 +447,7 @@ pub fn shape(w: &mut crate::plan::Workload) {
     w.ops_per_client = None;
     w.duration_s = None;
     w.warmup_s = 0.0;
+    w.warmup_auto = false;
     let span_s = (t.span_ns() as f64 / 1e9).max(1e-3);
     w.rate = Some(ops as f64 / span_s * w.replay_speed);
     let largest = t

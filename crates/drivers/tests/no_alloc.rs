@@ -159,6 +159,7 @@ fn steady_state_allocations_through<C: Codec>(
         duration_s: Some(2.5),
         ops: None,
         warmup_s: 0.0,
+        warmup_auto: false,
         rate: None,
         timeout_s: 5.0,
         load: false,

@@ -35,6 +35,7 @@ impl Bench {
         workload.clients = clients;
         workload.threads = 1;
         workload.warmup_s = 1.0;
+        workload.warmup_auto = false;
         workload.duration_s = Some(2.0);
         workload.ops = None;
         workload.rate = None;

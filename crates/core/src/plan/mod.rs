@@ -499,6 +499,16 @@ fn workload(given: &Given) -> Result<Workload, PlanError> {
         w.duration_s = None;
     }
     w.threads = w.threads.min(w.clients);
+    // `auto` is the default only where it can work: a timed run long
+    // enough to judge a trend over, with no fault whose moment counts
+    // from the start. Elsewhere the default is a fixed warm-up.
+    let too_short = w
+        .duration_s
+        .is_none_or(|d| d < crate::stats::STEADY_WINDOW_S as f64);
+    if w.warmup_auto && !given.has("warmup") && (w.fault.is_some() || too_short) {
+        w.warmup_auto = false;
+        w.warmup_s = workload::FIXED_WARMUP_S;
+    }
     if let Some(f) = &w.fault {
         let origin = given.origin("fault");
         let Some(d) = w.duration_s else {
@@ -1874,6 +1884,50 @@ pub(crate) mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("cannot be given"), "{e}");
+    }
+
+    /// Where nothing fixes the warm-up, it is found as the run goes
+    /// (issue 49); a run it cannot work on (counted in operations, with
+    /// a fault, or measured for under the 5 s a trend is judged over)
+    /// keeps a fixed 2 s; a preset's or a flag's warm-up stands.
+    #[test]
+    fn the_warmup_is_found_by_default_where_it_can_be() {
+        let warmup = |preset: &str, flags: &[(&str, &str)]| {
+            let f = Overrides {
+                workload: flags
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
+                ..Overrides::default()
+            };
+            let w = build(preset, f).unwrap().points()[0].workload.clone();
+            (w.warmup_auto, w.warmup_s)
+        };
+        let bare = "targets = [\"redis://h:1\"]\n";
+        assert_eq!(warmup(bare, &[]), (true, 0.0));
+        assert_eq!(warmup(bare, &[("duration", "5s")]), (true, 0.0));
+        assert_eq!(warmup(bare, &[("duration", "4s")]), (false, 2.0));
+        assert_eq!(warmup(bare, &[("ops", "1000")]), (false, 2.0));
+        let managed = "targets = [\"redis\"]\n";
+        assert_eq!(warmup(managed, &[("fault", "kill@3s")]), (false, 2.0));
+        assert_eq!(warmup(bare, &[("warmup", "1s")]), (false, 1.0));
+        let fixed = "targets = [\"redis://h:1\"]\n[workload]\nwarmup = \"3s\"\n";
+        assert_eq!(warmup(fixed, &[]), (false, 3.0));
+        assert_eq!(warmup(fixed, &[("warmup", "auto")]), (true, 0.0));
+        // Asked for by name, it is refused beside a fault, as before.
+        let e = build(
+            managed,
+            Overrides {
+                workload: [("fault", "kill@3s"), ("warmup", "auto")]
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
+                ..Overrides::default()
+            },
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("--warmup auto"), "{e}");
     }
 
     /// A start more than a day ahead is refused when the plan is built,

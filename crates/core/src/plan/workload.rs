@@ -302,6 +302,12 @@ pub const AUTO_WARMUP_MAX_S: f64 = 30.0;
 /// as a fixed warm-up would.
 pub const AUTO_WARMUP_MIN_S: f64 = 2.0;
 
+/// The warm-up, seconds, where `auto` would be the default but cannot
+/// work: a run counted in operations, one with a fault (whose moment
+/// counts from the start), or a measured phase shorter than the window a
+/// trend is judged over ([`crate::stats::STEADY_WINDOW_S`]).
+pub const FIXED_WARMUP_S: f64 = 2.0;
+
 impl Workload {
     /// The longest the warm-up may last: its length, or with
     /// `warmup_auto` the measured phase's length (a warm-up never outlasts
