@@ -64,7 +64,7 @@ for seed in $(seq 1 "$experiments"); do
 done
 
 python3 - "$work" "$experiments" <<'EOF'
-import json, sys, subprocess, collections
+import json, re, sys, subprocess, collections
 work, n = sys.argv[1], int(sys.argv[2])
 ties = collections.Counter()
 lines_seen = collections.Counter()
@@ -73,21 +73,22 @@ for seed in range(1, n + 1):
     verdict = []
     inside = False
     for line in text.splitlines():
-        if line.startswith("verdict:"):
+        # The verdict's matrix runs from the line after the experiment's
+        # to the summary table: a group's line at no indent, its rows (a
+        # figure, then who leads or "tie") at two spaces, a wrapped
+        # line's rest at four.
+        if line.startswith("experiment "):
             inside = True
             continue
-        if inside:
-            if not line.startswith("  "):
-                break
+        if line.startswith("target "):
+            break
+        if inside and line.startswith("  ") and not line.startswith("   "):
             verdict.append(line.strip())
     for line in verdict:
-        # Not verdict lines: the note on what the intervals are, and
-        # lines that rank nothing.
-        if line.startswith(("[low", "durability", "alone", "−/+ %")):
-            continue
-        figure = line.split(":")[0]
+        cells = re.split(r"\s{2,}", line)
+        figure = cells[0]
         lines_seen[figure] += 1
-        ties[figure] += ": tie: " in line
+        ties[figure] += cells[1] == "tie"
         print(f"seed {seed}: {line}")
 print()
 print(f"{'verdict line':<40} ties of {n}")

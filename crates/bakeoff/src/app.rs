@@ -71,6 +71,26 @@ fn emit(text: &str) -> Result<(), AppError> {
 /// Runs `write` on standard output. A reader that went away (`bakeoff
 /// schema | head -1`) ends the output quietly, as other Unix tools do;
 /// any other write error is a failure.
+/// The first screen's width: `COLUMNS`, or the terminal's own, when
+/// standard output is a terminal; `None` (the report's default) when it
+/// is a file or a pipe.
+fn screen_width() -> Option<usize> {
+    use std::io::IsTerminal;
+    if !std::io::stdout().is_terminal() {
+        return None;
+    }
+    let columns = std::env::var("COLUMNS").ok().and_then(|c| c.parse().ok());
+    columns
+        .or_else(|| {
+            let mut size: libc::winsize = unsafe { std::mem::zeroed() };
+            // SAFETY: TIOCGWINSZ fills the winsize it is given; standard
+            // output is open for the process's life.
+            let ok = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut size) } == 0;
+            (ok && size.ws_col > 0).then_some(usize::from(size.ws_col))
+        })
+        .filter(|w| *w >= 40)
+}
+
 fn to_stdout(
     write: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>,
 ) -> Result<(), AppError> {
@@ -164,6 +184,7 @@ pub fn run_command(
     to_stdout(|o| {
         TextExporter {
             details: args.details,
+            width: screen_width(),
         }
         .export(std::slice::from_ref(&result), o)
     })?;
@@ -670,6 +691,7 @@ fn report(args: &ReportArgs) -> Result<i32, AppError> {
     } else {
         &TextExporter {
             details: args.details,
+            width: screen_width(),
         }
     };
     to_stdout(|o| exporter.export(&results, o))?;

@@ -228,8 +228,10 @@ pub struct RunArgs {
     #[arg(long, value_name = "N", allow_hyphen_values = true)]
     pub repeats: Option<String>,
 
-    /// Also each run's own row (every repeat) in the summary printed at
-    /// the end, under the one row per target and point.
+    /// Also the evidence after the first screen: each run's own row
+    /// (every repeat), the mean and p99.9 columns, and every table the
+    /// runs have (what limited each run, durability, disk, the server's
+    /// time, background work…), the notes on runs and the versions.
     #[arg(long)]
     pub details: bool,
 
@@ -336,8 +338,9 @@ pub struct ReportArgs {
     #[arg(long)]
     pub json: bool,
 
-    /// Also each run's own row (every repeat), under the summary's one
-    /// row per target and point.
+    /// Also the evidence after the first screen: each run's own row
+    /// (every repeat), the mean and p99.9 columns, and every table the
+    /// runs have, the notes on runs and the versions.
     #[arg(long)]
     pub details: bool,
 }

@@ -104,7 +104,10 @@ fn text_and_json_output_are_stable() {
     let r = run_mock(PRESET, &dir.path().join("m.json"));
     assert_eq!(r.runs.len(), 4);
     let mut text = Vec::new();
-    TextExporter { details: true }
+    TextExporter {
+        details: true,
+        width: None,
+    }
         .export(std::slice::from_ref(&r), &mut text)
         .unwrap();
     check_snapshot("mock.txt", &String::from_utf8(text).unwrap());

@@ -85,13 +85,18 @@ fn shards_take_the_keys_ketama_gives_them(target: &str, program: &str) {
         .find(|c| !c["what"].as_str().unwrap().starts_with("node "))
         .unwrap();
     assert_eq!(total["target"], records, "{total}");
-    // The result says how keys were spread; the report shows the balance.
+    // The result says how keys were spread; the report's evidence
+    // shows the balance, and its first screen says where to find it.
     let settings = &r["targets"][0]["settings"];
     assert_eq!(settings["topology"], "shards:3");
     assert!(settings["sharding"].as_str().unwrap().contains("ketama"));
-    let report = bakeoff(&["report", out.to_str().unwrap()]);
+    let report = bakeoff(&["report", out.to_str().unwrap(), "--details"]);
     let text = String::from_utf8_lossy(&report.stdout);
     assert!(text.contains("requests per node"), "{text}");
+    let report = bakeoff(&["report", out.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&report.stdout);
+    assert!(!text.contains("requests per node ("), "{text}");
+    assert!(text.contains("more with --details: each run, "), "{text}");
 }
 
 #[test]

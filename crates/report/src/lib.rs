@@ -26,6 +26,7 @@ use bakeoff_core::result::{ExperimentResult, RunResult};
 use bakeoff_core::units::{fmt_ns, fmt_per_s, fmt_rate};
 
 pub mod background;
+pub mod caveats;
 pub mod compare;
 pub mod csv;
 pub mod document;
@@ -62,14 +63,25 @@ impl Exporter for JsonExporter {
     }
 }
 
-/// The summary: one row per target and point with each figure's median
-/// and 95 % interval, then the tables some runs have, checks and
-/// warnings; each repeat's own row with `details`.
+/// The first screen: what ran, the verdict as a matrix, one row per
+/// target and point with each figure's median and 95 % interval, a line
+/// per caveat and warnings, none wider than `width`. With `details`, the
+/// evidence after it: each repeat's own row, every table some runs have,
+/// the notes on runs and the targets' versions.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct TextExporter {
-    /// Also each run's own row (`--details`).
+    /// Also the evidence (`--details`).
     pub details: bool,
+    /// The widest line of the first screen, in characters; `None` for
+    /// [`DEFAULT_WIDTH`].
+    pub width: Option<usize>,
 }
+
+/// The first screen's width where the terminal's is not known.
+pub const DEFAULT_WIDTH: usize = 120;
+
+/// Headline columns the first screen leaves to `--details`.
+const DETAIL_COLUMNS: [&str; 2] = ["mean", "p99.9"];
 
 /// Columns of the headline table: one row per target and point.
 pub const HEADLINE_HEAD: [&str; 10] = [
@@ -155,9 +167,11 @@ pub fn headline_table(r: &ExperimentResult) -> (Vec<String>, Vec<Vec<String>>, V
         s.stability
             .contains(&bakeoff_core::stats::Stability::TooShort)
     }) {
-        lines.push(
-            "steady: whether the measured seconds held one level; under 4 seconds is too short to tell (--duration 4s or more)".into(),
-        );
+        let steady = "steady: under 4 s measured is too short to tell";
+        match lines.last_mut() {
+            Some(last) => *last = format!("{last}; {steady}"),
+            None => lines.push(steady.into()),
+        }
     }
     if r.plan.workload.warmup_auto {
         lines.push(document::warmup_text(r));
@@ -359,47 +373,78 @@ pub fn run_notes(r: &ExperimentResult) -> Vec<String> {
 impl Exporter for TextExporter {
     fn export(&self, results: &[ExperimentResult], out: &mut dyn Write) -> std::io::Result<()> {
         let sources: Vec<&ExperimentResult> = results.iter().collect();
+        let width = self.width.unwrap_or(DEFAULT_WIDTH);
+        let say = |out: &mut dyn Write, text: &str, indent: usize| -> std::io::Result<()> {
+            for line in caveats::wrap(text, width, indent) {
+                writeln!(out, "{line}")?;
+            }
+            Ok(())
+        };
         for (i, r) in results.iter().enumerate() {
-            writeln!(
+            let env = &r.environment;
+            say(
                 out,
-                "experiment {} — {} run(s), status {}",
-                r.plan.name,
-                r.runs.len(),
-                r.status
+                &format!(
+                    "experiment {} — {} run(s), status {}; on {} CPU(s), {}, Linux {}",
+                    r.plan.name,
+                    r.runs.len(),
+                    r.status,
+                    env.cores,
+                    bakeoff_core::units::fmt_bytes(env.memory_bytes as f64),
+                    env.kernel
+                ),
+                4,
             )?;
             if let Some(answer) = fit::answer(r) {
                 writeln!(out, "which one fits:")?;
                 for line in &answer.lines {
-                    writeln!(out, "  {line}")?;
+                    say(out, &format!("  {line}"), 4)?;
                 }
                 text_table(&answer.rows, 1, out)?;
                 writeln!(out)?;
             }
-            let verdict = verdict::verdict(r);
-            if !verdict.is_empty() {
-                writeln!(out, "verdict:")?;
-                for line in verdict {
-                    writeln!(out, "  {line}")?;
-                }
-                writeln!(out)?;
+            // The verdict: each group's line, its rows at two spaces, a
+            // wrapped line's rest at four.
+            let verdict = verdict::matrix(r);
+            for line in &verdict {
+                say(out, line, 4)?;
             }
-            let (head, body, lines) = headline_table(r);
+            let (mut head, mut body, lines) = headline_table(r);
+            if !self.details {
+                let keep: Vec<bool> = head
+                    .iter()
+                    .map(|h| !DETAIL_COLUMNS.contains(&h.as_str()))
+                    .collect();
+                let pick = |row: &mut Vec<String>| {
+                    let mut k = keep.iter();
+                    row.retain(|_| *k.next().unwrap_or(&true));
+                };
+                pick(&mut head);
+                body.iter_mut().for_each(pick);
+            }
             let mut rows = vec![head];
             rows.extend(body);
             text_table(&rows, 2, out)?;
             for line in lines {
-                writeln!(out, "{line}")?;
+                say(out, &line, 2)?;
             }
-            if self.details {
-                writeln!(out, "\neach run:")?;
-                let (head, body) = summary_table(
-                    &sources,
-                    r.runs.iter().map(|run| (i, run.target.as_str(), run)),
-                );
-                let mut rows = vec![head];
-                rows.extend(body);
-                text_table(&rows, 2, out)?;
+            if !self.details {
+                for line in caveats::lines(r, width) {
+                    say(out, &line, 2)?;
+                }
+                for w in &r.warnings {
+                    say(out, &format!("warning: {w}"), 2)?;
+                }
+                continue;
             }
+            writeln!(out, "\neach run:")?;
+            let (head, body) = summary_table(
+                &sources,
+                r.runs.iter().map(|run| (i, run.target.as_str(), run)),
+            );
+            let mut rows = vec![head];
+            rows.extend(body);
+            text_table(&rows, 2, out)?;
             // The tables some runs have, each under its heading.
             for section in sections::TABLE_SECTIONS {
                 if let Some(rows) = (section.rows)(r) {

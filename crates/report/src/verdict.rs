@@ -55,15 +55,125 @@ impl Group {
     }
 }
 
-/// The verdict's lines: per point (up to [`MAX_POINTS`]) and figure, the
+/// What one figure says among one group of targets: who leads and by
+/// how much, or who cannot be told apart.
+#[derive(Clone, Debug)]
+pub enum Outcome {
+    /// `leader` is better than every other member, beyond the noise.
+    Lead {
+        /// The leading target.
+        leader: String,
+        /// Its figure.
+        value: FigureSummary,
+        /// The runner-up.
+        next: String,
+        /// The runner-up's figure.
+        next_value: FigureSummary,
+        /// The leader's lead over the runner-up (1 or more).
+        ratio: f64,
+        /// What the lead rests on, where judged.
+        difference: Option<Difference>,
+    },
+    /// The leader and `names[1..]` cannot be told apart.
+    Tie {
+        /// The tied targets, the leader first.
+        names: Vec<String>,
+        /// Their figures, in the same order.
+        values: Vec<FigureSummary>,
+        /// The leader over the last tied (1 or more).
+        ratio: f64,
+        /// Why the last tied is not called different.
+        why: String,
+        /// The judgement against the last tied.
+        difference: Difference,
+        /// The fewest repeats of the two.
+        fewest: u32,
+    },
+}
+
+impl Outcome {
+    /// What the outcome rests on, in a few words: `p = 0.002`, `one
+    /// run`, `3 repeats: too few`.
+    pub fn how_sure_short(&self) -> String {
+        let (d, fewest) = match self {
+            Outcome::Lead { difference, .. } => match difference {
+                Some(d) => (d, u32::MAX),
+                None => return String::new(),
+            },
+            Outcome::Tie {
+                difference, fewest, ..
+            } => (difference, *fewest),
+        };
+        match (d.basis, d.p) {
+            (Basis::Repeats, _) if (fewest as usize) < bakeoff_core::stats::REPEATS_FOR_TEST => {
+                format!("{fewest} repeats: too few")
+            }
+            (Basis::Repeats, Some(p)) => format!("p = {p:.3}"),
+            (Basis::Repeats, None) => "intervals apart".into(),
+            (Basis::OneRun, _) => "one run".into(),
+            (Basis::Nothing, _) => "no interval".into(),
+        }
+    }
+}
+
+/// One figure's outcome.
+#[derive(Clone, Debug)]
+pub struct Row {
+    /// Which figure.
+    pub figure: Headline,
+    /// Its outcome.
+    pub outcome: Outcome,
+}
+
+/// The verdict among one group of targets (reached the same way, of the
+/// same durability class) at one point.
+#[derive(Clone, Debug)]
+pub struct Ranking {
+    /// `among network servers that survive a power cut`, where the point
+    /// has several groups; `None` where it has one.
+    pub group: Option<String>,
+    /// The group's targets, in the summaries' order.
+    pub members: Vec<String>,
+    /// One row a figure both sides measured.
+    pub rows: Vec<Row>,
+}
+
+/// The verdict at one point of the experiment.
+#[derive(Clone, Debug)]
+pub struct PointVerdict {
+    /// The sweep values (empty without a sweep).
+    pub point: BTreeMap<String, String>,
+    /// One ranking a group of two or more.
+    pub rankings: Vec<Ranking>,
+    /// Targets alone in their group: `redis (among …)`.
+    pub alone: Vec<String>,
+}
+
+/// The whole verdict of one experiment: what [`verdict`] says in
+/// sentences and [`matrix`] in a table.
+#[derive(Clone, Debug)]
+pub struct Verdict {
+    /// Up to [`MAX_POINTS`] points.
+    pub points: Vec<PointVerdict>,
+    /// How many points the experiment has, where more than shown.
+    pub points_in_all: Option<usize>,
+    /// What the intervals stand for.
+    pub interval_note: Option<String>,
+    /// Each target's measured durability class: `redis kept every …`.
+    pub classes: Vec<String>,
+    /// The seed report's own finding.
+    pub finding: Option<String>,
+}
+
+/// The verdict of `r`: per point (up to [`MAX_POINTS`]) and figure, the
 /// leader with its median and interval and its lead over the next, or a
 /// tie where the difference is within what the repeats (or the one run)
 /// can tell; the durability class of each target where it was measured;
 /// the seed's finding. Targets are ranked only against targets reached
 /// the same way (in-process or over the network) and of the same
 /// durability class: when a point has summaries of several such groups,
-/// each line names its group.
-pub fn verdict(r: &ExperimentResult) -> Vec<String> {
+/// each ranking names its group.
+pub fn judge(r: &ExperimentResult) -> Verdict {
     let summaries = bakeoff_core::summary::of(r);
     let mut points: Vec<&BTreeMap<String, String>> = Vec::new();
     for s in &summaries {
@@ -71,7 +181,7 @@ pub fn verdict(r: &ExperimentResult) -> Vec<String> {
             points.push(&s.point);
         }
     }
-    let mut lines = Vec::new();
+    let mut out = Vec::new();
     for point in points.iter().take(MAX_POINTS) {
         let mut groups: BTreeMap<Group, Vec<&PointSummary>> = BTreeMap::new();
         for s in summaries.iter().filter(|s| &&s.point == point) {
@@ -81,11 +191,15 @@ pub fn verdict(r: &ExperimentResult) -> Vec<String> {
         let mut groups: Vec<(Group, Vec<&PointSummary>)> = groups.into_iter().collect();
         // Servers before engines, the most durable first.
         groups.sort_by_key(|(g, _)| (g.in_process, std::cmp::Reverse(g.durable_to)));
-        let mut alone = Vec::new();
+        let mut here = PointVerdict {
+            point: (*point).clone(),
+            rankings: Vec::new(),
+            alone: Vec::new(),
+        };
         for (group, members) in &groups {
             if members.len() < 2 {
                 if named {
-                    alone.extend(
+                    here.alone.extend(
                         members
                             .iter()
                             .map(|x| format!("{} ({})", x.target, group.name())),
@@ -93,40 +207,16 @@ pub fn verdict(r: &ExperimentResult) -> Vec<String> {
                 }
                 continue;
             }
-            let mut at = if point.is_empty() {
-                String::new()
-            } else {
-                format!(" at {}", crate::view::point_label(point))
-            };
-            if named {
-                at = format!("{at} {}", group.name());
-            }
-            lines.extend(leads(members, &at));
+            here.rankings.push(Ranking {
+                group: named.then(|| group.name()),
+                members: members.iter().map(|m| m.target.clone()).collect(),
+                rows: leads(members),
+            });
         }
-        if !alone.is_empty() {
-            lines.push(format!(
-                "alone in their group, so ranked against none{}: {}",
-                if point.is_empty() {
-                    String::new()
-                } else {
-                    format!(" at {}", crate::view::point_label(point))
-                },
-                alone.join(", ")
-            ));
-        }
-    }
-    if points.len() > MAX_POINTS {
-        lines.push(format!(
-            "(the first {MAX_POINTS} of {} points; the charts show them all)",
-            points.len()
-        ));
-    }
-    if let Some(note) = summaries.first().map(|s| s.interval_note()) {
-        if !lines.is_empty() {
-            lines.push(format!("−/+ %: {note}"));
-        }
+        out.push(here);
     }
     let classes = crate::durability::Classes::from_results(std::iter::once(r));
+    let mut class_lines = Vec::new();
     if !classes.is_empty() {
         let mut seen = Vec::new();
         for run in &r.runs {
@@ -134,12 +224,192 @@ pub fn verdict(r: &ExperimentResult) -> Vec<String> {
                 continue;
             }
             if let Some(c) = classes.of(r, run) {
-                lines.push(format!("durability: {} {c}", run.target));
+                class_lines.push(format!("{} {c}", run.target));
                 seen.push(run.target.clone());
             }
         }
     }
-    if let Some(f) = &r.plan.finding {
+    Verdict {
+        points: out,
+        points_in_all: (points.len() > MAX_POINTS).then_some(points.len()),
+        interval_note: summaries.first().map(|s| s.interval_note()),
+        classes: class_lines,
+        finding: r.plan.finding.clone(),
+    }
+}
+
+/// The verdict of `r` in sentences, one a figure and group: "throughput:
+/// redis leads with …", "p99 latency: tie: redis and memcached (1.06×,
+/// within what this machine can tell)" (see [`judge`]).
+pub fn verdict(r: &ExperimentResult) -> Vec<String> {
+    let v = judge(r);
+    let mut lines = Vec::new();
+    for p in &v.points {
+        let at_point = if p.point.is_empty() {
+            String::new()
+        } else {
+            format!(" at {}", crate::view::point_label(&p.point))
+        };
+        for ranking in &p.rankings {
+            let at = match &ranking.group {
+                Some(g) => format!("{at_point} {g}"),
+                None => at_point.clone(),
+            };
+            lines.extend(ranking.rows.iter().map(|row| sentence(row, &at)));
+        }
+        if !p.alone.is_empty() {
+            lines.push(format!(
+                "alone in their group, so ranked against none{at_point}: {}",
+                p.alone.join(", ")
+            ));
+        }
+    }
+    if let Some(n) = v.points_in_all {
+        lines.push(format!(
+            "(the first {MAX_POINTS} of {n} points; the charts show them all)"
+        ));
+    }
+    if let Some(note) = &v.interval_note {
+        if !lines.is_empty() {
+            lines.push(format!("−/+ %: {note}"));
+        }
+    }
+    lines.extend(v.classes.iter().map(|c| format!("durability: {c}")));
+    if let Some(f) = &v.finding {
+        lines.push(format!("the seed report found: {f}"));
+    }
+    lines
+}
+
+/// One row as a sentence; `at` names the point and group.
+fn sentence(row: &Row, at: &str) -> String {
+    let name = figure_name(row.figure);
+    match &row.outcome {
+        Outcome::Tie {
+            names,
+            values,
+            ratio,
+            why,
+            ..
+        } => {
+            let names: Vec<&str> = names.iter().map(String::as_str).collect();
+            let values: Vec<String> = values.iter().map(crate::with_interval).collect();
+            format!(
+                "{name}{at}: tie: {} ({ratio:.2}×, {why}): {}",
+                and_list(&names),
+                values.join(" and ")
+            )
+        }
+        Outcome::Lead {
+            leader,
+            value,
+            next,
+            next_value,
+            ratio,
+            difference,
+        } => format!(
+            "{name}{at}: {leader} leads with {}, {ratio:.2}× better than {next} ({}){}",
+            crate::with_interval(value),
+            crate::with_interval(next_value),
+            difference.as_ref().map(how_sure).unwrap_or_default()
+        ),
+    }
+}
+
+/// The verdict of `r` as a matrix for the terminal: a line naming each
+/// group and its targets, then one row a figure: who leads, its value
+/// with its interval, what that rests on, and by how much over whom; or
+/// "tie", and who. Then the targets alone in their group. Rows start at
+/// two spaces, a group's line at none.
+pub fn matrix(r: &ExperimentResult) -> Vec<String> {
+    let v = judge(r);
+    let mut blocks: Vec<(String, Vec<[String; 5]>)> = Vec::new();
+    let mut after = Vec::new();
+    for p in &v.points {
+        let at_point = if p.point.is_empty() {
+            String::new()
+        } else {
+            format!(" at {}", crate::view::point_label(&p.point))
+        };
+        for ranking in &p.rankings {
+            let group = ranking
+                .group
+                .as_deref()
+                .map(|g| g.trim_start_matches("among ").to_string())
+                .unwrap_or_else(|| "all targets".into());
+            let heading = format!("{group}{at_point}: {}", ranking.members.join(", "));
+            let rows = ranking
+                .rows
+                .iter()
+                .map(|row| {
+                    let sure = row.outcome.how_sure_short();
+                    let figure = short_figure_name(row.figure).to_string();
+                    match &row.outcome {
+                        Outcome::Lead {
+                            leader,
+                            value,
+                            next,
+                            ratio,
+                            ..
+                        } => [
+                            figure,
+                            leader.clone(),
+                            crate::with_interval(value),
+                            sure,
+                            format!("{ratio:.2}× over {next}"),
+                        ],
+                        Outcome::Tie { names, ratio, .. } => [
+                            figure,
+                            "tie".into(),
+                            String::new(),
+                            sure,
+                            format!("{} ({ratio:.2}×)", names.join(", ")),
+                        ],
+                    }
+                })
+                .collect();
+            blocks.push((heading, rows));
+        }
+        if !p.alone.is_empty() {
+            after.push(format!("alone in their group{at_point}: {}", p.alone.join(", ")));
+        }
+    }
+    if let Some(n) = v.points_in_all {
+        after.push(format!(
+            "(the first {MAX_POINTS} of {n} points; the charts show them all)"
+        ));
+    }
+    let mut widths = [0usize; 5];
+    for (_, rows) in &blocks {
+        for row in rows {
+            for (w, cell) in widths.iter_mut().zip(row) {
+                *w = (*w).max(cell.chars().count());
+            }
+        }
+    }
+    let mut lines = Vec::new();
+    for (heading, rows) in &blocks {
+        lines.push(heading.clone());
+        for row in rows {
+            let mut line = String::from("  ");
+            for (c, cell) in row.iter().enumerate() {
+                let pad = widths[c] - cell.chars().count();
+                // The value is right-aligned, the rest left.
+                if c == 2 {
+                    line.push_str(&" ".repeat(pad));
+                    line.push_str(cell);
+                } else {
+                    line.push_str(cell);
+                    line.push_str(&" ".repeat(pad));
+                }
+                line.push_str("  ");
+            }
+            lines.push(line.trim_end().to_string());
+        }
+    }
+    lines.extend(after);
+    lines.extend(v.classes.iter().map(|c| format!("durability: {c}")));
+    if let Some(f) = &v.finding {
         lines.push(format!("the seed report found: {f}"));
     }
     lines
@@ -155,11 +425,9 @@ fn lead_ratio(figure: Headline, better: f64, worse: f64) -> f64 {
 }
 
 /// For each figure, which of `members` leads and by how much, or which
-/// tie with the leader: "throughput`at`: redis leads with …", "p99
-/// latency`at`: tie: redis and memcached (1.06×, within what this machine
-/// can tell)".
-fn leads(members: &[&PointSummary], at: &str) -> Vec<String> {
-    let mut lines = Vec::new();
+/// tie with the leader.
+fn leads(members: &[&PointSummary]) -> Vec<Row> {
+    let mut rows = Vec::new();
     for f in FIGURES {
         let mut vals: Vec<(&PointSummary, &FigureSummary)> = members
             .iter()
@@ -184,36 +452,50 @@ fn leads(members: &[&PointSummary], at: &str) -> Vec<String> {
                 (!d.significant).then_some((*s, *x, d))
             })
             .collect();
-        let name = figure_name(f);
         if let Some(last) = tied.last() {
-            let mut names: Vec<&str> = vec![lead.target.as_str()];
-            names.extend(tied.iter().map(|(s, _, _)| s.target.as_str()));
-            let ratio = lead_ratio(f, lead_fig.median, last.1.median);
-            let values: Vec<String> = std::iter::once(lead_fig)
-                .chain(tied.iter().map(|(_, x, _)| *x))
-                .map(crate::with_interval)
-                .collect();
-            lines.push(format!(
-                "{name}{at}: tie: {} ({ratio:.2}×, {}): {}",
-                and_list(&names),
-                why_tied(&last.2, lead, last.0),
-                values.join(" and ")
-            ));
+            rows.push(Row {
+                figure: f,
+                outcome: Outcome::Tie {
+                    names: std::iter::once(lead.target.clone())
+                        .chain(tied.iter().map(|(s, _, _)| s.target.clone()))
+                        .collect(),
+                    values: std::iter::once(lead_fig.clone())
+                        .chain(tied.iter().map(|(_, x, _)| (*x).clone()))
+                        .collect(),
+                    ratio: lead_ratio(f, lead_fig.median, last.1.median),
+                    why: why_tied(&last.2, lead, last.0),
+                    difference: last.2,
+                    fewest: lead.repeats.min(last.0.repeats),
+                },
+            });
             continue;
         }
         let (next, next_fig) = vals[1];
-        let d = bakeoff_core::summary::difference(lead, next, f);
-        let ratio = lead_ratio(f, lead_fig.median, next_fig.median);
-        lines.push(format!(
-            "{name}{at}: {} leads with {}, {ratio:.2}× better than {} ({}){}",
-            lead.target,
-            crate::with_interval(lead_fig),
-            next.target,
-            crate::with_interval(next_fig),
-            d.map(|d| how_sure(&d)).unwrap_or_default()
-        ));
+        rows.push(Row {
+            figure: f,
+            outcome: Outcome::Lead {
+                leader: lead.target.clone(),
+                value: lead_fig.clone(),
+                next: next.target.clone(),
+                next_value: next_fig.clone(),
+                ratio: lead_ratio(f, lead_fig.median, next_fig.median),
+                difference: bakeoff_core::summary::difference(lead, next, f),
+            },
+        });
     }
-    lines
+    rows
+}
+
+/// How the verdict's matrix names a figure.
+fn short_figure_name(f: Headline) -> &'static str {
+    match f {
+        Headline::Throughput => "throughput",
+        Headline::P99 => "p99 latency",
+        Headline::ClientCpuPerOp => "client CPU/op",
+        Headline::ServerCpuPerOp => "server CPU/op",
+        Headline::MemoryPerRecord => "memory/record",
+        other => other.key(),
+    }
 }
 
 /// How the verdict names a figure.
