@@ -108,8 +108,8 @@ fn text_and_json_output_are_stable() {
         details: true,
         width: None,
     }
-        .export(std::slice::from_ref(&r), &mut text)
-        .unwrap();
+    .export(std::slice::from_ref(&r), &mut text)
+    .unwrap();
     check_snapshot("mock.txt", &String::from_utf8(text).unwrap());
     let mut json = Vec::new();
     JsonExporter

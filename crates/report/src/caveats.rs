@@ -47,7 +47,7 @@ pub fn limits(r: &ExperimentResult, width: usize) -> Option<String> {
     if kinds.is_empty() {
         return None;
     }
-    kinds.sort_by(|a, b| b.1.cmp(&a.1));
+    kinds.sort_by_key(|k| std::cmp::Reverse(k.1));
     let named: Vec<String> = kinds
         .iter()
         .map(|(kind, _, targets)| format!("{} ({})", kind_name(*kind), targets.join(", ")))
@@ -175,7 +175,10 @@ mod tests {
         assert!(lines[1..].iter().all(|l| l.starts_with("  ")), "{lines:#?}");
         let words: Vec<&str> = lines.iter().flat_map(|l| l.split_whitespace()).collect();
         assert_eq!(words, text.split(' ').collect::<Vec<_>>());
-        assert_eq!(wrap("a-very-long-word b", 5, 0), vec!["a-very-long-word", "b"]);
+        assert_eq!(
+            wrap("a-very-long-word b", 5, 0),
+            vec!["a-very-long-word", "b"]
+        );
         assert_eq!(wrap("  kept  as is", 80, 4), vec!["  kept  as is"]);
     }
 }
@@ -247,11 +250,13 @@ mod first_screen_tests {
                     })
                     .collect();
                 run.message = Some(
-                    "durability check: kept every acknowledged write of 33915 acknowledged"
-                        .into(),
+                    "durability check: kept every acknowledged write of 33915 acknowledged".into(),
                 );
                 let (kind, line) = if *mode == "embedded" {
-                    (BottleneckKind::Client, "bakeoff: its busiest thread at 99 % (the engine runs inside it)")
+                    (
+                        BottleneckKind::Client,
+                        "bakeoff: its busiest thread at 99 % (the engine runs inside it)",
+                    )
                 } else {
                     (BottleneckKind::MachineCpu, "the machine's CPUs: 94 % of 2 core(s) in use (the server 122 %, bakeoff 58 % of a core)")
                 };
@@ -290,7 +295,13 @@ mod first_screen_tests {
         eprintln!("{first}");
         let lines: Vec<&str> = first.lines().collect();
         // Five figures for each of three groups.
-        assert_eq!(lines.iter().filter(|l| l.starts_with("  memory/record")).count(), 3);
+        assert_eq!(
+            lines
+                .iter()
+                .filter(|l| l.starts_with("  memory/record"))
+                .count(),
+            3
+        );
         assert!(lines.len() <= 38, "{} lines:\n{first}", lines.len());
         let widest = lines.iter().map(|l| l.chars().count()).max().unwrap();
         assert!(widest <= crate::DEFAULT_WIDTH, "{widest} wide:\n{first}");
@@ -307,7 +318,10 @@ mod first_screen_tests {
             );
         }
         assert!(first.contains("what limited the runs: "), "{first}");
-        assert!(first.contains("more with --details: each run, what limited each run"), "{first}");
+        assert!(
+            first.contains("more with --details: each run, what limited each run"),
+            "{first}"
+        );
         assert!(!first.contains("evidence\n") && !first.contains("mariadb: mariadb 1.0"));
         let details = text(&r, true);
         assert!(details.lines().count() > 66, "{details}");

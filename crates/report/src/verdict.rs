@@ -371,7 +371,10 @@ pub fn matrix(r: &ExperimentResult) -> Vec<String> {
             blocks.push((heading, rows));
         }
         if !p.alone.is_empty() {
-            after.push(format!("alone in their group{at_point}: {}", p.alone.join(", ")));
+            after.push(format!(
+                "alone in their group{at_point}: {}",
+                p.alone.join(", ")
+            ));
         }
     }
     if let Some(n) = v.points_in_all {
