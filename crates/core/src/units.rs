@@ -146,6 +146,101 @@ pub fn fmt_bytes(b: f64) -> String {
     }
 }
 
+/// Chart ticks: the shortest exact number, the unit in the axis title or
+/// after it. Every chart's ticks come from these, so a chart and a table
+/// never spell a unit two ways.
+pub mod ticks {
+    /// `2.5`, `10`, `0.33`: two decimals at most, no trailing zeros.
+    pub fn number(v: f64) -> String {
+        let s = format!("{v:.2}");
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    }
+
+    /// `950`, `12k`, `1.5M`.
+    pub fn count(v: f64) -> String {
+        if v >= 1e6 {
+            format!("{}M", number(v / 1e6))
+        } else if v >= 1e3 {
+            format!("{}k", number(v / 1e3))
+        } else {
+            number(v)
+        }
+    }
+
+    /// Nanoseconds in the largest whole unit: `10 µs`, `2.5 ms`.
+    pub fn ns(v: f64) -> String {
+        let (x, unit) = if v >= 1e9 {
+            (v / 1e9, "s")
+        } else if v >= 1e6 {
+            (v / 1e6, "ms")
+        } else if v >= 1e3 {
+            (v / 1e3, "µs")
+        } else {
+            (v, "ns")
+        };
+        format!("{} {unit}", number(x))
+    }
+
+    /// A whole percentage: `85 %`.
+    pub fn percent(v: f64) -> String {
+        format!("{v:.0} %")
+    }
+
+    /// A percentage with its decimals: `12.5 %`.
+    pub fn share(v: f64) -> String {
+        format!("{} %", number(v))
+    }
+
+    /// Bytes with three significant digits at most: `977 KiB`, `4.8 MiB`.
+    pub fn bytes(v: f64) -> String {
+        let (x, unit) = [(1u64 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")]
+            .iter()
+            .find(|(b, _)| v >= *b as f64)
+            .map(|(b, u)| (v / *b as f64, *u))
+            .unwrap_or((v, "B"));
+        let digits = if x >= 100.0 {
+            format!("{x:.0}")
+        } else if x >= 10.0 {
+            number((x * 10.0).round() / 10.0)
+        } else {
+            number(x)
+        };
+        format!("{digits} {unit}")
+    }
+
+    /// Bytes a second: `4.8 MiB/s`.
+    pub fn bytes_per_s(v: f64) -> String {
+        format!("{}/s", bytes(v))
+    }
+
+    /// Whole seconds: `12 s`.
+    pub fn seconds(v: f64) -> String {
+        format!("{v:.0} s")
+    }
+
+    /// A position counted in nines (10^p = 1 / (1 − q)) as its percentile:
+    /// 2 is `99 %`, 3 is `99.9 %`.
+    pub fn nines(p: f64) -> String {
+        let q = 100.0 * (1.0 - 10f64.powf(-p));
+        let decimals = (p.ceil() as usize).saturating_sub(2);
+        format!("{q:.decimals$} %")
+    }
+
+    #[cfg(test)]
+    mod tests {
+        #[test]
+        fn ticks_are_short_and_carry_their_unit() {
+            assert_eq!(super::ns(2_500_000.0), "2.5 ms");
+            assert_eq!(super::count(12_000.0), "12k");
+            assert_eq!(super::bytes(1_000_000.0), "977 KiB");
+            assert_eq!(super::bytes_per_s(5_033_165.0), "4.8 MiB/s");
+            assert_eq!(super::nines(3.0), "99.9 %");
+            assert_eq!(super::nines(1.0), "90 %");
+            assert_eq!(super::share(12.5), "12.5 %");
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

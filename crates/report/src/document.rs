@@ -1,13 +1,15 @@
 //! The report as one document: its sections in order, each a heading, a
-//! note and blocks (bullets, paragraphs, captions, tables), built once from
-//! the experiments. The Markdown report renders it as it stands; the HTML
-//! report takes its sections' headings, notes and tables from here and
-//! draws charts beside them; the terminal's tables come from
-//! [`crate::sections`], which this document includes.
+//! note and blocks (bullets, paragraphs, captions, tables, charts), built
+//! once from the experiments. The answer comes first (which one fits, the
+//! verdict, the summary), the charts next, the tables of detail after
+//! them. The HTML report renders every section as it stands, drawing its
+//! charts; Markdown renders it with the charts' titles; the terminal's
+//! tables come from [`crate::sections`], which this document includes.
 
 use bakeoff_core::result::ExperimentResult;
 use bakeoff_core::units::{fmt_bytes, fmt_ns};
 
+use crate::html::charts::{BarChart, LineChart, RightAxis};
 use crate::view::{point_label, point_without, Figure, Spread, View};
 
 /// A table: head row, rows, and how many leading columns are text.
@@ -51,6 +53,56 @@ pub enum Block {
     Caption(String),
     /// A table.
     Table(Table),
+    /// A heading within the section (a sweep axis, a target).
+    Heading(String),
+    /// Charts drawn side by side.
+    Charts(Vec<Chart>),
+    /// Blocks folded away under a one-line summary (a point's per-second
+    /// charts), open or not at first.
+    Folded {
+        /// What the folded part holds, in a line.
+        summary: String,
+        /// Whether it is open when the page opens.
+        open: bool,
+        /// Its content.
+        blocks: Vec<Block>,
+    },
+}
+
+/// One chart of a section, as data: what it draws, not how.
+#[derive(Clone)]
+pub enum Chart {
+    /// A line chart.
+    Line(LineChart),
+    /// A line chart with more lines measured on an axis on the right.
+    TwoAxes(LineChart, RightAxis),
+    /// A grouped bar chart.
+    Bars(BarChart),
+}
+
+impl Chart {
+    /// Its title.
+    pub fn title(&self) -> &str {
+        match self {
+            Chart::Line(c) | Chart::TwoAxes(c, _) => &c.title,
+            Chart::Bars(c) => &c.title,
+        }
+    }
+}
+
+// A chart's axes carry their tick formatters, functions that neither print
+// nor compare: a chart is told from another by its kind and title.
+impl std::fmt::Debug for Chart {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Chart({:?})", self.title())
+    }
+}
+
+impl PartialEq for Chart {
+    fn eq(&self, other: &Chart) -> bool {
+        std::mem::discriminant(self) == std::mem::discriminant(other)
+            && self.title() == other.title()
+    }
 }
 
 /// One section of the report.
@@ -67,7 +119,8 @@ pub struct Section {
 }
 
 impl Section {
-    fn new(id: &'static str, title: impl Into<String>, blocks: Vec<Block>) -> Self {
+    /// A section of `blocks` under `title`, at anchor `id`.
+    pub fn new(id: &'static str, title: impl Into<String>, blocks: Vec<Block>) -> Self {
         Section {
             id,
             title: title.into(),
@@ -76,37 +129,41 @@ impl Section {
         }
     }
 
-    fn noted(mut self, note: &str) -> Self {
+    /// This section with `note` under its heading.
+    pub fn noted(mut self, note: &str) -> Self {
         self.note = Some(note.to_string());
         self
     }
 }
 
-/// Every section of the report of `results` (seen through `view`), in order.
+/// Every section of the report of `results` (seen through `view`), in
+/// order: the answer, the charts, the tables of detail.
 pub fn sections(view: &View, results: &[ExperimentResult]) -> Vec<Section> {
     let mut out = Vec::new();
     out.extend(fit(view));
     out.extend(verdict(view));
     out.push(summary(view));
+    out.extend(crate::plots::overview(view));
+    out.extend(sweeps(view));
+    out.extend(crate::plots::spectrum(view));
+    out.extend(crate::plots::timelines(view));
+    out.extend(crate::plots::traces(view));
+    out.extend(steps(view));
     for r in results {
         for section in crate::sections::TABLE_SECTIONS {
             if let Some(rows) = (section.rows)(r) {
-                let table = Table {
+                let mut blocks = section.charts.map_or_else(Vec::new, |c| c(view, r));
+                blocks.push(Block::Table(Table {
                     head: rows[0].clone(),
                     rows: rows[1..].to_vec(),
                     left: section.left,
                     charts: Vec::new(),
-                };
-                out.push(
-                    Section::new(section.id, section.title, vec![Block::Table(table)])
-                        .noted(section.note),
-                );
+                }));
+                out.push(Section::new(section.id, section.title, blocks).noted(section.note));
             }
         }
     }
     out.push(per_kind(view));
-    out.extend(sweeps(view));
-    out.extend(steps(view));
     out.push(errors(view));
     out.push(checks(view));
     out.push(targets(view, results));
@@ -132,14 +189,83 @@ pub fn fit(view: &View) -> Option<Section> {
         .then(|| Section::new("fit", "Which one fits", blocks).noted(crate::fit::FIT_NOTE))
 }
 
-/// Who leads, like with like: the report opens with it.
+/// Who leads, like with like: the report opens with it. One table, a
+/// figure a row and a group of like targets a column (who leads, by how
+/// much, how sure; or "tie"); what follows the groups; then, folded, each
+/// group's own table with the values' intervals, and the same in
+/// sentences.
 pub fn verdict(view: &View) -> Option<Section> {
-    let lines: Vec<String> = view
-        .sources
+    let mut blocks = Vec::new();
+    let mut detail = Vec::new();
+    let mut sentences = Vec::new();
+    for r in &view.sources {
+        let (groups, after) = crate::verdict::matrix_rows(r);
+        if !groups.is_empty() {
+            blocks.push(Block::Table(verdict_matrix(&groups)));
+        }
+        if !after.is_empty() {
+            blocks.push(Block::Bullets(after));
+        }
+        for (heading, rows) in groups {
+            detail.push(Block::Caption(heading));
+            detail.push(Block::Table(Table::new(
+                &crate::verdict::MATRIX_HEAD,
+                rows.into_iter().map(Vec::from).collect(),
+                2,
+            )));
+        }
+        sentences.extend(crate::verdict::verdict(r));
+    }
+    if sentences.is_empty() {
+        return None;
+    }
+    detail.push(Block::Bullets(sentences));
+    blocks.push(Block::Folded {
+        summary: "each group in detail, and in sentences".into(),
+        open: false,
+        blocks: detail,
+    });
+    Some(Section::new("verdict", "Verdict", blocks))
+}
+
+/// The verdict's groups side by side: a figure a row, a group a column,
+/// each cell who leads (its value, by how much over whom, how sure) or
+/// who ties.
+fn verdict_matrix(groups: &[crate::verdict::MatrixGroup]) -> Table {
+    let mut figures: Vec<&str> = Vec::new();
+    for (_, rows) in groups {
+        for row in rows {
+            if !figures.contains(&row[0].as_str()) {
+                figures.push(&row[0]);
+            }
+        }
+    }
+    let rows = figures
         .iter()
-        .flat_map(|r| crate::verdict::verdict(r))
+        .map(|figure| {
+            let mut row = vec![figure.to_string()];
+            for (_, rows) in groups {
+                row.push(match rows.iter().find(|r| r[0] == *figure) {
+                    None => String::new(),
+                    Some([_, leader, _, sure, who]) if leader == "tie" => {
+                        format!("tie: {who}; {sure}")
+                    }
+                    Some([_, leader, value, sure, margin]) => {
+                        format!("{leader} {value}; {margin}; {sure}")
+                    }
+                });
+            }
+            row
+        })
         .collect();
-    (!lines.is_empty()).then(|| Section::new("verdict", "Verdict", vec![Block::Bullets(lines)]))
+    let mut head = vec![String::new()];
+    head.extend(groups.iter().map(|(heading, _)| heading.clone()));
+    Table {
+        head,
+        rows,
+        left: groups.len() + 1,
+        charts: Vec::new(),
+    }
 }
 
 /// The summary: one row per target and point, each figure's median and
@@ -238,60 +364,73 @@ fn per_kind(view: &View) -> Section {
     )
 }
 
-/// Each sweep axis, pivoted by series: one table a figure and a setting of
-/// the other axes.
-fn sweeps(view: &View) -> Vec<Section> {
-    let groups = view.groups();
-    let mut out = Vec::new();
-    for axis in &view.axes {
-        let mut fixed = Vec::new();
-        for g in &groups {
-            let f = point_without(&g.point, &axis.name);
-            if !fixed.contains(&f) {
-                fixed.push(f);
-            }
-        }
-        let mut blocks = Vec::new();
-        for f in &fixed {
-            for fig in [Figure::Throughput, Figure::Mean, Figure::P99] {
-                blocks.push(Block::Caption(if f.is_empty() {
-                    fig.name().to_string()
-                } else {
-                    format!("{} at {}", fig.name(), point_label(f))
-                }));
-                let mut head = vec![axis.name.clone()];
-                head.extend(view.series.iter().cloned());
-                let rows: Vec<Vec<String>> = axis
-                    .labels
-                    .iter()
-                    .map(|l| {
-                        let mut want = f.clone();
-                        want.insert(axis.name.clone(), l.clone());
-                        let mut row = vec![l.clone()];
-                        for s in 0..view.series.len() {
-                            let sp = groups
-                                .iter()
-                                .find(|g| g.series == s && g.point == want)
-                                .and_then(|g| Spread::of(g.runs.iter().map(|r| fig.of(r))));
-                            row.push(with_spread(sp, fig));
-                        }
-                        row
-                    })
-                    .collect();
-                blocks.push(Block::Table(Table {
-                    head,
-                    rows,
-                    left: 1,
-                    charts: Vec::new(),
-                }));
-            }
-        }
-        out.push(
-            Section::new("sweeps", format!("Against {}", axis.title()), blocks)
-                .noted("Median of the repeats, (min–max) when repeated."),
-        );
+/// The figures against each sweep axis: its charts, then one table a
+/// figure and a setting of the other axes, pivoted by series.
+fn sweeps(view: &View) -> Option<Section> {
+    if view.axes.is_empty() || view.runs.is_empty() {
+        return None;
     }
-    out
+    let mut blocks = crate::plots::sweep_charts(view);
+    for axis in &view.axes {
+        blocks.push(Block::Folded {
+            summary: format!("the figures against {}, as tables", axis.title()),
+            open: false,
+            blocks: sweep_tables(view, axis),
+        });
+    }
+    Some(
+        Section::new("sweeps", "Against each sweep axis", blocks)
+            .noted("Median of the repeats, (min–max) when repeated."),
+    )
+}
+
+/// The tables of one sweep axis: a figure and a setting of the other axes
+/// each.
+fn sweep_tables(view: &View, axis: &crate::view::AxisView) -> Vec<Block> {
+    let groups = view.groups();
+    let mut fixed = Vec::new();
+    for g in &groups {
+        let f = point_without(&g.point, &axis.name);
+        if !fixed.contains(&f) {
+            fixed.push(f);
+        }
+    }
+    let mut blocks = Vec::new();
+    for f in &fixed {
+        for fig in [Figure::Throughput, Figure::Mean, Figure::P99] {
+            blocks.push(Block::Caption(if f.is_empty() {
+                format!("{} against {}", fig.name(), axis.name)
+            } else {
+                format!("{} against {} at {}", fig.name(), axis.name, point_label(f))
+            }));
+            let mut head = vec![axis.name.clone()];
+            head.extend(view.series.iter().cloned());
+            let rows: Vec<Vec<String>> = axis
+                .labels
+                .iter()
+                .map(|l| {
+                    let mut want = f.clone();
+                    want.insert(axis.name.clone(), l.clone());
+                    let mut row = vec![l.clone()];
+                    for s in 0..view.series.len() {
+                        let sp = groups
+                            .iter()
+                            .find(|g| g.series == s && g.point == want)
+                            .and_then(|g| Spread::of(g.runs.iter().map(|r| fig.of(r))));
+                        row.push(with_spread(sp, fig));
+                    }
+                    row
+                })
+                .collect();
+            blocks.push(Block::Table(Table {
+                head,
+                rows,
+                left: 1,
+                charts: Vec::new(),
+            }));
+        }
+    }
+    blocks
 }
 
 /// Median of a figure over a group's repeats, with `(min–max)` when repeated.
@@ -326,18 +465,17 @@ pub fn steps(view: &View) -> Option<Section> {
     }
     let head = ["target", "point", "step", "count", "mean", "p50", "p99"];
     (!rows.is_empty()).then(|| {
-        Section::new(
-            "steps",
-            "Request steps",
-            vec![Block::Table(Table::new(&head, rows, 3))],
-        )
+        let mut blocks = crate::plots::step_charts(view);
+        blocks.push(Block::Table(Table::new(&head, rows, 3)));
+        Section::new("steps", "Request steps", blocks)
     })
 }
 
 /// Failed operations by kind, run by run, with each run's error message.
 pub fn errors(view: &View) -> Section {
     let rows = crate::view::error_rows(view);
-    let block = if rows.is_empty() {
+    let mut blocks = crate::plots::error_charts(view);
+    blocks.push(if rows.is_empty() {
         Block::Paragraph {
             strong: None,
             text: "No operation failed in any measured phase.".into(),
@@ -345,8 +483,8 @@ pub fn errors(view: &View) -> Section {
     } else {
         let head = ["run", "target", "point", "errors", "message"];
         Block::Table(Table::new(&head, rows, 5))
-    };
-    Section::new("errors", "Errors by kind", vec![block])
+    });
+    Section::new("errors", "Errors by kind", blocks)
 }
 
 /// Little's law, the records after the load and the counter checks, run
@@ -579,7 +717,7 @@ mod tests {
             for b in &s.blocks {
                 if let Block::Table(t) = b {
                     for row in &t.rows {
-                        let first = crate::svg::esc(&row[0]);
+                        let first = crate::html::charts::esc(&row[0]);
                         assert!(html.contains(&*first) || s.id == "kinds", "{first}");
                     }
                 }

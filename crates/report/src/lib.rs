@@ -16,7 +16,9 @@
 //! - [`durability`]: the durability table (lost and recovered writes).
 //! - [`encoding`]: the client-side encoding table (sizes and costs).
 //! - [`view`]: how runs are grouped into series and points (shared).
-//! - [`svg`]: the chart primitives.
+//! - [`document`]: the report as one document of sections, every format's
+//!   source; [`plots`]: what each section draws.
+//! - [`html::charts`]: the charts drawn in SVG.
 //! - [`topology`]: requests per node of sharded targets, and the link
 //!   relay's cost.
 
@@ -35,9 +37,9 @@ pub mod encoding;
 pub mod fit;
 pub mod html;
 pub mod markdown;
+pub mod plots;
 pub mod search;
 pub mod sections;
-pub mod svg;
 pub mod topology;
 pub mod verdict;
 pub mod view;

@@ -92,7 +92,13 @@ fn render(section: &Section, out: &mut dyn Write) -> std::io::Result<()> {
     if let Some(note) = &section.note {
         writeln!(out, "{note}\n")?;
     }
-    for block in &section.blocks {
+    blocks(&section.blocks, out)
+}
+
+/// Blocks as Markdown: a chart by its title (it is drawn in the HTML
+/// report), a folded part under its summary in bold.
+fn blocks(list: &[Block], out: &mut dyn Write) -> std::io::Result<()> {
+    for block in list {
         match block {
             Block::Bullets(lines) => {
                 for line in lines {
@@ -106,6 +112,19 @@ fn render(section: &Section, out: &mut dyn Write) -> std::io::Result<()> {
             },
             Block::Caption(c) => writeln!(out, "{c}:\n")?,
             Block::Table(t) => md_table(&t.head, &t.rows, t.left, out)?,
+            Block::Heading(h) => writeln!(out, "### {h}\n")?,
+            Block::Charts(charts) => {
+                for c in charts {
+                    writeln!(out, "- chart (in the HTML report): {}", cell(c.title()))?;
+                }
+                writeln!(out)?;
+            }
+            Block::Folded {
+                summary, blocks: inner, ..
+            } => {
+                writeln!(out, "**{summary}**\n")?;
+                blocks(inner, out)?;
+            }
         }
     }
     Ok(())

@@ -1,14 +1,16 @@
 //! The report's tables that some experiments have (durability, disk,
 //! encoding, searches, nodes, replication, link, shards, server time),
-//! declared once: their heading, what they show and their rows. The text
-//! and Markdown exporters render every one of them in this order, and the
-//! HTML report takes each heading and note from here (drawing charts
-//! beside some).
+//! declared once: their heading, what they show, their rows and the
+//! charts some draw. The terminal renders every one of them in this order
+//! behind `--details`; the document ([`crate::document`]) holds them for
+//! Markdown and HTML.
 
 use bakeoff_core::result::ExperimentResult;
 use bakeoff_core::units::fmt_ns;
 
-use crate::{background, durability, encoding, search, topology};
+use crate::document::Block;
+use crate::view::View;
+use crate::{background, durability, encoding, plots, search, topology};
 
 /// A table (head row first), or `None` when the experiment has none.
 pub type Rows = Vec<Vec<String>>;
@@ -27,6 +29,8 @@ pub struct TableSection {
     pub left: usize,
     /// Its rows for one experiment.
     pub rows: fn(&ExperimentResult) -> Option<Rows>,
+    /// What it draws above its table, where it draws anything.
+    pub charts: Option<fn(&View, &ExperimentResult) -> Vec<Block>>,
 }
 
 /// Every table some experiments have, in the report's order.
@@ -38,6 +42,7 @@ pub const TABLE_SECTIONS: &[TableSection] = &[
         note: BOTTLENECK_NOTE,
         left: 3,
         rows: bottleneck_rows,
+        charts: None,
     },
     TableSection {
         id: "durability",
@@ -46,6 +51,7 @@ pub const TABLE_SECTIONS: &[TableSection] = &[
         note: "Every write of the durability check was logged by the client as acknowledged, failed or indeterminate, and read back after the run: lost writes were acknowledged yet are absent; recovered ones were not acknowledged yet are present; a hole is a lost write before a surviving later one of the same writer. The class is what was measured with each setting.",
         left: 3,
         rows: durability::durability_rows,
+        charts: None,
     },
     TableSection {
         id: "disk",
@@ -54,6 +60,7 @@ pub const TABLE_SECTIONS: &[TableSection] = &[
         note: "What the server's processes sent to storage per write (set, update, delete) over the warm-up and the measured phase, from /proc/PID/io; fsyncs are counted exactly where the data directory is on bakeoff's power-cut layer.",
         left: 2,
         rows: durability::disk_rows,
+        charts: None,
     },
     TableSection {
         id: "encoding",
@@ -62,6 +69,7 @@ pub const TABLE_SECTIONS: &[TableSection] = &[
         note: encoding::ENCODING_NOTE,
         left: 2,
         rows: encoding::encoding_rows,
+        charts: None,
     },
     TableSection {
         id: "searches",
@@ -70,6 +78,7 @@ pub const TABLE_SECTIONS: &[TableSection] = &[
         note: search::SEARCH_NOTE,
         left: 3,
         rows: search::search_rows,
+        charts: Some(plots::search_charts),
     },
     TableSection {
         id: "nodes",
@@ -78,6 +87,7 @@ pub const TABLE_SECTIONS: &[TableSection] = &[
         note: topology::NODES_NOTE,
         left: 2,
         rows: topology::nodes_rows,
+        charts: None,
     },
     TableSection {
         id: "replication",
@@ -86,6 +96,7 @@ pub const TABLE_SECTIONS: &[TableSection] = &[
         note: topology::REPLICATION_NOTE,
         left: 3,
         rows: topology::replication_rows,
+        charts: Some(plots::replication_charts),
     },
     TableSection {
         id: "link",
@@ -94,6 +105,7 @@ pub const TABLE_SECTIONS: &[TableSection] = &[
         note: topology::LINK_NOTE,
         left: 3,
         rows: topology::link_rows,
+        charts: None,
     },
     TableSection {
         id: "shards",
@@ -102,6 +114,7 @@ pub const TABLE_SECTIONS: &[TableSection] = &[
         note: topology::SHARDS_NOTE,
         left: 2,
         rows: topology::shards_rows,
+        charts: None,
     },
     TableSection {
         id: "server-time",
@@ -110,6 +123,7 @@ pub const TABLE_SECTIONS: &[TableSection] = &[
         note: SERVER_TIME_NOTE,
         left: 3,
         rows: server_time_rows,
+        charts: None,
     },
     TableSection {
         id: "server-time-distribution",
@@ -118,6 +132,7 @@ pub const TABLE_SECTIONS: &[TableSection] = &[
         note: SERVER_DISTRIBUTION_NOTE,
         left: 4,
         rows: server_distribution_rows,
+        charts: Some(plots::distribution_charts),
     },
     TableSection {
         id: "background",
@@ -126,6 +141,7 @@ pub const TABLE_SECTIONS: &[TableSection] = &[
         note: background::BACKGROUND_NOTE,
         left: 3,
         rows: background::background_rows,
+        charts: None,
     },
     TableSection {
         id: "background-tail",
@@ -134,6 +150,7 @@ pub const TABLE_SECTIONS: &[TableSection] = &[
         note: background::TAIL_NOTE,
         left: 2,
         rows: background::tail_rows,
+        charts: None,
     },
 ];
 

@@ -316,14 +316,14 @@ fn sentence(row: &Row, at: &str) -> String {
     }
 }
 
-/// The verdict of `r` as a matrix for the terminal: a line naming each
-/// group and its targets, then one row a figure: who leads, its value
-/// with its interval, what that rests on, and by how much over whom; or
-/// "tie", and who. Then the targets alone in their group. Rows start at
-/// two spaces, a group's line at none.
-pub fn matrix(r: &ExperimentResult) -> Vec<String> {
+/// The verdict as a matrix: each group's heading (its name and targets)
+/// with one row a figure (figure, leader or "tie", value with interval,
+/// how sure, by how much over whom, or who ties); then what follows the
+/// groups (targets alone in theirs, points left out, durability classes,
+/// the seed's finding).
+pub fn matrix_rows(r: &ExperimentResult) -> (Vec<MatrixGroup>, Vec<String>) {
     let v = judge(r);
-    let mut blocks: Vec<(String, Vec<[String; 5]>)> = Vec::new();
+    let mut blocks: Vec<MatrixGroup> = Vec::new();
     let mut after = Vec::new();
     for p in &v.points {
         let at_point = if p.point.is_empty() {
@@ -382,6 +382,26 @@ pub fn matrix(r: &ExperimentResult) -> Vec<String> {
             "(the first {MAX_POINTS} of {n} points; the charts show them all)"
         ));
     }
+    after.extend(v.classes.iter().map(|c| format!("durability: {c}")));
+    if let Some(f) = &v.finding {
+        after.push(format!("the seed report found: {f}"));
+    }
+    (blocks, after)
+}
+
+/// One group of the matrix: its heading and one row a figure.
+pub type MatrixGroup = (String, Vec<[String; 5]>);
+
+/// The matrix's column headings.
+pub const MATRIX_HEAD: [&str; 5] = ["figure", "leader", "its value (95 % interval)", "how sure", "by how much"];
+
+/// The verdict of `r` as a matrix for the terminal: a line naming each
+/// group and its targets, then one row a figure: who leads, its value
+/// with its interval, what that rests on, and by how much over whom; or
+/// "tie", and who. Then the targets alone in their group. Rows start at
+/// two spaces, a group's line at none.
+pub fn matrix(r: &ExperimentResult) -> Vec<String> {
+    let (blocks, after) = matrix_rows(r);
     let mut widths = [0usize; 5];
     for (_, rows) in &blocks {
         for row in rows {
@@ -411,10 +431,6 @@ pub fn matrix(r: &ExperimentResult) -> Vec<String> {
         }
     }
     lines.extend(after);
-    lines.extend(v.classes.iter().map(|c| format!("durability: {c}")));
-    if let Some(f) = &v.finding {
-        lines.push(format!("the seed report found: {f}"));
-    }
     lines
 }
 

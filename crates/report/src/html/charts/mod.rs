@@ -611,6 +611,7 @@ fn frame(svg: &mut String, right: f64) {
 
 /// Lines drawn against an axis of their own on the right of a line chart
 /// (memory beside latency on one timeline).
+#[derive(Clone)]
 pub struct RightAxis {
     /// The right-hand y axis.
     pub axis: Axis,
