@@ -439,43 +439,55 @@ impl Exporter for TextExporter {
                 }
                 continue;
             }
-            writeln!(out, "\neach run:")?;
-            let (head, body) = summary_table(
-                &sources,
-                r.runs.iter().map(|run| (i, run.target.as_str(), run)),
-            );
-            let mut rows = vec![head];
-            rows.extend(body);
-            text_table(&rows, 2, out)?;
-            // The tables some runs have, each under its heading.
-            for section in sections::TABLE_SECTIONS {
-                if let Some(rows) = (section.rows)(r) {
-                    writeln!(out, "\n{}", section.text_heading)?;
-                    text_table(&rows, section.left, out)?;
-                    writeln!(out)?;
-                }
-            }
-            for n in run_notes(r) {
-                writeln!(out, "{n}")?;
-            }
-            for t in &r.targets {
-                if let Some(v) = &t.version {
-                    writeln!(
-                        out,
-                        "{}: {}{}",
-                        t.name,
-                        v,
-                        t.endpoint
-                            .as_ref()
-                            .map(|e| format!(" at {e}"))
-                            .unwrap_or_default()
-                    )?;
-                }
-            }
+            details(&sources, i, r, out)?;
             for w in &r.warnings {
                 writeln!(out, "warning: {w}")?;
             }
         }
         Ok(())
     }
+}
+
+/// Behind `--details`: each run's row, every table some runs have, the
+/// runs' notes and the targets' versions.
+fn details(
+    sources: &[&ExperimentResult],
+    i: usize,
+    r: &ExperimentResult,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    writeln!(out, "\neach run:")?;
+    let (head, body) = summary_table(
+        &sources,
+        r.runs.iter().map(|run| (i, run.target.as_str(), run)),
+    );
+    let mut rows = vec![head];
+    rows.extend(body);
+    text_table(&rows, 2, out)?;
+    // The tables some runs have, each under its heading.
+    for section in sections::TABLE_SECTIONS {
+        if let Some(rows) = (section.rows)(r) {
+            writeln!(out, "\n{}", section.text_heading)?;
+            text_table(&rows, section.left, out)?;
+            writeln!(out)?;
+        }
+    }
+    for n in run_notes(r) {
+        writeln!(out, "{n}")?;
+    }
+    for t in &r.targets {
+        if let Some(v) = &t.version {
+            writeln!(
+                out,
+                "{}: {}{}",
+                t.name,
+                v,
+                t.endpoint
+                    .as_ref()
+                    .map(|e| format!(" at {e}"))
+                    .unwrap_or_default()
+            )?;
+        }
+    }
+    Ok(())
 }

@@ -120,7 +120,9 @@ fn blocks(list: &[Block], out: &mut dyn Write) -> std::io::Result<()> {
                 writeln!(out)?;
             }
             Block::Folded {
-                summary, blocks: inner, ..
+                summary,
+                blocks: inner,
+                ..
             } => {
                 writeln!(out, "**{summary}**\n")?;
                 blocks(inner, out)?;

@@ -393,7 +393,13 @@ pub fn matrix_rows(r: &ExperimentResult) -> (Vec<MatrixGroup>, Vec<String>) {
 pub type MatrixGroup = (String, Vec<[String; 5]>);
 
 /// The matrix's column headings.
-pub const MATRIX_HEAD: [&str; 5] = ["figure", "leader", "its value (95 % interval)", "how sure", "by how much"];
+pub const MATRIX_HEAD: [&str; 5] = [
+    "figure",
+    "leader",
+    "its value (95 % interval)",
+    "how sure",
+    "by how much",
+];
 
 /// The verdict of `r` as a matrix for the terminal: a line naming each
 /// group and its targets, then one row a figure: who leads, its value

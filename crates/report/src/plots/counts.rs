@@ -64,7 +64,7 @@ impl Plot<'_, '_> {
                 ranges: vec![],
             })
             .collect();
-                self.bars(BarChart {
+        self.bars(BarChart {
             title: "Mean time of each step of a request".into(),
             categories: names.clone(),
             x_title: "step".into(),
@@ -108,7 +108,7 @@ impl Plot<'_, '_> {
                 ranges: vec![],
             });
         }
-                self.bars(BarChart {
+        self.bars(BarChart {
             title: "Failed operations by kind, all runs".into(),
             categories: kinds.clone(),
             x_title: "error kind".into(),

@@ -25,8 +25,12 @@ pub fn overview(view: &View) -> Option<Section> {
     let mut plot = Plot::new(view);
     plot.overview();
     Some(
-        Section::new("overview", "Throughput and latency per target", plot.finish())
-            .noted(OVERVIEW_NOTE),
+        Section::new(
+            "overview",
+            "Throughput and latency per target",
+            plot.finish(),
+        )
+        .noted(OVERVIEW_NOTE),
     )
 }
 
@@ -38,7 +42,7 @@ impl Plot<'_, '_> {
     fn overview(&mut self) {
         let groups = self.view.groups();
         let points = self.view.points();
-                let cats: Vec<String> = points.iter().map(point_label).collect();
+        let cats: Vec<String> = points.iter().map(point_label).collect();
         let series = self.view.series.clone();
         let summary_of = |g: &Group| summarise_runs(&series[g.series], &g.point, &g.runs);
         let tp: Vec<BarGroup> = (0..self.view.series.len())

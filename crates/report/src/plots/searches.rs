@@ -18,18 +18,30 @@ pub fn search_charts(view: &View, r: &ExperimentResult) -> Vec<Block> {
     plot.finish()
 }
 
+/// Per (kind, point): each series, its steps drawn and the step found.
+type SearchCharts = BTreeMap<(String, String), Vec<(usize, Vec<(f64, f64)>, Option<(f64, f64)>)>>;
+
 impl Plot<'_, '_> {
     /// Peak and capacity searches: per
     /// point throughput against clients with each peak marked, and the
     /// percentile against the offered load with the bound, every target on
     /// one chart.
     fn searches(&mut self, only: &ExperimentResult) {
+        let (charts, bounds) = self.search_steps(only);
+        self.peak_bars(&charts);
+        self.search_lines(charts, &bounds);
+        self.flush();
+    }
+
+    /// Each search of `only` drawn: per (kind, point), each series' steps
+    /// and the step it found; and each capacity search's bound.
+    fn search_steps(
+        &self,
+        only: &ExperimentResult,
+    ) -> (SearchCharts, BTreeMap<(String, String), f64>) {
         use crate::search::*;
         let sources = self.view.sources.clone();
-        // One chart per kind and point, a line per series.
-        // (kind, point) → (series, steps drawn, the step found).
-        type Steps = Vec<(usize, Vec<(f64, f64)>, Option<(f64, f64)>)>;
-        let mut charts: BTreeMap<(String, String), Steps> = BTreeMap::new();
+        let mut charts = SearchCharts::new();
         let mut bounds: BTreeMap<(String, String), f64> = BTreeMap::new();
         for (si, r) in sources.iter().enumerate() {
             if !std::ptr::eq(*r, only) {
@@ -62,7 +74,11 @@ impl Plot<'_, '_> {
                 charts.entry(key).or_default().push((series, points, mark));
             }
         }
-                // The seed's bars: each target's peak at each point.
+        (charts, bounds)
+    }
+
+    /// The seed's bars: each target's peak at each point.
+    fn peak_bars(&mut self, charts: &SearchCharts) {
         let peak_points: Vec<String> = charts
             .keys()
             .filter(|(k, _)| k == "peak")
@@ -94,6 +110,11 @@ impl Plot<'_, '_> {
                     .collect(),
             });
         }
+    }
+
+    /// One chart per kind and point, a line per series, the step found
+    /// marked; a capacity search's bound as a line of its own.
+    fn search_lines(&mut self, charts: SearchCharts, bounds: &BTreeMap<(String, String), f64>) {
         for ((kind, point), lines) in charts {
             let mut all: Vec<Line> = Vec::new();
             for (series, points, mark) in &lines {
@@ -160,6 +181,5 @@ impl Plot<'_, '_> {
                 });
             }
         }
-        self.flush();
     }
 }

@@ -22,8 +22,7 @@ pub fn spectrum(view: &View) -> Option<Section> {
     let mut plot = Plot::new(view);
     plot.spectrum();
     Some(
-        Section::new("spectrum", "Latency percentile spectrum", plot.finish())
-            .noted(SPECTRUM_NOTE),
+        Section::new("spectrum", "Latency percentile spectrum", plot.finish()).noted(SPECTRUM_NOTE),
     )
 }
 

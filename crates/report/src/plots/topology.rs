@@ -24,7 +24,7 @@ impl Plot<'_, '_> {
         use crate::topology::{replication_rates, stale_read_rates};
         let rates = replication_rates(runs);
         let categories: Vec<String> = rates.iter().map(|r| r.label.clone()).collect();
-                type Pick = fn(&crate::topology::ReplicationRates) -> [Option<f64>; 2];
+        type Pick = fn(&crate::topology::ReplicationRates) -> [Option<f64>; 2];
         let picks: [(&str, Pick); 2] = [("Write rate", |r| r.writes), ("Read rate", |r| r.reads)];
         for (what, pick) in picks {
             let groups: Vec<BarGroup> = ["single server", "with a replica"]
