@@ -458,7 +458,7 @@ fn details(
 ) -> std::io::Result<()> {
     writeln!(out, "\neach run:")?;
     let (head, body) = summary_table(
-        &sources,
+        sources,
         r.runs.iter().map(|run| (i, run.target.as_str(), run)),
     );
     let mut rows = vec![head];
