@@ -405,7 +405,8 @@ fn visit(chromium: &str, page: &Path, work: &Path, screenshot: Option<&Path>) ->
                 .arg(format!("--screenshot={}", png.display()));
         }
         None => {
-            cmd.arg("--dump-dom");
+            // A laptop's window: the page's script measures its layout.
+            cmd.arg("--window-size=1280,800").arg("--dump-dom");
         }
     }
     let out = cmd
@@ -504,6 +505,71 @@ fn html_report_renders_offline_in_chromium() {
     let b = visit(chromium, &bad, &out, None);
     assert!(!b.console.is_empty(), "a console error went unseen");
     assert!(!b.page_requests.is_empty(), "a page request went unseen");
+}
+
+/// A number the page's script wrote on `<body>` (`data-NAME="N"`).
+fn body_number(dom: &str, name: &str) -> f64 {
+    dom.split(&format!("data-{name}=\""))
+        .nth(1)
+        .and_then(|s| s.split('"').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("the page's script wrote no data-{name}"))
+}
+
+/// The default comparison's HTML report opens with the answer: in a
+/// 1280 × 800 window the verdict begins within the first screen, nothing
+/// is wider than the window, the charts come before the tables of
+/// detail, the 66-row table of runs is folded, and each warning is said
+/// once.
+#[test]
+fn the_html_report_opens_with_the_answer() {
+    let Some(chromium) = chromium() else { return };
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("html_answer");
+    std::fs::create_dir_all(&out).unwrap();
+    let mut r = bakeoff_report::fixtures::default_shaped();
+    let warnings = [
+        "the first warning of this test",
+        "the second warning of this test",
+    ];
+    r.warnings = warnings.iter().map(|w| w.to_string()).collect();
+    r.runs[0].client.client_bound = true;
+    let result = out.join("default.json");
+    r.write_atomic(&result).unwrap();
+    let page = out.join("default.html");
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_bakeoff"))
+        .args(["report", result.to_str().unwrap(), "--html"])
+        .arg(&page)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let html = std::fs::read_to_string(&page).unwrap();
+    for w in warnings {
+        assert_eq!(html.matches(w).count(), 1, "{w}");
+    }
+    // The one run flagged client-bound is said so once, if at all (a run
+    // whose machine was full is the machine's, not the client's).
+    assert!(html.matches("Client-bound:").count() <= 1);
+    let at = |id: &str| {
+        html.find(&format!("id=\"{id}\""))
+            .unwrap_or_else(|| panic!("no section {id}"))
+    };
+    assert!(at("verdict") < at("summary"));
+    assert!(at("summary") < at("overview"));
+    assert!(at("overview") < at("timeline"));
+    assert!(at("timeline") < at("bottleneck"));
+    assert!(
+        html.contains("<details><summary>66 rows"),
+        "the runs' table is not folded"
+    );
+
+    let v = visit(chromium, &page, &out, None);
+    let top = body_number(&v.dom, "answer-top");
+    assert!(top < 800.0, "the answer begins {top} px down");
+    let widest = body_number(&v.dom, "widest");
+    assert!(widest <= 1280.0, "an element reaches {widest} px");
+    let page_width = body_number(&v.dom, "page-width");
+    assert!(page_width <= 1280.0, "the page is {page_width} px wide");
+    assert!(v.console.is_empty(), "console: {:?}", v.console);
 }
 
 /// `bakeoff compare`: the same experiment twice is a tie on every figure;

@@ -684,44 +684,74 @@ mod tests {
     use super::*;
     use crate::Exporter;
 
-    /// Markdown renders every section of the document under its title, and
-    /// the HTML report has each one the HTML report draws (all but the per
-    /// kind table, which it leaves to Markdown and CSV) under its anchor.
+    /// Every section of the document is rendered in Markdown (under its
+    /// title) and in HTML (under its anchor), every row of its tables in
+    /// both; the tables the terminal shows behind `--details` are there
+    /// under their headings with every row. A section added to the
+    /// document reaches every format, or this fails.
     #[test]
-    fn markdown_and_html_render_every_section() {
-        let r = crate::verdict::tests::four_targets();
-        let refs = [&r];
-        let view = View::new(&refs);
-        let doc = sections(&view, std::slice::from_ref(&r));
-        assert!(doc.iter().any(|s| s.id == "verdict"), "{doc:?}");
-        let render = |e: &dyn Exporter| {
-            let mut out = Vec::new();
-            e.export(std::slice::from_ref(&r), &mut out).unwrap();
-            String::from_utf8(out).unwrap()
-        };
-        let md = render(&crate::markdown::MarkdownExporter);
-        let html = render(&crate::html::HtmlExporter);
-        for s in &doc {
-            assert!(
-                md.contains(&format!("## {}\n", s.title)),
-                "{} not in\n{md}",
-                s.title
-            );
-            if s.id != "kinds" {
-                assert!(
-                    html.contains(&format!("id=\"{}\"", s.id)),
-                    "{} not in the HTML",
-                    s.id
-                );
-            }
-            for b in &s.blocks {
-                if let Block::Table(t) = b {
+    fn every_section_renders_in_text_markdown_and_html() {
+        for r in [
+            crate::verdict::tests::four_targets(),
+            crate::fixtures::default_shaped(),
+        ] {
+            let refs = [&r];
+            let view = View::new(&refs);
+            let doc = sections(&view, std::slice::from_ref(&r));
+            assert!(doc.iter().any(|s| s.id == "verdict"), "{doc:?}");
+            assert!(doc.iter().any(|s| s.id == "bottleneck"), "{doc:?}");
+            let render = |e: &dyn Exporter| {
+                let mut out = Vec::new();
+                e.export(std::slice::from_ref(&r), &mut out).unwrap();
+                String::from_utf8(out).unwrap()
+            };
+            let md = render(&crate::markdown::MarkdownExporter);
+            let html = render(&crate::html::HtmlExporter);
+            let text = render(&crate::TextExporter {
+                details: true,
+                width: None,
+            });
+            for s in &doc {
+                assert!(md.contains(&format!("## {}\n", s.title)), "{}", s.title);
+                assert!(html.contains(&format!("id=\"{}\"", s.id)), "{}", s.id);
+                let declared = crate::sections::TABLE_SECTIONS
+                    .iter()
+                    .find(|t| t.id == s.id);
+                if let Some(t) = declared {
+                    assert!(text.contains(t.text_heading), "{}", t.text_heading);
+                }
+                for t in tables(&s.blocks) {
                     for row in &t.rows {
-                        let first = crate::html::charts::esc(&row[0]);
-                        assert!(html.contains(&*first) || s.id == "kinds", "{first}");
+                        let first = &row[0];
+                        let esc = crate::html::charts::esc(first);
+                        assert!(html.contains(&*esc), "{}: {first} not in the HTML", s.id);
+                        assert!(
+                            md.contains(first.as_str()),
+                            "{}: {first} not in Markdown",
+                            s.id
+                        );
+                        if declared.is_some() {
+                            assert!(
+                                text.contains(first.as_str()),
+                                "{}: {first} not in the text",
+                                s.id
+                            );
+                        }
                     }
                 }
             }
         }
+    }
+
+    /// Every table among `blocks`, folded ones too.
+    fn tables(blocks: &[Block]) -> Vec<&Table> {
+        blocks
+            .iter()
+            .flat_map(|b| match b {
+                Block::Table(t) => vec![t],
+                Block::Folded { blocks, .. } => tables(blocks),
+                _ => Vec::new(),
+            })
+            .collect()
     }
 }

@@ -35,6 +35,8 @@ pub mod document;
 pub mod durability;
 pub mod encoding;
 pub mod fit;
+#[cfg(any(test, feature = "fixtures"))]
+pub mod fixtures;
 pub mod html;
 pub mod markdown;
 pub mod plots;

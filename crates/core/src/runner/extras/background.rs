@@ -115,7 +115,13 @@ impl Extra for Background {
             self.tracker.look(end_s, t0, look);
         }
         let bands = std::mem::take(&mut self.tracker).finish(end_s);
-        let (inside, outside) = split_seconds(&self.seconds, &bands);
+        // Where the measured phase ended on the job's clock.
+        let end_s = outcome
+            .timeline
+            .iter()
+            .find(|p| p.phase == Phase::Measure)
+            .map_or(f64::INFINITY, |p| p.t_s as f64 + run.measure.duration_s);
+        let (inside, outside) = split_seconds(&self.seconds, &bands, end_s);
         run.background = Some(BackgroundWork {
             source: self.source.to_string(),
             every_ms: every.as_millis() as u32,
@@ -293,14 +299,20 @@ fn join(a: &str, b: &str) -> String {
 }
 
 /// The measured seconds that any band overlaps, merged, and the others
-/// (`seconds`: each second's index and encoded latency).
+/// (`seconds`: each second's index and encoded latency); a second the
+/// measured phase ended partway through (`end_s`) counts on neither side,
+/// as it holds only part of a second's work.
 fn split_seconds(
     seconds: &[(u32, String)],
     bands: &[BackgroundBand],
+    end_s: f64,
 ) -> (Option<SecondsLatency>, Option<SecondsLatency>) {
     let (mut inside, mut outside) = ((new_histogram(), 0), (new_histogram(), 0));
     for (s, hdr) in seconds {
         let (from, to) = (*s as f64, *s as f64 + 1.0);
+        if to > end_s + 0.02 {
+            continue;
+        }
         let touched = bands.iter().any(|b| b.from_s < to && b.to_s >= from);
         let Ok(h) = decode_histogram(hdr) else {
             continue;
@@ -442,11 +454,16 @@ mod tests {
             to_s,
             ..Default::default()
         };
-        let (inside, outside) = split_seconds(&seconds, &[band(1.2, 1.8), band(3.0, 3.0)]);
+        let bands = [band(1.2, 1.8), band(3.0, 3.0)];
+        let (inside, outside) = split_seconds(&seconds, &bands, 4.0);
         let (inside, outside) = (inside.unwrap(), outside.unwrap());
         assert_eq!((inside.seconds, inside.count), (2, 200));
         assert!(inside.p99_ns >= 49_000, "{inside:?}");
         assert_eq!((outside.seconds, outside.count), (2, 200));
         assert!(outside.p99_ns <= 1_001, "{outside:?}");
+        // A measured phase that ended halfway through second 3: that
+        // second holds half a second's work and counts on neither side.
+        let (inside, _) = split_seconds(&seconds, &bands, 3.5);
+        assert_eq!(inside.unwrap().seconds, 1);
     }
 }
