@@ -59,10 +59,15 @@ pub fn limits(r: &ExperimentResult, width: usize) -> Option<String> {
     let counted: Vec<String> = kinds
         .iter()
         .map(|(kind, runs, targets)| {
+            let plural = |n: usize, what: &str| match n {
+                1 => format!("1 {what}"),
+                n => format!("{n} {what}s"),
+            };
             format!(
-                "{} ({runs} runs of {} targets)",
+                "{} ({} of {})",
                 kind_name(*kind),
-                targets.len()
+                plural(*runs, "run"),
+                plural(targets.len(), "target")
             )
         })
         .collect();

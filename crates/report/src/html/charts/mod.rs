@@ -16,8 +16,8 @@ mod legend;
 mod line;
 mod series;
 
-/// Width of every chart, px (two fit side by side on a laptop screen).
-pub const WIDTH: f64 = 620.0;
+/// Width of every chart, px: two fit side by side in a 1280 px window.
+pub const WIDTH: f64 = 600.0;
 const PLOT_H: f64 = 240.0;
 const LEFT: f64 = 86.0;
 const RIGHT: f64 = 18.0;
