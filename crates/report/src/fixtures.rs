@@ -85,3 +85,9 @@ pub fn default_shaped() -> ExperimentResult {
     r.summaries = bakeoff_core::summary::summarise(&r);
     r
 }
+
+/// The mock run's result file, kept as the snapshot of the suite.
+pub fn mock_result() -> ExperimentResult {
+    serde_json::from_str(include_str!("../../bakeoff/tests/snapshots/mock.json"))
+        .expect("the mock snapshot is a result")
+}

@@ -238,6 +238,22 @@ pub fn judge(r: &ExperimentResult) -> Verdict {
     }
 }
 
+/// The targets of point `p` alone in their group, so ranked against none.
+fn alone_line(p: &PointVerdict, at_point: &str) -> Option<String> {
+    (!p.alone.is_empty()).then(|| {
+        format!(
+            "alone in their group, so ranked against none{at_point}: {}",
+            p.alone.join(", ")
+        )
+    })
+}
+
+/// Which points the verdict leaves to the charts, when it leaves any.
+fn points_left_out(v: &Verdict) -> Option<String> {
+    v.points_in_all
+        .map(|n| format!("(the first {MAX_POINTS} of {n} points; the charts show them all)"))
+}
+
 /// The verdict of `r` in sentences, one a figure and group: "throughput:
 /// redis leads with …", "p99 latency: tie: redis and memcached (1.06×,
 /// within what this machine can tell)" (see [`judge`]).
@@ -257,18 +273,9 @@ pub fn verdict(r: &ExperimentResult) -> Vec<String> {
             };
             lines.extend(ranking.rows.iter().map(|row| sentence(row, &at)));
         }
-        if !p.alone.is_empty() {
-            lines.push(format!(
-                "alone in their group, so ranked against none{at_point}: {}",
-                p.alone.join(", ")
-            ));
-        }
+        lines.extend(alone_line(p, &at_point));
     }
-    if let Some(n) = v.points_in_all {
-        lines.push(format!(
-            "(the first {MAX_POINTS} of {n} points; the charts show them all)"
-        ));
-    }
+    lines.extend(points_left_out(&v));
     if let Some(note) = &v.interval_note {
         if !lines.is_empty() {
             lines.push(format!("−/+ %: {note}"));
@@ -370,18 +377,9 @@ pub fn matrix_rows(r: &ExperimentResult) -> (Vec<MatrixGroup>, Vec<String>) {
                 .collect();
             blocks.push((heading, rows));
         }
-        if !p.alone.is_empty() {
-            after.push(format!(
-                "alone in their group{at_point}: {}",
-                p.alone.join(", ")
-            ));
-        }
+        after.extend(alone_line(p, &at_point));
     }
-    if let Some(n) = v.points_in_all {
-        after.push(format!(
-            "(the first {MAX_POINTS} of {n} points; the charts show them all)"
-        ));
-    }
+    after.extend(points_left_out(&v));
     after.extend(v.classes.iter().map(|c| format!("durability: {c}")));
     if let Some(f) = &v.finding {
         after.push(format!("the seed report found: {f}"));

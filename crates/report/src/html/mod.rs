@@ -82,13 +82,6 @@ mod tests {
     use crate::view::measure_start;
     use bakeoff_core::result::ExperimentResult;
 
-    /// The mock run's result file, kept as the snapshot of the suite.
-    fn mock_result() -> ExperimentResult {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../bakeoff/tests/snapshots/mock.json");
-        ExperimentResult::read(&path).expect("the mock snapshot reads")
-    }
-
     fn html(r: &ExperimentResult) -> String {
         let mut out = Vec::new();
         HtmlExporter
@@ -104,7 +97,7 @@ mod tests {
     fn each_node_gets_lines_of_its_own() {
         use bakeoff_core::result::{NodeOps, NodeResourceSample};
         // The mock run is of one server and was not sampled: both are set here.
-        let mut result = mock_result();
+        let mut result = crate::fixtures::mock_result();
         assert!(!html(&result).contains("of each node"));
         let run = &mut result.runs[0];
         run.workload.topology = bakeoff_core::plan::Topology::PrimaryReplica;
@@ -150,7 +143,7 @@ mod tests {
     /// share one timeline, memory on an axis of its own on the right.
     #[test]
     fn latency_and_memory_share_a_timeline_under_a_memory_cap() {
-        let mut result = mock_result();
+        let mut result = crate::fixtures::mock_result();
         assert!(!html(&result).contains("Latency and memory over the run"));
         let run = &mut result.runs[0];
         let start = measure_start(run);

@@ -554,20 +554,13 @@ fn trace_rate_line(runs: &[(usize, &RunResult)], style: usize) -> Option<Line> {
 mod tests {
     use super::*;
     use bakeoff_core::plan::FaultKind;
-    use bakeoff_core::result::{ExperimentResult, FaultRecord};
-
-    /// The mock run's result file, kept as the snapshot of the suite.
-    fn mock_result() -> ExperimentResult {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../bakeoff/tests/snapshots/mock.json");
-        ExperimentResult::read(&path).expect("the mock snapshot reads")
-    }
+    use bakeoff_core::result::FaultRecord;
 
     /// A faulted run's timeline charts mark the fault, from its moment to
     /// the server's return, beside the load and warm-up bands.
     #[test]
     fn a_fault_is_a_band_on_the_timeline() {
-        let mut run = mock_result().runs[0].clone();
+        let mut run = crate::fixtures::mock_result().runs[0].clone();
         let start = measure_start(&run);
         assert!(phase_bands(&[(0, &run)])
             .iter()
@@ -597,7 +590,7 @@ mod tests {
     /// charts leave it out rather than draw a fall that did not happen.
     #[test]
     fn a_partial_last_second_is_not_drawn() {
-        let mut run = mock_result().runs[0].clone();
+        let mut run = crate::fixtures::mock_result().runs[0].clone();
         let start = measure_start(&run);
         let measured = |r: &RunResult| {
             whole_seconds(r)
