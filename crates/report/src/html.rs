@@ -277,7 +277,7 @@ impl<'a> Page<'a> {
             .view
             .runs
             .iter()
-            .filter(|r| r.run.client.client_bound)
+            .filter(|r| r.run.client_limited())
             .map(|r| {
                 format!(
                     "run {} ({}{}): client thread {:.0} % busy",
