@@ -257,6 +257,11 @@ impl Target for MockTarget {
     fn resources(&self) -> Option<ProcSnapshot> {
         None
     }
+    /// The mock's time is simulated: the real machine's CPUs say nothing
+    /// of its script, and would make its snapshots vary.
+    fn machine(&self) -> Option<crate::readings::MachineTicks> {
+        None
+    }
 }
 
 /// Opens [`MockTarget`]s.

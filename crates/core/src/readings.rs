@@ -1,6 +1,7 @@
 //! Readings a target takes of itself at a moment: its processes'
-//! cumulative counters, its link relay's, its server's clock. The runner
-//! subtracts two of them; the result file holds what it made of them.
+//! cumulative counters, the machine's CPU time, its link relay's, its
+//! server's clock. The runner subtracts two of them; the result file holds
+//! what it made of them.
 
 use std::time::SystemTime;
 
@@ -97,6 +98,62 @@ impl ProcSnapshot {
     }
 }
 
+/// The machine's CPU time so far, every core and every process's work
+/// together, in clock ticks: what tells how much of the machine the server
+/// and bakeoff left to anyone, whether bakeoff started the server or not.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MachineTicks {
+    /// Ticks spent busy: all but idle and iowait.
+    pub busy: u64,
+    /// Ticks in all.
+    pub all: u64,
+}
+
+impl MachineTicks {
+    /// This machine's ticks now, from the first line of /proc/stat; `None`
+    /// where it cannot be read (not Linux).
+    pub fn read() -> Option<Self> {
+        Self::parse(&std::fs::read_to_string("/proc/stat").ok()?)
+    }
+
+    /// The ticks of /proc/stat's text `stat` (its `cpu` line: user, nice,
+    /// system, idle, iowait, irq, softirq, steal; the guest times after
+    /// them are already inside user and nice).
+    pub fn parse(stat: &str) -> Option<Self> {
+        let ticks: Vec<u64> = stat
+            .lines()
+            .next()?
+            .strip_prefix("cpu ")?
+            .split_whitespace()
+            .filter_map(|t| t.parse().ok())
+            .collect();
+        let all: u64 = ticks.iter().take(8).sum();
+        let idle = ticks.get(3)? + ticks.get(4).copied().unwrap_or(0);
+        Some(MachineTicks {
+            busy: all.saturating_sub(idle),
+            all,
+        })
+    }
+
+    /// The share of the machine's CPUs busy between `earlier` and this
+    /// reading, percent of all its cores; `None` when no tick passed.
+    pub fn busy_percent_since(&self, earlier: &MachineTicks) -> Option<f64> {
+        let all = self.all.saturating_sub(earlier.all);
+        (all > 0).then(|| self.busy.saturating_sub(earlier.busy) as f64 / all as f64 * 100.0)
+    }
+}
+
+/// What the runner reads of a target and its machine once a second.
+#[derive(Clone, Debug, Default)]
+pub struct Readings {
+    /// The server's processes, when bakeoff started them (or bakeoff's
+    /// own, for an engine in process).
+    pub process: Option<ProcSnapshot>,
+    /// The machine's CPUs, for every target that runs on this machine's
+    /// clock (not the scripted mock's).
+    pub machine: Option<MachineTicks>,
+}
+
 /// One node's cumulative process counters, in a target of several.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct NodeProc {
@@ -132,4 +189,31 @@ pub struct ClockReading {
     pub server: SystemTime,
     /// This machine's clock as the answer came back.
     pub received: SystemTime,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Busy is every tick but idle and iowait; guest time, counted inside
+    /// user already, is not counted twice.
+    #[test]
+    fn machine_ticks_from_proc_stat() {
+        let stat = "cpu  100 5 50 800 40 3 2 0 7 0\ncpu0 50 2 25 400 20 1 1 0 3 0\n";
+        let then = MachineTicks::parse(stat).unwrap();
+        assert_eq!(
+            then,
+            MachineTicks {
+                busy: 160,
+                all: 1000
+            }
+        );
+        let now = MachineTicks {
+            busy: 160 + 98,
+            all: 1000 + 100,
+        };
+        assert_eq!(now.busy_percent_since(&then), Some(98.0));
+        assert_eq!(then.busy_percent_since(&then), None);
+        assert_eq!(MachineTicks::parse("intr 1 2 3"), None);
+    }
 }

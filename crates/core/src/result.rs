@@ -586,7 +586,8 @@ pub struct ResourceSample {
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub device_busy_percent: Option<f64>,
     /// The machine's CPUs busy since the previous sample, every process's
-    /// work together, percent of all its cores.
+    /// work together, percent of all its cores: only in files from before
+    /// the run's own `machine_cpu` series, which is read for every target.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub machine_cpu_percent: Option<f64>,
     /// Resident set size, bytes, summed over the server's processes: a
@@ -635,6 +636,17 @@ pub struct ResourceSample {
     /// `nodes`; the fields above are their sums.
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub nodes: Vec<NodeResourceSample>,
+}
+
+/// One sample of the machine's CPUs (/proc/stat), every process's work
+/// together: the server's, bakeoff's and anyone else's.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct MachineCpuSample {
+    /// Seconds since the start of the warm-up (as a [`ResourceSample`]'s).
+    pub t_s: f64,
+    /// The machine's CPUs busy since the previous sample, percent of all
+    /// its cores.
+    pub busy_percent: f64,
 }
 
 /// One node's share of a [`ResourceSample`].
@@ -955,6 +967,11 @@ pub struct RunResult {
     pub timeline: Vec<TimelinePoint>,
     /// Server (or process) resource samples, one a second.
     pub resources: Vec<ResourceSample>,
+    /// The machine's CPUs, one sample a second, whatever the target (given
+    /// by URL, started by bakeoff, or in process): what the server and
+    /// bakeoff on one machine left of it. Absent in files from before it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub machine_cpu: Vec<MachineCpuSample>,
     /// bakeoff's own CPU.
     pub client: ClientUsage,
     /// Self-checks.
@@ -1124,6 +1141,21 @@ impl RunResult {
     /// for its files).
     pub fn failed_to_start(&self) -> bool {
         self.status == RunStatus::Failed && self.did_not_open
+    }
+
+    /// Whether bakeoff's own threads set the pace, so that the numbers
+    /// measure bakeoff as much as the target: a client thread was busy
+    /// (`client.client_bound`, the raw measurement) and the run's judged
+    /// bottleneck, where it has one, is the client. A busy client on a
+    /// machine whose CPUs the server and bakeoff filled together was
+    /// judged limited by the machine: more threads would have taken from
+    /// the server, so it is not called client-bound.
+    pub fn client_limited(&self) -> bool {
+        self.client.client_bound
+            && self
+                .bottleneck
+                .as_ref()
+                .is_none_or(|b| b.kind == BottleneckKind::Client)
     }
 
     /// How evenly the nodes shared the requests: the busiest node's count

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant, SystemTime};
 use crate::driver::Driver;
 use crate::error::TargetError;
 use crate::plan::{FaultKind, Plan, TargetSpec, Work, Workload};
-use crate::readings::{ClockReading, LinkSample, ProcSnapshot};
+use crate::readings::{ClockReading, LinkSample, MachineTicks, ProcSnapshot, Readings};
 use crate::result::{CounterCheck, TargetRecord};
 use crate::workload::{OpKind, OP_KINDS};
 
@@ -166,6 +166,20 @@ pub trait Target {
     }
     /// Resource counters of the server process, if bakeoff started it.
     fn resources(&self) -> Option<ProcSnapshot>;
+    /// The machine's CPU time now, every process's: read for every target,
+    /// a server given by URL as much as one bakeoff started, since the
+    /// server and bakeoff on one machine share its CPUs.
+    fn machine(&self) -> Option<MachineTicks> {
+        MachineTicks::read()
+    }
+    /// What the runner samples once a second: [`Target::resources`] and
+    /// [`Target::machine`].
+    fn readings(&self) -> Readings {
+        Readings {
+            process: self.resources(),
+            machine: self.machine(),
+        }
+    }
     /// Kills (`kill`, `power-cut`) or stops (`restart`) the server and
     /// starts it again on its data; returns when the fault struck and how
     /// long until its own process held the port again. Only servers

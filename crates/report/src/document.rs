@@ -305,7 +305,7 @@ pub fn summary(view: &View) -> Section {
         charts: Vec::new(),
     }));
     for r in &view.runs {
-        if r.run.client.client_bound {
+        if r.run.client_limited() {
             blocks.push(Block::Paragraph {
                 strong: Some("Client-bound:".into()),
                 text: format!(

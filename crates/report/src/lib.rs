@@ -242,7 +242,7 @@ pub fn summary_row(series: &str, run: &RunResult) -> Vec<String> {
         m.misses.to_string(),
         format!(
             "{busy:.0} %{}",
-            if run.client.client_bound { " (!)" } else { "" }
+            if run.client_limited() { " (!)" } else { "" }
         ),
         match &run.load {
             Some(l) => fmt_per_s(l.records_written_per_s(), "rec/s"),

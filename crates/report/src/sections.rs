@@ -155,7 +155,7 @@ pub const TABLE_SECTIONS: &[TableSection] = &[
 ];
 
 /// The note of the bottleneck table.
-pub const BOTTLENECK_NOTE: &str = "Named from what the run measured over its measured phase: bakeoff's threads (client-bound above 90 % busy), the server's busiest thread (85 % of a core: a server held by one thread, Redis's), the machine's CPUs (server and bakeoff together above 85 % of the cores), the block device under the data directory (requests in flight 85 % of the time, or 40 % with no CPU near full: every process's requests on that device), the link's relay; the engine's own background work where it held writes back (RocksDB's write stops and delays, a fifth of the measured phase or more); a run that reached the rate it was held to has none. Locks are not judged yet: a run limited by them says none of these.";
+pub const BOTTLENECK_NOTE: &str = "Named from what the run measured over its measured phase: bakeoff's threads (client-bound above 90 % busy, unless the machine's CPUs were full with the server's work too), the server's busiest thread (85 % of a core: a server held by one thread, Redis's), the machine's CPUs (every process's work, read from /proc/stat whatever the target, above 85 % of the cores), the block device under the data directory (requests in flight 85 % of the time, or 40 % with no CPU near full: every process's requests on that device), the link's relay; the engine's own background work where it held writes back (RocksDB's write stops and delays, a fifth of the measured phase or more); a run that reached the rate it was held to has none. Locks are not judged yet: a run limited by them says none of these.";
 
 /// The bottleneck of each run and its evidence.
 pub fn bottleneck_rows(r: &ExperimentResult) -> Option<Rows> {

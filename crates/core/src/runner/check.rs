@@ -158,7 +158,7 @@ fn read_back_until(
                 target.driver(),
                 JobKind::ReadBack,
                 &job,
-                &mut || None,
+                &mut crate::readings::Readings::default,
                 &mut super::job::NothingDuring,
                 observer,
             )

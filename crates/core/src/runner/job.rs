@@ -13,9 +13,11 @@ use crate::driver::{Driver, Job, JobKind};
 use crate::durability::WorkerDurability;
 use crate::error::TargetError;
 use crate::plan::{RequestMode, Workload};
-use crate::readings::ProcSnapshot;
+use crate::readings::{MachineTicks, ProcSnapshot, Readings};
 use crate::recorder::{Interval, PhaseStats, WorkerOutput};
-use crate::result::{NodeResourceSample, Phase, ResourceSample, RunResult, TimelinePoint};
+use crate::result::{
+    MachineCpuSample, NodeResourceSample, Phase, ResourceSample, RunResult, TimelinePoint,
+};
 use crate::target::FaultStruck;
 use crate::value::ValuePool;
 use crate::workload::{ZipfianConstants, OP_KINDS};
@@ -73,6 +75,9 @@ pub struct JobOutcome {
     pub timeline: Vec<TimelinePoint>,
     /// Resource samples taken while the job ran.
     pub resources: Vec<ResourceSample>,
+    /// The machine's CPUs, sampled with the resources but for every
+    /// target, one with no process of bakeoff's to read as well.
+    pub machine_cpu: Vec<MachineCpuSample>,
     /// Busy percent of each worker in the last phase, without spinning.
     pub busy_percent: Vec<f64>,
     /// Percent of each worker's time in the last phase spent spinning
@@ -177,14 +182,14 @@ pub(super) fn load_workload(w: &Workload) -> Workload {
 }
 
 /// Runs one job on `workload.threads` worker threads; the calling thread
-/// collects intervals, samples `resources` each second, calls `during` as
+/// collects intervals, samples `readings` each second, calls `during` as
 /// a measure job's warm-up ends, at the moments it asks for and with each
 /// second, and tells `observer`.
 pub fn run_job(
     driver: &dyn Driver,
     kind: JobKind,
     ctx: &JobContext,
-    resources: &mut dyn FnMut() -> Option<ProcSnapshot>,
+    readings: &mut dyn FnMut() -> Readings,
     during: &mut dyn DuringJob,
     observer: &mut dyn Observer,
 ) -> Result<JobOutcome, TargetError> {
@@ -206,7 +211,7 @@ pub fn run_job(
         warmup: crate::driver::WarmupEnd::of(kind, ctx.workload),
     };
     let threads = ctx.workload.threads.max(1) as usize;
-    let mut collector = Collector::new(&job, threads, resources());
+    let mut collector = Collector::new(&job, threads, readings());
     let outputs = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
             .map(|w| {
@@ -232,7 +237,7 @@ pub fn run_job(
                 .flatten()
                 .reduce(f64::min);
             if !all_done {
-                collector.wait(&rx, due_s, resources, during, observer);
+                collector.wait(&rx, due_s, readings, during, observer);
             }
             if let (Some(at), Some(due)) = (collector.warmup_moved.take(), due_warm.as_mut()) {
                 *due = at;
@@ -259,7 +264,7 @@ pub fn run_job(
             })
             .collect::<Result<Vec<_>, TargetError>>()
     })?;
-    collector.drain(&rx, resources, during, observer);
+    collector.drain(&rx, readings, during, observer);
     Ok(merge_outputs(&job, outputs, collector))
 }
 
@@ -271,12 +276,14 @@ struct Collector<'j> {
     warmup_end_s: f64,
     timeline: Vec<TimelinePoint>,
     samples: Vec<ResourceSample>,
+    machine_cpu: Vec<MachineCpuSample>,
     /// Seconds some workers have handed over, and how many have.
     pending: BTreeMap<u32, (Interval, usize)>,
     last_snap: Option<ProcSnapshot>,
     last_snap_t: f64,
-    /// The machine's CPU ticks, busy and all, at the last sample.
-    last_machine: Option<(u64, u64)>,
+    /// The machine's CPU ticks at the last sample of them, and when.
+    last_machine: Option<MachineTicks>,
+    last_machine_t: f64,
     next_sample: Duration,
     fault: Option<(f64, Result<Duration, TargetError>)>,
     /// Workers that said they are done.
@@ -295,17 +302,19 @@ struct Collector<'j> {
 const WORKER_DONE: u32 = u32::MAX;
 
 impl<'j> Collector<'j> {
-    fn new(job: &'j Job<'j>, threads: usize, first: Option<ProcSnapshot>) -> Self {
+    fn new(job: &'j Job<'j>, threads: usize, first: Readings) -> Self {
         Collector {
             job,
             threads,
             warmup_end_s: job.warmup_end_ns() as f64 / 1e9,
             timeline: Vec::new(),
             samples: Vec::new(),
+            machine_cpu: Vec::new(),
             pending: BTreeMap::new(),
-            last_snap: first,
+            last_snap: first.process,
             last_snap_t: 0.0,
-            last_machine: machine_ticks(),
+            last_machine: first.machine,
+            last_machine_t: 0.0,
             next_sample: Duration::from_secs(1),
             fault: None,
             finished: 0,
@@ -330,7 +339,7 @@ impl<'j> Collector<'j> {
         &mut self,
         rx: &mpsc::Receiver<Interval>,
         due_s: Option<f64>,
-        resources: &mut dyn FnMut() -> Option<ProcSnapshot>,
+        readings: &mut dyn FnMut() -> Readings,
         during: &mut dyn DuringJob,
         observer: &mut dyn Observer,
     ) {
@@ -356,7 +365,7 @@ impl<'j> Collector<'j> {
         }
         let elapsed = self.job.t0.elapsed();
         if elapsed >= self.next_sample {
-            self.sample(elapsed.as_secs_f64(), resources);
+            self.sample(elapsed.as_secs_f64(), readings);
             self.next_sample += Duration::from_secs(1);
         }
     }
@@ -427,18 +436,28 @@ impl<'j> Collector<'j> {
         entry.1
     }
 
-    fn sample(&mut self, t: f64, resources: &mut dyn FnMut() -> Option<ProcSnapshot>) {
-        if let (Some(now), Some(prev)) = (resources(), self.last_snap.as_ref()) {
-            let mut sample = resource_sample(prev, &now, t - self.last_snap_t, t);
-            let machine = machine_ticks();
-            sample.machine_cpu_percent = machine.zip(self.last_machine).and_then(|(n, p)| {
-                let all = n.1.saturating_sub(p.1);
-                (all > 0).then(|| n.0.saturating_sub(p.0) as f64 / all as f64 * 100.0)
-            });
-            self.samples.push(sample);
+    /// Reads the target and the machine at `t` seconds into the job; a
+    /// sample of each that was read now and before.
+    fn sample(&mut self, t: f64, readings: &mut dyn FnMut() -> Readings) {
+        let now = readings();
+        if let (Some(now), Some(prev)) = (now.process, self.last_snap.as_ref()) {
+            self.samples
+                .push(resource_sample(prev, &now, t - self.last_snap_t, t));
             self.last_snap = Some(now);
             self.last_snap_t = t;
-            self.last_machine = machine;
+        }
+        if let Some(machine) = now.machine {
+            let busy = self
+                .last_machine
+                .and_then(|prev| machine.busy_percent_since(&prev));
+            if let Some(busy_percent) = busy {
+                self.machine_cpu.push(MachineCpuSample {
+                    t_s: (t * 1000.0).round() / 1000.0,
+                    busy_percent: (busy_percent * 10.0).round() / 10.0,
+                });
+            }
+            self.last_machine = Some(machine);
+            self.last_machine_t = t;
         }
     }
 
@@ -459,7 +478,7 @@ impl<'j> Collector<'j> {
     fn drain(
         &mut self,
         rx: &mpsc::Receiver<Interval>,
-        resources: &mut dyn FnMut() -> Option<ProcSnapshot>,
+        readings: &mut dyn FnMut() -> Readings,
         during: &mut dyn DuringJob,
         observer: &mut dyn Observer,
     ) {
@@ -473,8 +492,8 @@ impl<'j> Collector<'j> {
         }
         self.timeline.sort_by_key(|p| p.t_s);
         let t = self.job.t0.elapsed().as_secs_f64();
-        if t - self.last_snap_t > 0.2 {
-            self.sample(t, resources);
+        if t - self.last_snap_t.max(self.last_machine_t) > 0.2 {
+            self.sample(t, readings);
         }
     }
 }
@@ -517,6 +536,7 @@ fn merge_outputs(job: &Job, mut outputs: Vec<WorkerOutput>, collected: Collector
         phases,
         timeline: collected.timeline,
         resources: collected.samples,
+        machine_cpu: collected.machine_cpu,
         busy_percent: outputs
             .iter()
             .map(|o| share_percent(o.busy_cpu_ns, o.busy_wall_ns))
@@ -592,23 +612,6 @@ fn share_percent(part: u64, whole: u64) -> f64 {
     }
 }
 
-/// The machine's CPU time in clock ticks, every core and process: (busy,
-/// all), from the first line of /proc/stat (busy: all but idle and
-/// iowait).
-fn machine_ticks() -> Option<(u64, u64)> {
-    let stat = std::fs::read_to_string("/proc/stat").ok()?;
-    let ticks: Vec<u64> = stat
-        .lines()
-        .next()?
-        .strip_prefix("cpu ")?
-        .split_whitespace()
-        .filter_map(|t| t.parse().ok())
-        .collect();
-    let all: u64 = ticks.iter().take(8).sum();
-    let idle = ticks.get(3)? + ticks.get(4).copied().unwrap_or(0);
-    Some((all.saturating_sub(idle), all))
-}
-
 /// The CPU time of the thread that used most between `prev` and `now`,
 /// ns (a thread that started in between, a new connection's backend or a
 /// worker, from nothing); `None` when no thread was read.
@@ -630,7 +633,8 @@ fn resource_sample(prev: &ProcSnapshot, now: &ProcSnapshot, dt: f64, t: f64) -> 
             .device_busy_ms
             .zip(prev.device_busy_ms)
             .map(|(n, p)| (n.saturating_sub(p) as f64 / 1e3 / dt * 100.0).min(100.0)),
-        // Set by the collector, which reads the machine's ticks.
+        // The machine's CPUs are the run's `machine_cpu`, read for every
+        // target; only files from before it hold them here.
         machine_cpu_percent: None,
         rss_bytes: now.rss_bytes,
         pss_bytes: now.pss_bytes,

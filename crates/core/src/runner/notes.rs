@@ -101,7 +101,7 @@ pub(super) fn search_note(s: &SearchResult) -> Option<String> {
 /// nothing, a link relay that set the pace.
 pub(super) fn run_notes(run: &RunResult, label: &str) -> Vec<String> {
     let mut notes = Vec::new();
-    if run.client.client_bound {
+    if run.client_limited() {
         notes.push(format!(
             "run {} ({label}) was client-bound: a bakeoff thread was busy {:.0} % of the time; these numbers measure bakeoff, not the target. Add --threads or lower --clients.",
             run.index,

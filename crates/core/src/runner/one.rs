@@ -335,7 +335,7 @@ impl Runs<'_> {
             target.driver(),
             JobKind::Load,
             &ctx,
-            &mut || target.resources(),
+            &mut || target.readings(),
             &mut super::job::NothingDuring,
             self.observer,
         )
@@ -353,6 +353,7 @@ impl Runs<'_> {
             .ceil();
         run.timeline.extend(o.timeline);
         run.resources.extend(o.resources);
+        run.machine_cpu.extend(o.machine_cpu);
         run.checks.records_after_load = target.record_count();
         for e in extras.iter_mut() {
             e.loaded(stage, run);
@@ -377,7 +378,7 @@ impl Runs<'_> {
             target.driver(),
             JobKind::Measure,
             stage.ctx,
-            &mut || target.resources(),
+            &mut || target.readings(),
             &mut extras::During { stage, extras },
             self.observer,
         );
@@ -409,6 +410,11 @@ impl Runs<'_> {
             r.t_s += load_s;
             r
         }));
+        run.machine_cpu
+            .extend(o.machine_cpu.into_iter().map(|mut m| {
+                m.t_s += load_s;
+                m
+            }));
         Ok((o.busy_in_window_ns, o.window_ns))
     }
 }
@@ -441,6 +447,7 @@ fn fresh_run(at: &RunAt, w: &Workload) -> RunResult {
         clock_offset_ns: None,
         timeline: Vec::new(),
         resources: Vec::new(),
+        machine_cpu: Vec::new(),
         client: ClientUsage::default(),
         checks: Default::default(),
         fault: None,

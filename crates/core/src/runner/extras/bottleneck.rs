@@ -3,12 +3,13 @@
 //! the data directory's disk, the link's relay, a rate the run was held
 //! to, or none of these, said
 //! as such rather than guessed. The figures are the measured phase's
-//! resource samples (the warm-up's left out) and the client's usage.
+//! resource samples and the machine's (the warm-up's left out) and the
+//! client's usage.
 
 use crate::recorder::IoLoop;
 use crate::result::{
-    BackgroundWork, Bottleneck as BottleneckResult, BottleneckKind, ClientUsage, ResourceSample,
-    RunResult,
+    BackgroundWork, Bottleneck as BottleneckResult, BottleneckKind, ClientUsage, MachineCpuSample,
+    ResourceSample, RunResult,
 };
 
 use crate::target::{WRITE_DELAY, WRITE_STOP};
@@ -42,7 +43,10 @@ impl Extra for Bottleneck {
         run: &mut RunResult,
     ) -> Result<(), String> {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let measured = measured_samples(&outcome.resources, outcome.warmup_s);
+        let measured = Measured {
+            server: measured_samples(&outcome.resources, |s| s.t_s, outcome.warmup_s),
+            machine: measured_samples(&outcome.machine_cpu, |s| s.t_s, outcome.warmup_s),
+        };
         let from = load_s + outcome.warmup_s;
         let ran = Ran {
             target: &run.target,
@@ -58,13 +62,13 @@ impl Extra for Bottleneck {
     }
 }
 
-/// The samples of the measured phase: those that end past the warm-up by
-/// half a second (a sample covers the second before it), or all when none
-/// does (a run shorter than a sample).
-fn measured_samples(samples: &[ResourceSample], warmup_s: f64) -> Vec<ResourceSample> {
-    let after: Vec<ResourceSample> = samples
+/// The samples of the measured phase: those that end (at `t_s`) past the
+/// warm-up by half a second (a sample covers the second before it), or
+/// all when none does (a run shorter than a sample).
+fn measured_samples<S: Clone>(samples: &[S], t_s: fn(&S) -> f64, warmup_s: f64) -> Vec<S> {
+    let after: Vec<S> = samples
         .iter()
-        .filter(|s| s.t_s > warmup_s + 0.5)
+        .filter(|s| t_s(s) > warmup_s + 0.5)
         .cloned()
         .collect();
     if after.is_empty() {
@@ -106,6 +110,14 @@ fn median(mut values: Vec<f64>) -> Option<f64> {
     values.get(values.len() / 2).copied()
 }
 
+/// The measured phase's samples: the server's processes (when bakeoff
+/// started them) and the machine's CPUs (whatever the target).
+#[derive(Default)]
+struct Measured {
+    server: Vec<ResourceSample>,
+    machine: Vec<MachineCpuSample>,
+}
+
 /// What a run was and did, as far as its bottleneck goes.
 struct Ran<'a> {
     /// The target's name.
@@ -145,11 +157,11 @@ struct Figures {
 }
 
 impl Figures {
-    fn of(client: &ClientUsage, samples: &[ResourceSample], cores: usize) -> Self {
+    fn of(client: &ClientUsage, measured: &Measured, cores: usize) -> Self {
         let in_process = matches!(client.io_backend, IoLoop::InProcess);
         let client_cpu: f64 = client.thread_busy_percent.iter().sum();
         let of = |pick: fn(&ResourceSample) -> Option<f64>| {
-            median(samples.iter().filter_map(pick).collect())
+            median(measured.server.iter().filter_map(pick).collect())
         };
         let server_cpu = of(|s| Some(s.cpu_percent));
         // The server's and bakeoff's, or every process's where the machine
@@ -160,7 +172,8 @@ impl Figures {
             server_cpu.unwrap_or(0.0) + client_cpu
         };
         let machine_of = cores as f64 * 100.0;
-        let everyone = of(|s| s.machine_cpu_percent).map(|p| p / 100.0 * machine_of);
+        let everyone = median(measured.machine.iter().map(|s| s.busy_percent).collect())
+            .map(|p| p / 100.0 * machine_of);
         Figures {
             in_process,
             client_busiest: client
@@ -219,9 +232,45 @@ impl Figures {
         out
     }
 
+    /// Whether the machine's CPUs were near full.
+    fn machine_full(&self) -> bool {
+        self.machine >= BUSY / 100.0 * self.machine_of
+    }
+
+    /// The summary's line for a run the machine's CPUs limited: how full
+    /// they were, and who shared them.
+    fn machine_line(&self) -> String {
+        let f = self;
+        let used = f.machine / f.machine_of * 100.0;
+        let cpus = match f.cores {
+            1 => "1 CPU".to_string(),
+            n => format!("{n} CPUs"),
+        };
+        if f.in_process {
+            return format!(
+                "the machine's {cpus}: {used:.0} % in use (bakeoff, with the engine in its threads, {:.0} % of a core)",
+                f.client_cpu
+            );
+        }
+        match f.server_cpu {
+            Some(server) => format!(
+                "the machine's {cpus}, shared by the server and bakeoff: {used:.0} % in use (the server {server:.0} %, bakeoff {:.0} % of a core)",
+                f.client_cpu
+            ),
+            // A server given by URL: bakeoff cannot read its processes,
+            // but whatever else used the machine, on it or not, is there.
+            None => format!(
+                "the machine's {cpus}, shared by bakeoff and other processes: {used:.0} % in use (bakeoff {:.0} % of a core, the others {:.0} %)",
+                f.client_cpu,
+                (f.machine - f.client_cpu).max(0.0)
+            ),
+        }
+    }
+
     /// What limited the run, and the summary's line; in order: a rate
-    /// held, the client, the link, a disk near full, the server's thread,
-    /// the machine, a disk waited on, none.
+    /// held, the client (unless the machine's CPUs were full with others'
+    /// work too: then the machine), the link, a disk near full, the
+    /// server's thread, the machine, a disk waited on, none.
     fn judge(&self, run: &Ran) -> (BottleneckKind, String) {
         let f = self;
         let client = run.client;
@@ -232,6 +281,15 @@ impl Figures {
             );
         }
         if client.client_bound || (f.in_process && f.client_busiest >= BUSY) {
+            // bakeoff's thread was busy, but the machine had no CPU to
+            // give it another, nor the server more: more --threads would
+            // take from the server. Unless bakeoff alone filled the
+            // machine, it is the machine the server and bakeoff share
+            // that limited the run.
+            let shared = f.client_cpu < BUSY / 100.0 * f.machine_of;
+            if !f.in_process && f.machine_full() && shared {
+                return (BottleneckKind::MachineCpu, f.machine_line());
+            }
             let what = if f.in_process {
                 "client (the engine runs in bakeoff's threads)"
             } else {
@@ -277,21 +335,8 @@ impl Figures {
                 );
             }
         }
-        if f.machine >= BUSY / 100.0 * f.machine_of {
-            let server = if f.in_process {
-                0.0
-            } else {
-                f.server_cpu.unwrap_or(0.0)
-            };
-            return (
-                BottleneckKind::MachineCpu,
-                format!(
-                    "the machine's CPUs: {:.0} % of {} core(s) in use (the server {server:.0} %, bakeoff {:.0} % of a core)",
-                    f.machine / f.machine_of * 100.0,
-                    f.cores,
-                    f.client_cpu
-                ),
-            );
+        if f.machine_full() {
+            return (BottleneckKind::MachineCpu, f.machine_line());
         }
         if run.measured_s > 0.0 && run.held_back_s >= HELD_BACK * run.measured_s {
             return (
@@ -317,10 +362,11 @@ impl Figures {
     }
 }
 
-/// The bottleneck of `run` from its client usage and the server's
-/// `samples` over the measured phase, on a machine of `cores` CPUs.
-fn name(run: &Ran, samples: &[ResourceSample], cores: usize) -> BottleneckResult {
-    let figures = Figures::of(run.client, samples, cores);
+/// The bottleneck of `run` from its client usage and the server's and
+/// the machine's samples over the measured phase, on a machine of `cores`
+/// CPUs.
+fn name(run: &Ran, measured: &Measured, cores: usize) -> BottleneckResult {
+    let figures = Figures::of(run.client, measured, cores);
     let (kind, line) = figures.judge(run);
     BottleneckResult {
         kind,
@@ -343,13 +389,28 @@ mod tests {
         }
     }
 
-    fn samples(thread: f64, all: f64) -> Vec<ResourceSample> {
+    /// A server whose busiest thread used `thread` % of a core and all
+    /// its threads `all` %, each second; the machine not read.
+    fn samples(thread: f64, all: f64) -> Measured {
+        Measured {
+            server: (1..=3)
+                .map(|t| ResourceSample {
+                    t_s: t as f64,
+                    cpu_percent: all,
+                    busiest_thread_percent: Some(thread),
+                    ..Default::default()
+                })
+                .collect(),
+            machine: Vec::new(),
+        }
+    }
+
+    /// The machine's CPUs `busy` % in use each second.
+    fn machine(busy: f64) -> Vec<MachineCpuSample> {
         (1..=3)
-            .map(|t| ResourceSample {
+            .map(|t| MachineCpuSample {
                 t_s: t as f64,
-                cpu_percent: all,
-                busiest_thread_percent: Some(thread),
-                ..Default::default()
+                busy_percent: busy,
             })
             .collect()
     }
@@ -370,7 +431,7 @@ mod tests {
             measured_s: 10.0,
             server_cpus: None,
         };
-        let kind = |run: Ran, s: &[ResourceSample]| name(&run, s, 2).kind;
+        let kind = |run: Ran, s: &Measured| name(&run, s, 2).kind;
         let server_bound = samples(98.0, 103.0);
         assert_eq!(
             kind(ran(&c40, None, 1e5), &server_bound),
@@ -379,8 +440,9 @@ mod tests {
         let line = name(&ran(&c40, None, 1e5), &server_bound, 2).line;
         assert_eq!(line, "server CPU: redis's busiest thread at 98 %");
         assert_eq!(
-            kind(ran(&c95, None, 1e5), &server_bound),
-            BottleneckKind::Client
+            name(&ran(&c95, None, 1e5), &server_bound, 4).kind,
+            BottleneckKind::Client,
+            "a busy client with two of four cores to spare"
         );
         assert_eq!(
             kind(ran(&c40, Some(1e4), 9_990.0), &server_bound),
@@ -401,18 +463,18 @@ mod tests {
             BottleneckKind::None
         );
         let mut reading = samples(30.0, 40.0);
-        for s in &mut reading {
+        for s in &mut reading.server {
             s.device_busy_percent = Some(97.0);
         }
         assert_eq!(kind(ran(&c20, None, 1e3), &reading), BottleneckKind::Disk);
         // One client reading from disk: its thread and the disk each busy
         // about half the time.
-        for s in &mut reading {
+        for s in &mut reading.server {
             s.device_busy_percent = Some(52.0);
         }
         let c50 = client(&[50.0], false);
         assert_eq!(kind(ran(&c50, None, 1e3), &reading), BottleneckKind::Disk);
-        for s in &mut reading {
+        for s in &mut reading.server {
             s.device_busy_percent = Some(10.0);
         }
         assert_eq!(kind(ran(&c50, None, 1e3), &reading), BottleneckKind::None);
@@ -431,6 +493,64 @@ mod tests {
             kind(given_one, &samples(40.0, 97.0)),
             BottleneckKind::ServerCpu
         );
+    }
+
+    /// A busy client on a machine whose CPUs the server and bakeoff
+    /// filled together (issue 50: Redis at 99 % and bakeoff at 95 % of a
+    /// core on 2 CPUs) is limited by the machine, not the client; bakeoff
+    /// filling the machine alone, or with CPUs to spare, is the client.
+    #[test]
+    fn a_busy_client_on_a_full_machine_names_the_machine() {
+        let ran = |client| Ran {
+            target: "redis",
+            client,
+            rate: None,
+            throughput: 1e5,
+            held_back_s: 0.0,
+            measured_s: 10.0,
+            server_cpus: None,
+        };
+        let c95 = client(&[95.0], true);
+        let shared = name(&ran(&c95), &samples(99.0, 99.0), 2);
+        assert_eq!(shared.kind, BottleneckKind::MachineCpu);
+        assert_eq!(
+            shared.line,
+            "the machine's 2 CPUs, shared by the server and bakeoff: 97 % in use (the server 99 %, bakeoff 95 % of a core)"
+        );
+        // Read from /proc/stat: every process's work, the server's too.
+        let read = Measured {
+            machine: machine(98.0),
+            ..samples(99.0, 99.0)
+        };
+        let line = name(&ran(&c95), &read, 2).line;
+        assert!(line.contains(": 98 % in use"), "{line}");
+        // A server given by URL: its processes unread, the machine read.
+        let url = Measured {
+            server: Vec::new(),
+            machine: machine(98.0),
+        };
+        let by_url = name(&ran(&c95), &url, 2);
+        assert_eq!(by_url.kind, BottleneckKind::MachineCpu);
+        assert_eq!(
+            by_url.line,
+            "the machine's 2 CPUs, shared by bakeoff and other processes: 98 % in use (bakeoff 95 % of a core, the others 101 %)"
+        );
+        assert!(
+            by_url
+                .evidence
+                .contains(&"the machine's CPUs 98 % used of 2 core(s)".to_string()),
+            "{:?}",
+            by_url.evidence
+        );
+        // bakeoff alone filled the machine: the client.
+        let c2 = client(&[96.0, 95.0], true);
+        assert_eq!(name(&ran(&c2), &url, 2).kind, BottleneckKind::Client);
+        // Cores to spare: the client.
+        let spare = Measured {
+            server: Vec::new(),
+            machine: machine(49.0),
+        };
+        assert_eq!(name(&ran(&c95), &spare, 4).kind, BottleneckKind::Client);
     }
 
     /// Stops inside delays count once; what falls outside the window not.
