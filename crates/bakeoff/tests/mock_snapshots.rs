@@ -139,7 +139,7 @@ fn text_and_json_output_are_stable() {
     }
     let rows: usize = r.runs.iter().map(|x| 1 + x.measure.ops.len()).sum();
     assert_eq!(csv.lines().count(), 1 + rows);
-    assert!(md.contains("## Against clients (connections)"), "{md}");
+    assert!(md.contains("### clients (connections)"), "{md}");
     // Deterministic: the same plan gives the same numbers again.
     let again = run_mock(PRESET, &dir.path().join("m2.json"));
     assert_eq!(

@@ -11,7 +11,7 @@ use crate::html::charts::{Axis, Band, Line, LineChart, RightAxis, Scale, XAxis};
 use crate::view::{fmt_seconds, measure_start, point_label, View};
 
 /// What the per-second charts show.
-pub const TIMELINE_NOTE: &str = "Each point's first repeat; time 0 is the start of the measured phase; the shaded stretches before it are the load and the warm-up, excluded from every other number; a fault (`--fault`) is shaded from its moment until the server held its port again. A last second the measured phase ended partway through is left out: it holds only part of a second's work. An engine's background work is shaded on a chart of its own target, what it did on hover. Server resources are those of the managed server (its processes summed), or of bakeoff itself for an in-process engine.";
+pub const TIMELINE_NOTE: &str = "Each point's first repeat; time 0 is the start of the measured phase; the shaded stretches before it are the load and the warm-up, excluded from every other number; a fault (`--fault`) is shaded from its moment until the server held its port again. A last second the measured phase ended partway through is left out: it holds only part of a second's work. An engine's background work is shaded on a chart of its own target, what it did on hover. Server resources are those of the managed server (its processes summed; memory as the proportional set size, a page its processes share counted once), or of bakeoff itself for an in-process engine.";
 
 /// The per-second charts, one folded part per point (the first open; all
 /// open for four points or fewer).
@@ -107,7 +107,7 @@ fn resource_figures(runs: &[(usize, &RunResult)]) -> Vec<ResourceFigure> {
         )
         .when(capped),
         ResourceFigure::new(
-            "Server memory (proportional set size: a page its processes share counts once)",
+            "Server memory (proportional set size)",
             |s| Some(s.memory_bytes() as f64),
             Axis::linear("memory", ticks::bytes),
         ),

@@ -25,6 +25,8 @@ const TOP: f64 = 34.0;
 const BOTTOM: f64 = 50.0;
 /// Estimated width of one character of the 12 px labels, px.
 const CHAR_W: f64 = 6.8;
+/// Estimated width of one character of the 13 px bold title, px.
+const TITLE_CHAR_W: f64 = 7.8;
 
 /// Okabe–Ito colours (safe for colour-blind readers), ordered so that
 /// neighbours differ in lightness too.
@@ -267,10 +269,14 @@ fn no_data(mut svg: String) -> String {
 }
 
 fn open_svg(svg: &mut String, height: f64, title: &str) {
+    // The title is cut to the chart's width (whole on hover): text past
+    // the edge would be hidden, and widen the page for the browser.
+    let room = ((WIDTH - LEFT - 8.0) / TITLE_CHAR_W) as usize;
     let _ = write!(
         svg,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" class="chart" viewBox="0 0 {WIDTH} {height:.0}" width="{WIDTH}" height="{height:.0}" role="img" aria-label="{t}"><rect width="100%" height="100%" fill="white"/><text x="{:.1}" y="20" class="title">{t}</text>"#,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" class="chart" viewBox="0 0 {WIDTH} {height:.0}" width="{WIDTH}" height="{height:.0}" role="img" aria-label="{t}"><rect width="100%" height="100%" fill="white"/><text x="{:.1}" y="20" class="title">{}<title>{t}</title></text>"#,
         LEFT,
+        esc(&axes::truncate(title, room)),
         t = esc(title)
     );
 }
