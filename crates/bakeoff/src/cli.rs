@@ -219,6 +219,19 @@ pub struct RunArgs {
     #[arg(long, value_name = "REQUIREMENT")]
     pub require: Vec<String>,
 
+    /// What you pay, in dollars: `cpu-hour=0.04,memory-gb-hour=0.005,disk-gb-month=0.08`
+    /// (any of the three). The fit answer (--require) then gives each
+    /// candidate's cost in dollars beside its CPU per operation, memory
+    /// per record and disk per record: per month, for server CPU at the
+    /// required rate (CPU per operation × rate, in cores, × 730 h), its
+    /// memory and its data's disk size at the required record count
+    /// (memory<=…@N, else the run's); and per million operations, that
+    /// month over the operations it serves at that rate (without a
+    /// required rate, the server CPU of a million operations alone). GB
+    /// is 2³⁰ bytes, as everywhere in bakeoff. (Preset key `price`.)
+    #[arg(long, value_name = "PRICES")]
+    pub price: Option<String>,
+
     /// Workload parameters and sweep axes (declared in
     /// `bakeoff_core::plan::params`).
     #[command(flatten)]

@@ -35,6 +35,7 @@ pub fn overrides(args: &RunArgs) -> Result<Overrides, AppError> {
         start_at: args.start_at.clone(),
         start_tolerance: args.start_tolerance.clone(),
         require: args.require.clone(),
+        price: args.price.clone(),
         targets: args.targets.clone(),
         repeats: args.repeats.clone(),
         order: args.order.clone(),

@@ -241,9 +241,40 @@ pub mod ticks {
     }
 }
 
+/// Formats dollars: whole dollars from $1,000, cents from $1, and 3
+/// significant digits below (a million operations may cost $0.000184).
+pub fn fmt_dollars(d: f64) -> String {
+    if d >= 1000.0 {
+        let whole = format!("{d:.0}");
+        let mut grouped = String::new();
+        for (i, c) in whole.chars().enumerate() {
+            if i > 0 && (whole.len() - i) % 3 == 0 {
+                grouped.push(',');
+            }
+            grouped.push(c);
+        }
+        format!("${grouped}")
+    } else if d >= 1.0 || d == 0.0 {
+        format!("${d:.2}")
+    } else {
+        let digits = (2 - d.log10().floor() as i32).max(0) as usize;
+        format!("${d:.digits$}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dollars() {
+        assert_eq!(fmt_dollars(9.65), "$9.65");
+        assert_eq!(fmt_dollars(0.000_183_6), "$0.000184");
+        assert_eq!(fmt_dollars(0.5), "$0.500");
+        assert_eq!(fmt_dollars(0.0), "$0.00");
+        assert_eq!(fmt_dollars(1_234_567.4), "$1,234,567");
+        assert_eq!(fmt_dollars(999.994), "$999.99");
+    }
 
     #[test]
     fn durations() {

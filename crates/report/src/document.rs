@@ -185,8 +185,12 @@ pub fn fit(view: &View) -> Option<Section> {
             }));
         }
     }
-    (!blocks.is_empty())
-        .then(|| Section::new("fit", "Which one fits", blocks).noted(crate::fit::FIT_NOTE))
+    let note = if view.sources.iter().any(|r| r.plan.prices.is_some()) {
+        format!("{} {}", crate::fit::FIT_NOTE, crate::fit::PRICE_NOTE)
+    } else {
+        crate::fit::FIT_NOTE.to_string()
+    };
+    (!blocks.is_empty()).then(|| Section::new("fit", "Which one fits", blocks).noted(&note))
 }
 
 /// Who leads, like with like: the report opens with it. One table, a

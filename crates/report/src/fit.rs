@@ -3,17 +3,24 @@
 //! them all ranked by what they cost (server CPU per operation, then
 //! memory per record, then disk bytes per write), the first named with
 //! why; candidates left out before the run, or whose run failed, with
-//! why. The text report prints it first, the HTML report opens with it.
+//! why. With prices (`--price`), each candidate's costs are counted in
+//! dollars too: a month at the required rate and data size, and a million
+//! operations. The text report prints it first, the HTML report opens
+//! with it.
 
-use bakeoff_core::plan::Requirement;
+use bakeoff_core::plan::price::{BYTES_PER_GB, HOURS_PER_MONTH};
+use bakeoff_core::plan::{Prices, Requirement};
 use bakeoff_core::result::{decode_histogram, ExperimentResult, RunResult, RunStatus};
-use bakeoff_core::units::{fmt_bytes, fmt_ns, fmt_rate};
+use bakeoff_core::units::{fmt_bytes, fmt_dollars, fmt_ns, fmt_rate};
 
 use crate::sections::Rows;
 use crate::verdict::{memory_per_record, server_cpu_per_op_ns};
 
 /// The note under the answer.
 pub const FIT_NOTE: &str = "Each candidate against each requirement (--require), with its figure and the margin: a latency requirement is measured in an open loop at its rate, from each request's intended start, and a run that did not reach 95 % of the rate does not meet it; durability is what the candidate's settings declare (bakeoff chose the settings that reach it, where the candidate has some); memory is the memory per record measured at the run's record count, extrapolated linearly to the count asked. The candidates that meet every requirement are ranked by server CPU per operation, then memory per record, then disk bytes per write.";
+
+/// How the dollars are counted, under the note when the run has prices.
+pub const PRICE_NOTE: &str = "Dollars (--price): a month (730 h) is the server CPU the required rate takes (CPU per operation × the rate, in cores) at the cpu-hour price, plus the memory at the required record count (memory per record × records, memory<=…@N or else the run's own count) at the memory-gb-hour price, plus the data directory's size at that count (disk per record × records) at the disk-gb-month price; GB is 2³⁰ bytes. A million operations cost that month over the millions of operations the required rate serves in it; without a required rate, the server CPU of a million operations alone, and no month. A candidate with a priced figure not measured (a server given by URL has no CPU or memory bakeoff can read) has no dollars.";
 
 /// A run held its rate when it reached this share of it.
 const RATE_HELD: f64 = 0.95;
@@ -46,6 +53,96 @@ struct Cost {
     server_cpu_ns: Option<f64>,
     memory_per_record: Option<f64>,
     disk_per_write: Option<f64>,
+    /// In dollars, when the run has prices.
+    dollars: Option<Dollars>,
+}
+
+/// A candidate's cost in dollars (`--price`), as [`PRICE_NOTE`] says.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+struct Dollars {
+    /// A month at the required rate and record count.
+    per_month: Option<f64>,
+    /// A million operations at the required rate.
+    per_million_ops: Option<f64>,
+}
+
+/// What a candidate's resources cost at `prices`, serving `rate_per_s`
+/// (the required rate, if one is) over `records` records.
+struct Priced {
+    server_cpu_ns: Option<f64>,
+    memory_per_record: Option<f64>,
+    disk_per_record: Option<f64>,
+    rate_per_s: Option<f64>,
+    records: Option<f64>,
+}
+
+impl Priced {
+    fn dollars(&self, prices: &Prices) -> Dollars {
+        let h = HOURS_PER_MONTH;
+        // Each priced resource's month; `Some(None)`: priced, but its
+        // figure was not measured.
+        let cpu = prices.cpu_hour.map(|p| {
+            let (ns, rate) = self.server_cpu_ns.zip(self.rate_per_s)?;
+            Some(ns * rate / 1e9 * h * p)
+        });
+        let memory = prices.memory_gb_hour.map(|p| {
+            let (bytes, n) = self.memory_per_record.zip(self.records)?;
+            Some(bytes * n / BYTES_PER_GB * h * p)
+        });
+        let disk = prices.disk_gb_month.map(|p| {
+            let (bytes, n) = self.disk_per_record.zip(self.records)?;
+            Some(bytes * n / BYTES_PER_GB * p)
+        });
+        let per_month: Option<f64> = [cpu, memory, disk].into_iter().flatten().sum();
+        let per_million_ops = match self.rate_per_s {
+            Some(rate) => per_month.map(|m| m / (rate * h * 3600.0 / 1e6)),
+            None => prices
+                .cpu_hour
+                .zip(self.server_cpu_ns)
+                .map(|(p, ns)| ns * 1e6 / 3.6e12 * p),
+        };
+        Dollars {
+            per_month,
+            per_million_ops,
+        }
+    }
+}
+
+/// The rate the requirements hold the runs at (the highest latency
+/// requirement's), what a month of operations is counted at.
+fn required_rate(reqs: &[Requirement]) -> Option<f64> {
+    reqs.iter()
+        .filter_map(|q| match q {
+            Requirement::Latency { rate_per_s, .. } => Some(*rate_per_s),
+            _ => None,
+        })
+        .reduce(f64::max)
+}
+
+/// The record count the requirements ask memory for, what a month of
+/// memory and disk is counted at.
+fn required_records(reqs: &[Requirement]) -> Option<u64> {
+    reqs.iter()
+        .filter_map(|q| match q {
+            Requirement::Memory { records, .. } => Some(*records),
+            _ => None,
+        })
+        .max()
+}
+
+/// The records a run held.
+fn records_of(run: &RunResult) -> u64 {
+    run.checks
+        .records_after_load
+        .unwrap_or(run.workload.records)
+}
+
+/// The server's data directory at the end of the run over the records
+/// it holds, bytes.
+fn disk_per_record(run: &RunResult) -> Option<f64> {
+    let disk = run.resources.last()?.disk_bytes;
+    let records = records_of(run);
+    (records > 0).then(|| disk as f64 / records as f64)
 }
 
 impl Cost {
@@ -130,14 +227,7 @@ fn judge(r: &ExperimentResult, req: &Requirement, runs: &[&RunResult]) -> Judged
                     short: "memory not measured".into(),
                 };
             };
-            let at = runs
-                .first()
-                .map(|run| {
-                    run.checks
-                        .records_after_load
-                        .unwrap_or(run.workload.records)
-                })
-                .unwrap_or(0);
+            let at = runs.first().map(|run| records_of(run)).unwrap_or(0);
             let estimate = per_record * records as f64;
             let bound = at_most_bytes as f64;
             let meets = estimate <= bound;
@@ -230,7 +320,11 @@ pub fn answer(r: &ExperimentResult) -> Option<Answer> {
             Requirement::Durable { .. } | Requirement::Reach { .. } => "targets",
         })
     }));
-    charts.extend([Some("timeline"), Some("timeline"), Some("disk"), None]);
+    charts.extend([Some("timeline"), Some("timeline"), Some("disk")]);
+    if r.plan.prices.is_some() {
+        charts.extend([None, None]);
+    }
+    charts.push(None);
     Some(Answer {
         lines,
         rows,
@@ -261,13 +355,28 @@ fn candidates<'a>(r: &'a ExperimentResult, reqs: &[Requirement]) -> Vec<Candidat
                     .and_then(|run| run.message.clone())
                     .unwrap_or_else(|| "no run finished".into())
             });
+            let server_cpu_ns = median(&ok, server_cpu_per_op_ns);
+            let memory_per_record = median(&ok, memory_per_record);
+            let dollars = r.plan.prices.map(|prices| {
+                Priced {
+                    server_cpu_ns,
+                    memory_per_record,
+                    disk_per_record: median(&ok, disk_per_record),
+                    rate_per_s: required_rate(reqs),
+                    records: required_records(reqs)
+                        .or_else(|| ok.first().map(|run| records_of(run)))
+                        .map(|n| n as f64),
+                }
+                .dollars(&prices)
+            });
             Candidate {
                 label,
                 judged: reqs.iter().map(|q| judge(r, q, &ok)).collect(),
                 cost: Cost {
-                    server_cpu_ns: median(&ok, server_cpu_per_op_ns),
-                    memory_per_record: median(&ok, memory_per_record),
+                    server_cpu_ns,
+                    memory_per_record,
                     disk_per_write: median(&ok, |run| run.disk.as_ref()?.bytes_per_write),
+                    dollars,
                 },
                 failed,
             }
@@ -313,6 +422,13 @@ fn cost_tied(r: &ExperimentResult, a: &str, b: &str) -> bool {
 /// What a candidate costs, in words.
 fn cost_text(c: &Cost) -> String {
     let mut parts = Vec::new();
+    let dollars = c.dollars.unwrap_or_default();
+    if let Some(d) = dollars.per_month {
+        parts.push(format!("{} a month", fmt_dollars(d)));
+    }
+    if let Some(d) = dollars.per_million_ops {
+        parts.push(format!("{} per million operations", fmt_dollars(d)));
+    }
     if let Some(ns) = c.server_cpu_ns {
         parts.push(format!("server CPU {} per operation", fmt_ns(ns)));
     }
@@ -338,7 +454,11 @@ fn answer_lines(
     candidates: &[Candidate],
 ) -> Vec<String> {
     let wanted: Vec<String> = reqs.iter().map(|q| q.to_string()).collect();
-    let mut lines = vec![format!("required: {}", wanted.join("; "))];
+    let mut required = format!("required: {}", wanted.join("; "));
+    if let Some(prices) = &r.plan.prices {
+        required.push_str(&format!("; priced at {prices}"));
+    }
+    let mut lines = vec![required];
     let fitting: Vec<&Candidate> = candidates.iter().filter(|c| c.fits()).collect();
     match fitting.as_slice() {
         [] => {
@@ -406,7 +526,12 @@ fn answer_lines(
 fn answer_rows(r: &ExperimentResult, reqs: &[Requirement], candidates: &[Candidate]) -> Rows {
     let mut head = vec!["candidate".to_string()];
     head.extend(reqs.iter().map(|q| q.to_string()));
-    head.extend(["server CPU / op", "memory / record", "disk / write", "rank"].map(String::from));
+    head.extend(["server CPU / op", "memory / record", "disk / write"].map(String::from));
+    let priced = r.plan.prices.is_some();
+    if priced {
+        head.extend(["$ / month", "$ / million ops"].map(String::from));
+    }
+    head.push("rank".into());
     let mut rows = vec![head];
     let mut rank = 0;
     for c in candidates {
@@ -419,6 +544,12 @@ fn answer_rows(r: &ExperimentResult, reqs: &[Requirement], candidates: &[Candida
         row.push(cost.server_cpu_ns.map_or_else(|| "-".into(), fmt_ns));
         row.push(cost.memory_per_record.map_or_else(|| "-".into(), fmt_bytes));
         row.push(cost.disk_per_write.map_or_else(|| "-".into(), fmt_bytes));
+        if priced {
+            let dollars = cost.dollars.unwrap_or_default();
+            for d in [dollars.per_month, dollars.per_million_ops] {
+                row.push(d.map_or_else(|| "-".into(), fmt_dollars));
+            }
+        }
         row.push(if c.fits() {
             rank += 1;
             rank.to_string()
@@ -430,7 +561,11 @@ fn answer_rows(r: &ExperimentResult, reqs: &[Requirement], candidates: &[Candida
     for l in &r.plan.left_out {
         let mut row = vec![l.target.clone(), format!("left out: {}", l.why)];
         row.extend(reqs.iter().skip(1).map(|_| "-".to_string()));
-        row.extend(["-", "-", "-", "out"].map(String::from));
+        row.extend(["-", "-", "-"].map(String::from));
+        if priced {
+            row.extend(["-", "-"].map(String::from));
+        }
+        row.push("out".into());
         rows.push(row);
     }
     rows
@@ -564,6 +699,103 @@ mod tests {
         let row = a.rows.iter().find(|r| r[0] == "maria").unwrap();
         assert_eq!(row[1], "run failed: redis did not start: port in use");
         assert_eq!(row.last().unwrap(), "out");
+    }
+
+    /// Dollars against a hand calculation (GB: 2³⁰ bytes): 10 µs of
+    /// server CPU per operation at 20,000/s is 0.2 cores, × 730 h × $0.04
+    /// = $5.84 a month; 128 B per record × 2²³ records is 1 GB of memory,
+    /// × 730 h × $0.005 = $3.65; 256 B per record × 2²³ is 2 GB of disk,
+    /// × $0.08 = $0.16; $9.65 a month in all. The month serves 20,000 ×
+    /// 730 × 3,600 = 52,560 million operations: $9.65 / 52,560 =
+    /// $0.0001836 a million.
+    #[test]
+    fn dollars_hold_a_hand_calculation() {
+        let prices =
+            Prices::parse("cpu-hour=0.04,memory-gb-hour=0.005,disk-gb-month=0.08").unwrap();
+        let priced = Priced {
+            server_cpu_ns: Some(10_000.0),
+            memory_per_record: Some(128.0),
+            disk_per_record: Some(256.0),
+            rate_per_s: Some(20_000.0),
+            records: Some(f64::from(1u32 << 23)),
+        };
+        let d = priced.dollars(&prices);
+        let close = |a: Option<f64>, b: f64| (a.unwrap() - b).abs() < 1e-9 * b.max(1.0);
+        assert!(close(d.per_month, 5.84 + 3.65 + 0.16), "{d:?}");
+        assert!(close(d.per_million_ops, 9.65 / 52_560.0), "{d:?}");
+        // Without a rate: a million operations' server CPU alone, 10 s of
+        // a core = 1/360 h × $0.04; a month cannot be counted.
+        let d = Priced {
+            rate_per_s: None,
+            ..priced
+        }
+        .dollars(&prices);
+        assert_eq!(d.per_month, None);
+        assert!(close(d.per_million_ops, 0.04 / 360.0), "{d:?}");
+        // Memory alone priced, the CPU not measured: its month still counts.
+        let d = Priced {
+            server_cpu_ns: None,
+            ..priced
+        }
+        .dollars(&Prices::parse("memory-gb-hour=0.005").unwrap());
+        assert!(close(d.per_month, 3.65), "{d:?}");
+        // A priced figure not measured (a server given by URL): no dollars.
+        let d = Priced {
+            server_cpu_ns: None,
+            ..priced
+        }
+        .dollars(&prices);
+        assert_eq!(d, Dollars::default());
+    }
+
+    /// With --price the answer's rows and its reason carry the dollars of
+    /// the hand calculation above, from a run's own figures.
+    #[test]
+    fn prices_turn_the_answer_into_dollars() {
+        let mut r = four(&["p99<=10ms@20k/s", "memory<=4GB@8388608"]);
+        r.plan.prices =
+            Some(Prices::parse("cpu-hour=0.04,memory-gb-hour=0.005,disk-gb-month=0.08").unwrap());
+        let pg = r.runs.iter_mut().find(|x| x.target == "pg").unwrap();
+        let start = pg
+            .timeline
+            .iter()
+            .find(|t| t.phase == bakeoff_core::result::Phase::Measure)
+            .unwrap()
+            .t_s;
+        pg.measure.throughput_per_s = 20_000.0;
+        pg.measure.duration_s = 2.0;
+        pg.measure.completed = 200_000;
+        pg.checks.records_after_load = Some(1000);
+        // A whole core for 2 s over 200,000 operations: 10 µs each.
+        pg.resources = vec![bakeoff_core::result::ResourceSample {
+            t_s: f64::from(start) + 1.0,
+            cpu_percent: 100.0,
+            rss_bytes: 128 * 1000,
+            disk_bytes: 256 * 1000,
+            ..Default::default()
+        }];
+        let a = answer(&r).unwrap();
+        let head = &a.rows[0];
+        let col = |name: &str| head.iter().position(|h| h == name).unwrap();
+        let row = a.rows.iter().find(|x| x[0] == "pg").unwrap();
+        assert_eq!(row[col("server CPU / op")], "10.0 µs");
+        assert_eq!(row[col("$ / month")], "$9.65");
+        assert_eq!(row[col("$ / million ops")], "$0.000184");
+        assert_eq!(a.charts.len(), head.len());
+        assert!(
+            a.lines[1].starts_with("pg fits best: it is the only one that meets every requirement ($9.65 a month, $0.000184 per million operations, server CPU 10.0 µs per operation"),
+            "{:#?}",
+            a.lines
+        );
+        assert_eq!(
+            a.lines[0],
+            "required: p99 <= 10.00 ms at 20000/s; memory <= 4.00 GiB at 8388608 records; priced at cpu-hour=$0.04, memory-gb-hour=$0.005, disk-gb-month=$0.08"
+        );
+        // Without prices: no dollar columns, the same costs in their units.
+        r.plan.prices = None;
+        let a = answer(&r).unwrap();
+        assert!(!a.rows[0].iter().any(|h| h.starts_with('$')));
+        assert!(!a.lines[1].contains('$'), "{}", a.lines[1]);
     }
 
     /// A run that did not reach the rate does not meet the bound, however

@@ -18,6 +18,7 @@
 pub mod fault;
 pub mod link;
 pub mod params;
+pub mod price;
 pub mod provoke;
 pub mod raw;
 pub mod require;
@@ -39,6 +40,7 @@ use params::{param, Param, PARAMS};
 
 pub use fault::{Fault, FaultKind};
 pub use link::Link;
+pub use price::Prices;
 pub use provoke::{Provoke, Work};
 pub use raw::{Environment, Overrides, RawPreset, Scalar};
 pub use require::{LeftOut, Requirement};
@@ -113,6 +115,10 @@ pub struct Plan {
     /// which targets meet it all, ranked by what they cost.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub requirements: Vec<Requirement>,
+    /// What the user pays for CPU, memory and disk (`--price`): the fit
+    /// answer counts its costs in dollars with them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prices: Option<Prices>,
     /// Candidates left out before anything ran, as no setting of theirs
     /// can meet the requirements.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -1725,6 +1731,13 @@ impl Plan {
             shard: flags.shard,
             start,
             requirements,
+            prices: flag_or_key(
+                flags.price.as_ref(),
+                raw.price.as_ref(),
+                "--price",
+                "price",
+                Prices::parse,
+            )?,
             left_out,
         })
     }
@@ -1856,6 +1869,39 @@ pub(crate) mod tests {
     fn build(preset: &str, f: Overrides) -> Result<Plan, PlanError> {
         let raw: RawPreset = toml::from_str(preset).unwrap();
         Plan::build(Some(("p.toml", raw)), &f, &Cat)
+    }
+
+    /// Prices come from the preset's `price` key or, over it, `--price`;
+    /// the plan carries them; a bad one names where it came from.
+    #[test]
+    fn prices_from_the_preset_or_the_flag() {
+        let preset = "targets = [\"redis\"]\nprice = \"cpu-hour=0.04\"\n";
+        let plan = build(preset, Overrides::default()).unwrap();
+        assert_eq!(plan.prices.and_then(|p| p.cpu_hour), Some(0.04));
+        let flag = Overrides {
+            price: Some("memory-gb-hour=0.005".into()),
+            ..Default::default()
+        };
+        let plan = build(preset, flag).unwrap();
+        let prices = plan.prices.unwrap();
+        assert_eq!(
+            (prices.cpu_hour, prices.memory_gb_hour),
+            (None, Some(0.005))
+        );
+        let e = build("price = \"cpu-hour=-1\"\n", Overrides::default())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("price") && e.contains("0 or more"), "{e}");
+        let bad = Overrides {
+            price: Some("gpu-hour=2".into()),
+            ..Default::default()
+        };
+        let e = build("", bad).unwrap_err().to_string();
+        assert!(
+            e.contains("--price") && e.contains("`gpu-hour` is no price"),
+            "{e}"
+        );
+        assert_eq!(build("", Overrides::default()).unwrap().prices, None);
     }
 
     /// A preset's server CPUs beyond the machine's are left out with a

@@ -66,6 +66,9 @@ pub struct RawPreset {
     /// `durable=power-cut`, `memory<=2GB@10M`, `reach=network`.
     #[serde(default)]
     pub require: Vec<String>,
+    /// What the user pays (as `--price`):
+    /// `cpu-hour=0.04,memory-gb-hour=0.005,disk-gb-month=0.08`.
+    pub price: Option<String>,
     /// The `[workload]` table: parameter key → value (see
     /// [`super::params::PARAMS`]); keys are checked when the plan is built.
     #[serde(default)]
@@ -275,6 +278,8 @@ pub struct Overrides {
     pub start_tolerance: Option<String>,
     /// `--require`, repeatable: what a store must do.
     pub require: Vec<String>,
+    /// `--price`: what the user pays for CPU, memory and disk.
+    pub price: Option<String>,
     /// The environment a target URL's `password_env=NAME` reads its
     /// password from.
     pub env: Environment,
