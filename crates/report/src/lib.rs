@@ -333,26 +333,42 @@ pub fn text_table(rows: &[Vec<String>], left: usize, out: &mut dyn Write) -> std
 
 /// Lines under the table: failures, errors by kind, counts that differ.
 pub fn run_notes(r: &ExperimentResult) -> Vec<String> {
+    marked_run_notes(r).into_iter().map(|(_, n)| n).collect()
+}
+
+/// The runs' notes, each marked when it is an alarm (errors, a promise
+/// broken, counts that differ) rather than a run's own message: the first
+/// screen keeps alarms whole.
+pub fn marked_run_notes(r: &ExperimentResult) -> Vec<(bool, String)> {
     let mut notes = Vec::new();
     for run in &r.runs {
         if let Some(msg) = &run.message {
-            notes.push(format!("run {} ({}): {}", run.index, run.target, msg));
+            notes.push((
+                false,
+                format!("run {} ({}): {}", run.index, run.target, msg),
+            ));
         }
         for (phase, p) in [("load ", run.load.as_ref()), ("", Some(&run.measure))] {
             let Some(p) = p.filter(|p| !p.errors.is_empty()) else {
                 continue;
             };
-            notes.push(format!(
-                "run {} ({}) {phase}errors by kind: {}",
-                run.index,
-                run.target,
-                p.errors_line()
+            notes.push((
+                true,
+                format!(
+                    "run {} ({}) {phase}errors by kind: {}",
+                    run.index,
+                    run.target,
+                    p.errors_line()
+                ),
             ));
         }
         if let Some(broken) = durability::broken_promise(r, run) {
-            notes.push(format!(
-                "run {} ({}): weaker than declared: {broken}",
-                run.index, run.target
+            notes.push((
+                true,
+                format!(
+                    "run {} ({}): weaker than declared: {broken}",
+                    run.index, run.target
+                ),
             ));
         }
         let bad: Vec<String> = run
@@ -363,11 +379,14 @@ pub fn run_notes(r: &ExperimentResult) -> Vec<String> {
             .map(|c| format!("{}: bakeoff {} vs target {}", c.what, c.bakeoff, c.target))
             .collect();
         if !bad.is_empty() {
-            notes.push(format!(
-                "run {} ({}) counts differ from the target's: {}",
-                run.index,
-                run.target,
-                bad.join("; ")
+            notes.push((
+                true,
+                format!(
+                    "run {} ({}) counts differ from the target's: {}",
+                    run.index,
+                    run.target,
+                    bad.join("; ")
+                ),
             ));
         }
     }
