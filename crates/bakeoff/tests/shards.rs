@@ -350,8 +350,9 @@ fn a_late_shard_and_incomplete_merges_are_refused() {
     assert_eq!(o.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("one of the shard files"), "{stderr}");
     assert_eq!(std::fs::read(&s0).unwrap(), before);
-    // An ordinary result file, with the shards' table in its report.
-    let o = bakeoff(&["report", merged.to_str().unwrap()]);
+    // An ordinary result file, with the shards' table in its report's
+    // details.
+    let o = bakeoff(&["report", merged.to_str().unwrap(), "--details"]);
     let text = String::from_utf8_lossy(&o.stdout);
     assert_eq!(
         o.status.code(),
