@@ -42,6 +42,7 @@
 
 pub mod async_loop;
 pub mod client;
+pub mod disk;
 pub mod driver;
 pub mod durability;
 pub mod embedded;

@@ -13,6 +13,7 @@ use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
+pub use crate::disk::{DeviceWrites, DiskPerWrite};
 use crate::plan::{Plan, Workload};
 use crate::recorder::{ErrorKind, PhaseStats};
 use crate::workload::OpKind;
@@ -601,19 +602,32 @@ pub struct ResourceSample {
     /// in files from before it was recorded, where `rss_bytes` stands in.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub pss_bytes: Option<u64>,
-    /// Bytes read from storage since the previous sample, per second.
+    /// Bytes the server's processes read from storage since the previous
+    /// sample, per second (`read_bytes` of /proc/PID/io).
     pub read_bytes_per_s: f64,
-    /// Bytes written to storage since the previous sample, per second.
+    /// Bytes of pages the server's processes dirtied since the previous
+    /// sample, per second (`write_bytes` of /proc/PID/io): charged when a
+    /// page is dirtied, and again when a page already written back is
+    /// dirtied again, so not what the disk wrote; see
+    /// `device_write_bytes_per_s`.
     pub write_bytes_per_s: f64,
+    /// Bytes the block device under the data directory wrote since the
+    /// previous sample, per second, by its own count (every process's
+    /// writes to it, journal and writeback included); absent off a block
+    /// device and in files from before it was read.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub device_write_bytes_per_s: Option<f64>,
     /// The server's write system calls since the previous sample, per
     /// second.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub write_calls_per_s: Option<f64>,
-    /// fsync and fdatasync calls on the data directory since the previous
-    /// sample, per second (only on the power-cut layer, which counts them).
+    /// fsync, fdatasync and msync calls of the server's processes since the
+    /// previous sample, per second: counted by the power-cut layer when the
+    /// data directory is on it, else by the filesystem's tracepoint.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub fsyncs_per_s: Option<f64>,
-    /// Size of the data directory, bytes.
+    /// What the data directory holds of the disk, bytes: the blocks
+    /// allocated to its files (apparent sizes in files from before).
     pub disk_bytes: u64,
     /// Replication: how far the replica is behind the primary, bytes of
     /// the replication stream (Redis: the primary's offset less the
@@ -1170,89 +1184,6 @@ impl RunResult {
     }
 }
 
-/// What reached a server's disk per write operation (set, update, delete)
-/// over the measure job, warm-up included (002-io-pattern's "disk writes
-/// per insert").
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct DiskPerWrite {
-    /// Write operations completed (warm-up and measured phase).
-    pub writes: u64,
-    /// Bytes the server's processes sent to storage per write
-    /// (`write_bytes` of /proc/PID/io); `None` when a fault restarted the
-    /// server, whose new process counts from zero.
-    pub bytes_per_write: Option<f64>,
-    /// The server's write system calls per write, to files and sockets
-    /// alike (`syscw`; replies to reads included); `None` after a restart,
-    /// as above. Not a disk figure: see `file_writes_per_write` and
-    /// `socket_writes_per_write`.
-    pub write_calls_per_write: Option<f64>,
-    /// The server's write system calls per write that went elsewhere than
-    /// the data directory's files (its replies on sockets, its log):
-    /// `syscw` less the power-cut layer's count of write requests to the
-    /// files (one per write call, unless a call larger than FUSE's largest
-    /// write was split); only where that layer counts, and not after a
-    /// restart.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub socket_writes_per_write: Option<f64>,
-    /// fsync and fdatasync calls per write, counted exactly by the
-    /// power-cut layer when the data directory is on it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub fsyncs_per_write: Option<f64>,
-    /// Write requests to the data directory's files per write (power-cut
-    /// layer only).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub file_writes_per_write: Option<f64>,
-    /// Bytes written to the data directory's files per write (power-cut
-    /// layer only).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub file_bytes_per_write: Option<f64>,
-}
-
-impl DiskPerWrite {
-    /// Per write between two snapshots of the server, over the writes of
-    /// `phases` (the warm-up and the measured phase between them); `None`
-    /// when nothing was written. When the server was `restarted` in
-    /// between, only the power-cut layer's counts, which outlive its
-    /// processes, are given.
-    pub fn between(
-        before: &crate::readings::ProcSnapshot,
-        after: &crate::readings::ProcSnapshot,
-        phases: &[&PhaseResult],
-        restarted: bool,
-    ) -> Option<DiskPerWrite> {
-        let writes: u64 = phases
-            .iter()
-            .flat_map(|p| ["set", "update", "delete"].map(|k| p.ops.get(k)))
-            .flatten()
-            .map(|o| o.completed)
-            .sum();
-        if writes == 0 {
-            return None;
-        }
-        let per = |a: u64, b: u64| a.saturating_sub(b) as f64 / writes as f64;
-        let file = |f: fn(&crate::readings::FileIo) -> u64| {
-            after
-                .file_io
-                .zip(before.file_io)
-                .map(|(a, b)| per(f(&a), f(&b)))
-        };
-        let write_calls_per_write =
-            (!restarted).then(|| per(after.write_calls, before.write_calls));
-        let file_writes_per_write = file(|f| f.writes);
-        Some(DiskPerWrite {
-            writes,
-            bytes_per_write: (!restarted).then(|| per(after.write_bytes, before.write_bytes)),
-            write_calls_per_write,
-            socket_writes_per_write: write_calls_per_write
-                .zip(file_writes_per_write)
-                .map(|(all, files)| (all - files).max(0.0)),
-            fsyncs_per_write: file(|f| f.fsyncs),
-            file_writes_per_write,
-            file_bytes_per_write: file(|f| f.bytes),
-        })
-    }
-}
-
 /// What a fault did to a run.
 #[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FaultRecord {
@@ -1639,62 +1570,6 @@ mod tests {
         f.set_len(MAX_RESULT_BYTES + 1).unwrap();
         let e = ExperimentResult::read(&big).unwrap_err();
         assert!(e.to_string().contains("larger than"), "{e}");
-    }
-
-    /// Writes of the warm-up and the measured phase together; the
-    /// processes' counters only when no fault restarted them; the layer's
-    /// counts always.
-    #[test]
-    fn disk_per_write_divides_by_every_write_and_drops_counters_a_restart_reset() {
-        use crate::readings::{FileIo, ProcSnapshot};
-        let phase = |sets: u64, gets: u64| {
-            let mut p = PhaseResult::default();
-            for (kind, n) in [("set", sets), ("get", gets)] {
-                p.ops.insert(
-                    kind.into(),
-                    OpResult {
-                        completed: n,
-                        ..OpResult::default()
-                    },
-                );
-            }
-            p
-        };
-        let (warm, measured) = (phase(100, 900), phase(300, 2700));
-        let before = ProcSnapshot {
-            write_bytes: 1_000,
-            write_calls: 10,
-            file_io: Some(FileIo {
-                fsyncs: 5,
-                writes: 10,
-                bytes: 1_000,
-            }),
-            ..ProcSnapshot::default()
-        };
-        let after = ProcSnapshot {
-            write_bytes: 41_000,
-            // 400 file writes and 4,000 replies on sockets.
-            write_calls: 4_410,
-            file_io: Some(FileIo {
-                fsyncs: 205,
-                writes: 410,
-                bytes: 81_000,
-            }),
-            ..ProcSnapshot::default()
-        };
-        let d = DiskPerWrite::between(&before, &after, &[&warm, &measured], false).unwrap();
-        assert_eq!(d.writes, 400);
-        assert_eq!(d.bytes_per_write, Some(100.0));
-        assert_eq!(d.write_calls_per_write, Some(11.0));
-        // The disk's file writes and the sockets' writes told apart.
-        assert_eq!(d.file_writes_per_write, Some(1.0));
-        assert_eq!(d.socket_writes_per_write, Some(10.0));
-        assert_eq!(d.fsyncs_per_write, Some(0.5));
-        assert_eq!(d.file_bytes_per_write, Some(200.0));
-        let d = DiskPerWrite::between(&before, &after, &[&warm, &measured], true).unwrap();
-        assert_eq!((d.bytes_per_write, d.write_calls_per_write), (None, None));
-        assert_eq!(d.fsyncs_per_write, Some(0.5));
-        assert!(DiskPerWrite::between(&before, &after, &[&phase(0, 10)], false).is_none());
     }
 
     #[test]

@@ -39,7 +39,8 @@ pub enum Headline {
     ServerCpuPerOp,
     /// The server's memory per record held, bytes.
     MemoryPerRecord,
-    /// Bytes the server sent to storage per write.
+    /// Bytes the block device under the data wrote per write, by its own
+    /// count, the idle rate taken off.
     DiskPerWrite,
 }
 
@@ -105,7 +106,7 @@ impl Headline {
             Headline::ClientCpuPerOp => client_cpu_per_op_ns(r),
             Headline::ServerCpuPerOp => server_cpu_per_op_ns(r),
             Headline::MemoryPerRecord => memory_per_record(r),
-            Headline::DiskPerWrite => r.disk.as_ref().and_then(|d| d.bytes_per_write),
+            Headline::DiskPerWrite => r.disk.as_ref().and_then(|d| d.to_storage_per_write()),
         }
     }
 

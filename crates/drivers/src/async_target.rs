@@ -267,6 +267,12 @@ impl<D: AsyncDriver> Target for AsyncTarget<D> {
         self.driver.clock()
     }
 
+    fn flush_disk(&self) {
+        for s in self.server.iter().chain(self.backend.iter()) {
+            s.lock().flush_disk();
+        }
+    }
+
     fn resources(&self) -> Option<ProcSnapshot> {
         let mut server = self.server.as_ref()?.snapshot();
         if let Some(b) = &self.backend {

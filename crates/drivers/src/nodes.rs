@@ -359,6 +359,12 @@ impl<D: Driver> Target for MultiNode<D> {
         }
     }
 
+    fn flush_disk(&self) {
+        for n in &self.nodes {
+            n.flush_disk();
+        }
+    }
+
     /// The nodes' processes added up, and each node's apart.
     fn resources(&self) -> Option<ProcSnapshot> {
         let mut sum: Option<ProcSnapshot> = None;

@@ -60,6 +60,12 @@ macro_rules! one_server_methods {
             self.server.as_ref().map(|s| s.snapshot())
         }
 
+        fn flush_disk(&self) {
+            if let Some(s) = self.server.as_ref() {
+                s.lock().flush_disk();
+            }
+        }
+
         fn fault(
             &self,
             kind: bakeoff_core::plan::FaultKind,

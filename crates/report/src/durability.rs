@@ -329,49 +329,100 @@ pub fn durability_row(run: &RunResult) -> Option<Vec<String>> {
     ])
 }
 
-/// Columns of the disk table. Only what reached the disk: the server's
-/// other write system calls (its replies on sockets, its log) are a figure
-/// of their own, given where the power-cut layer's count of file writes
-/// lets them be told apart; `syscw` alone, which mixes both, is in the
-/// result file.
-pub const DISK_HEAD: [&str; 8] = [
+/// Columns of the disk table: the device's own count first (what the
+/// answers use), then the server's own counters. A column no run could
+/// fill leaves the table (fsyncs, for one, where the filesystem has no
+/// tracepoint bakeoff knows; the run notes say why).
+pub const DISK_HEAD: [&str; 12] = [
     "target",
     "point",
-    "throughput",
     "writes",
-    "bytes to storage / write",
-    "file writes / write",
+    "disk / write",
+    "amplification",
+    "disk requests / write",
+    "disk flushes / write",
     "fsyncs / write",
+    "idle time taken off",
+    "pages dirtied / write",
+    "file writes / write",
     "other write calls / write (sockets, logs)",
 ];
 
-/// The disk table's rows (head first), or `None` when no run measured its
-/// server's disk.
+/// The disk table's rows (head first), without the columns no run
+/// filled, or `None` when no run measured its server's disk.
 pub fn disk_rows(r: &ExperimentResult) -> Option<Vec<Vec<String>>> {
     let mut rows = vec![DISK_HEAD.iter().map(|s| s.to_string()).collect()];
     rows.extend(r.runs.iter().filter_map(disk_row));
-    (rows.len() > 1).then_some(rows)
+    if rows.len() == 1 {
+        return None;
+    }
+    let filled: Vec<bool> = (0..DISK_HEAD.len())
+        .map(|c| c < 3 || rows[1..].iter().any(|row| row[c] != "-"))
+        .collect();
+    Some(
+        rows.into_iter()
+            .map(|row| {
+                row.into_iter()
+                    .zip(&filled)
+                    .filter(|(_, keep)| **keep)
+                    .map(|(cell, _)| cell)
+                    .collect()
+            })
+            .collect(),
+    )
 }
 
-/// The disk row of `run`, if its server's disk was measured. Where the
-/// power-cut layer counted the data directory's file I/O, bytes and
-/// writes are its exact counts.
+/// The disk row of `run`, if its server's disk was measured.
 pub fn disk_row(run: &RunResult) -> Option<Vec<String>> {
     let d = run.disk.as_ref()?;
+    let dev = d.device.as_ref();
     let opt = |v: Option<f64>| v.map(|f| format!("{f:.2}")).unwrap_or_else(|| "-".into());
+    let bytes = |v: Option<f64>| v.map(fmt_bytes).unwrap_or_else(|| "-".into());
     Some(vec![
         run.target.clone(),
         crate::run_point_label(run),
-        fmt_rate(run.measure.throughput_per_s),
         d.writes.to_string(),
-        d.file_bytes_per_write
-            .or(d.bytes_per_write)
-            .map(fmt_bytes)
+        bytes(d.to_storage_per_write()),
+        dev.and_then(|v| v.write_amplification)
+            .map(|a| format!("{a:.1}×"))
             .unwrap_or_else(|| "-".into()),
-        opt(d.file_writes_per_write),
+        opt(dev.and_then(|v| v.requests_per_write)),
+        opt(dev.and_then(|v| v.flushes_per_write)),
         opt(d.fsyncs_per_write),
+        dev.filter(|v| v.idle_s > 0.0)
+            .map(|v| {
+                format!(
+                    "{} ({:.1} s idle)",
+                    fmt_bytes(v.idle_written_bytes as f64 * v.measured_s / v.idle_s),
+                    v.idle_s
+                )
+            })
+            .unwrap_or_else(|| "-".into()),
+        bytes(d.dirtied_bytes_per_write),
+        opt(d.file_writes_per_write),
         opt(d.socket_writes_per_write),
     ])
+}
+
+/// What the disk table cannot show of a run, as notes: other processes
+/// wrote to the device meanwhile, or its fsyncs were not counted, and why.
+pub fn disk_notes(run: &RunResult) -> Vec<String> {
+    let Some(d) = run.disk.as_ref() else {
+        return Vec::new();
+    };
+    let mut notes = Vec::new();
+    if let Some(dev) = d.device.as_ref().filter(|v| v.others_wrote()) {
+        notes.push(format!(
+            "other processes wrote while it was measured: their own counters claim {} of the {} {} wrote; disk per write counts what the device wrote",
+            fmt_bytes(dev.others_claimed_bytes as f64),
+            fmt_bytes(dev.written_bytes as f64),
+            dev.name
+        ));
+    }
+    if let Some(why) = &d.fsyncs_not_counted {
+        notes.push(format!("fsyncs not counted: {why}"));
+    }
+    notes
 }
 
 #[cfg(test)]

@@ -375,7 +375,7 @@ fn candidates<'a>(r: &'a ExperimentResult, reqs: &[Requirement]) -> Vec<Candidat
                 cost: Cost {
                     server_cpu_ns,
                     memory_per_record,
-                    disk_per_write: median(&ok, |run| run.disk.as_ref()?.bytes_per_write),
+                    disk_per_write: median(&ok, |run| run.disk.as_ref()?.to_storage_per_write()),
                     dollars,
                 },
                 failed,

@@ -390,7 +390,29 @@ pub fn marked_run_notes(r: &ExperimentResult) -> Vec<(bool, String)> {
             ));
         }
     }
+    notes.extend(disk_notes(r).into_iter().map(|n| (false, n)));
     notes
+}
+
+/// The disk table's notes, each said once for the runs it holds for
+/// (whether fsyncs could be counted is the same in every run of a target).
+fn disk_notes(r: &ExperimentResult) -> Vec<String> {
+    let mut said: Vec<((String, String), Vec<u32>)> = Vec::new();
+    for run in &r.runs {
+        for n in durability::disk_notes(run) {
+            let key = (run.target.clone(), n);
+            match said.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, runs)) => runs.push(run.index),
+                None => said.push((key, vec![run.index])),
+            }
+        }
+    }
+    said.into_iter()
+        .map(|((target, note), runs)| match runs.as_slice() {
+            [one] => format!("run {one} ({target}): {note}"),
+            many => format!("{} runs of {target}: {note}", many.len()),
+        })
+        .collect()
 }
 
 impl Exporter for TextExporter {

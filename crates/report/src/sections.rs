@@ -56,8 +56,8 @@ pub const TABLE_SECTIONS: &[TableSection] = &[
     TableSection {
         id: "disk",
         title: "Disk per write",
-        text_heading: "disk per write (the server's processes, warm-up and measured phase):",
-        note: "What the server's processes sent to storage per write (set, update, delete) over the warm-up and the measured phase, from /proc/PID/io; fsyncs are counted exactly where the data directory is on bakeoff's power-cut layer.",
+        text_heading: "disk per write (the block device under the data, measured phase):",
+        note: "What the block device under the data directory wrote per write (set, update, delete) of the measured phase, by its own counters (/sys/block/DEV/stat: page cache writeback, journal and metadata included), less what it wrote while the target sat idle just before (the column 'idle time taken off'); amplification is that over the bytes each write asked to store. fsyncs are counted by the filesystem's own tracepoint for the server's processes (exactly by the power-cut layer where the data is on it). Pages dirtied are what the server's processes' own counters say (write_bytes of /proc/PID/io), not what the disk wrote.",
         left: 2,
         rows: durability::disk_rows,
         charts: None,

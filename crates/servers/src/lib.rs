@@ -26,9 +26,12 @@
 //! - [`cgroup::MemoryCap`]: a memory limit around a process for a run.
 
 pub mod cgroup;
+pub mod device;
+pub mod fsyncs;
 pub mod scratch;
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::unix::io::RawFd;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -262,13 +265,15 @@ fn spawn_and_wait(
     user: Option<(u32, u32)>,
     dir: &Path,
     port: u16,
+    join: Option<RawFd>,
 ) -> Result<ServerProcess, ServerError> {
-    let mut process = spawn(binary, args, user, dir, false, cmd.stop_signal).map_err(|source| {
-        ServerError::Io {
-            program: cmd.name.into(),
-            source,
-        }
-    })?;
+    let mut process =
+        spawn(binary, args, user, dir, false, cmd.stop_signal, join).map_err(|source| {
+            ServerError::Io {
+                program: cmd.name.into(),
+                source,
+            }
+        })?;
     wait_ready(
         &mut process,
         cmd.name,
@@ -282,7 +287,8 @@ fn spawn_and_wait(
 
 /// Starts `binary` with `args` in `dir` as `user`, its output going to
 /// `dir/server.log` (appended to on a restart), in a process group of its
-/// own and killed if bakeoff dies.
+/// own and killed if bakeoff dies; in the cgroup whose `cgroup.procs` is
+/// open as `join`, when given, before it runs a line of its own.
 fn spawn(
     binary: &Path,
     args: &[String],
@@ -290,6 +296,7 @@ fn spawn(
     dir: &Path,
     append_log: bool,
     stop_signal: i32,
+    join: Option<RawFd>,
 ) -> std::io::Result<ServerProcess> {
     let log = std::fs::OpenOptions::new()
         .create(true)
@@ -299,6 +306,17 @@ fn spawn(
         .open(dir.join("server.log"))?;
     let log2 = log.try_clone()?;
     let mut command = command_as(binary, user);
+    if let Some(fd) = join {
+        // SAFETY: write is async-signal-safe; it runs in the child between
+        // fork and exec, on a descriptor open in the parent. A group it
+        // cannot join leaves its fsyncs uncounted, nothing else.
+        unsafe {
+            command.pre_exec(move || {
+                libc::write(fd, b"0".as_ptr().cast(), 1);
+                Ok(())
+            });
+        }
+    }
     command
         .args(args)
         .current_dir(dir)
@@ -427,6 +445,12 @@ pub struct ManagedServer {
     // Declared first: dropped (the process stopped) before the directory
     // goes and the memory cap is removed.
     process: ServerProcess,
+    /// Counts the fsyncs of the server's processes (its group is removed
+    /// once they stopped), or why they cannot be counted.
+    fsyncs: Result<fsyncs::FsyncCounter, String>,
+    /// The block device under its data (under the power-cut layer's own
+    /// directory when it has one).
+    device: Option<device::BlockDevice>,
     // Unmounted after the process stopped, before the directories go.
     disk: Option<bakeoff_lazyfs::LazyMount>,
     dir: ScratchDir,
@@ -597,6 +621,13 @@ impl ManagedServer {
         if let Some(init) = cmd.init {
             init(&binary, dir.path())?;
         }
+        let storage = backing.as_ref().unwrap_or(&dir).path().to_path_buf();
+        let fsyncs = if disk.is_some() {
+            Err("the power-cut layer counts them".to_string())
+        } else {
+            fsyncs::FsyncCounter::create(cmd.name, &storage)
+        };
+        let join = fsyncs.as_ref().ok().map(fsyncs::FsyncCounter::join_fd);
         let mut attempt = 1;
         loop {
             // Picked only now, after the (slow) initialisation: the port
@@ -606,11 +637,13 @@ impl ManagedServer {
                 None => free_port().map_err(io)?,
             };
             let args = (cmd.args)(port, dir.path());
-            match spawn_and_wait(cmd, &binary, &args, user, dir.path(), port) {
+            match spawn_and_wait(cmd, &binary, &args, user, dir.path(), port, join) {
                 Ok(process) => {
                     return Ok(ManagedServer {
                         pid: process.0.id(),
                         process,
+                        fsyncs,
+                        device: device::BlockDevice::under(&storage),
                         disk,
                         dir,
                         _backing: backing,
@@ -695,6 +728,7 @@ impl ManagedServer {
             dir,
             true,
             self.process.1,
+            self.fsyncs.as_ref().ok().map(fsyncs::FsyncCounter::join_fd),
         )
         .map_err(|source| ServerError::Io {
             program: self.program.clone(),
@@ -777,6 +811,13 @@ impl ManagedServer {
         Ok(())
     }
 
+    /// Writes what the page cache holds of the server's filesystem to its
+    /// device (before a measurement, so that what the load left is not
+    /// counted to it).
+    pub fn flush_disk(&self) {
+        device::flush_filesystem(self._backing.as_ref().unwrap_or(&self.dir).path());
+    }
+
     /// The CPUs the server is held to, e.g. `1` or `2-3`.
     pub fn cpus(&self) -> Option<String> {
         self.cpus.as_ref().map(cgroup::CpuSet::list)
@@ -789,6 +830,7 @@ impl ManagedServer {
         let mut s = proc_snapshot(self.pid).unwrap_or_default();
         for child in children_of(self.pid) {
             if let Some(c) = proc_snapshot(child) {
+                s.pids.push(child);
                 s.cpu_ns += c.cpu_ns;
                 s.thread_cpu_ns.extend(c.thread_cpu_ns);
                 s.rss_bytes += c.rss_bytes;
@@ -806,7 +848,11 @@ impl ManagedServer {
             bytes: d.bytes_written,
         });
         s.disk_bytes = dir_size(self.dir.path());
-        s.device_busy_ms = device_busy_ms(self.dir.path());
+        s.device = self.device.as_ref().and_then(device::BlockDevice::read);
+        match &self.fsyncs {
+            Ok(c) => s.fsyncs = Some(c.count()),
+            Err(why) => s.fsyncs_unknown = Some(why.clone()),
+        }
         s.connections = Some(
             std::iter::once(self.pid)
                 .chain(children_of(self.pid))
@@ -954,7 +1000,10 @@ pub fn proc_snapshot(pid: u32) -> Option<ProcSnapshot> {
     Some(ProcSnapshot {
         cpu_ns: ticks * 1_000_000_000 / hz,
         thread_cpu_ns: thread_cpu_ns(pid, hz),
-        device_busy_ms: None,
+        device: None,
+        fsyncs: None,
+        fsyncs_unknown: None,
+        pids: vec![pid],
         rss_bytes: rss_pages * page,
         pss_bytes: pss_of(pid),
         read_bytes: field("read_bytes:"),
@@ -968,17 +1017,6 @@ pub fn proc_snapshot(pid: u32) -> Option<ProcSnapshot> {
         connections: None,
         nodes: Vec::new(),
     })
-}
-
-/// How long the block device that holds `dir` has had requests in flight,
-/// ms (`io_ticks`, the tenth field of /sys/dev/block/MAJOR:MINOR/stat,
-/// a partition's own); `None` when `dir` is on no block device.
-pub fn device_busy_ms(dir: &Path) -> Option<u64> {
-    use std::os::unix::fs::MetadataExt;
-    let dev = std::fs::metadata(dir).ok()?.dev();
-    let (major, minor) = (libc::major(dev), libc::minor(dev));
-    let stat = std::fs::read_to_string(format!("/sys/dev/block/{major}:{minor}/stat")).ok()?;
-    stat.split_whitespace().nth(9)?.parse().ok()
 }
 
 /// Each thread of process `pid` and its user + system CPU time, ns
@@ -1120,7 +1158,9 @@ pub fn children_of(pid: u32) -> Vec<u32> {
         .collect()
 }
 
-/// Total size of the files under `dir`, bytes.
+/// What the files under `dir` hold of the disk, bytes: the blocks
+/// allocated to them (a sparse file's holes take none; a file's last block
+/// counts whole), as the filesystem counts them.
 pub fn dir_size(dir: &Path) -> u64 {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return 0;
@@ -1129,7 +1169,7 @@ pub fn dir_size(dir: &Path) -> u64 {
         .flatten()
         .map(|e| match e.metadata() {
             Ok(m) if m.is_dir() => dir_size(&e.path()),
-            Ok(m) => m.len(),
+            Ok(m) => std::os::unix::fs::MetadataExt::blocks(&m) * 512,
             Err(_) => 0,
         })
         .sum()

@@ -629,10 +629,14 @@ fn resource_sample(prev: &ProcSnapshot, now: &ProcSnapshot, dt: f64, t: f64) -> 
         t_s: (t * 1000.0).round() / 1000.0,
         cpu_percent: now.cpu_ns.saturating_sub(prev.cpu_ns) as f64 / 1e9 / dt * 100.0,
         busiest_thread_percent: busiest_thread(prev, now).map(|ns| ns as f64 / 1e9 / dt * 100.0),
-        device_busy_percent: now
-            .device_busy_ms
-            .zip(prev.device_busy_ms)
-            .map(|(n, p)| (n.saturating_sub(p) as f64 / 1e3 / dt * 100.0).min(100.0)),
+        device_busy_percent: now.device.as_ref().zip(prev.device.as_ref()).map(|(n, p)| {
+            (n.busy_ms.saturating_sub(p.busy_ms) as f64 / 1e3 / dt * 100.0).min(100.0)
+        }),
+        device_write_bytes_per_s: now
+            .device
+            .as_ref()
+            .zip(prev.device.as_ref())
+            .map(|(n, p)| n.written_bytes.saturating_sub(p.written_bytes) as f64 / dt),
         // The machine's CPUs are the run's `machine_cpu`, read for every
         // target; only files from before it hold them here.
         machine_cpu_percent: None,
@@ -643,8 +647,10 @@ fn resource_sample(prev: &ProcSnapshot, now: &ProcSnapshot, dt: f64, t: f64) -> 
         write_calls_per_s: Some(now.write_calls.saturating_sub(prev.write_calls) as f64 / dt),
         fsyncs_per_s: now
             .file_io
-            .zip(prev.file_io)
-            .map(|(n, p)| n.fsyncs.saturating_sub(p.fsyncs) as f64 / dt),
+            .map(|f| f.fsyncs)
+            .zip(prev.file_io.map(|f| f.fsyncs))
+            .or(now.fsyncs.zip(prev.fsyncs))
+            .map(|(n, p)| n.saturating_sub(p) as f64 / dt),
         disk_bytes: now.disk_bytes,
         replication_lag_bytes: now.replication_lag_bytes,
         connections: now.connections,

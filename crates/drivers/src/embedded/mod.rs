@@ -137,6 +137,9 @@ pub struct EmbeddedTarget<E: Engine> {
     // and only then does bakeoff leave its memory cap and its CPUs.
     driver: EmbeddedDriver<E>,
     dir: DataDir,
+    /// Counts this process's fsyncs (the engine's), or why it cannot.
+    fsyncs: Result<bakeoff_servers::fsyncs::FsyncCounter, String>,
+    device: Option<bakeoff_servers::device::BlockDevice>,
     record: TargetRecord,
     cap: Option<bakeoff_servers::cgroup::MemoryCap>,
     _cpus: Option<bakeoff_servers::cgroup::OwnCpus>,
@@ -175,6 +178,15 @@ impl<E: Engine> EmbeddedTarget<E> {
             }
             None => None,
         };
+        // bakeoff itself is the engine's process: it joins a group whose
+        // fsyncs are counted, for as long as the engine is open.
+        let fsyncs =
+            bakeoff_servers::fsyncs::FsyncCounter::create(name, dir.path()).and_then(|c| {
+                c.add(std::process::id())
+                    .map_err(|e| format!("bakeoff cannot join its fsync group: {e}"))?;
+                Ok(c)
+            });
+        let device = bakeoff_servers::device::BlockDevice::under(dir.path());
         let engine = Arc::new(engine);
         let requests = OpKind::ALL
             .iter()
@@ -183,6 +195,8 @@ impl<E: Engine> EmbeddedTarget<E> {
         Ok(Self {
             driver: EmbeddedDriver::new(engine),
             dir,
+            fsyncs,
+            device,
             record: TargetRecord {
                 name: name.into(),
                 mode: "embedded".into(),
@@ -233,10 +247,21 @@ impl<E: Engine> Target for EmbeddedTarget<E> {
         self.driver.engine().no_background()
     }
 
+    fn flush_disk(&self) {
+        bakeoff_servers::device::flush_filesystem(self.dir.path());
+    }
+
     fn resources(&self) -> Option<ProcSnapshot> {
         let mut s = bakeoff_servers::proc_snapshot(std::process::id())?;
         s.disk_bytes = bakeoff_servers::dir_size(self.dir.path());
-        s.device_busy_ms = bakeoff_servers::device_busy_ms(self.dir.path());
+        s.device = self
+            .device
+            .as_ref()
+            .and_then(bakeoff_servers::device::BlockDevice::read);
+        match &self.fsyncs {
+            Ok(c) => s.fsyncs = Some(c.count()),
+            Err(why) => s.fsyncs_unknown = Some(why.clone()),
+        }
         if let Some(u) = self.cap.as_ref().and_then(|c| c.usage()) {
             s.cgroup_memory_bytes = Some(u.total);
             s.cgroup_cache_bytes = Some(u.cache);

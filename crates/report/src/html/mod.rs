@@ -131,7 +131,7 @@ mod tests {
         for title in [
             "Server CPU of each node",
             "Server memory (proportional set size) of each node",
-            "Disk writes of each node",
+            "Pages dirtied by each node",
         ] {
             assert!(page.contains(title), "{title}");
         }

@@ -112,14 +112,20 @@ fn resource_figures(runs: &[(usize, &RunResult)]) -> Vec<ResourceFigure> {
             Axis::linear("memory", ticks::bytes),
         ),
         ResourceFigure::new(
-            "Disk reads",
+            "Disk reads (the server's processes)",
             |s| Some(s.read_bytes_per_s),
             Axis::linear("read from storage (bytes/s)", ticks::bytes_per_s),
         ),
         ResourceFigure::new(
-            "Disk writes",
+            "What the disk under the data wrote (its own count, every process's)",
+            |s| s.device_write_bytes_per_s,
+            Axis::linear("written by the device (bytes/s)", ticks::bytes_per_s),
+        )
+        .when(|s| s.device_write_bytes_per_s.is_some()),
+        ResourceFigure::new(
+            "Pages the server's processes dirtied (not what the disk wrote)",
             |s| Some(s.write_bytes_per_s),
-            Axis::linear("written to storage (bytes/s)", ticks::bytes_per_s),
+            Axis::linear("pages dirtied (bytes/s)", ticks::bytes_per_s),
         ),
         ResourceFigure::new(
             "Server write calls",
@@ -128,7 +134,7 @@ fn resource_figures(runs: &[(usize, &RunResult)]) -> Vec<ResourceFigure> {
         )
         .when(|s| s.write_calls_per_s.is_some()),
         ResourceFigure::new(
-            "fsync calls (power-cut layer)",
+            "fsync calls of the server's processes",
             |s| s.fsyncs_per_s,
             Axis::linear("fsync + fdatasync per second", ticks::count),
         )
@@ -381,9 +387,9 @@ impl Plot<'_, '_> {
                 Axis::linear("memory", ticks::bytes),
             ),
             (
-                "Disk writes of each node",
+                "Pages dirtied by each node",
                 |n| n.write_bytes_per_s,
-                Axis::linear("written to storage (bytes/s)", ticks::bytes_per_s),
+                Axis::linear("pages dirtied (bytes/s)", ticks::bytes_per_s),
             ),
         ];
         for (title, pick, axis) in charts {

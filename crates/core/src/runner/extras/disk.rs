@@ -1,16 +1,72 @@
-//! Disk per write: the server's disk counters over the measure job, set
-//! against the writes it acknowledged.
+//! Disk per write: the block device under the target's data over the
+//! measured phase, less what it wrote while the target sat idle just
+//! before, and the server's own counters beside it, set against the
+//! writes of the measured phase.
 
-use crate::result::{DiskPerWrite, PhaseResult, RunResult};
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
 
-use super::super::job::Observer;
+use crate::disk::{DiskPerWrite, DiskReading, IdleBaseline};
+use crate::readings::{DeviceCounters, ProcessWrites};
+use crate::result::RunResult;
+use crate::target::Target;
+
+use super::super::job::{JobOutcome, Observer};
 use super::{Extra, Stage};
-use crate::readings::ProcSnapshot;
 
-/// The server's counters as the measure job began.
+/// The longest idle time taken before a measured phase, however long the
+/// phase: a rate is a rate.
+const IDLE_MAX: Duration = Duration::from_secs(5);
+/// The shortest: a device that wrote nothing at all in it is quiet.
+const IDLE_QUIET: Duration = Duration::from_millis(500);
+
+/// The readings at the edges of the measured window.
 #[derive(Default)]
 pub(super) struct Disk {
-    before: Option<ProcSnapshot>,
+    idle: Option<IdleBaseline>,
+    before: Option<DiskReading>,
+    after: Option<DiskReading>,
+    started: Option<Instant>,
+}
+
+impl Disk {
+    fn read(&mut self, target: &dyn Target) -> Option<DiskReading> {
+        let started = *self.started.get_or_insert_with(Instant::now);
+        Some(DiskReading {
+            target: target.resources()?,
+            everyone: ProcessWrites::read(),
+            at_s: started.elapsed().as_secs_f64(),
+        })
+    }
+}
+
+/// Sits idle for as long as the measured phase will last (at most
+/// `IDLE_MAX`; `IDLE_QUIET` when the device wrote nothing in that
+/// long), reading the device at both ends; stops early when the run is.
+fn idle_baseline(stage: &Stage, first: DeviceCounters) -> Option<IdleBaseline> {
+    let planned = stage.workload().duration_s.unwrap_or(1.0);
+    let want = Duration::from_secs_f64(planned.max(0.0)).clamp(IDLE_QUIET, IDLE_MAX);
+    let start = Instant::now();
+    let read = || stage.target.resources()?.device;
+    let mut last = first.clone();
+    while start.elapsed() < want {
+        if stage.ctx.stop.load(Ordering::Relaxed) {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(50).min(want.saturating_sub(start.elapsed())));
+        if start.elapsed() >= IDLE_QUIET {
+            last = read()?;
+            if last.written_bytes == first.written_bytes && last.writes == first.writes {
+                break;
+            }
+        }
+    }
+    let after = read().unwrap_or(last);
+    Some(IdleBaseline {
+        seconds: start.elapsed().as_secs_f64(),
+        before: first,
+        after,
+    })
 }
 
 impl Extra for Disk {
@@ -20,7 +76,34 @@ impl Extra for Disk {
         _run: &mut RunResult,
         _observer: &mut dyn Observer,
     ) -> Result<(), crate::error::RunError> {
-        self.before = stage.target.resources();
+        if stage.target.resources().and_then(|r| r.device).is_some() {
+            // What the load left in the page cache goes to the disk now,
+            // not in the measured phase.
+            stage.target.flush_disk();
+            if let Some(first) = stage.target.resources().and_then(|r| r.device) {
+                self.idle = idle_baseline(stage, first);
+            }
+        }
+        self.before = self.read(stage.target);
+        Ok(())
+    }
+
+    fn warmed_up(&mut self, stage: &Stage) {
+        if self.before.is_some() {
+            self.before = self.read(stage.target);
+        }
+    }
+
+    fn measured(
+        &mut self,
+        stage: &Stage,
+        _outcome: &mut JobOutcome,
+        _load_s: f64,
+        _run: &mut RunResult,
+    ) -> Result<(), String> {
+        if self.before.is_some() {
+            self.after = self.read(stage.target);
+        }
         Ok(())
     }
 
@@ -30,9 +113,17 @@ impl Extra for Disk {
         run: &mut RunResult,
         _observer: &mut dyn Observer,
     ) -> Result<(), String> {
-        if let (Some(b), Some(a)) = (self.before.as_ref(), stage.target.resources()) {
-            let phases: Vec<&PhaseResult> = run.warmup.iter().chain([&run.measure]).collect();
-            run.disk = DiskPerWrite::between(b, &a, &phases, run.fault.is_some());
+        if let (Some(b), Some(a)) = (self.before.as_ref(), self.after.as_ref()) {
+            let w = stage.workload();
+            let value_bytes = w.replay.is_none().then(|| w.value_size.mean());
+            run.disk = DiskPerWrite::between(
+                b,
+                a,
+                self.idle.as_ref(),
+                &run.measure,
+                value_bytes,
+                run.fault.is_some(),
+            );
         }
         Ok(())
     }
