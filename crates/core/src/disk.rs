@@ -68,6 +68,9 @@ pub struct DiskPerWrite {
 pub struct DeviceWrites {
     /// The device (`vda`, `sda1`, `loop0`).
     pub name: String,
+    /// When the measured window began, seconds since the Unix epoch (to set
+    /// the figure beside a reading of the device of one's own).
+    pub started_unix_s: f64,
     /// Length of the measured window, seconds.
     pub measured_s: f64,
     /// Bytes the device wrote in it, every process's.
@@ -116,7 +119,7 @@ pub struct DiskReading {
     pub target: ProcSnapshot,
     /// Every process's own count of what it wrote.
     pub everyone: ProcessWrites,
-    /// When it was read, seconds on any one clock.
+    /// When it was read, seconds since the Unix epoch.
     pub at_s: f64,
 }
 
@@ -162,7 +165,7 @@ impl DiskPerWrite {
                 let target: Vec<u32> = b.pids.iter().chain(&a.pids).copied().collect();
                 let others = after.everyone.since_except(&before.everyone, &target);
                 DeviceWrites::new(db, da, after.at_s - before.at_s, idle, writes, value_bytes)
-                    .with_others(others)
+                    .with_window(before.at_s, others)
             });
         if writes == 0 && device.is_none() {
             return None;
@@ -250,6 +253,7 @@ impl DeviceWrites {
         let asked_bytes_per_write = value_bytes.filter(|v| *v > 0.0);
         DeviceWrites {
             name: after.name.clone(),
+            started_unix_s: 0.0,
             measured_s,
             written_bytes,
             write_requests,
@@ -269,8 +273,9 @@ impl DeviceWrites {
         }
     }
 
-    fn with_others(mut self, bytes: u64) -> Self {
-        self.others_claimed_bytes = bytes;
+    fn with_window(mut self, started_unix_s: f64, others_claimed_bytes: u64) -> Self {
+        self.started_unix_s = started_unix_s;
+        self.others_claimed_bytes = others_claimed_bytes;
         self
     }
 

@@ -26,16 +26,17 @@ pub(super) struct Disk {
     idle: Option<IdleBaseline>,
     before: Option<DiskReading>,
     after: Option<DiskReading>,
-    started: Option<Instant>,
 }
 
 impl Disk {
-    fn read(&mut self, target: &dyn Target) -> Option<DiskReading> {
-        let started = *self.started.get_or_insert_with(Instant::now);
+    fn read(&self, target: &dyn Target) -> Option<DiskReading> {
+        let target = target.resources()?;
         Some(DiskReading {
-            target: target.resources()?,
+            target,
             everyone: ProcessWrites::read(),
-            at_s: started.elapsed().as_secs_f64(),
+            at_s: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0.0, |d| d.as_secs_f64()),
         })
     }
 }
