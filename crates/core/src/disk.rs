@@ -1,8 +1,9 @@
 //! What a run's writes cost the disk: the block device's own count over
-//! the measured phase, less what it wrote while the target sat idle just
-//! before, set against the writes the run made (002-io-pattern's "disk
-//! writes per insert"); beside it what the server's processes say of
-//! themselves, which is not the disk's count.
+//! the measure job (warm-up and measured phase, then a flush of what they
+//! left in the page cache), less what it wrote while the target sat idle
+//! just before, set against the writes the job made (002-io-pattern's
+//! "disk writes per insert"); beside it what the server's processes say
+//! of themselves, which is not the disk's count.
 
 use serde::{Deserialize, Serialize};
 
@@ -13,14 +14,13 @@ use crate::result::PhaseResult;
 const WRITES: [&str; 3] = ["set", "update", "delete"];
 
 /// What reached a server's disk per write operation (set, update, delete)
-/// of the measured phase.
+/// of the measure job: its warm-up and measured phase.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DiskPerWrite {
-    /// Write operations completed in the measured phase (in files from
-    /// before the device was read: in the warm-up and the measured phase).
+    /// Write operations completed in the warm-up and the measured phase.
     pub writes: u64,
-    /// The block device under the data directory over the measured phase,
-    /// by its own counters: the figure the answers use. Absent for a
+    /// The block device under the data directory over the measure job and
+    /// the flush after it, by its own counters: the figure the answers use. Absent for a
     /// server bakeoff did not start, off a block device, and in files from
     /// before it was read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -62,16 +62,19 @@ pub struct DiskPerWrite {
     pub file_bytes_per_write: Option<f64>,
 }
 
-/// The block device under the data directory over the measured phase,
-/// and over the idle time just before it that is taken off.
+/// The block device under the data directory over the measure job (its
+/// warm-up and measured phase, then a `syncfs` of what they left in the
+/// page cache: a store that writes without fsync owes the disk those pages
+/// all the same), and over the idle time just before it that is taken off.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DeviceWrites {
     /// The device (`vda`, `sda1`, `loop0`).
     pub name: String,
-    /// When the measured window began, seconds since the Unix epoch (to set
-    /// the figure beside a reading of the device of one's own).
+    /// When the window began (the warm-up's start), seconds since the
+    /// Unix epoch: to set the figure beside a reading of the device of
+    /// one's own.
     pub started_unix_s: f64,
-    /// Length of the measured window, seconds.
+    /// Length of the window, seconds: the job and the flush after it.
     pub measured_s: f64,
     /// Bytes the device wrote in it, every process's.
     pub written_bytes: u64,
@@ -79,18 +82,17 @@ pub struct DeviceWrites {
     pub write_requests: u64,
     /// Cache flushes it completed in it; `None` on kernels before 5.5.
     pub flushes: Option<u64>,
-    /// Length of the idle time before the measured phase, seconds: the
-    /// target loaded and flushed to disk, no request sent. As long as the
-    /// measured phase up to 5 s, cut to 0.5 s when the device wrote
+    /// Length of the idle time before the window, seconds: the target
+    /// loaded and flushed to disk, no request sent. As long as the job is
+    /// planned to last up to 5 s, cut to 0.5 s when the device wrote
     /// nothing in it.
     pub idle_s: f64,
     /// Bytes the device wrote in the idle time.
     pub idle_written_bytes: u64,
     /// Write requests it completed in the idle time.
     pub idle_write_requests: u64,
-    /// Bytes the measured phase made the device write: `written_bytes`
-    /// less the idle time's rate over the measured window (below zero
-    /// only by noise).
+    /// Bytes the job made the device write: `written_bytes` less the idle
+    /// time's rate over the window (below zero only by noise).
     pub net_bytes: f64,
     /// `net_bytes` per write (0 where noise took it below zero); `None`
     /// without writes.
@@ -106,13 +108,12 @@ pub struct DeviceWrites {
     /// `bytes_per_write` over `asked_bytes_per_write`: how many bytes the
     /// disk wrote for each byte the run asked to store.
     pub write_amplification: Option<f64>,
-    /// What other processes' own counters say they wrote in the measured
-    /// window (`write_bytes` of /proc/PID/io, to any device); the device's
+    /// What other processes' own counters say they wrote in the window (`write_bytes` of /proc/PID/io, to any device); the device's
     /// count holds their writes to it too.
     pub others_claimed_bytes: u64,
 }
 
-/// One reading at an edge of the measured window.
+/// One reading at an edge of the window.
 #[derive(Clone, Debug, Default)]
 pub struct DiskReading {
     /// The target's counters.
@@ -123,8 +124,7 @@ pub struct DiskReading {
     pub at_s: f64,
 }
 
-/// What the device did while the target sat idle before the measured
-/// phase.
+/// What the device did while the target sat idle before the window.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct IdleBaseline {
     /// How long, seconds.
@@ -136,8 +136,8 @@ pub struct IdleBaseline {
 }
 
 impl DiskPerWrite {
-    /// Per write of the `measured` phase between two readings, with the
-    /// `idle` time before it taken off the device's count; `value_bytes`
+    /// Per write of the `phases` between two readings, with the `idle`
+    /// time before them taken off the device's count; `value_bytes`
     /// is what each write asked to store. When the server was `restarted`
     /// in between, the processes' own counters, which a new process starts
     /// from zero, are left out. `None` when there is neither a write nor a
@@ -146,13 +146,13 @@ impl DiskPerWrite {
         before: &DiskReading,
         after: &DiskReading,
         idle: Option<&IdleBaseline>,
-        measured: &PhaseResult,
+        phases: &[&PhaseResult],
         value_bytes: Option<f64>,
         restarted: bool,
     ) -> Option<DiskPerWrite> {
-        let writes: u64 = WRITES
+        let writes: u64 = phases
             .iter()
-            .filter_map(|k| measured.ops.get(*k))
+            .flat_map(|p| WRITES.iter().filter_map(|k| p.ops.get(*k)))
             .map(|o| o.completed)
             .sum();
         let (b, a) = (&before.target, &after.target);
@@ -352,7 +352,7 @@ mod tests {
         };
         let (b, a) = (reading(before, 0.0), reading(after, 1.0));
         let measured = phase(400, 3600);
-        let d = DiskPerWrite::between(&b, &a, None, &measured, None, false).unwrap();
+        let d = DiskPerWrite::between(&b, &a, None, &[&measured], None, false).unwrap();
         assert_eq!(d.writes, 400);
         assert_eq!(d.dirtied_bytes_per_write, Some(100.0));
         assert_eq!(d.write_calls_per_write, Some(11.0));
@@ -361,13 +361,13 @@ mod tests {
         assert_eq!(d.fsyncs_per_write, Some(0.5));
         assert_eq!(d.file_bytes_per_write, Some(200.0));
         assert_eq!(d.device, None);
-        let d = DiskPerWrite::between(&b, &a, None, &measured, None, true).unwrap();
+        let d = DiskPerWrite::between(&b, &a, None, &[&measured], None, true).unwrap();
         assert_eq!(
             (d.dirtied_bytes_per_write, d.write_calls_per_write),
             (None, None)
         );
         assert_eq!(d.fsyncs_per_write, Some(0.5));
-        assert!(DiskPerWrite::between(&b, &a, None, &phase(0, 10), None, false).is_none());
+        assert!(DiskPerWrite::between(&b, &a, None, &[&phase(0, 10)], None, false).is_none());
     }
 
     /// The device's count over the window less the idle rate scaled to it;
@@ -396,7 +396,7 @@ mod tests {
             &reading(before.clone(), 10.0),
             &reading(after.clone(), 12.0),
             Some(&idle),
-            &phase(400, 0),
+            &[&phase(100, 0), &phase(300, 0)],
             Some(1_000.0),
             false,
         )
@@ -420,7 +420,7 @@ mod tests {
             &reading(before, 10.0),
             &reading(quiet, 12.0),
             Some(&idle),
-            &phase(0, 500),
+            &[&phase(0, 500)],
             Some(1_000.0),
             false,
         )

@@ -56,8 +56,8 @@ pub const TABLE_SECTIONS: &[TableSection] = &[
     TableSection {
         id: "disk",
         title: "Disk per write",
-        text_heading: "disk per write (the block device under the data, measured phase):",
-        note: "What the block device under the data directory wrote per write (set, update, delete) of the measured phase, by its own counters (/sys/block/DEV/stat: page cache writeback, journal and metadata included), less what it wrote while the target sat idle just before (the column 'idle time taken off'); amplification is that over the bytes each write asked to store. fsyncs are counted by the filesystem's own tracepoint for the server's processes (exactly by the power-cut layer where the data is on it). Pages dirtied are what the server's processes' own counters say (write_bytes of /proc/PID/io), not what the disk wrote.",
+        text_heading: "disk per write (the block device under the data: warm-up, measured phase, and a flush of what they left in the page cache):",
+        note: "What the block device under the data directory wrote per write (set, update, delete) over the warm-up and the measured phase and a syncfs of what they left in the page cache (a store that writes without fsync owes the disk those pages all the same), by its own counters (/sys/block/DEV/stat: journal and metadata included), less what it wrote while the target sat idle just before (the column 'idle time taken off'); amplification is that over the bytes each write asked to store. fsyncs are counted by the filesystem's own tracepoint for the server's processes (exactly by the power-cut layer where the data is on it). Pages dirtied are what the server's processes' own counters say (write_bytes of /proc/PID/io), not what the disk wrote.",
         left: 2,
         rows: durability::disk_rows,
         charts: None,

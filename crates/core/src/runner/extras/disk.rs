@@ -1,14 +1,15 @@
 //! Disk per write: the block device under the target's data over the
-//! measured phase, less what it wrote while the target sat idle just
-//! before, and the server's own counters beside it, set against the
-//! writes of the measured phase.
+//! measure job (its warm-up and measured phase, and the flush of what they
+//! left in the page cache), less what it wrote while the target sat idle
+//! just before, and the server's own counters beside it, set against the
+//! writes of the job.
 
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use crate::disk::{DiskPerWrite, DiskReading, IdleBaseline};
 use crate::readings::{DeviceCounters, ProcessWrites};
-use crate::result::RunResult;
+use crate::result::{PhaseResult, RunResult};
 use crate::target::Target;
 
 use super::super::job::{JobOutcome, Observer};
@@ -41,11 +42,12 @@ impl Disk {
     }
 }
 
-/// Sits idle for as long as the measured phase will last (at most
+/// Sits idle for as long as the measure job will last (at most
 /// `IDLE_MAX`; `IDLE_QUIET` when the device wrote nothing in that
 /// long), reading the device at both ends; stops early when the run is.
 fn idle_baseline(stage: &Stage, first: DeviceCounters) -> Option<IdleBaseline> {
-    let planned = stage.workload().duration_s.unwrap_or(1.0);
+    let w = stage.workload();
+    let planned = w.duration_s.unwrap_or(1.0) + w.warmup_s;
     let want = Duration::from_secs_f64(planned.max(0.0)).clamp(IDLE_QUIET, IDLE_MAX);
     let start = Instant::now();
     let read = || stage.target.resources()?.device;
@@ -89,12 +91,6 @@ impl Extra for Disk {
         Ok(())
     }
 
-    fn warmed_up(&mut self, stage: &Stage) {
-        if self.before.is_some() {
-            self.before = self.read(stage.target);
-        }
-    }
-
     fn measured(
         &mut self,
         stage: &Stage,
@@ -102,7 +98,11 @@ impl Extra for Disk {
         _load_s: f64,
         _run: &mut RunResult,
     ) -> Result<(), String> {
-        if self.before.is_some() {
+        if self.before.is_some() && !stage.ctx.stop.load(Ordering::Relaxed) {
+            // What the job's writes left in the page cache is theirs too:
+            // a store that writes without fsync is not free of the disk
+            // because the kernel writes its pages back later.
+            stage.target.flush_disk();
             self.after = self.read(stage.target);
         }
         Ok(())
@@ -117,11 +117,12 @@ impl Extra for Disk {
         if let (Some(b), Some(a)) = (self.before.as_ref(), self.after.as_ref()) {
             let w = stage.workload();
             let value_bytes = w.replay.is_none().then(|| w.value_size.mean());
+            let phases: Vec<&PhaseResult> = run.warmup.iter().chain([&run.measure]).collect();
             run.disk = DiskPerWrite::between(
                 b,
                 a,
                 self.idle.as_ref(),
-                &run.measure,
+                &phases,
                 value_bytes,
                 run.fault.is_some(),
             );
