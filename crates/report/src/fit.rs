@@ -666,6 +666,45 @@ mod tests {
         assert!(a.lines[1].starts_with("pg fits best"), "{:#?}", a.lines);
     }
 
+    /// Of candidates equal in CPU and memory, the one the disk wrote fewer
+    /// bytes for per write fits best, by the device's own count: what the
+    /// server's processes say they dirtied (here the other way round) is
+    /// not what ranks them.
+    #[test]
+    fn the_disk_cost_is_the_devices_count() {
+        let mut r = crate::verdict::tests::four_targets();
+        r.plan.requirements = vec![Requirement::parse("durable=power-cut").unwrap()];
+        for run in r.runs.iter_mut() {
+            let (device, dirtied) = if run.target == "pg" {
+                (2600.0, 500.0)
+            } else {
+                (1400.0, 57_000.0)
+            };
+            run.measure.throughput_per_s = 1000.0;
+            run.resources = vec![bakeoff_core::result::ResourceSample {
+                rss_bytes: 1_000_000,
+                ..Default::default()
+            }];
+            run.disk = Some(bakeoff_core::result::DiskPerWrite {
+                writes: 1000,
+                device: Some(bakeoff_core::result::DeviceWrites {
+                    bytes_per_write: Some(device),
+                    ..Default::default()
+                }),
+                dirtied_bytes_per_write: Some(dirtied),
+                ..Default::default()
+            });
+        }
+        r.summaries = bakeoff_core::summary::summarise(&r);
+        let a = answer(&r).unwrap();
+        assert!(a.lines[1].starts_with("maria fits best"), "{:#?}", a.lines);
+        assert!(
+            a.lines[1].contains("1.4 KiB to disk per write"),
+            "{:#?}",
+            a.lines
+        );
+    }
+
     /// A bound none meets: "none meets", each with how far it is.
     #[test]
     fn a_bound_none_meets_says_so_with_each_margin() {

@@ -1,6 +1,6 @@
 //! The verdict a report opens with: for each figure (throughput, p99,
-//! client and server CPU per operation, memory per record, durability
-//! class), which target leads at each point and by how much, and the seed
+//! client and server CPU per operation, memory per record, bytes the disk
+//! wrote per write, durability class), which target leads at each point and by how much, and the seed
 //! report's finding next to it when the experiment comes from one.
 
 use std::collections::BTreeMap;
@@ -14,15 +14,20 @@ use bakeoff_core::summary::{FigureSummary, Headline, PointSummary};
 const MAX_POINTS: usize = 4;
 
 /// The figures the verdict ranks by, in its order.
-const FIGURES: [Headline; 5] = [
+const FIGURES: [Headline; 6] = [
     Headline::Throughput,
     Headline::P99,
     Headline::ClientCpuPerOp,
     Headline::ServerCpuPerOp,
     Headline::MemoryPerRecord,
+    Headline::DiskPerWrite,
 ];
 
 pub use bakeoff_core::summary::{client_cpu_per_op_ns, memory_per_record, server_cpu_per_op_ns};
+
+/// Bytes per write below which the disk wrote next to nothing: another
+/// process's writes to the device in the same seconds are more.
+const NEXT_TO_NOTHING: f64 = 16.0;
 
 /// How a run's target is reached and what its settings promise: runs
 /// are only ranked against runs of the same group.
@@ -456,7 +461,11 @@ fn leads(members: &[&PointSummary]) -> Vec<Row> {
             .iter()
             .filter_map(|s| s.figure(f).map(|x| (*s, x)))
             .collect();
-        if vals.len() < 2 {
+        // Targets that all wrote next to nothing to the disk (servers
+        // that keep writes in memory) have no order worth a line.
+        let nothing_written =
+            f == Headline::DiskPerWrite && vals.iter().all(|(_, x)| x.median < NEXT_TO_NOTHING);
+        if vals.len() < 2 || nothing_written {
             continue;
         }
         vals.sort_by(|a, b| {
@@ -517,6 +526,7 @@ fn short_figure_name(f: Headline) -> &'static str {
         Headline::ClientCpuPerOp => "client CPU/op",
         Headline::ServerCpuPerOp => "server CPU/op",
         Headline::MemoryPerRecord => "memory/record",
+        Headline::DiskPerWrite => "disk/write",
         other => other.key(),
     }
 }
@@ -529,6 +539,7 @@ fn figure_name(f: Headline) -> &'static str {
         Headline::ClientCpuPerOp => "client CPU per operation",
         Headline::ServerCpuPerOp => "server CPU per operation",
         Headline::MemoryPerRecord => "memory per record",
+        Headline::DiskPerWrite => "bytes the disk wrote per write",
         other => other.key(),
     }
 }
@@ -667,5 +678,44 @@ pub(crate) mod tests {
             "{lines:#?}"
         );
         assert!(lines.iter().all(|l| !l.contains("among")), "{lines:#?}");
+    }
+
+    /// The disk's own count per write ranks like any cost (the fewer bytes
+    /// the better); targets that all wrote next to nothing get no line.
+    #[test]
+    fn the_disk_line_ranks_by_the_devices_bytes() {
+        let with_disk = |bytes: fn(&str) -> f64| {
+            let mut r = four_targets();
+            r.runs.retain(|x| x.target == "pg" || x.target == "maria");
+            for run in &mut r.runs {
+                let per_write = bytes(&run.target) * (1.0 + 0.01 * f64::from(run.repeat));
+                run.disk = Some(bakeoff_core::result::DiskPerWrite {
+                    writes: 1000,
+                    device: Some(bakeoff_core::result::DeviceWrites {
+                        bytes_per_write: Some(per_write),
+                        ..Default::default()
+                    }),
+                    // The processes' own count, ten times off, is not used.
+                    dirtied_bytes_per_write: Some(10.0 * per_write),
+                    ..Default::default()
+                });
+            }
+            r.summaries = bakeoff_core::summary::summarise(&r);
+            verdict(&r)
+        };
+        let lines = with_disk(|t| if t == "pg" { 2600.0 } else { 1400.0 });
+        let disk = lines
+            .iter()
+            .find(|l| l.starts_with("bytes the disk wrote per write"))
+            .unwrap_or_else(|| panic!("a disk line: {lines:#?}"));
+        assert!(
+            disk.contains("maria leads with 1.4 KiB") && disk.contains("than pg"),
+            "{disk}"
+        );
+        let lines = with_disk(|_| 2.0);
+        assert!(
+            lines.iter().all(|l| !l.starts_with("bytes the disk wrote")),
+            "{lines:#?}"
+        );
     }
 }
