@@ -71,7 +71,19 @@ pub fn limits(r: &ExperimentResult, width: usize) -> Option<String> {
             )
         })
         .collect();
-    Some(format!("what limited the runs: {}", counted.join("; ")))
+    // Still wider than the screen: the commonest kinds, the rest counted
+    // (`--details` names each run's).
+    let mut shown = counted.len();
+    loop {
+        let mut line = format!("what limited the runs: {}", counted[..shown].join("; "));
+        if shown < counted.len() {
+            line.push_str(&format!("; {} more kinds", counted.len() - shown));
+        }
+        if line.chars().count() <= width || shown == 1 {
+            return Some(line);
+        }
+        shown -= 1;
+    }
 }
 
 /// `background work seen: redis (fork ×3), postgres (checkpoint)`: the
@@ -244,6 +256,8 @@ mod first_screen_tests {
             3
         );
         assert!(lines.len() <= 38, "{} lines:\n{first}", lines.len());
+        // The disk's own count per write is a line of the verdict.
+        assert!(first.contains("  disk/write "), "{first}");
         let widest = lines.iter().map(|l| l.chars().count()).max().unwrap();
         assert!(widest <= crate::DEFAULT_WIDTH, "{widest} wide:\n{first}");
         for group in [

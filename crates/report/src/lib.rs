@@ -291,6 +291,17 @@ pub fn summary_table<'a>(
 /// Writes an aligned text table: the first `left` columns left-aligned,
 /// the rest right-aligned, a rule under the head.
 pub fn text_table(rows: &[Vec<String>], left: usize, out: &mut dyn Write) -> std::io::Result<()> {
+    aligned_table(rows, left, true, out)
+}
+
+/// [`text_table`], with or without the rule under the head (the first
+/// screen, where every line counts, goes without).
+fn aligned_table(
+    rows: &[Vec<String>],
+    left: usize,
+    rule: bool,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
     let (mut head, mut rows, mut left) = match rows {
         [head, body @ ..] => (head.clone(), body.to_vec(), left),
         [] => return Ok(()),
@@ -320,7 +331,7 @@ pub fn text_table(rows: &[Vec<String>], left: usize, out: &mut dyn Write) -> std
             line.push_str("  ");
         }
         writeln!(out, "{}", line.trim_end())?;
-        if i == 0 {
+        if i == 0 && rule {
             writeln!(
                 out,
                 "{}",
@@ -469,7 +480,7 @@ impl Exporter for TextExporter {
             }
             let mut rows = vec![head];
             rows.extend(body);
-            text_table(&rows, 2, out)?;
+            aligned_table(&rows, 2, self.details, out)?;
             for line in lines {
                 say(out, &line, 2)?;
             }
