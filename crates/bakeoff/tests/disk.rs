@@ -147,24 +147,26 @@ impl Sampler {
 }
 
 /// Runs bakeoff with `args` and its servers' data on `disk`; returns the
-/// result's only run.
-fn run_on(disk: &LoopDisk, args: &[&str]) -> serde_json::Value {
+/// result's only run and what bakeoff printed.
+fn run_on(disk: &LoopDisk, args: &[&str]) -> (serde_json::Value, String) {
     let out_dir = tmp();
     let out: PathBuf = out_dir.path().join("r.json");
     let o = Command::new(bin())
         .args(args)
-        .args(["--quiet", "-o", out.to_str().unwrap()])
+        .args(["-o", out.to_str().unwrap()])
         .env("TMPDIR", disk.path())
         .output()
         .unwrap();
-    assert!(
-        o.status.success(),
-        "bakeoff {}: {}",
-        args.join(" "),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let r = read_json(&out);
-    r["runs"][0].clone()
+    let screen =
+        String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "bakeoff {}: {screen}", args.join(" "));
+    (read_json(&out)["runs"][0].clone(), screen)
+}
+
+/// The device's own count over the window bakeoff reports for `dev`.
+fn own_count(sampler: Sampler, dev: &serde_json::Value) -> (u64, u64) {
+    let from = f(&dev["started_unix_s"]);
+    sampler.between(from, from + f(&dev["measured_s"]))
 }
 
 fn f(v: &serde_json::Value) -> f64 {
@@ -184,7 +186,7 @@ fn fsynced_appends_are_reported_as_the_device_wrote_them() {
     let _alone = common::alone();
     let disk = Arc::new(LoopDisk::new());
     let sampler = disk.sample();
-    let run = run_on(
+    let (run, _) = run_on(
         &disk,
         &[
             "run",
@@ -209,8 +211,7 @@ fn fsynced_appends_are_reported_as_the_device_wrote_them() {
     let d = &run["disk"];
     let dev = &d["device"];
     assert_eq!(dev["name"], disk.name(), "{d}");
-    let (from, measured) = (f(&dev["started_unix_s"]), f(&dev["measured_s"]));
-    let (low, high) = sampler.between(from, from + measured);
+    let (low, high) = own_count(sampler, dev);
     let reported = f(&dev["written_bytes"]);
     assert!(
         reported >= 0.9 * low as f64 && reported <= 1.1 * high as f64,
@@ -247,7 +248,7 @@ fn postgres_is_reported_as_the_device_wrote_it() {
     let _alone = common::alone();
     let disk = Arc::new(LoopDisk::new());
     let sampler = disk.sample();
-    let run = run_on(
+    let (run, _) = run_on(
         &disk,
         &[
             "run",
@@ -267,8 +268,7 @@ fn postgres_is_reported_as_the_device_wrote_it() {
     );
     let d = &run["disk"];
     let dev = &d["device"];
-    let (from, measured) = (f(&dev["started_unix_s"]), f(&dev["measured_s"]));
-    let (low, high) = sampler.between(from, from + measured);
+    let (low, high) = own_count(sampler, dev);
     let writes = f(&d["writes"]);
     let reported = f(&dev["bytes_per_write"]);
     let (device_low, device_high) = (low as f64 / writes, high as f64 / writes);
@@ -313,10 +313,9 @@ fn the_idle_rate_is_taken_off() {
         })
     };
     std::thread::sleep(Duration::from_millis(500));
-    let out_dir = tmp();
-    let out = out_dir.path().join("r.json");
-    let o = Command::new(bin())
-        .args([
+    let (run, screen) = run_on(
+        &disk,
+        &[
             "run",
             "-t",
             "redis",
@@ -328,16 +327,10 @@ fn the_idle_rate_is_taken_off() {
             "2s",
             "--warmup",
             "0",
-            "-o",
-            out.to_str().unwrap(),
-        ])
-        .env("TMPDIR", disk.path())
-        .output()
-        .unwrap();
+        ],
+    );
     stop.store(true, Ordering::Relaxed);
     writer.join().unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let run = &read_json(&out)["runs"][0];
     let dev = &run["disk"]["device"];
     let (written, net) = (f(&dev["written_bytes"]), f(&dev["net_bytes"]));
     assert!(
@@ -357,8 +350,6 @@ fn the_idle_rate_is_taken_off() {
         "no writes, no figure per write"
     );
     assert!(f(&dev["others_claimed_bytes"]) > 4e6, "{dev}");
-    let screen =
-        String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
     assert!(
         screen.contains("other processes wrote while it was measured"),
         "{screen}"
