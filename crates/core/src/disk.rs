@@ -1,6 +1,6 @@
 //! What a run's writes cost the disk: the block device's own count over
-//! the measure job (warm-up and measured phase, then a flush of what they
-//! left in the page cache), less what it wrote while the target sat idle
+//! the measure job (warm-up and measured phase, then a write-back of what
+//! they left of the target's files in the page cache), less what it wrote while the target sat idle
 //! just before, set against the writes the job made (002-io-pattern's
 //! "disk writes per insert"); beside it what the server's processes say
 //! of themselves, which is not the disk's count.
@@ -63,8 +63,8 @@ pub struct DiskPerWrite {
 }
 
 /// The block device under the data directory over the measure job (its
-/// warm-up and measured phase, then a `syncfs` of what they left in the
-/// page cache: a store that writes without fsync owes the disk those pages
+/// warm-up and measured phase, then a write-back of what they left of the
+/// target's files in the page cache: a store that writes without fsync owes the disk those pages
 /// all the same), and over the idle time just before it that is taken off.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DeviceWrites {

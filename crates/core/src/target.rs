@@ -166,11 +166,11 @@ pub trait Target {
     }
     /// Resource counters of the server process, if bakeoff started it.
     fn resources(&self) -> Option<ProcSnapshot>;
-    /// Writes what the page cache holds of the data directory's filesystem
-    /// to its device (`syncfs`), before the disk is measured: what the
-    /// load left is then not counted to the measured phase. Nothing for a
-    /// server bakeoff did not start.
-    fn flush_disk(&self) {}
+    /// Writes what the page cache holds of the target's files to their
+    /// device, around the measure job: what the load left is then not
+    /// counted to it, and what the job left is. Stops between files once
+    /// `stop` is set (Ctrl-C). Nothing for a server bakeoff did not start.
+    fn flush_disk(&self, _stop: &std::sync::atomic::AtomicBool) {}
     /// The machine's CPU time now, every process's: read for every target,
     /// a server given by URL as much as one bakeoff started, since the
     /// server and bakeoff on one machine share its CPUs.

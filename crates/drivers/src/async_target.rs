@@ -267,9 +267,9 @@ impl<D: AsyncDriver> Target for AsyncTarget<D> {
         self.driver.clock()
     }
 
-    fn flush_disk(&self) {
+    fn flush_disk(&self, stop: &std::sync::atomic::AtomicBool) {
         for s in self.server.iter().chain(self.backend.iter()) {
-            s.lock().flush_disk();
+            s.lock().flush_disk(stop);
         }
     }
 

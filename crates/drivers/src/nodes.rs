@@ -359,9 +359,9 @@ impl<D: Driver> Target for MultiNode<D> {
         }
     }
 
-    fn flush_disk(&self) {
+    fn flush_disk(&self, stop: &std::sync::atomic::AtomicBool) {
         for n in &self.nodes {
-            n.flush_disk();
+            n.flush_disk(stop);
         }
     }
 

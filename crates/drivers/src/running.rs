@@ -60,9 +60,9 @@ macro_rules! one_server_methods {
             self.server.as_ref().map(|s| s.snapshot())
         }
 
-        fn flush_disk(&self) {
+        fn flush_disk(&self, stop: &std::sync::atomic::AtomicBool) {
             if let Some(s) = self.server.as_ref() {
-                s.lock().flush_disk();
+                s.lock().flush_disk(stop);
             }
         }
 

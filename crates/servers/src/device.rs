@@ -68,14 +68,39 @@ fn mount_source_of(dir: &Path) -> Option<u64> {
         .flatten()
 }
 
-/// Writes everything of the filesystem that holds `dir` still in the page
-/// cache to its device (`syncfs`): what was written before a measurement
-/// is then not counted to it.
-pub fn flush_filesystem(dir: &Path) {
-    if let Ok(f) = std::fs::File::open(dir) {
-        // SAFETY: syncfs on a descriptor we own.
-        unsafe {
-            libc::syncfs(std::os::unix::io::AsRawFd::as_raw_fd(&f));
+/// Writes what the page cache holds of the files under `dir` to their
+/// device (`sync_file_range`, file by file: no cache flush, no journal
+/// commit forced, and nothing of other processes' files), so that what
+/// was written before a measurement is not counted to it; stops between
+/// two files once `stop` is set.
+pub fn write_back(dir: &Path, stop: &std::sync::atomic::AtomicBool) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        if stop.load(std::sync::atomic::Ordering::Relaxed) {
+            return;
+        }
+        let path = e.path();
+        match e.file_type() {
+            Ok(t) if t.is_dir() => write_back(&path, stop),
+            Ok(t) if t.is_file() => {
+                if let Ok(f) = std::fs::File::open(&path) {
+                    // SAFETY: sync_file_range on a descriptor we own, the
+                    // whole file (length 0: to its end).
+                    unsafe {
+                        libc::sync_file_range(
+                            std::os::unix::io::AsRawFd::as_raw_fd(&f),
+                            0,
+                            0,
+                            libc::SYNC_FILE_RANGE_WAIT_BEFORE
+                                | libc::SYNC_FILE_RANGE_WRITE
+                                | libc::SYNC_FILE_RANGE_WAIT_AFTER,
+                        );
+                    }
+                }
+            }
+            _ => {}
         }
     }
 }
@@ -83,6 +108,26 @@ pub fn flush_filesystem(dir: &Path) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What a file left in the page cache reaches the device, counted by
+    /// it; a stop set before skips it.
+    #[test]
+    fn write_back_writes_what_the_page_cache_holds() {
+        use std::io::Write;
+        let dir = tempfile::tempdir().unwrap();
+        let device = BlockDevice::under(dir.path()).unwrap();
+        std::fs::File::create(dir.path().join("f"))
+            .unwrap()
+            .write_all(&vec![1u8; 4 << 20])
+            .unwrap();
+        let stop = std::sync::atomic::AtomicBool::new(true);
+        write_back(dir.path(), &stop);
+        let before = device.read().unwrap().written_bytes;
+        stop.store(false, std::sync::atomic::Ordering::Relaxed);
+        write_back(dir.path(), &stop);
+        let wrote = device.read().unwrap().written_bytes - before;
+        assert!(wrote >= 4 << 20, "the device wrote {wrote} B");
+    }
 
     /// The directory bakeoff's tests run in is on a block device here;
     /// /proc is on none.

@@ -811,11 +811,11 @@ impl ManagedServer {
         Ok(())
     }
 
-    /// Writes what the page cache holds of the server's filesystem to its
+    /// Writes what the page cache holds of the server's files to their
     /// device (before a measurement, so that what the load left is not
-    /// counted to it).
-    pub fn flush_disk(&self) {
-        device::flush_filesystem(self._backing.as_ref().unwrap_or(&self.dir).path());
+    /// counted to it); stops between files once `stop` is set.
+    pub fn flush_disk(&self, stop: &std::sync::atomic::AtomicBool) {
+        device::write_back(self._backing.as_ref().unwrap_or(&self.dir).path(), stop);
     }
 
     /// The CPUs the server is held to, e.g. `1` or `2-3`.

@@ -255,6 +255,11 @@ impl Runs<'_> {
             0.0
         };
         for e in extras.iter_mut() {
+            // Interrupted (during the disk's idle time, say): no more
+            // asking a server that may be why the user pressed Ctrl-C.
+            if self.opts.stop.load(Ordering::Relaxed) {
+                break;
+            }
             e.before_measure(stage, run, &mut *self.observer)
                 .map_err(Stop::Refused)?;
         }

@@ -247,8 +247,8 @@ impl<E: Engine> Target for EmbeddedTarget<E> {
         self.driver.engine().no_background()
     }
 
-    fn flush_disk(&self) {
-        bakeoff_servers::device::flush_filesystem(self.dir.path());
+    fn flush_disk(&self, stop: &std::sync::atomic::AtomicBool) {
+        bakeoff_servers::device::write_back(self.dir.path(), stop);
     }
 
     fn resources(&self) -> Option<ProcSnapshot> {

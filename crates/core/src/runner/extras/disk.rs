@@ -82,7 +82,7 @@ impl Extra for Disk {
         if stage.target.resources().and_then(|r| r.device).is_some() {
             // What the load left in the page cache goes to the disk now,
             // not in the measured phase.
-            stage.target.flush_disk();
+            stage.target.flush_disk(stage.ctx.stop);
             if let Some(first) = stage.target.resources().and_then(|r| r.device) {
                 self.idle = idle_baseline(stage, first);
             }
@@ -102,7 +102,7 @@ impl Extra for Disk {
             // What the job's writes left in the page cache is theirs too:
             // a store that writes without fsync is not free of the disk
             // because the kernel writes its pages back later.
-            stage.target.flush_disk();
+            stage.target.flush_disk(stage.ctx.stop);
             self.after = self.read(stage.target);
         }
         Ok(())
