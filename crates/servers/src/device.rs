@@ -74,35 +74,21 @@ fn mount_source_of(dir: &Path) -> Option<u64> {
 /// was written before a measurement is not counted to it; stops between
 /// two files once `stop` is set.
 pub fn write_back(dir: &Path, stop: &std::sync::atomic::AtomicBool) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for e in entries.flatten() {
-        if stop.load(std::sync::atomic::Ordering::Relaxed) {
-            return;
+    let go_on = || !stop.load(std::sync::atomic::Ordering::Relaxed);
+    crate::each_file(dir, &go_on, &mut |f| {
+        // SAFETY: sync_file_range on a descriptor we own, the whole file
+        // (length 0: to its end).
+        unsafe {
+            libc::sync_file_range(
+                std::os::unix::io::AsRawFd::as_raw_fd(f),
+                0,
+                0,
+                libc::SYNC_FILE_RANGE_WAIT_BEFORE
+                    | libc::SYNC_FILE_RANGE_WRITE
+                    | libc::SYNC_FILE_RANGE_WAIT_AFTER,
+            );
         }
-        let path = e.path();
-        match e.file_type() {
-            Ok(t) if t.is_dir() => write_back(&path, stop),
-            Ok(t) if t.is_file() => {
-                if let Ok(f) = std::fs::File::open(&path) {
-                    // SAFETY: sync_file_range on a descriptor we own, the
-                    // whole file (length 0: to its end).
-                    unsafe {
-                        libc::sync_file_range(
-                            std::os::unix::io::AsRawFd::as_raw_fd(&f),
-                            0,
-                            0,
-                            libc::SYNC_FILE_RANGE_WAIT_BEFORE
-                                | libc::SYNC_FILE_RANGE_WRITE
-                                | libc::SYNC_FILE_RANGE_WAIT_AFTER,
-                        );
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
+    });
 }
 
 #[cfg(test)]

@@ -1055,24 +1055,35 @@ pub fn pss_of(pid: u32) -> Option<u64> {
 /// cache (POSIX_FADV_DONTNEED), so that what a server reads next comes
 /// from the disk. Dirty pages stay; unreadable files are passed over.
 pub fn evict_from_page_cache(dir: &Path) {
+    each_file(dir, &|| true, &mut |f| {
+        // SAFETY: advice on a descriptor we own, for its whole length.
+        unsafe {
+            libc::posix_fadvise(
+                std::os::fd::AsRawFd::as_raw_fd(f),
+                0,
+                0,
+                libc::POSIX_FADV_DONTNEED,
+            );
+        }
+    });
+}
+
+/// Opens every regular file under `dir`, however deep, and hands it to
+/// `act`, for as long as `go_on` says so (asked before each file).
+pub(crate) fn each_file(dir: &Path, go_on: &dyn Fn() -> bool, act: &mut dyn FnMut(&std::fs::File)) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
     for e in entries.flatten() {
+        if !go_on() {
+            return;
+        }
         let Ok(kind) = e.file_type() else { continue };
         if kind.is_dir() {
-            evict_from_page_cache(&e.path());
+            each_file(&e.path(), go_on, act);
         } else if kind.is_file() {
             if let Ok(f) = std::fs::File::open(e.path()) {
-                // SAFETY: advice on a descriptor we own, for its whole length.
-                unsafe {
-                    libc::posix_fadvise(
-                        std::os::fd::AsRawFd::as_raw_fd(&f),
-                        0,
-                        0,
-                        libc::POSIX_FADV_DONTNEED,
-                    );
-                }
+                act(&f);
             }
         }
     }

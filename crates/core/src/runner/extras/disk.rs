@@ -29,17 +29,16 @@ pub(super) struct Disk {
     after: Option<DiskReading>,
 }
 
-impl Disk {
-    fn read(&self, target: &dyn Target) -> Option<DiskReading> {
-        let target = target.resources()?;
-        Some(DiskReading {
-            target,
-            everyone: ProcessWrites::read(),
-            at_s: std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0.0, |d| d.as_secs_f64()),
-        })
-    }
+/// The target's counters and everyone's writes now.
+fn reading(target: &dyn Target) -> Option<DiskReading> {
+    let target = target.resources()?;
+    Some(DiskReading {
+        target,
+        everyone: ProcessWrites::read(),
+        at_s: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64()),
+    })
 }
 
 /// Sits idle for as long as the measure job will last (at most
@@ -51,25 +50,34 @@ fn idle_baseline(stage: &Stage, first: DeviceCounters) -> Option<IdleBaseline> {
     let want = Duration::from_secs_f64(planned.max(0.0)).clamp(IDLE_QUIET, IDLE_MAX);
     let start = Instant::now();
     let read = || stage.target.resources()?.device;
-    let mut last = first.clone();
-    while start.elapsed() < want {
-        if stage.ctx.stop.load(Ordering::Relaxed) {
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(50).min(want.saturating_sub(start.elapsed())));
-        if start.elapsed() >= IDLE_QUIET {
-            last = read()?;
-            if last.written_bytes == first.written_bytes && last.writes == first.writes {
-                break;
-            }
-        }
-    }
-    let after = read().unwrap_or(last);
+    idle_until(start + IDLE_QUIET, stage.ctx.stop)?;
+    let quiet = read()?;
+    let after = if quiet.written_bytes == first.written_bytes && quiet.writes == first.writes {
+        quiet
+    } else {
+        idle_until(start + want, stage.ctx.stop)?;
+        read()?
+    };
     Some(IdleBaseline {
         seconds: start.elapsed().as_secs_f64(),
         before: first,
         after,
     })
+}
+
+/// Waits until `deadline`, or `None` as soon as the run is stopped
+/// (looked at every 50 ms: Ctrl-C is not held by the idle time).
+fn idle_until(deadline: Instant, stop: &std::sync::atomic::AtomicBool) -> Option<()> {
+    loop {
+        if stop.load(Ordering::Relaxed) {
+            return None;
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Some(());
+        }
+        std::thread::sleep(left.min(Duration::from_millis(50)));
+    }
 }
 
 impl Extra for Disk {
@@ -79,15 +87,13 @@ impl Extra for Disk {
         _run: &mut RunResult,
         _observer: &mut dyn Observer,
     ) -> Result<(), crate::error::RunError> {
-        if stage.target.resources().and_then(|r| r.device).is_some() {
-            // What the load left in the page cache goes to the disk now,
-            // not in the measured phase.
-            stage.target.flush_disk(stage.ctx.stop);
-            if let Some(first) = stage.target.resources().and_then(|r| r.device) {
-                self.idle = idle_baseline(stage, first);
-            }
+        // What the load left in the page cache goes to the disk now, not
+        // in the measured phase (nothing for a target of no files here).
+        stage.target.flush_disk(stage.ctx.stop);
+        if let Some(first) = stage.target.resources().and_then(|r| r.device) {
+            self.idle = idle_baseline(stage, first);
         }
-        self.before = self.read(stage.target);
+        self.before = reading(stage.target);
         Ok(())
     }
 
@@ -103,7 +109,7 @@ impl Extra for Disk {
             // a store that writes without fsync is not free of the disk
             // because the kernel writes its pages back later.
             stage.target.flush_disk(stage.ctx.stop);
-            self.after = self.read(stage.target);
+            self.after = reading(stage.target);
         }
         Ok(())
     }
