@@ -102,6 +102,8 @@ impl LoopDisk {
                     .unwrap()
                     .as_secs_f64();
                 s.lock().unwrap().push((now, disk.written_bytes()));
+                // How often, not a bound: a sampler held up only widens
+                // the bounds `between` gives.
                 std::thread::sleep(Duration::from_millis(20));
             }
         });
@@ -291,28 +293,41 @@ fn the_idle_rate_is_taken_off() {
     let _alone = common::alone();
     let disk = Arc::new(LoopDisk::new());
     let stop = Arc::new(AtomicBool::new(false));
+    let blocks = Arc::new(std::sync::atomic::AtomicU64::new(0));
     let writer = {
-        let (path, stop) = (disk.path().join("other-writer"), stop.clone());
+        let path = disk.path().join("other-writer");
+        let (stop, blocks) = (stop.clone(), blocks.clone());
         std::thread::spawn(move || {
             use std::io::Write;
             let mut f = std::fs::File::create(path).unwrap();
             let block = vec![7u8; 128 << 10];
-            let mut written = 0u64;
+            let start = std::time::Instant::now();
+            let mut n = 0u32;
             while !stop.load(Ordering::Relaxed) {
-                // 128 KiB every 25 ms, fsynced: 5 MiB/s on the device;
+                // Block n is due at n × 25 ms from the start, fsynced:
+                // 5 MiB/s on the device on average over any second,
+                // whatever delays a block (a late one is caught up on),
                 // rewritten from the start every 32 MiB.
-                if written >= 32 << 20 {
+                if let Some(early) = (start + Duration::from_millis(25) * n)
+                    .checked_duration_since(std::time::Instant::now())
+                {
+                    std::thread::sleep(early);
+                }
+                if n.is_multiple_of(256) {
                     std::io::Seek::seek(&mut f, std::io::SeekFrom::Start(0)).unwrap();
-                    written = 0;
                 }
                 f.write_all(&block).unwrap();
                 f.sync_data().unwrap();
-                written += block.len() as u64;
-                std::thread::sleep(Duration::from_millis(25));
+                n += 1;
+                blocks.store(u64::from(n), Ordering::Relaxed);
             }
         })
     };
-    std::thread::sleep(Duration::from_millis(500));
+    // The other writer under way (a few of its blocks on the device)
+    // before bakeoff starts.
+    while blocks.load(Ordering::Relaxed) < 8 {
+        std::thread::sleep(Duration::from_millis(10));
+    }
     let (run, screen) = run_on(
         &disk,
         &[
