@@ -180,19 +180,12 @@ impl DiskPerWrite {
             .then(|| per(a.write_calls, b.write_calls))
             .flatten();
         let file_writes_per_write = file(|f| f.writes);
-        let fsyncs_per_write = file(|f| f.fsyncs).or_else(|| {
-            (!restarted)
-                .then(|| a.fsyncs.zip(b.fsyncs).and_then(|(a, b)| per(a, b)))
-                .flatten()
-        });
+        // Both counts outlive the server's process: the layer's, and the
+        // tracepoint's of the group a restarted server joins again.
+        let fsyncs_per_write =
+            file(|f| f.fsyncs).or_else(|| a.fsyncs.zip(b.fsyncs).and_then(|(a, b)| per(a, b)));
         let fsyncs_not_counted = (fsyncs_per_write.is_none() && writes > 0)
-            .then(|| {
-                if restarted && a.fsyncs.is_some() {
-                    Some("a fault restarted the server, whose new group counts from zero".into())
-                } else {
-                    a.fsyncs_unknown.clone()
-                }
-            })
+            .then(|| a.fsyncs_unknown.clone())
             .flatten();
         Some(DiskPerWrite {
             writes,
@@ -367,6 +360,23 @@ mod tests {
             (None, None)
         );
         assert_eq!(d.fsyncs_per_write, Some(0.5));
+        // The tracepoint's count is the server's group's, which a restarted
+        // server joins again: it outlives the process, like the layer's.
+        let counted = |fsyncs| {
+            reading(
+                ProcSnapshot {
+                    fsyncs: Some(fsyncs),
+                    ..ProcSnapshot::default()
+                },
+                0.0,
+            )
+        };
+        let d = DiskPerWrite::between(&counted(10), &counted(210), None, &[&measured], None, true)
+            .unwrap();
+        assert_eq!(
+            (d.fsyncs_per_write, d.fsyncs_not_counted),
+            (Some(0.5), None)
+        );
         assert!(DiskPerWrite::between(&b, &a, None, &[&phase(0, 10)], None, false).is_none());
     }
 
