@@ -18,7 +18,7 @@
 //! never silently dropped.
 
 use std::collections::{BTreeMap, HashMap};
-use std::io::BufRead;
+use std::io::{BufRead, Read};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
@@ -30,8 +30,26 @@ use crate::workload::{OpKind, OP_KINDS};
 /// Largest value a replayed operation writes (bakeoff's bound on values).
 const MAX_VALUE: u32 = 64 << 20;
 
-/// Most operations a trace may hold (each takes 24 bytes in memory).
+/// Most operations a trace may hold (each takes 24 bytes in memory, so
+/// this bounds a replay's memory to under 5 GB).
 pub const MAX_OPS: usize = 200_000_000;
+
+/// Longest line a trace may hold: far past any operation's (a Twitter
+/// line is under 300 bytes), short of what reading a file with no line
+/// breaks would take.
+pub const MAX_LINE_BYTES: usize = 64 << 10;
+
+/// Widest span a trace's own timestamps may cover: a year (Twitter's are
+/// a week), which also keeps every time within bakeoff's nanoseconds.
+pub const MAX_SPAN_S: f64 = 366.0 * 86_400.0;
+
+/// Longest a replay may take at its speed (the trace's span over the
+/// speed): a day. Each second of a run is a row of its timeline.
+pub const MAX_REPLAY_S: f64 = 86_400.0;
+
+/// Most entries of a trace's own rate table ([`TraceSummary::per_second`]):
+/// a longer trace is counted in buckets of several seconds.
+pub const MAX_RATE_BUCKETS: usize = 3_600;
 
 /// How a trace file is written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -83,14 +101,25 @@ pub struct TraceSummary {
     pub span_s: f64,
     /// Operations not replayed, by their name in the trace.
     pub skipped: BTreeMap<String, u64>,
-    /// Its operations in each second of its own time (the rate the replay
-    /// is asked to keep, before any speed-up).
+    /// Its operations in each bucket of [`TraceSummary::bucket_s`] seconds
+    /// of its own time (the rate the replay is asked to keep, before any
+    /// speed-up).
     pub per_second: Vec<u64>,
+    /// Seconds of the trace's own time each entry of `per_second` counts:
+    /// 1, or more for a trace longer than [`MAX_RATE_BUCKETS`] seconds.
+    #[serde(default = "one_second")]
+    pub bucket_s: u64,
+}
+
+/// A rate table's bucket in files written before buckets were kept.
+fn one_second() -> u64 {
+    1
 }
 
 impl Trace {
     /// Reads the trace at `path`; its format from its extension (`.csv`:
-    /// Twitter's; otherwise JSONL).
+    /// Twitter's; otherwise JSONL). Only a regular file is read: a device
+    /// or a FIFO could feed it for ever.
     pub fn read(path: &Path) -> Result<Trace, String> {
         let format = match path.extension().and_then(|e| e.to_str()) {
             Some("csv") => TraceFormat::Twitter,
@@ -98,6 +127,15 @@ impl Trace {
         };
         let file = std::fs::File::open(path)
             .map_err(|e| format!("cannot read the trace {}: {e}", path.display()))?;
+        let meta = file
+            .metadata()
+            .map_err(|e| format!("cannot read the trace {}: {e}", path.display()))?;
+        if !meta.is_file() {
+            return Err(format!(
+                "the trace {} is not a regular file (a device, a FIFO or a directory); give a trace file",
+                path.display()
+            ));
+        }
         Self::parse(std::io::BufReader::new(file), format)
             .map_err(|e| format!("trace {}: {e}", path.display()))
     }
@@ -109,8 +147,26 @@ impl Trace {
         let mut skipped = BTreeMap::new();
         // (time in ns from the trace's own origin, kind, record, size).
         let mut raw: Vec<(f64, OpKind, u64, u32)> = Vec::new();
-        for (i, line) in input.lines().enumerate() {
-            let line = line.map_err(|e| format!("line {}: {e}", i + 1))?;
+        let mut input = input;
+        let mut bytes = Vec::new();
+        for i in 0.. {
+            bytes.clear();
+            let n = input.by_ref()
+                .take(MAX_LINE_BYTES as u64 + 1)
+                .read_until(b'\n', &mut bytes)
+                .map_err(|e| format!("line {}: {e}", i + 1))?;
+            if n == 0 {
+                break;
+            }
+            if bytes.len() > MAX_LINE_BYTES {
+                return Err(format!(
+                    "line {} is longer than {} KiB, past any operation's; is this a trace?",
+                    i + 1,
+                    MAX_LINE_BYTES >> 10
+                ));
+            }
+            let line = std::str::from_utf8(&bytes)
+                .map_err(|_| format!("line {}: not UTF-8 text; is this a trace?", i + 1))?;
             let line = line.trim();
             if line.is_empty() || line.starts_with('#') {
                 continue;
@@ -129,7 +185,15 @@ impl Trace {
                     "more than {MAX_OPS} operations; replay a part of it"
                 ));
             }
-            let size = parsed.size.clamp(HEADER_LEN as u32, MAX_VALUE);
+            if parsed.size > MAX_VALUE {
+                return Err(format!(
+                    "line {}: a value of {} bytes is past bakeoff's largest, {} MiB",
+                    i + 1,
+                    parsed.size,
+                    MAX_VALUE >> 20
+                ));
+            }
+            let size = parsed.size.max(HEADER_LEN as u32);
             let next = keys.len() as u64;
             let record = *keys.entry(parsed.key).or_insert(next);
             if record == next {
@@ -145,6 +209,18 @@ impl Trace {
             } else {
                 format!("none of its operations can be replayed (skipped: {skipped:?})")
             });
+        }
+        let (first, last) = raw
+            .iter()
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), r| {
+                (lo.min(r.0), hi.max(r.0))
+            });
+        if last - first > MAX_SPAN_S {
+            return Err(format!(
+                "its times span {} (from {first} s to {last} s), past bakeoff's limit of {}; replay a part of it",
+                crate::units::fmt_duration_s(last - first),
+                crate::units::fmt_duration_s(MAX_SPAN_S)
+            ));
         }
         // Keys only ever read were never sized: give them the mean size.
         let known: Vec<u32> = sizes.iter().copied().filter(|&s| s > 0).collect();
@@ -170,10 +246,11 @@ impl Trace {
     /// What it holds.
     pub fn summary(&self) -> TraceSummary {
         let span_ns = self.span_ns();
-        let seconds = (span_ns / 1_000_000_000 + 1) as usize;
-        let mut per_second = vec![0u64; seconds];
+        let seconds = span_ns / 1_000_000_000 + 1;
+        let bucket_s = seconds.div_ceil(MAX_RATE_BUCKETS as u64).max(1);
+        let mut per_second = vec![0u64; seconds.div_ceil(bucket_s) as usize];
         for op in &self.ops {
-            per_second[(op.at_ns / 1_000_000_000) as usize] += 1;
+            per_second[(op.at_ns / 1_000_000_000 / bucket_s) as usize] += 1;
         }
         TraceSummary {
             format: self.format,
@@ -182,6 +259,7 @@ impl Trace {
             span_s: span_ns as f64 / 1e9,
             skipped: self.skipped.clone(),
             per_second,
+            bucket_s,
         }
     }
 
@@ -222,7 +300,9 @@ fn twitter_line(line: &str) -> Result<Line, String> {
     let t = fields[0]
         .trim()
         .parse::<f64>()
-        .map_err(|_| format!("timestamp `{}` is not a number", fields[0]))?;
+        .ok()
+        .filter(|t| t.is_finite())
+        .ok_or_else(|| format!("timestamp `{}` is not a number of seconds", fields[0]))?;
     let size = fields[n - 4]
         .trim()
         .parse::<u32>()
@@ -511,6 +591,43 @@ mod tests {
             (s.ops, s.records, s.per_second.clone()),
             (5, 3, vec![3, 1, 1])
         );
+    }
+
+    /// A trace's numbers are not trusted: each bound is named with its
+    /// line, before anything is allocated from it.
+    #[test]
+    fn hostile_traces_are_refused_with_the_bound_they_pass() {
+        let twitter = |text: &str| Trace::parse(text.as_bytes(), TraceFormat::Twitter);
+        let jsonl = |text: &str| Trace::parse(text.as_bytes(), TraceFormat::Jsonl);
+        for t in ["NaN", "inf", "-inf"] {
+            let e = twitter(&format!("0,a,1,10,1,get,0\n{t},b,1,10,1,get,0\n")).unwrap_err();
+            assert!(e.starts_with("line 2:") && e.contains("not a number"), "{t}: {e}");
+        }
+        let e = jsonl("{\"t\": 0, \"op\": \"get\", \"key\": \"a\"}\n{\"t\": 1e300, \"op\": \"get\", \"key\": \"a\"}\n")
+            .unwrap_err();
+        assert!(e.contains("past bakeoff's limit of 366 days"), "{e}");
+        let e = twitter("0,a,1,4000000000,1,set,0\n").unwrap_err();
+        assert!(
+            e.starts_with("line 1:") && e.contains("4000000000 bytes") && e.contains("64 MiB"),
+            "{e}"
+        );
+        let long = format!("0,{},1,10,1,get,0\n", "k".repeat(MAX_LINE_BYTES));
+        let e = twitter(&long).unwrap_err();
+        assert!(e.contains("line 1 is longer than 64 KiB"), "{e}");
+        // No line breaks at all: refused after the bound, not read whole.
+        let endless = std::io::BufReader::new(std::io::repeat(b'x'));
+        let e = Trace::parse(endless, TraceFormat::Jsonl).unwrap_err();
+        assert!(e.contains("longer than 64 KiB"), "{e}");
+        let e = Trace::read(Path::new("/dev/zero")).unwrap_err();
+        assert!(e.contains("not a regular file"), "{e}");
+        // A long trace's rate table is counted in buckets, never a row
+        // per second of its span.
+        let t = jsonl("{\"t\": 0, \"op\": \"get\", \"key\": \"a\"}\n{\"t\": 31536000, \"op\": \"get\", \"key\": \"a\"}\n")
+            .unwrap();
+        let s = t.summary();
+        assert!(s.per_second.len() <= MAX_RATE_BUCKETS, "{}", s.per_second.len());
+        assert_eq!(s.per_second.iter().sum::<u64>(), 2);
+        assert_eq!(s.bucket_s, 8761, "a year and a second in 3,600 buckets");
     }
 
     #[test]

@@ -1329,10 +1329,20 @@ impl ExperimentResult {
         }
         // The path of the field that does not match (`runs[1].measure.
         // completed`), which serde's own message leaves out.
-        serde_path_to_error::deserialize(v).map_err(|e| ResultFileError::Schema {
-            path: shown(),
-            message: format!("at {}: {}", e.path(), e.inner()),
-        })
+        let result: Self =
+            serde_path_to_error::deserialize(v).map_err(|e| ResultFileError::Schema {
+                path: shown(),
+                message: format!("at {}: {}", e.path(), e.inner()),
+            })?;
+        // A file written by hand may ask what cannot be measured; it would
+        // be judged without a word.
+        for (i, r) in result.plan.requirements.iter().enumerate() {
+            r.check().map_err(|e| ResultFileError::Schema {
+                path: shown(),
+                message: format!("at plan.requirements[{i}]: {e}"),
+            })?;
+        }
+        Ok(result)
     }
 }
 

@@ -114,6 +114,20 @@ pub fn fmt_ns(ns: f64) -> String {
     }
 }
 
+/// Formats a span of seconds in the unit that reads best: `3.2 s`,
+/// `12 min`, `26 h`, `365 days`.
+pub fn fmt_duration_s(s: f64) -> String {
+    if s >= 2.0 * 86_400.0 {
+        format!("{:.0} days", s / 86_400.0)
+    } else if s >= 2.0 * 3_600.0 {
+        format!("{:.0} h", s / 3_600.0)
+    } else if s >= 120.0 {
+        format!("{:.0} min", s / 60.0)
+    } else {
+        format!("{s:.1} s")
+    }
+}
+
 /// Formats a rate of operations per second (`123.4k ops/s`).
 pub fn fmt_rate(per_s: f64) -> String {
     fmt_per_s(per_s, "ops/s")

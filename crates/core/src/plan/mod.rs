@@ -511,7 +511,10 @@ fn workload(given: &Given) -> Result<Workload, PlanError> {
     let too_short = w
         .duration_s
         .is_none_or(|d| d < crate::stats::STEADY_WINDOW_S as f64);
-    if w.warmup_auto && !given.has("warmup") && (w.fault.is_some() || too_short) {
+    if w.warmup_auto
+        && !given.has("warmup")
+        && (w.fault.is_some() || w.provoke.is_some() || too_short)
+    {
         w.warmup_auto = false;
         w.warmup_s = workload::FIXED_WARMUP_S;
     }
@@ -530,6 +533,30 @@ fn workload(given: &Given) -> Result<Workload, PlanError> {
                 "{f} is past the end of the run ({} s warm-up + {d} s measured); give an earlier moment or a longer --duration",
                 w.warmup_s
             )));
+        }
+    }
+    if let Some(p) = &w.provoke {
+        let origin = given.origin("provoke");
+        let Some(d) = w.duration_s else {
+            return Err(origin.err(
+                "background work is asked for at a moment of a timed run; give --duration instead of --ops",
+            ));
+        };
+        if w.warmup_auto {
+            return Err(origin.err(
+                "--provoke's moment counts from the run's start, and `--warmup auto` moves where the measured phase starts; give a fixed --warmup (e.g. 2s)",
+            ));
+        }
+        if p.at_s >= w.warmup_s + d {
+            return Err(origin.err(format!(
+                "--provoke {p} is past the end of the run ({} s warm-up + {d} s measured); give an earlier moment or a longer --duration",
+                w.warmup_s
+            )));
+        }
+        if w.find_peak || w.find_capacity.is_some() {
+            return Err(origin.err(
+                "a search makes run after run and keeps the best; background work in each would find the work's peak, not the target's: run --provoke without --find-peak or --find-capacity",
+            ));
         }
     }
     if w.durability {
@@ -627,9 +654,64 @@ fn check_workload_against_itself(w: &Workload, given: &Given) -> Result<(), Plan
             "a replayed trace sets the operations and their times itself; leave out --durability, --find-peak, --find-capacity and growth",
         ));
     }
+    check_replay(w, given)?;
     check_mix_against_record(w, &given.origin("mix"))?;
     check_fields(w, &given.origin_or_axis("fields"))?;
     check_pipeline_against_requests(w, &given.origin_or_axis("pipeline"))
+}
+
+/// A replay takes its operations, times, rate and sizes from the trace:
+/// a flag that would set them is refused rather than dropped, as is a
+/// speed with no trace; the speed keeps a replay within the rate `--rate`
+/// allows and the time bakeoff lets a replay take.
+fn check_replay(w: &Workload, given: &Given) -> Result<(), PlanError> {
+    let Some(path) = &w.replay else {
+        if given.has("replay_speed") || given.axes.contains_key("replay_speed") {
+            return Err(given
+                .origin_or_axis("replay_speed")
+                .err("a replay speed is for a trace; give --replay FILE, or leave the speed out"));
+        }
+        return Ok(());
+    };
+    for (key, what) in [
+        ("mix", "operations"),
+        ("rate", "rate"),
+        ("duration", "length"),
+        ("ops", "operation count"),
+        ("ops_per_client", "operation count"),
+        ("value_size", "value sizes"),
+        ("records", "records"),
+    ] {
+        if given.has(key) || given.axes.contains_key(key) {
+            return Err(given.origin_or_axis(key).err(format!(
+                "a replayed trace sets its own {what}; leave this out (--replay-speed runs it faster or slower)"
+            )));
+        }
+    }
+    // The trace was read when --replay was parsed; a failure was said
+    // there.
+    let Ok(trace) = crate::replay::load(path) else {
+        return Ok(());
+    };
+    let span_s = trace.span_ns() as f64 / 1e9;
+    let origin = given.origin_or_axis("replay_speed");
+    let speed = w.replay_speed;
+    if span_s / speed > crate::replay::MAX_REPLAY_S {
+        return Err(origin.err(format!(
+            "the trace spans {}; at {speed}x its replay would take {}, past bakeoff's limit of {}: give --replay-speed {} or more, or replay a part of it",
+            crate::units::fmt_duration_s(span_s),
+            crate::units::fmt_duration_s(span_s / speed),
+            crate::units::fmt_duration_s(crate::replay::MAX_REPLAY_S),
+            (span_s / crate::replay::MAX_REPLAY_S).ceil()
+        )));
+    }
+    let rate = trace.ops.len() as f64 / span_s.max(1e-3) * speed;
+    if rate > 1e9 {
+        return Err(origin.err(format!(
+            "at {speed}x the trace asks for {rate:.3e} ops/s, more than a request a nanosecond, the most an open loop can schedule (as --rate); give a lower --replay-speed"
+        )));
+    }
+    Ok(())
 }
 
 /// A record of several fields is a fixed-size value cut into equal fields
@@ -778,6 +860,11 @@ fn at_required_rate(mut w: Workload, requirements: &[Requirement]) -> Result<Wor
     let origin = Origin::other("--require", "require", true);
     for r in requirements {
         if let Requirement::Latency { rate_per_s, .. } = r {
+            if w.replay.is_some() {
+                return Err(origin.err(format!(
+                    "`{r}` is judged at {rate_per_s:.0}/s, and a replay runs at its trace's own rate; leave out --replay or the latency requirement"
+                )));
+            }
             if w.rate.is_some_and(|x| x != *rate_per_s) {
                 return Err(origin.err(format!(
                     "`{r}` runs at {rate_per_s:.0}/s, and --rate asks for {:.0}/s; leave --rate out",
@@ -1164,6 +1251,11 @@ fn targets(
                 if let Some(f) = &p.workload.fault {
                     return Err(origin.err(format!(
                         "--fault {f} with --topology {topology}: faults strike a single server; drop one of them"
+                    )));
+                }
+                if let Some(w) = &p.workload.provoke {
+                    return Err(origin.err(format!(
+                        "--provoke {w} with --topology {topology}: background work is asked of a single server; drop one of them"
                     )));
                 }
                 if !matches!(spec.endpoint, Endpoint::Managed) {
@@ -2077,7 +2169,7 @@ pub(crate) mod tests {
         )
         .unwrap();
         let preset = format!(
-            "targets = [\"redis\"]\n[workload]\nreplay = \"{}\"\nduration = \"30s\"\n[sweep]\nreplay_speed = [1, 10]\n",
+            "targets = [\"redis\"]\n[workload]\nreplay = \"{}\"\n[sweep]\nreplay_speed = [1, 10]\n",
             path.display()
         );
         let p = build(&preset, Overrides::default()).unwrap();
@@ -2097,6 +2189,60 @@ pub(crate) mod tests {
         .unwrap_err()
         .to_string();
         assert!(e.contains("leave out --durability"), "{e}");
+        // What the trace sets is refused, not dropped.
+        for (extra, flag) in [
+            ("duration = \"30s\"\n", "workload.duration"),
+            ("rate = 100\n", "workload.rate"),
+            ("mix = \"1:1\"\n", "workload.mix"),
+            ("value_size = 100\n", "workload.value_size"),
+        ] {
+            let p = preset.replace("[sweep]", &format!("{extra}[sweep]"));
+            let e = build(&p, Overrides::default()).unwrap_err().to_string();
+            assert!(e.contains(flag) && e.contains("sets its own"), "{e}");
+        }
+        let e = build("[workload]\nreplay_speed = 10\n", Overrides::default())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("give --replay FILE"), "{e}");
+        let e = build(
+            &format!("require = [\"p99<=1ms@1k/s\"]\n{preset}"),
+            Overrides::default(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("its trace's own rate"), "{e}");
+        // Its span at its speed, and its rate, within the limits.
+        let year = dir.path().join("year.jsonl");
+        std::fs::write(
+            &year,
+            "{\"t\": 0, \"op\": \"get\", \"key\": \"a\"}\n{\"t\": 31536000, \"op\": \"get\", \"key\": \"a\"}\n",
+        )
+        .unwrap();
+        let long = format!("[workload]\nreplay = \"{}\"\n", year.display());
+        let e = build(&long, Overrides::default()).unwrap_err().to_string();
+        assert!(
+            e.contains("365 days") && e.contains("--replay-speed 365 or more"),
+            "{e}"
+        );
+        assert!(build(&format!("{long}replay_speed = 400\n"), Overrides::default()).is_ok());
+        let e = build(
+            &format!("[workload]\nreplay = \"{}\"\nreplay_speed = 1000000\n", path.display()),
+            Overrides::default(),
+        );
+        assert!(e.is_ok(), "1.5M ops/s is within a request a nanosecond");
+        let burst = dir.path().join("burst.jsonl");
+        std::fs::write(
+            &burst,
+            "{\"t\": 0, \"op\": \"get\", \"key\": \"a\"}\n{\"t\": 0.000001, \"op\": \"get\", \"key\": \"a\"}\n",
+        )
+        .unwrap();
+        let e = build(
+            &format!("[workload]\nreplay = \"{}\"\nreplay_speed = 1000000\n", burst.display()),
+            Overrides::default(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("a request a nanosecond"), "{e}");
         let e = build(
             "[workload]\nreplay = \"/nonexistent/t.csv\"\n",
             Overrides::default(),

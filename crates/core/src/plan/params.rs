@@ -637,7 +637,7 @@ pub static PARAMS: &[Param] = &[
         flag: "replay",
         short: None,
         value_name: "FILE",
-        help: "Replay a captured trace instead of a mix: each operation at its own time (open loop), on the record its key maps to, with its own value size, verified; Twitter's cache-trace CSV (.csv) or bakeoff's JSONL (what `bakeoff capture` writes). The trace sets the records, the operations, the rate and the value sizes; --duration, --mix and --rate are its.",
+        help: "Replay a captured trace instead of a mix: each operation at its own time (open loop), on the record its key maps to, with its own value size, verified; Twitter's cache-trace CSV (.csv) or bakeoff's JSONL (what `bakeoff capture` writes). The trace sets the records, the operations, the rate, the length and the value sizes: --records, --mix, --rate, --duration, --ops and --value-size are refused beside it. Limits: 200 million operations, a span of a year, a replay of a day at its speed, values of 64 MiB, lines of 64 KiB.",
         default: None,
         switch: None,
         sweep: None,

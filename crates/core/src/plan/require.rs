@@ -78,13 +78,11 @@ impl Requirement {
                 .ok_or_else(|| format!("`{t}` names no record count; {usage}"))?;
             let at_most_bytes = parse_bytes(bytes)?;
             let records = parse_count(records.trim().trim_end_matches(" records"))?;
-            if records == 0 {
-                return Err(format!("`{t}`: memory at 0 records says nothing; {usage}"));
-            }
-            return Ok(Requirement::Memory {
+            return checked(Requirement::Memory {
                 at_most_bytes,
                 records,
-            });
+            })
+            .map_err(|e| format!("`{t}`: {e}; {usage}"));
         }
         if let Some(rest) = t.strip_prefix('p') {
             let (percentile, rest) = rest
@@ -92,9 +90,7 @@ impl Requirement {
                 .ok_or_else(|| format!("`{t}` is no requirement; {usage}"))?;
             let percentile: f64 = percentile
                 .parse()
-                .ok()
-                .filter(|p: &f64| *p > 0.0 && *p < 100.0)
-                .ok_or_else(|| format!("`p{percentile}` is no percentile; {usage}"))?;
+                .map_err(|_| format!("`p{percentile}` is no percentile; {usage}"))?;
             let (bound, rate) = rest
                 .split_once('@')
                 .ok_or_else(|| format!("`{t}` names no rate to hold it at; {usage}"))?;
@@ -103,16 +99,67 @@ impl Requirement {
             let rate_per_s = parse_count(rate)
                 .map_err(|_| format!("`{rate}` is no rate in requests per second; {usage}"))?
                 as f64;
-            if at_most_ns == 0 || rate_per_s <= 0.0 {
-                return Err(format!("`{t}` bounds nothing; {usage}"));
-            }
-            return Ok(Requirement::Latency {
+            return checked(Requirement::Latency {
                 percentile,
                 at_most_ns,
                 rate_per_s,
-            });
+            })
+            .map_err(|e| format!("`{t}`: {e}; {usage}"));
         }
         Err(format!("`{t}` is no requirement; {usage}"))
+    }
+}
+
+/// `r` if its figures can be measured, else why not.
+fn checked(r: Requirement) -> Result<Requirement, String> {
+    r.check().map(|()| r)
+}
+
+impl Requirement {
+    /// Whether its figures can be measured: a percentile strictly between
+    /// 0 and 100, a bound and a rate above 0 (the rate at most a request a
+    /// nanosecond, as `--rate` allows), memory above 0 at 1 record or
+    /// more. What [`Requirement::parse`] refuses, and what a result file
+    /// is checked for when read (it may have been written by hand).
+    pub fn check(&self) -> Result<(), String> {
+        match *self {
+            Requirement::Latency {
+                percentile,
+                at_most_ns,
+                rate_per_s,
+            } => {
+                if !(percentile > 0.0 && percentile < 100.0) {
+                    return Err(format!(
+                        "p{percentile} is no percentile (give one above 0 and below 100, e.g. p99)"
+                    ));
+                }
+                if at_most_ns == 0 {
+                    return Err("a latency bound of 0 bounds nothing".into());
+                }
+                if !(rate_per_s > 0.0 && rate_per_s.is_finite()) {
+                    return Err(format!("{rate_per_s}/s is no rate to hold a bound at"));
+                }
+                if rate_per_s > 1e9 {
+                    return Err(format!(
+                        "{rate_per_s:.0}/s is more than a request a nanosecond, the most an open loop can schedule (as --rate)"
+                    ));
+                }
+                Ok(())
+            }
+            Requirement::Memory {
+                at_most_bytes,
+                records,
+            } => {
+                if at_most_bytes == 0 {
+                    return Err("memory of 0 bytes bounds nothing".into());
+                }
+                if records == 0 {
+                    return Err("memory at 0 records says nothing".into());
+                }
+                Ok(())
+            }
+            Requirement::Durable { .. } | Requirement::Reach { .. } => Ok(()),
+        }
     }
 }
 
@@ -197,6 +244,12 @@ mod tests {
         for bad in [
             "p99<=2ms",
             "p100<=1ms@1k",
+            "p150<=1ms@1k",
+            "p-1<=1ms@1k",
+            "p99<=0ms@1k",
+            "p99<=1ms@2000m/s",
+            "memory<=0@10M",
+            "memory<=1GB@0",
             "durable=always",
             "memory<=2GB",
             "reach=moon",

@@ -542,13 +542,15 @@ fn trace_rate_line(runs: &[(usize, &RunResult)], style: usize) -> Option<Line> {
     let (trace, speed) = runs
         .iter()
         .find_map(|(_, r)| r.replay.as_ref().map(|t| (t, r.workload.replay_speed)))?;
+    // A long trace counts its rate in buckets of several seconds.
+    let bucket = trace.bucket_s.max(1) as f64;
     Some(Line {
         name: format!("the trace's own rate (×{speed})"),
         points: trace
             .per_second
             .iter()
             .enumerate()
-            .map(|(i, &n)| ((i as f64 + 0.5) / speed, n as f64 * speed))
+            .map(|(i, &n)| ((i as f64 + 0.5) * bucket / speed, n as f64 / bucket * speed))
             .collect(),
         style,
         markers: trace.per_second.len() <= 30,
