@@ -1309,3 +1309,228 @@ fn a_result_folder_made_read_only_mid_run_loses_nothing() {
     assert_eq!(r["runs"].as_array().unwrap().len(), 1);
     let _ = std::fs::remove_file(saved.trim_end_matches(';'));
 }
+
+/// The surface of trace replay, capture, requirements and provocations
+/// (issue 52): every path to a rate, a moment or a size keeps its flag's
+/// limits, and a flag that cannot apply, or that another would override,
+/// is refused before anything starts.
+#[test]
+fn the_newest_surface_keeps_the_old_limits_and_drops_no_flag() {
+    let dir = tmp();
+    let trace = dir.path().join("t.jsonl");
+    std::fs::write(
+        &trace,
+        "{\"t\": 0, \"op\": \"set\", \"key\": \"a\", \"size\": 100}\n{\"t\": 1, \"op\": \"get\", \"key\": \"a\"}\n",
+    )
+    .unwrap();
+    let trace = trace.to_str().unwrap();
+    fn dry<'a>(args: &[&'a str]) -> Vec<&'a str> {
+        [args, &["--dry-run"]].concat()
+    }
+    let cases: Vec<(Vec<&str>, Vec<&str>)> = vec![
+        // Class 4: the limits of --rate, a latency bound and --fault.
+        (
+            dry(&["run", "-t", "redis", "--require", "p99<=1ms@2000m/s"]),
+            vec!["--require", "a request a nanosecond"],
+        ),
+        (
+            dry(&["run", "-t", "redis", "--require", "memory<=0@10M"]),
+            vec!["--require", "memory of 0 bytes bounds nothing"],
+        ),
+        (
+            dry(&[
+                "run",
+                "-t",
+                "redis",
+                "--provoke",
+                "bgsave@30s",
+                "--duration",
+                "2s",
+                "--warmup",
+                "1s",
+            ]),
+            vec!["--provoke", "past the end of the run"],
+        ),
+        (
+            dry(&[
+                "run",
+                "-t",
+                "redis",
+                "--provoke",
+                "bgsave@1s",
+                "--ops",
+                "1000",
+            ]),
+            vec!["--provoke", "give --duration"],
+        ),
+        (
+            dry(&[
+                "run",
+                "-t",
+                "redis",
+                "--provoke",
+                "bgsave@1s",
+                "--find-peak",
+            ]),
+            vec!["--provoke", "--find-peak"],
+        ),
+        (
+            dry(&[
+                "run",
+                "-t",
+                "redis",
+                "--provoke",
+                "bgsave@1s",
+                "--duration",
+                "2s",
+                "--warmup",
+                "0s",
+                "--topology",
+                "shards:2",
+            ]),
+            vec![
+                "--provoke bgsave@1s with --topology shards:2",
+                "single server",
+            ],
+        ),
+        // Class 5: flags that cannot apply, or that another overrides.
+        (
+            dry(&["run", "-t", "redis", "--replay", trace, "--rate", "100"]),
+            vec!["--rate", "sets its own rate"],
+        ),
+        (
+            dry(&["run", "-t", "redis", "--replay", trace, "--mix", "1:1"]),
+            vec!["--mix", "sets its own operations"],
+        ),
+        (
+            dry(&["run", "-t", "redis", "--replay", trace, "--duration", "5s"]),
+            vec!["--duration", "sets its own length"],
+        ),
+        (
+            dry(&[
+                "run",
+                "-t",
+                "redis",
+                "--replay",
+                trace,
+                "--value-size",
+                "100",
+            ]),
+            vec!["--value-size", "sets its own value sizes"],
+        ),
+        (
+            dry(&[
+                "run",
+                "-t",
+                "redis",
+                "--replay",
+                trace,
+                "--require",
+                "p99<=5ms@1k/s",
+            ]),
+            vec!["--require", "its trace's own rate"],
+        ),
+        (
+            dry(&["run", "-t", "redis", "--replay-speed", "10"]),
+            vec!["--replay-speed", "give --replay FILE"],
+        ),
+        (
+            dry(&[
+                "run",
+                "-t",
+                "redis",
+                "--set",
+                "redis.persistence=none",
+                "--require",
+                "durable=power-cut",
+            ]),
+            vec!["redis", "none of its settings (with those given)"],
+        ),
+        (
+            dry(&[
+                "run",
+                "-t",
+                "redis",
+                "--no-server-signals",
+                "--sweep-server-signals",
+                "on,off",
+            ]),
+            vec!["--sweep-server-signals", "--no-server-signals is given too"],
+        ),
+        (
+            dry(&[
+                "run",
+                "-t",
+                "redis://127.0.0.1:1?password_env=A&password_env=B",
+            ]),
+            vec!["password_env", "given twice"],
+        ),
+        (
+            dry(&["run", "-t", "memcached://:pw@127.0.0.1:1"]),
+            vec!["memcached takes no password or user"],
+        ),
+        (
+            vec!["capture", "redis://127.0.0.1:1", "-o", "t.csv"],
+            vec!["-o t.csv", "name it .jsonl"],
+        ),
+    ];
+    for (args, needles) in cases {
+        expect_usage_error(&args, &needles);
+    }
+}
+
+/// No password reaches any output from any command: each error path
+/// that holds a URL is tried with a planted password, and its whole
+/// output searched for it.
+#[test]
+fn no_error_path_prints_a_password() {
+    let planted = "PLANTED-pw-52";
+    let (_closed, port) = closed_port();
+    let urls = [
+        format!("redis://:{planted}@127.0.0.1:{port}"),
+        format!("redis://u:{planted}@127.0.0.1:notaport"),
+        format!("memcached://:{planted}@127.0.0.1:{port}"),
+        format!("postgres://u:{planted}@127.0.0.1:{port}/db?nosuch=1"),
+        format!("redis://127.0.0.1:{port}?password={planted}&password_env=X"),
+        format!("nosuch://:{planted}@127.0.0.1:{port}"),
+    ];
+    for url in &urls {
+        for args in [
+            vec![
+                "capture",
+                url.as_str(),
+                "--duration",
+                "1s",
+                "-o",
+                "/nonexistent/t.jsonl",
+            ],
+            vec!["capture", url.as_str(), "--duration", "1s"],
+            vec!["run", "-t", url.as_str(), "--duration", "1s", "--dry-run"],
+            vec![
+                "run",
+                "-t",
+                url.as_str(),
+                "--duration",
+                "1s",
+                "--records",
+                "10",
+            ],
+        ] {
+            let o = bakeoff(&args);
+            let all = format!(
+                "{}{}",
+                String::from_utf8_lossy(&o.stdout),
+                String::from_utf8_lossy(&o.stderr)
+            );
+            // A dry run of a good URL succeeds; the rest cannot.
+            if !args.contains(&"--dry-run") {
+                assert_ne!(o.status.code(), Some(0), "{args:?}: {all}");
+            }
+            assert!(
+                !all.contains(planted),
+                "{args:?} printed the password: {all}"
+            );
+            assert!(!all.contains("panicked"), "{args:?}: {all}");
+        }
+    }
+}

@@ -337,6 +337,7 @@ impl crate::plan::TargetCatalog for MockCatalog {
             network: false,
             topologies: Vec::new(),
             url_options: Vec::new(),
+            credentials: false,
             no_scan: None,
             provokes: Vec::new(),
         })

@@ -151,7 +151,8 @@ impl Trace {
         let mut bytes = Vec::new();
         for i in 0.. {
             bytes.clear();
-            let n = input.by_ref()
+            let n = input
+                .by_ref()
                 .take(MAX_LINE_BYTES as u64 + 1)
                 .read_until(b'\n', &mut bytes)
                 .map_err(|e| format!("line {}: {e}", i + 1))?;
@@ -601,7 +602,10 @@ mod tests {
         let jsonl = |text: &str| Trace::parse(text.as_bytes(), TraceFormat::Jsonl);
         for t in ["NaN", "inf", "-inf"] {
             let e = twitter(&format!("0,a,1,10,1,get,0\n{t},b,1,10,1,get,0\n")).unwrap_err();
-            assert!(e.starts_with("line 2:") && e.contains("not a number"), "{t}: {e}");
+            assert!(
+                e.starts_with("line 2:") && e.contains("not a number"),
+                "{t}: {e}"
+            );
         }
         let e = jsonl("{\"t\": 0, \"op\": \"get\", \"key\": \"a\"}\n{\"t\": 1e300, \"op\": \"get\", \"key\": \"a\"}\n")
             .unwrap_err();
@@ -625,7 +629,11 @@ mod tests {
         let t = jsonl("{\"t\": 0, \"op\": \"get\", \"key\": \"a\"}\n{\"t\": 31536000, \"op\": \"get\", \"key\": \"a\"}\n")
             .unwrap();
         let s = t.summary();
-        assert!(s.per_second.len() <= MAX_RATE_BUCKETS, "{}", s.per_second.len());
+        assert!(
+            s.per_second.len() <= MAX_RATE_BUCKETS,
+            "{}",
+            s.per_second.len()
+        );
         assert_eq!(s.per_second.iter().sum::<u64>(), 2);
         assert_eq!(s.bucket_s, 8761, "a year and a second in 3,600 buckets");
     }

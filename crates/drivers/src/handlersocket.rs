@@ -367,6 +367,7 @@ pub const FACTS: crate::kind::TargetFacts = crate::kind::TargetFacts {
         program: "mariadbd",
         scheme: "handlersocket",
         url_options: &[],
+        credentials: true,
         topologies: &[],
     },
     abilities: crate::kind::Abilities {

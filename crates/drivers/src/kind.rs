@@ -153,6 +153,10 @@ pub enum Reach {
         /// (`password`, `user`), e.g. PostgreSQL's `dbname`; any other key
         /// is refused rather than ignored.
         url_options: &'static [&'static str],
+        /// Whether it takes a password or a user at all (memcached's text
+        /// protocol has none): a URL that gives one to a server that takes
+        /// none is refused rather than ignored.
+        credentials: bool,
         /// Topologies besides `single` it can have (see
         /// `bakeoff_core::plan::Topology::kind`).
         topologies: &'static [&'static str],

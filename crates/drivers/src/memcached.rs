@@ -389,6 +389,7 @@ pub const FACTS: crate::kind::TargetFacts = crate::kind::TargetFacts {
         program: "memcached",
         scheme: "memcached",
         url_options: &[],
+        credentials: false,
         topologies: &["shards"],
     },
     abilities: crate::kind::Abilities {
@@ -414,6 +415,7 @@ pub const BINARY_FACTS: crate::kind::TargetFacts = crate::kind::TargetFacts {
         program: "memcached",
         scheme: "memcached-binary",
         url_options: &[],
+        credentials: false,
         topologies: &["shards"],
     },
     abilities: crate::kind::Abilities {

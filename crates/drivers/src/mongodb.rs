@@ -1142,6 +1142,7 @@ pub const FACTS: crate::kind::TargetFacts = crate::kind::TargetFacts {
         program: "mongod",
         scheme: "mongodb",
         url_options: &[],
+        credentials: true,
         topologies: &[],
     },
     abilities: crate::kind::Abilities {

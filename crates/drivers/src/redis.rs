@@ -953,6 +953,7 @@ pub const FACTS: crate::kind::TargetFacts = crate::kind::TargetFacts {
         program: "redis-server",
         scheme: "redis",
         url_options: &[],
+        credentials: true,
         topologies: &["shards", "primary-replica", "cluster"],
     },
     abilities: crate::kind::Abilities {

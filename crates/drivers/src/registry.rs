@@ -61,13 +61,14 @@ impl TargetCatalog for Registry {
         self.find(name).map(|e| {
             let reach = e.facts().reach;
             let abilities = e.facts().abilities;
-            let (topologies, url_options): (&[&str], &[&str]) = match reach {
+            let (topologies, url_options, credentials): (&[&str], &[&str], bool) = match reach {
                 Reach::Server {
                     topologies,
                     url_options,
+                    credentials,
                     ..
-                } => (topologies, url_options),
-                Reach::InProcess => (&[], &[]),
+                } => (topologies, url_options, credentials),
+                Reach::InProcess => (&[], &[], false),
             };
             Capabilities {
                 ops: abilities.ops.to_vec(),
@@ -83,6 +84,7 @@ impl TargetCatalog for Registry {
                 network: !matches!(reach, Reach::InProcess),
                 topologies: topologies.iter().map(|t| t.to_string()).collect(),
                 url_options: url_options.iter().map(|t| t.to_string()).collect(),
+                credentials,
                 url_scheme: reach.scheme().map(str::to_string),
                 no_scan: (!abilities.ops.contains(&OpKind::Scan))
                     .then(|| abilities.no_scan.to_string()),

@@ -422,6 +422,13 @@ impl Given {
         }
         for (key, texts) in &flags.sweep {
             let p = declared(key, "sweep", true)?;
+            if given.values.get(p.key).is_some_and(|(_, o)| o.from_flag) {
+                let axis = Origin::axis(p, true);
+                return Err(axis.err(format!(
+                    "{} is given too, and the sweep's values would replace it at every point; give one of them",
+                    p.flag_name()
+                )));
+            }
             given
                 .axes
                 .insert(p.key, (texts.clone(), Origin::axis(p, true)));
@@ -887,6 +894,7 @@ fn at_required_rate(mut w: Workload, requirements: &[Requirement]) -> Result<Wor
 fn candidates(
     targets: Vec<TargetSpec>,
     requirements: &[Requirement],
+    servers: &BTreeMap<String, toml::Table>,
     catalog: &dyn TargetCatalog,
 ) -> Result<(Vec<TargetSpec>, Vec<LeftOut>), PlanError> {
     if requirements.is_empty() {
@@ -913,7 +921,23 @@ fn candidates(
                         "bakeoff did not start it, so its settings are its own and declare nothing; name -t {} to let bakeoff start one with settings that keep writes through a {class}",
                         spec.name
                     )),
-                    Endpoint::Managed => match catalog.durable_settings(&spec.name, class, &spec.variant) {
+                    Endpoint::Managed => match catalog.durable_settings(
+                        &spec.name,
+                        class,
+                        // What `--set` or the preset gave counts as given
+                        // too: a setting that keeps writes otherwise is
+                        // never overridden in silence.
+                        &servers
+                            .get(&spec.name)
+                            .into_iter()
+                            .flatten()
+                            .map(|(k, v)| {
+                                let v = v.as_str().map_or_else(|| v.to_string(), str::to_string);
+                                (k.clone(), v)
+                            })
+                            .chain(spec.variant.clone())
+                            .collect(),
+                    ) {
                         Ok(extra) => {
                             spec.variant.extend(extra);
                             None
@@ -1736,9 +1760,11 @@ impl Plan {
             Some(w) => sweep::expand(w, &sweep),
             None => points.clone(),
         };
+        let mut servers = servers(&raw, flags, catalog)?;
         let (targets, left_out) = candidates(
             targets(&raw, flags, catalog, &points_of)?,
             &requirements,
+            &servers,
             catalog,
         )?;
         // A preset's own target dropped by -t keeps its table unused; a
@@ -1767,7 +1793,6 @@ impl Plan {
             });
         }
         refuse_what_cannot_apply(&targets, flags, &points_of)?;
-        let mut servers = servers(&raw, flags, catalog)?;
         variant_settings(&targets, &mut servers, catalog)?;
 
         // The name is part of the result file's name: a plain one, so
@@ -1937,6 +1962,7 @@ pub(crate) mod tests {
                 network: true,
                 topologies: vec!["shards".into()],
                 url_options: Vec::new(),
+                credentials: name == "redis",
                 no_scan: (name == "memcached").then(|| "it keeps its keys hashed".into()),
                 provokes: Vec::new(),
             })
@@ -2226,7 +2252,10 @@ pub(crate) mod tests {
         );
         assert!(build(&format!("{long}replay_speed = 400\n"), Overrides::default()).is_ok());
         let e = build(
-            &format!("[workload]\nreplay = \"{}\"\nreplay_speed = 1000000\n", path.display()),
+            &format!(
+                "[workload]\nreplay = \"{}\"\nreplay_speed = 1000000\n",
+                path.display()
+            ),
             Overrides::default(),
         );
         assert!(e.is_ok(), "1.5M ops/s is within a request a nanosecond");
@@ -2237,7 +2266,10 @@ pub(crate) mod tests {
         )
         .unwrap();
         let e = build(
-            &format!("[workload]\nreplay = \"{}\"\nreplay_speed = 1000000\n", burst.display()),
+            &format!(
+                "[workload]\nreplay = \"{}\"\nreplay_speed = 1000000\n",
+                burst.display()
+            ),
             Overrides::default(),
         )
         .unwrap_err()

@@ -40,6 +40,9 @@ pub struct Capabilities {
     /// `dbname` (which the URL's path gives too); others are refused.
     #[serde(default)]
     pub url_options: Vec<String>,
+    /// Whether its URL may carry a password or a user (memcached's takes
+    /// neither).
+    pub credentials: bool,
     /// Why it cannot scan, when `ops` lacks scans.
     #[serde(default)]
     pub no_scan: Option<String>,
@@ -393,6 +396,12 @@ fn parse_unnamed(
         }
         let v = percent_decode(v);
         if k == PASSWORD_ENV_KEY {
+            if password_var.is_some() {
+                return Err(format!(
+                    "`{PASSWORD_ENV_KEY}` is given twice in `{}`; name one variable",
+                    redact(text)
+                ));
+            }
             password_var = Some(v);
         } else if is_secret_key(k) {
             password = Some(v);
@@ -404,6 +413,14 @@ fn parse_unnamed(
     }
     if let Some(var) = password_var {
         password = Some(password_from_env(text, &var, password.is_some(), env)?);
+    }
+    if (password.is_some() || user.is_some())
+        && catalog.capabilities(&name).is_some_and(|c| !c.credentials)
+    {
+        return Err(format!(
+            "URL `{}`: {name} takes no password or user; leave them out",
+            redact(text)
+        ));
     }
     let path = path.trim_end_matches('/');
     check_escapes(path, text)?;
@@ -751,6 +768,7 @@ mod tests {
                 } else {
                     Vec::new()
                 },
+                credentials: true,
                 no_scan: None,
                 provokes: Vec::new(),
             })

@@ -1466,6 +1466,7 @@ pub const FACTS: crate::kind::TargetFacts = crate::kind::TargetFacts {
         program: "mariadbd",
         scheme: "mariadb",
         url_options: &["socket"],
+        credentials: true,
         topologies: &["primary-replica"],
     },
     abilities: crate::kind::Abilities {

@@ -1445,6 +1445,7 @@ pub const FACTS: crate::kind::TargetFacts = crate::kind::TargetFacts {
         program: "postgres",
         scheme: "postgres",
         url_options: &["dbname"],
+        credentials: true,
         topologies: &["primary-replica"],
     },
     abilities: crate::kind::Abilities {
