@@ -369,6 +369,15 @@ pub fn decode_histogram(text: &str) -> Result<Histogram<u64>, String> {
         }
         _ => return Err("histogram is shorter than its header".into()),
     }
+    // The decoder allocates the payload the header claims: no more than
+    // the text holds after the header's 40 bytes.
+    let payload = field(4, 4).unwrap_or(0);
+    let held = bytes.len().saturating_sub(40) as u64;
+    if payload > held {
+        return Err(format!(
+            "histogram header claims a payload of {payload} bytes, and {held} follow it: a corrupt or forged file"
+        ));
+    }
     Deserializer::new()
         .deserialize(&mut &bytes[..])
         .map_err(|e| format!("histogram does not decode: {e:?}"))
@@ -1515,6 +1524,59 @@ mod tests {
         let e = decode_histogram(&forged).unwrap_err();
         assert!(e.contains("beyond"), "{e}");
         assert!(decode_histogram(&honest).is_ok());
+        // A payload claimed past what the text holds is refused before
+        // the decoder allocates it (it took 2.1 GB for a 21 KB file).
+        let mut bytes = base64::engine::general_purpose::STANDARD
+            .decode(&honest)
+            .unwrap();
+        bytes[4..8].copy_from_slice(&(2u32 << 30).to_be_bytes());
+        let forged = base64::engine::general_purpose::STANDARD.encode(&bytes);
+        let e = decode_histogram(&forged).unwrap_err();
+        assert!(e.contains("claims a payload of 2147483648 bytes"), "{e}");
+    }
+
+    /// A requirement written by hand that cannot be measured (p150, a
+    /// negative percentile at rate 0, memory at 0 records) is refused
+    /// when the file is read, never judged.
+    #[test]
+    fn nonsense_requirements_in_a_result_file_are_refused_when_read() {
+        use crate::plan::Requirement;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.json");
+        for (bad, needle) in [
+            (
+                Requirement::Latency {
+                    percentile: 150.0,
+                    at_most_ns: 1_000_000,
+                    rate_per_s: 1000.0,
+                },
+                "p150 is no percentile",
+            ),
+            (
+                Requirement::Latency {
+                    percentile: -1.0,
+                    at_most_ns: 1_000_000,
+                    rate_per_s: 0.0,
+                },
+                "no percentile",
+            ),
+            (
+                Requirement::Memory {
+                    at_most_bytes: 1 << 30,
+                    records: 0,
+                },
+                "0 records",
+            ),
+        ] {
+            let mut r = mock_result();
+            r.plan.requirements = vec![bad];
+            r.write_atomic(&path).unwrap();
+            let e = ExperimentResult::read(&path).unwrap_err().to_string();
+            assert!(
+                e.contains("plan.requirements[0]") && e.contains(needle),
+                "{e}"
+            );
+        }
     }
 
     /// A file that does not match the schema names the field that does

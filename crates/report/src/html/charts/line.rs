@@ -19,6 +19,13 @@ impl LineChart {
     }
 
     fn render(&self, right_axis: Option<&RightAxis>) -> String {
+        if let Some((chart, right)) = self.capped(right_axis) {
+            return chart.render_within_caps(right.as_ref());
+        }
+        self.render_within_caps(right_axis)
+    }
+
+    fn render_within_caps(&self, right_axis: Option<&RightAxis>) -> String {
         let right = if right_axis.is_some() { LEFT } else { RIGHT };
         let entries = self.legend_entries(right_axis);
         let height = TOP + PLOT_H + BOTTOM + legend_height(&entries);

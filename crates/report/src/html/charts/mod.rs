@@ -12,6 +12,7 @@ use std::fmt::Write;
 
 mod axes;
 mod bars;
+mod fold;
 mod legend;
 mod line;
 mod series;
