@@ -797,6 +797,11 @@ pub struct Checks {
     pub counters: Vec<CounterCheck>,
     /// Records the target holds after the load phase, if it can tell.
     pub records_after_load: Option<u64>,
+    /// The server's memory just before a load into an empty target (its
+    /// processes' proportional set sizes, else resident sets), bytes: what
+    /// it holds of its own, taken off before memory is counted per record.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_before_load_bytes: Option<u64>,
     /// A replication run: whether the replica caught up after the run and
     /// holds what the primary holds.
     #[serde(default, skip_serializing_if = "Option::is_none")]

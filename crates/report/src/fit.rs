@@ -14,10 +14,10 @@ use bakeoff_core::result::{decode_histogram, ExperimentResult, RunResult, RunSta
 use bakeoff_core::units::{fmt_bytes, fmt_dollars, fmt_ns, fmt_rate};
 
 use crate::sections::Rows;
-use crate::verdict::{memory_per_record, server_cpu_per_op_ns};
+use crate::verdict::server_cpu_per_op_ns;
 
 /// The note under the answer.
-pub const FIT_NOTE: &str = "Each candidate against each requirement (--require), with its figure and the margin: a latency requirement is measured in an open loop at its rate, from each request's intended start, and a run that did not reach 95 % of the rate does not meet it; durability is what the candidate's settings declare (bakeoff chose the settings that reach it, where the candidate has some); memory is the memory per record measured at the run's record count, extrapolated linearly to the count asked. The candidates that meet every requirement are ranked by server CPU per operation, then memory per record, then disk bytes per write.";
+pub const FIT_NOTE: &str = "Each candidate against each requirement (--require), with its figure and the margin: a latency requirement is measured in an open loop at its rate, from each request's intended start, and a run that did not reach 95 % of the rate does not meet it; durability is what the candidate's settings declare (bakeoff chose the settings that reach it, where the candidate has some); memory is what the records added (the server's memory at the end less its own before the load) per record, extrapolated linearly to the count asked, and not judged past 100 × the records measured; a latency requirement is not judged where bakeoff itself sent late by more than 10 % of the bound. The candidates that meet every requirement are ranked by server CPU per operation (for an engine in bakeoff's process, its calls' mean time), then memory per record, then disk bytes per write; candidates that never ran are named and not judged.";
 
 /// How the dollars are counted, under the note when the run has prices.
 pub const PRICE_NOTE: &str = "Dollars (--price): a month (730 h) is the server CPU the required rate takes (CPU per operation × the rate, in cores) at the cpu-hour price, plus the memory at the required record count (memory per record × records, memory<=…@N or else the run's own count) at the memory-gb-hour price, plus the data directory's size at that count (disk per record × records) at the disk-gb-month price; GB is 2³⁰ bytes. A million operations cost that month over the millions of operations the required rate serves in it; without a required rate, the server CPU of a million operations alone, and no month. A candidate with a priced figure not measured (a server given by URL has no CPU or memory bakeoff can read) has no dollars.";
@@ -41,6 +41,10 @@ pub struct Answer {
 /// One requirement judged on one candidate.
 struct Judged {
     meets: bool,
+    /// Why it could not be judged on what was measured (bakeoff sent
+    /// late, memory asked for far past the records measured): the
+    /// candidate neither meets it nor misses it.
+    not_judged: Option<String>,
     /// The candidate's figure and its margin.
     text: String,
     /// How far from meeting it, for "none meets": the figure alone.
@@ -50,7 +54,10 @@ struct Judged {
 /// What a candidate costs, lowest first in each.
 #[derive(Clone, Copy, Default)]
 struct Cost {
+    /// Server CPU per operation; an in-process engine's calls' time.
     server_cpu_ns: Option<f64>,
+    /// Whether `server_cpu_ns` is an in-process engine's calls' time.
+    in_process: bool,
     memory_per_record: Option<f64>,
     disk_per_write: Option<f64>,
     /// In dollars, when the run has prices.
@@ -167,8 +174,73 @@ struct Candidate<'a> {
 
 impl Candidate<'_> {
     fn fits(&self) -> bool {
-        self.failed.is_none() && self.judged.iter().all(|j| j.meets)
+        self.failed.is_none()
+            && self
+                .judged
+                .iter()
+                .all(|j| j.meets && j.not_judged.is_none())
     }
+
+    /// Why some requirement could not be judged on it, if one could not.
+    fn not_judged(&self) -> Option<String> {
+        let why: Vec<&str> = self
+            .judged
+            .iter()
+            .filter_map(|j| j.not_judged.as_deref())
+            .collect();
+        (self.failed.is_none() && !why.is_empty()).then(|| why.join("; "))
+    }
+}
+
+/// A latency requirement is not judged where bakeoff's own sending was
+/// late by more than this share of the bound: the figure would be partly
+/// bakeoff's.
+const LATE_SHARE: f64 = 0.1;
+
+/// Memory is not judged at more than this many times the records a run
+/// measured: the fixed part of a small run's memory, spread over few
+/// records, would be multiplied with them.
+const MAX_EXTRAPOLATION: f64 = 100.0;
+
+/// Not judged, and why.
+fn not_judged(why: String) -> Judged {
+    Judged {
+        meets: false,
+        text: format!("not judged: {why}"),
+        short: format!("not judged: {why}"),
+        not_judged: Some(why),
+    }
+}
+
+/// The memory the records added, per record: the memory at the end of
+/// the run less the server's own before the load, over the records; with
+/// whether the baseline was measured (older files, and runs without a
+/// load of their own, have none: the whole memory is spread then).
+fn memory_added_per_record(run: &RunResult) -> Option<(f64, bool)> {
+    let end = run.resources.last()?.memory_bytes();
+    let records = records_of(run);
+    if end == 0 || records == 0 {
+        return None;
+    }
+    match run.checks.memory_before_load_bytes {
+        Some(before) => Some((end.saturating_sub(before) as f64 / records as f64, true)),
+        None => Some((end as f64 / records as f64, false)),
+    }
+}
+
+/// The time an in-process engine's calls take per operation, ns: the
+/// mean service time (the call alone, from the send to the reply), not
+/// bakeoff's threads' CPU, which holds its pacing and its open loop's
+/// wake-ups beside the engine.
+fn engine_time_per_op_ns(run: &RunResult) -> Option<f64> {
+    let m = &run.measure;
+    let (mut ns, mut n) = (0.0, 0u64);
+    for op in m.ops.values() {
+        let lat = op.service_time.as_ref().unwrap_or(&op.latency);
+        ns += lat.mean_ns * lat.count as f64;
+        n += lat.count;
+    }
+    (n > 0).then(|| ns / n as f64)
 }
 
 /// The median of what `f` reads off `runs`, where it reads anything.
@@ -205,12 +277,14 @@ fn judge(r: &ExperimentResult, req: &Requirement, runs: &[&RunResult]) -> Judged
             Some(d) => {
                 let meets = d >= class;
                 Judged {
+                    not_judged: None,
                     meets,
                     text: format!("{}: {} (declared)", yes_no(meets), d.text()),
                     short: format!("writes survive a {d}"),
                 }
             }
             None => Judged {
+                not_judged: None,
                 meets: false,
                 text: "no: undeclared".into(),
                 short: "undeclared durability".into(),
@@ -220,14 +294,30 @@ fn judge(r: &ExperimentResult, req: &Requirement, runs: &[&RunResult]) -> Judged
             at_most_bytes,
             records,
         } => {
-            let Some(per_record) = median(runs, memory_per_record) else {
+            let baseline = runs
+                .iter()
+                .all(|run| run.checks.memory_before_load_bytes.is_some());
+            let Some(per_record) = median(runs, |run| memory_added_per_record(run).map(|m| m.0))
+            else {
                 return Judged {
+                    not_judged: None,
                     meets: false,
                     text: "no: memory not measured".into(),
                     short: "memory not measured".into(),
                 };
             };
             let at = runs.first().map(|run| records_of(run)).unwrap_or(0);
+            if records as f64 > MAX_EXTRAPOLATION * at as f64 {
+                return not_judged(format!(
+                    "{records} records is more than {MAX_EXTRAPOLATION:.0} × the {at} measured; run with --records {} or more",
+                    (records as f64 / MAX_EXTRAPOLATION).ceil()
+                ));
+            }
+            let how = if baseline {
+                "the memory the records added, extrapolated linearly"
+            } else {
+                "the whole memory over the records (no baseline before the load), extrapolated linearly"
+            };
             let estimate = per_record * records as f64;
             let bound = at_most_bytes as f64;
             let meets = estimate <= bound;
@@ -237,9 +327,10 @@ fn judge(r: &ExperimentResult, req: &Requirement, runs: &[&RunResult]) -> Judged
                 format!("{} over", fmt_bytes(estimate - bound))
             };
             Judged {
+                not_judged: None,
                 meets,
                 text: format!(
-                    "{}: {} ({margin}; {} per record at {at} records, extrapolated linearly)",
+                    "{}: {} ({margin}; {} per record at {at} records: {how})",
                     yes_no(meets),
                     fmt_bytes(estimate),
                     fmt_bytes(per_record)
@@ -252,6 +343,7 @@ fn judge(r: &ExperimentResult, req: &Requirement, runs: &[&RunResult]) -> Judged
             let meets = is == in_process;
             let how = if is { "in process" } else { "over the network" };
             Judged {
+                not_judged: None,
                 meets,
                 text: format!("{}: {how}", yes_no(meets)),
                 short: how.into(),
@@ -262,9 +354,22 @@ fn judge(r: &ExperimentResult, req: &Requirement, runs: &[&RunResult]) -> Judged
 
 /// The `percentile` of `runs` held to `at_most_ns` at `rate_per_s`.
 fn judge_latency(runs: &[&RunResult], percentile: f64, at_most_ns: u64, rate_per_s: f64) -> Judged {
+    let lag = median(runs, |run| {
+        let l = run.measure.send_lag.as_ref().filter(|l| l.count > 0)?;
+        Some(l.p99_ns as f64)
+    });
+    if let Some(lag) = lag.filter(|&l| l > LATE_SHARE * at_most_ns as f64) {
+        return not_judged(format!(
+            "bakeoff sent late (send lag p99 {}, over {:.0} % of the {} bound); rerun with more --threads, or on a quieter machine",
+            fmt_ns(lag),
+            LATE_SHARE * 100.0,
+            fmt_ns(at_most_ns as f64)
+        ));
+    }
     let reached = median(runs, |run| Some(run.measure.throughput_per_s)).unwrap_or(0.0);
     let Some(ns) = median(runs, |run| latency_at(run, percentile)) else {
         return Judged {
+            not_judged: None,
             meets: false,
             text: "no: nothing measured".into(),
             short: "nothing measured".into(),
@@ -273,6 +378,7 @@ fn judge_latency(runs: &[&RunResult], percentile: f64, at_most_ns: u64, rate_per
     let figure = format!("p{percentile} {}", fmt_ns(ns));
     if reached < RATE_HELD * rate_per_s {
         return Judged {
+            not_judged: None,
             meets: false,
             text: format!(
                 "no: it held {} of {}/s asked ({figure})",
@@ -289,6 +395,7 @@ fn judge_latency(runs: &[&RunResult], percentile: f64, at_most_ns: u64, rate_per
         (false, format!("{} over", fmt_ns(ns - bound)))
     };
     Judged {
+        not_judged: None,
         meets,
         text: format!("{}: {figure} ({margin})", yes_no(meets)),
         short: format!("{figure}, {margin}"),
@@ -355,8 +462,20 @@ fn candidates<'a>(r: &'a ExperimentResult, reqs: &[Requirement]) -> Vec<Candidat
                     .and_then(|run| run.message.clone())
                     .unwrap_or_else(|| "no run finished".into())
             });
-            let server_cpu_ns = median(&ok, server_cpu_per_op_ns);
-            let memory_per_record = median(&ok, memory_per_record);
+            // An engine in bakeoff's process has no server of its own:
+            // its calls' time is its cost, apart from bakeoff's pacing.
+            let in_process = all
+                .first()
+                .and_then(|run| crate::record_of(r, run))
+                .is_some_and(|t| t.in_process());
+            let server_cpu_ns = if in_process {
+                median(&ok, engine_time_per_op_ns)
+            } else {
+                median(&ok, server_cpu_per_op_ns)
+            };
+            // The memory the records added (the server's own before the
+            // load taken off), what a record costs at any count.
+            let memory_per_record = median(&ok, |run| memory_added_per_record(run).map(|m| m.0));
             let dollars = r.plan.prices.map(|prices| {
                 Priced {
                     server_cpu_ns,
@@ -374,6 +493,7 @@ fn candidates<'a>(r: &'a ExperimentResult, reqs: &[Requirement]) -> Vec<Candidat
                 judged: reqs.iter().map(|q| judge(r, q, &ok)).collect(),
                 cost: Cost {
                     server_cpu_ns,
+                    in_process,
                     memory_per_record,
                     disk_per_write: median(&ok, |run| run.disk.as_ref()?.to_storage_per_write()),
                     dollars,
@@ -429,8 +549,13 @@ fn cost_text(c: &Cost) -> String {
     if let Some(d) = dollars.per_million_ops {
         parts.push(format!("{} per million operations", fmt_dollars(d)));
     }
-    if let Some(ns) = c.server_cpu_ns {
-        parts.push(format!("server CPU {} per operation", fmt_ns(ns)));
+    match c.server_cpu_ns {
+        Some(ns) if c.in_process => parts.push(format!(
+            "its calls {} per operation (in process)",
+            fmt_ns(ns)
+        )),
+        Some(ns) => parts.push(format!("server CPU {} per operation", fmt_ns(ns))),
+        None => {}
     }
     if let Some(b) = c.memory_per_record {
         parts.push(format!("{} per record", fmt_bytes(b)));
@@ -459,11 +584,40 @@ fn answer_lines(
         required.push_str(&format!("; priced at {prices}"));
     }
     let mut lines = vec![required];
+    // A shard measured part of the load: only the merged file is judged.
+    if let Some(shard) = &r.shard {
+        lines.push(format!(
+            "not judged here: this file is shard {} of {}, which sent its part of the rate; merge the shards' files (bakeoff merge) for the answer",
+            shard.index + 1,
+            shard.count
+        ));
+        return lines;
+    }
     let fitting: Vec<&Candidate> = candidates.iter().filter(|c| c.fits()).collect();
+    let judged_all = |c: &&Candidate| c.failed.is_none() && c.not_judged().is_none();
+    // Candidates the plan named that never ran (the run was stopped):
+    // nothing is claimed of them, and "the only one" is said of those
+    // that ran.
+    let never_ran: Vec<String> = r
+        .plan
+        .targets
+        .iter()
+        .map(|t| t.id())
+        .filter(|id| !r.runs.iter().any(|run| &run.target == id))
+        .collect();
     match fitting.as_slice() {
+        [] if !candidates.iter().any(|c| judged_all(&c)) => {
+            lines.push("none could be judged on what was measured".into());
+        }
         [] => {
-            lines.push("none meets every requirement:".into());
-            for c in candidates.iter().filter(|c| c.failed.is_none()) {
+            lines.push(
+                if never_ran.is_empty() && candidates.iter().all(|c| judged_all(&c)) {
+                    "none meets every requirement:".into()
+                } else {
+                    "none of those judged meets every requirement:".into()
+                },
+            );
+            for c in candidates.iter().filter(judged_all) {
                 let missed: Vec<String> = reqs
                     .iter()
                     .zip(&c.judged)
@@ -493,8 +647,12 @@ fn answer_lines(
                     next.label,
                     cost_text(&next.cost)
                 ),
-                None => format!(
+                None if never_ran.is_empty() && candidates.iter().all(|c| judged_all(&c)) => format!(
                     "it is the only one that meets every requirement ({})",
+                    cost_text(&first.cost)
+                ),
+                None => format!(
+                    "it is the only one of those judged that meets every requirement ({})",
                     cost_text(&first.cost)
                 ),
             };
@@ -514,6 +672,15 @@ fn answer_lines(
         if let Some(e) = &c.failed {
             lines.push(format!("{} is out: its run failed: {e}", c.label));
         }
+        if let Some(why) = c.not_judged() {
+            lines.push(format!("{} is not judged: {why}", c.label));
+        }
+    }
+    if !never_ran.is_empty() {
+        lines.push(format!(
+            "never ran (the experiment was stopped before them), so not judged: {}",
+            never_ran.join(", ")
+        ));
     }
     for l in &r.plan.left_out {
         lines.push(format!("{} is out: {}", l.target, l.why));
@@ -588,6 +755,14 @@ mod tests {
             .map(|t| Requirement::parse(t).unwrap())
             .collect();
         let names: Vec<String> = r.targets.iter().map(|t| t.name.clone()).collect();
+        let spec = r.plan.targets[0].clone();
+        r.plan.targets = names
+            .iter()
+            .map(|n| bakeoff_core::plan::TargetSpec {
+                name: n.clone(),
+                ..spec.clone()
+            })
+            .collect();
         for run in r.runs.iter_mut() {
             let i = names.iter().position(|n| *n == run.target).unwrap();
             run.measure.all.p99_ns = (i as u64 + 1) * 1_000_000;
@@ -721,6 +896,116 @@ mod tests {
         assert!(a.rows[1..].iter().all(|r| r.last().unwrap() == "out"));
     }
 
+    /// What was not measured is not judged (issue 52): a latency bound
+    /// where bakeoff sent late, memory far past the records measured, a
+    /// candidate that never ran, a shard's part of the rate; memory is
+    /// what the records added, the empty server's own taken off; an
+    /// in-process engine costs its calls' time, not bakeoff's threads'.
+    #[test]
+    fn what_was_not_measured_is_not_judged() {
+        // bakeoff's own lateness: 1.01 ms of send lag against a 1 ms bound.
+        let mut r = four(&["p99<=10ms@1000/s"]);
+        let lag = |ns: u64| {
+            Some(bakeoff_core::result::LatencySummary {
+                count: 1000,
+                p99_ns: ns,
+                ..Default::default()
+            })
+        };
+        r.runs[0].measure.send_lag = lag(1_010_000);
+        r.runs[1].measure.send_lag = lag(5_000);
+        let a = answer(&r).unwrap();
+        let pg = a
+            .lines
+            .iter()
+            .find(|l| l.starts_with("pg is not judged"))
+            .unwrap();
+        assert!(
+            pg.contains("bakeoff sent late (send lag p99 1.01 ms"),
+            "{pg}"
+        );
+        assert!(!a.lines.iter().any(|l| l.starts_with("maria is not judged")));
+        let fit_lines = a.lines[1..3].join("\n");
+        assert!(
+            fit_lines.contains("maria") && !fit_lines.contains("pg"),
+            "{:#?}",
+            a.lines
+        );
+        // Memory: what the records added, and never 100× past them.
+        let mut r = four(&["memory<=1GB@50k"]);
+        for run in r.runs.iter_mut() {
+            run.checks.records_after_load = Some(1000);
+            run.checks.memory_before_load_bytes = Some(8 << 20);
+            let mut sample = bakeoff_core::result::ResourceSample::default();
+            sample.rss_bytes = (8 << 20) + 100 * 1000;
+            run.resources = vec![sample];
+        }
+        let a = answer(&r).unwrap();
+        let row = a.rows.iter().find(|row| row[0] == "pg").unwrap();
+        assert!(
+            row[1].starts_with("yes: 4.8 MiB")
+                && row[1]
+                    .contains("100 B per record at 1000 records: the memory the records added"),
+            "{row:?}"
+        );
+        let r = {
+            let mut r = r;
+            r.plan.requirements = vec![Requirement::parse("memory<=2GB@10M").unwrap()];
+            r
+        };
+        let a = answer(&r).unwrap();
+        assert_eq!(
+            a.lines[1], "none could be judged on what was measured",
+            "{:#?}",
+            a.lines
+        );
+        assert!(a.lines.iter().any(|l| l.contains("10000000 records is more than 100 × the 1000 measured; run with --records 100000 or more")), "{:#?}", a.lines);
+        // Stopped before two of them ran: nothing claimed of those.
+        let mut r = four(&["p99<=10ms@1000/s", "durable=power-cut"]);
+        r.runs
+            .retain(|run| run.target == "pg" || run.target == "redis");
+        let a = answer(&r).unwrap();
+        assert!(
+            a.lines[1].contains("the only one of those judged that meets every requirement"),
+            "{:#?}",
+            a.lines
+        );
+        assert!(
+            a.lines
+                .iter()
+                .any(|l| l.ends_with("so not judged: maria, lmdb")),
+            "{:#?}",
+            a.lines
+        );
+        // A shard defers to the merge.
+        let mut r = four(&["p99<=10ms@1000/s"]);
+        r.shard = Some(bakeoff_core::result::ShardRecord {
+            index: 0,
+            count: 2,
+            plan_hash: String::new(),
+            planned_start: None,
+            started_at: String::new(),
+            ended_at: String::new(),
+            clock_offset_ns: None,
+        });
+        let a = answer(&r).unwrap();
+        assert_eq!(a.lines.len(), 2);
+        assert!(a.lines[1].contains("shard 1 of 2") && a.lines[1].contains("bakeoff merge"));
+        // lmdb runs in process: its cost is its calls' mean service time.
+        let mut r = four(&["p99<=10ms@1000/s"]);
+        let lmdb = r.runs.iter_mut().find(|run| run.target == "lmdb").unwrap();
+        for op in lmdb.measure.ops.values_mut() {
+            op.service_time = Some(bakeoff_core::result::LatencySummary {
+                count: 10,
+                mean_ns: 2_000.0,
+                ..Default::default()
+            });
+        }
+        let a = answer(&r).unwrap();
+        let row = a.rows.iter().find(|row| row[0] == "lmdb").unwrap();
+        assert_eq!(row[2], "2.0 µs", "{row:?}");
+    }
+
     /// A candidate whose run failed is out with its error, never absent.
     #[test]
     fn a_candidate_whose_run_failed_is_out_with_its_error() {
@@ -804,13 +1089,14 @@ mod tests {
         pg.measure.throughput_per_s = 20_000.0;
         pg.measure.duration_s = 2.0;
         pg.measure.completed = 200_000;
-        pg.checks.records_after_load = Some(1000);
+        // Within 100 × of the 8 M records asked (issue 52).
+        pg.checks.records_after_load = Some(100_000);
         // A whole core for 2 s over 200,000 operations: 10 µs each.
         pg.resources = vec![bakeoff_core::result::ResourceSample {
             t_s: f64::from(start) + 1.0,
             cpu_percent: 100.0,
-            rss_bytes: 128 * 1000,
-            disk_bytes: 256 * 1000,
+            rss_bytes: 128 * 100_000,
+            disk_bytes: 256 * 100_000,
             ..Default::default()
         }];
         let a = answer(&r).unwrap();

@@ -327,6 +327,14 @@ impl Runs<'_> {
         sent: &mut Sent,
     ) -> Result<f64, Stop> {
         let target = stage.target;
+        // The empty server's own memory, taken off what the records cost.
+        if stage.workload().load_from == 0 {
+            run.checks.memory_before_load_bytes = target
+                .readings()
+                .process
+                .map(|p| p.pss_bytes.unwrap_or(p.rss_bytes))
+                .filter(|&b| b > 0);
+        }
         let load_workload = load_workload(stage.workload());
         let ctx = JobContext {
             workload: &load_workload,
