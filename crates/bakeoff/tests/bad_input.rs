@@ -1534,3 +1534,46 @@ fn no_error_path_prints_a_password() {
         }
     }
 }
+
+/// A Redis holding an earlier run's plain values, where a run of several
+/// fields keeps hashes (and the other way round), is named before the
+/// load with the way out, rather than failing every write with WRONGTYPE
+/// and measuring on.
+#[test]
+fn a_server_holding_records_of_another_form_is_named_before_the_load() {
+    if !require("redis-server", "redis-server") {
+        return;
+    }
+    let server = redis(None);
+    let dir = tmp();
+    let url = format!("redis://127.0.0.1:{}", server.addr.port());
+    let fields_out = dir.path().join("fields.json");
+    let common = ["--records", "20", "--ops", "100", "--warmup", "0s"];
+    let plain = [&["run", "-t", url.as_str()][..], &common].concat();
+    run_ok(&plain);
+    let fields = [
+        &[
+            "run",
+            "-t",
+            url.as_str(),
+            "--fields",
+            "4",
+            "--value-size",
+            "400",
+            "-o",
+            fields_out.to_str().unwrap(),
+        ][..],
+        &common,
+    ]
+    .concat();
+    expect_usage_error(
+        &fields,
+        &[
+            &format!("the server at 127.0.0.1:{}", server.addr.port()),
+            "already holds keys of another type",
+            "an earlier run's plain values",
+            "flush it",
+        ],
+    );
+    assert!(!fields_out.exists());
+}

@@ -1008,7 +1008,9 @@ impl crate::kind::TargetKind for Redis {
                 s.set_read_timeout(Some(Duration::from_secs(5)))
                     .map_err(|e| TargetError::Server(e.to_string()))?;
                 match resp_call(&mut s, &[b"PING"]) {
-                    Ok(RespReply::Simple(p)) if p == "PONG" => Ok(()),
+                    Ok(RespReply::Simple(p)) if p == "PONG" => {
+                        records_of_this_form(&mut s, &format!("{host}:{port}"), plan)
+                    }
                     Ok(RespReply::Error(e)) => Err(TargetError::Server(format!("redis at {addr} answered PING with an error: {e}; if it needs a password, give it in the URL: redis://:PASSWORD@{host}:{port}"))),
                     Ok(other) => Err(TargetError::Server(format!("{addr} answered PING with {other:?}; is it a Redis server?"))),
                     Err(e) => Err(TargetError::Server(format!("{addr} did not answer PING: {e}; is it a Redis server?"))),
@@ -1117,6 +1119,35 @@ impl crate::redis_cluster::ClusterNode for RedisTarget {
 
     fn info(&self, section: &str) -> std::io::Result<Vec<(String, String)>> {
         RedisTarget::info(self, section)
+    }
+}
+
+/// A Redis given by URL that already holds bakeoff's first record in the
+/// other form (a plain value where this run keeps hashes of several
+/// fields, or a hash where it writes plain values) would answer every
+/// write with WRONGTYPE: it is named before the load, with the way out.
+fn records_of_this_form(s: &mut Stream, at: &str, plan: &Plan) -> Result<(), TargetError> {
+    let points = plan.points();
+    let hashes = points.iter().any(|p| p.workload.fields > 1);
+    let plain = points.iter().any(|p| p.workload.fields <= 1);
+    if hashes == plain {
+        // A sweep over --fields writes both forms itself.
+        return Ok(());
+    }
+    let key = plan.workload.key_naming.key(0);
+    let shown = String::from_utf8_lossy(key.as_bytes()).into_owned();
+    let (want, earlier) = if hashes {
+        ("hash", "plain values")
+    } else {
+        ("string", "records of several fields, kept as hashes")
+    };
+    match resp_call(s, &[b"TYPE", key.as_bytes()]) {
+        Ok(RespReply::Simple(t)) if t == "none" || t == want => Ok(()),
+        Ok(RespReply::Simple(t)) => Err(TargetError::Server(format!(
+            "the server at {at} already holds keys of another type ({shown} is a {t}, where this run writes {want}s: an earlier run's {earlier}); flush it (redis-cli -h HOST -p PORT FLUSHALL) or point at another server"
+        ))),
+        // A server that cannot say: the load will.
+        _ => Ok(()),
     }
 }
 
