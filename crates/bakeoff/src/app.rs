@@ -103,8 +103,7 @@ fn to_stdout(
     }
 }
 
-/// The hidden `engine-host` command: an embedded engine served to the
-/// bakeoff process that started it.
+/// `bakeoff capture`: a live Redis's traffic into a trace.
 fn capture(args: &crate::cli::CaptureArgs) -> Result<i32, AppError> {
     let stop = Arc::new(AtomicBool::new(false));
     if let Err(e) = crate::signals::install(stop.clone()) {
@@ -132,12 +131,23 @@ fn capture(args: &crate::cli::CaptureArgs) -> Result<i32, AppError> {
     Ok(EXIT_OK)
 }
 
+/// The hidden `engine-host` command: an embedded engine served to the
+/// bakeoff process that started it. What it is given (a name, settings,
+/// a directory, a port) is bad input when it cannot be used: exit 2, as
+/// for any command.
 fn engine_host(args: &crate::cli::EngineHostArgs) -> Result<i32, AppError> {
+    use bakeoff_core::error::TargetError;
     let mut table: toml::Table = toml::from_str(&args.settings)
         .map_err(|e| AppError::Usage(format!("engine-host --settings: {e}")))?;
     table.insert("dir".into(), toml::Value::String(args.dir.clone()));
-    bakeoff_drivers::embedded::host::serve_named(&args.name, &table, args.port)
-        .map_err(|e| AppError::Failed(e.to_string()))?;
+    bakeoff_drivers::embedded::host::serve_named(&args.name, &table, args.port).map_err(
+        |e| match e {
+            TargetError::Settings(_)
+            | TargetError::NotInstalled { .. }
+            | TargetError::Engine(_) => AppError::Usage(format!("engine-host: {e}")),
+            e => AppError::Failed(format!("engine-host: {e}")),
+        },
+    )?;
     Ok(EXIT_OK)
 }
 
@@ -586,6 +596,31 @@ pub fn check_outputs(out: &Path, html: Option<&Path>) -> Result<(), AppError> {
             "-o {} is a pipe: the result file is written again after every run, and a pipe would take one copy after the other (or wait for ever for a reader); write to a file, or add --print-result to have the result printed once the runs end",
             out.display()
         ));
+    }
+    if std::fs::metadata(out).is_ok_and(|m| {
+        use std::os::unix::fs::FileTypeExt;
+        m.file_type().is_char_device()
+    }) {
+        // A device is written in place: a line break tells whether it
+        // takes bytes at all (`/dev/full` refuses every write), where a
+        // terminal is left alone.
+        let took = std::fs::OpenOptions::new()
+            .write(true)
+            .open(out)
+            .and_then(|f| {
+                use std::io::{IsTerminal, Write};
+                if f.is_terminal() {
+                    return Ok(());
+                }
+                (&f).write_all(b"\n")
+            });
+        return match took {
+            Ok(()) => Ok(()),
+            Err(e) => bad(format!(
+                "cannot write the result file to the device {}: {e}; choose a file with -o",
+                out.display()
+            )),
+        };
     }
     let dir = out
         .parent()

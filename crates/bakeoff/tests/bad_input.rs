@@ -1473,6 +1473,47 @@ fn the_newest_surface_keeps_the_old_limits_and_drops_no_flag() {
             vec!["capture", "redis://127.0.0.1:1", "-o", "t.csv"],
             vec!["-o t.csv", "name it .jsonl"],
         ),
+        // Class 8: the engine host's bad input is bad input.
+        (
+            vec![
+                "engine-host",
+                "nosuch",
+                "--port",
+                "1",
+                "--dir",
+                "/nonexistent",
+            ],
+            vec!["no embedded engine named `nosuch`"],
+        ),
+        (
+            vec![
+                "engine-host",
+                "redis",
+                "--port",
+                "1",
+                "--dir",
+                "/nonexistent",
+            ],
+            vec!["is a server, not an embedded engine"],
+        ),
+        (
+            vec![
+                "engine-host",
+                "lmdb",
+                "--port",
+                "1",
+                "--dir",
+                "/nonexistent",
+                "--settings",
+                "[not toml",
+            ],
+            vec!["engine-host --settings"],
+        ),
+        // Class 8: a device that refuses every write is found up front.
+        (
+            vec!["run", "-t", "redis", "--duration", "1s", "-o", "/dev/full"],
+            vec!["/dev/full", "No space left"],
+        ),
     ];
     for (args, needles) in cases {
         expect_usage_error(&args, &needles);
