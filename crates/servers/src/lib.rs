@@ -245,6 +245,15 @@ pub fn command_as(binary: &Path, user: Option<(u32, u32)>) -> Command {
     let parent = unsafe { libc::getpid() };
     unsafe {
         c.pre_exec(move || {
+            // Default dispositions, whatever bakeoff inherited: a shell
+            // starts a background job with SIGINT and SIGQUIT ignored, and
+            // a server would then ignore the stop signal it is sent.
+            // (std resets the mask and SIGPIPE alone.)
+            for sig in 1..32 {
+                if sig != libc::SIGKILL && sig != libc::SIGSTOP {
+                    libc::signal(sig, libc::SIG_DFL);
+                }
+            }
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
             // bakeoff died between fork and prctl: nobody would kill it.
             if libc::getppid() != parent {
@@ -1394,6 +1403,33 @@ mod tests {
             "the restart took {:?}: SIGINT was not sent",
             struck.back_after
         );
+    }
+
+    /// A server starts with every signal at its default disposition,
+    /// whatever bakeoff inherited: run as a shell's background job, bakeoff
+    /// has SIGINT ignored, and a server stopped by SIGINT (or a Python
+    /// stand-in) would ignore it (the restart then took 5.11 s, issue 52).
+    #[test]
+    fn a_server_starts_with_default_signal_dispositions() {
+        let ignored_by = |text: &str| {
+            let line = text
+                .lines()
+                .find_map(|l| l.strip_prefix("SigIgn:"))
+                .expect("a SigIgn line");
+            u64::from_str_radix(line.trim(), 16).unwrap()
+        };
+        let bit = 1u64 << (libc::SIGINT - 1);
+        // SAFETY: signal() on the test process; restored below.
+        let before = unsafe { libc::signal(libc::SIGINT, libc::SIG_IGN) };
+        let mine = std::fs::read_to_string("/proc/self/status").unwrap();
+        let out = command_as(Path::new("/bin/cat"), None)
+            .arg("/proc/self/status")
+            .output();
+        // SAFETY: as above.
+        unsafe { libc::signal(libc::SIGINT, before) };
+        assert_ne!(ignored_by(&mine) & bit, 0, "the test ignores SIGINT");
+        let theirs = String::from_utf8(out.unwrap().stdout).unwrap();
+        assert_eq!(ignored_by(&theirs) & bit, 0, "{theirs}");
     }
 
     /// PostgreSQL's backends each call setsid(): a SIGKILL to the
