@@ -1618,3 +1618,74 @@ fn a_server_holding_records_of_another_form_is_named_before_the_load() {
     );
     assert!(!fields_out.exists());
 }
+
+/// A managed server stopped (SIGSTOP) in the measured phase: the run is
+/// named as stalled and ends within its request timeout of its end, the
+/// measured part on disk. Each look and count asked of it afterwards
+/// waited out a timeout of its own: memcached's run ended 20 s after
+/// its end.
+#[test]
+fn a_managed_server_stopped_mid_run_is_named_stalled_at_its_end() {
+    if !require("memcached", "memcached") {
+        return;
+    }
+    let _alone = alone();
+    let dir = tmp();
+    let out = dir.path().join("stalled.json");
+    let mut child = bakeoff_spawn(&[
+        "run",
+        "-t",
+        "memcached",
+        "--records",
+        "1000",
+        "--duration",
+        "4s",
+        "--warmup",
+        "0",
+        "--timeout",
+        "2s",
+        "--quiet",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    let (pid, port) = first_child(child.id(), |pid, cmd| {
+        let at = cmd.iter().position(|a| a == "-p")?;
+        (cmd[0].ends_with("memcached")).then(|| (pid, cmd[at + 1].parse::<u16>().ok()))
+    });
+    let addr: std::net::SocketAddr = format!("127.0.0.1:{}", port.unwrap()).parse().unwrap();
+    // The measured phase has begun once the server counts gets (the load
+    // only sets).
+    let measuring = std::time::Instant::now();
+    while memcached_stat(addr, "cmd_get") == 0 {
+        assert!(
+            measuring.elapsed() < std::time::Duration::from_secs(60),
+            "no gets"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let run_ends = std::time::Instant::now() + std::time::Duration::from_secs(4);
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    // SAFETY: stopping the server the bakeoff this test started started.
+    unsafe { libc::kill(pid as i32, libc::SIGSTOP) };
+    let status = wait_within(&mut child, std::time::Duration::from_secs(120));
+    let ended = std::time::Instant::now();
+    // SAFETY: as above.
+    unsafe { libc::kill(pid as i32, libc::SIGCONT) };
+    let status = status.expect("bakeoff hung on a stopped server");
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    let late = ended.saturating_duration_since(run_ends);
+    // Its request timeout (2 s), and a second for the server's stop.
+    assert!(
+        late < std::time::Duration::from_secs(3),
+        "ended {late:?} after the run's end: {stderr}"
+    );
+    let r = read_json(&out);
+    let message = r["runs"][0]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("the server stalled") && message.contains("is stopped"),
+        "{message}"
+    );
+    assert!(r["runs"][0]["measure"]["completed"].as_u64().unwrap_or(0) > 0);
+}

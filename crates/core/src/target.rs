@@ -196,6 +196,14 @@ pub trait Target {
             kind.name()
         )))
     }
+    /// Why the server bakeoff started answers nothing though it runs (it
+    /// is stopped: a SIGSTOP, or a debugger); `None` while it runs, and
+    /// for targets bakeoff did not start. A run on a stalled server asks it
+    /// nothing more after its measured phase.
+    fn stalled(&self) -> Option<String> {
+        None
+    }
+
     /// Why the server bakeoff started is no longer running (how it exited,
     /// or the signal that killed it, and the end of its log); `None` while
     /// it runs, and for targets bakeoff did not start.

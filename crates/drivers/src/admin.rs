@@ -217,8 +217,8 @@ fn read_more_within(
             return Err(std::io::Error::new(
                 std::io::ErrorKind::TimedOut,
                 format!(
-                    "no {protocol} reply within {} s: is the server stalled?",
-                    REPLY_WITHIN.as_secs()
+                    "no {protocol} reply within {:.1} s: is the server stalled?",
+                    within.as_secs_f64()
                 ),
             ))
         }
@@ -355,6 +355,17 @@ pub fn memcache_lines(
     command: &str,
     ends: &[&str],
 ) -> std::io::Result<Vec<String>> {
+    memcache_lines_within(stream, command, ends, REPLY_WITHIN)
+}
+
+/// [`memcache_lines`], the whole reply awaited at most `within` (a look
+/// during a run, which must not hold the run for long).
+pub fn memcache_lines_within(
+    stream: &mut Stream,
+    command: &str,
+    ends: &[&str],
+    within: Duration,
+) -> std::io::Result<Vec<String>> {
     stream.write_all(command.as_bytes())?;
     let since = Instant::now();
     let mut buf = Vec::new();
@@ -368,7 +379,14 @@ pub fn memcache_lines(
                 return Ok(lines[..=pos].iter().map(|s| s.to_string()).collect());
             }
         }
-        read_more(stream, &mut buf, since, MEMCACHE_REPLY_MAX, "memcache")?;
+        read_more_within(
+            stream,
+            &mut buf,
+            since,
+            within,
+            MEMCACHE_REPLY_MAX,
+            "memcache",
+        )?;
     }
 }
 

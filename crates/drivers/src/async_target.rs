@@ -297,6 +297,13 @@ impl<D: AsyncDriver> Target for AsyncTarget<D> {
         })
     }
 
+    fn stalled(&self) -> Option<String> {
+        if let Some(why) = self.backend.as_ref().and_then(|b| b.lock().stalled()) {
+            return Some(format!("the server it keeps its data in: {why}"));
+        }
+        self.server.as_ref()?.lock().stalled()
+    }
+
     fn gone(&self) -> Option<String> {
         if let Some(why) = self.backend.as_ref().and_then(|b| b.lock().gone()) {
             return Some(format!("the server it keeps its data in: {why}"));

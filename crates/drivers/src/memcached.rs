@@ -20,7 +20,7 @@ use crate::kind::OpenResult;
 use crate::nodes::{MultiNode, Node};
 use crate::running::RunningServer;
 
-use crate::admin::{memcache_lines, resolve};
+use crate::admin::{memcache_lines_within, resolve};
 use crate::codec::memcache_binary::MemcacheBinaryCodec;
 use crate::codec::memcache_text::MemcacheTextCodec;
 use crate::settings::{Kind, Setting, Settings, PORT};
@@ -171,7 +171,7 @@ fn stats_within(
             .into();
     s.set_read_timeout(Some(within))
         .map_err(|e| TargetError::Server(e.to_string()))?;
-    let lines = memcache_lines(&mut s, "stats\r\n", &["END"]).map_err(|e| {
+    let lines = memcache_lines_within(&mut s, "stats\r\n", &["END"], within).map_err(|e| {
         TargetError::Server(format!(
             "{addr} did not answer `stats` ({e}); is it a memcached server?"
         ))

@@ -402,6 +402,13 @@ impl<D: Driver> Target for MultiNode<D> {
             .find_map(|(n, name)| n.gone().map(|why| format!("node {name}: {why}")))
     }
 
+    fn stalled(&self) -> Option<String> {
+        self.nodes
+            .iter()
+            .zip(&self.names)
+            .find_map(|(n, name)| n.stalled().map(|why| format!("node {name}: {why}")))
+    }
+
     /// The relays of every node added up.
     fn link(&self) -> Option<LinkSample> {
         let samples: Vec<LinkSample> = self.nodes.iter().filter_map(|n| n.link()).collect();

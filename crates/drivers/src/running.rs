@@ -77,6 +77,10 @@ macro_rules! one_server_methods {
             self.server.as_ref()?.lock().gone()
         }
 
+        fn stalled(&self) -> Option<String> {
+            self.server.as_ref()?.lock().stalled()
+        }
+
         fn link(&self) -> Option<bakeoff_core::readings::LinkSample> {
             self.relay.as_ref().map(|r| r.sample())
         }

@@ -696,6 +696,19 @@ impl ManagedServer {
         matches!(self.process.0.try_wait(), Ok(None))
     }
 
+    /// Why the server answers nothing though it runs: it is stopped (a
+    /// SIGSTOP, or a debugger); `None` otherwise.
+    pub fn stalled(&self) -> Option<String> {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.pid)).ok()?;
+        let state = stat.rsplit_once(')')?.1.trim_start().chars().next()?;
+        matches!(state, 'T' | 't').then(|| {
+            format!(
+                "{} (pid {}) is stopped (a SIGSTOP, or a debugger, holds it) and answers nothing",
+                self.program, self.pid
+            )
+        })
+    }
+
     /// How the process ended, with the end of its log, if it is no longer
     /// running: "killed by signal 11 (SIGSEGV)", "exited with status 1".
     pub fn gone(&mut self) -> Option<String> {

@@ -306,11 +306,28 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
         lp.lazy = lp.harness.open_loop() && matches!(lp.backend, Backend::Uring { .. });
         lp.real_minus_job_ns = realtime_ns() - lp.now() as i64;
         // Connect every client up front; if none can connect the job fails.
+        // A server that let no connection through for a whole timeout is
+        // not asked again here (a stalled one would hold the job a timeout
+        // per client): the rest are left to the loop's reconnections.
         let mut first_err = None;
+        let mut deadline = lp.now() + lp.timeout_ns;
         for ci in 0..lp.conns.len() {
-            if let Err(e) = lp.connect(ci) {
-                first_err.get_or_insert(e);
+            let left = deadline.saturating_sub(lp.now());
+            if left == 0 {
+                break;
             }
+            match lp.connect_within(ci, left) {
+                Ok(()) => deadline = lp.now() + lp.timeout_ns,
+                Err(e) => {
+                    first_err.get_or_insert(e);
+                }
+            }
+        }
+        // Those not connected have been gone since the start: after a
+        // timeout of failed reconnections, their clients give up.
+        let now = lp.now();
+        for c in lp.conns.iter_mut().filter(|c| c.stream.is_none()) {
+            c.dead_since.get_or_insert(now);
         }
         if !lp.conns.is_empty() && lp.conns.iter().all(|c| c.stream.is_none()) {
             let e = first_err.expect("a client failed to connect");
@@ -346,10 +363,6 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
     #[inline]
     fn now(&self) -> u64 {
         monotonic_ns().saturating_sub(self.t0_ns)
-    }
-
-    fn connect(&mut self, ci: usize) -> std::io::Result<()> {
-        self.connect_within(ci, self.timeout_ns)
     }
 
     /// Opens client `ci`'s connection, waiting at most `within_ns` for the

@@ -260,6 +260,13 @@ impl Runs<'_> {
             if self.opts.stop.load(Ordering::Relaxed) {
                 break;
             }
+            // Nor one that stalled: each question would wait out its
+            // own timeout.
+            if let Some(why) = stage.target.stalled() {
+                return Err(Stop::Ended(format!(
+                    "the server stalled before the measured phase: {why}"
+                )));
+            }
             e.before_measure(stage, run, &mut *self.observer)
                 .map_err(Stop::Refused)?;
         }
@@ -410,7 +417,11 @@ impl Runs<'_> {
         run.measure = PhaseResult::from_stats(&o.phases[1], o.last_phase_s);
         run.trace = o.trace.take();
         run.client = client_usage(&o);
-        for e in extras.iter_mut() {
+        // A server that stalled is asked nothing more (each question would
+        // wait out its own timeout): the run ends, saying so, with what
+        // was measured.
+        let stalled = target.stalled();
+        for e in extras.iter_mut().filter(|_| stalled.is_none()) {
             e.job_done(stage, JobKind::Measure, &o);
             e.measured(stage, &mut o, load_s, run)
                 .map_err(Stop::Ended)?;
@@ -428,6 +439,11 @@ impl Runs<'_> {
                 m.t_s += load_s;
                 m
             }));
+        if let Some(why) = stalled {
+            return Err(Stop::Ended(format!(
+                "the server stalled: {why}; its counters, records and background work were not read, and what was measured is in the file"
+            )));
+        }
         Ok((o.busy_in_window_ns, o.window_ns))
     }
 }
@@ -504,6 +520,9 @@ fn client_usage(o: &JobOutcome) -> ClientUsage {
 /// (how it exited, its log's end: a full disk, say), where the job's own
 /// error only says it could not connect.
 fn phase_failed(phase: &str, error: &crate::error::TargetError, target: &dyn Target) -> String {
+    if let Some(why) = target.stalled() {
+        return format!("{phase} phase failed: the server stalled: {why}");
+    }
     match target.gone() {
         Some(why) => format!("{phase} phase failed: the server is no longer running: {why}"),
         None => format!("{phase} phase failed: {error}"),

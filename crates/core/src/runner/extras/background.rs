@@ -73,12 +73,17 @@ impl Extra for Background {
             self.interrupted = true;
             return;
         }
+        self.next_s = t_s + every.as_secs_f64();
+        // A stalled server would hold the thread that collects the run
+        // for the look's whole timeout, every look.
+        if stage.target.stalled().is_some() {
+            return;
+        }
         // The job's start on the wall clock, for the engine's own times.
         let t0 = SystemTime::now() - Duration::from_secs_f64(t_s);
         if let Some(look) = stage.target.background() {
             self.tracker.look(t_s, t0, look);
         }
-        self.next_s = t_s + every.as_secs_f64();
     }
 
     fn second(&mut self, second: u32, phase: Phase, latency: &Histogram<u64>) {
