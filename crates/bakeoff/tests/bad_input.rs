@@ -1473,6 +1473,28 @@ fn the_newest_surface_keeps_the_old_limits_and_drops_no_flag() {
             vec!["capture", "redis://127.0.0.1:1", "-o", "t.csv"],
             vec!["-o t.csv", "name it .jsonl"],
         ),
+        // Class 8: a link no request can cross in time, or over which
+        // the load alone takes minutes.
+        (
+            dry(&["run", "-t", "redis", "--link", "rtt=4s", "--timeout", "2s"]),
+            vec!["--link", "every request would fail", "raise --timeout"],
+        ),
+        (
+            dry(&[
+                "run",
+                "-t",
+                "redis",
+                "--link",
+                "rtt=1s",
+                "--timeout",
+                "5s",
+                "--duration",
+                "2s",
+                "--records",
+                "100000",
+            ]),
+            vec!["--link", "loading 100000 records", "--batch"],
+        ),
         // Class 8: the engine host's bad input is bad input.
         (
             vec![

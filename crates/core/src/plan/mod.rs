@@ -662,9 +662,45 @@ fn check_workload_against_itself(w: &Workload, given: &Given) -> Result<(), Plan
         ));
     }
     check_replay(w, given)?;
+    check_link(w, given)?;
     check_mix_against_record(w, &given.origin("mix"))?;
     check_fields(w, &given.origin_or_axis("fields"))?;
     check_pipeline_against_requests(w, &given.origin_or_axis("pipeline"))
+}
+
+/// A link a request cannot cross within its timeout would fail every
+/// request; one over which the load alone takes far longer than the run
+/// would hold it for minutes without a word.
+fn check_link(w: &Workload, given: &Given) -> Result<(), PlanError> {
+    let Some(link) = &w.link else {
+        return Ok(());
+    };
+    let rtt_s = link.rtt_ns as f64 / 1e9;
+    let origin = given.origin_or_axis("link");
+    if rtt_s >= w.timeout_s {
+        return Err(origin.err(format!(
+            "--link {link} adds a round trip of {}, and a request times out after {} (--timeout): every request would fail; raise --timeout above the round trip, or shorten it",
+            crate::units::fmt_duration_s(rtt_s),
+            crate::units::fmt_duration_s(w.timeout_s)
+        )));
+    }
+    if w.load && w.replay.is_none() {
+        let rows_per_trip = f64::from(w.clients.max(1)) * f64::from(w.batch.max(1));
+        let load_s = w.records as f64 / rows_per_trip * rtt_s;
+        let run_s = w.warmup_s + w.duration_s.unwrap_or(0.0);
+        let most = (10.0 * run_s).max(60.0);
+        if load_s > most {
+            return Err(origin.err(format!(
+                "over --link {link}, loading {} records {} at a time takes at least {} (a round trip each), more than {} for a run of {}: give --batch or more --clients, fewer --records, or --no-load to measure what the server holds",
+                w.records,
+                rows_per_trip,
+                crate::units::fmt_duration_s(load_s),
+                crate::units::fmt_duration_s(most),
+                crate::units::fmt_duration_s(run_s)
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// A replay takes its operations, times, rate and sizes from the trace:
