@@ -1711,3 +1711,58 @@ fn a_managed_server_stopped_mid_run_is_named_stalled_at_its_end() {
     );
     assert!(r["runs"][0]["measure"]["completed"].as_u64().unwrap_or(0) > 0);
 }
+
+/// `capture` against a server that sends garbage, never answers, or
+/// closes at once: exit 2 naming the server as unusable, as `run` does,
+/// never "0 operations written".
+#[test]
+fn capture_names_a_server_that_does_not_answer_monitor() {
+    let closing = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        std::thread::spawn(move || {
+            for conn in listener.incoming() {
+                drop(conn);
+            }
+        });
+        port
+    };
+    let dir = tmp();
+    // A close after MONITOR arrived is a reset; before, an end of file.
+    for (what, port, says) in [
+        ("garbage", hostile_server(true), &["answered `"][..]),
+        (
+            "silent",
+            hostile_server(false),
+            &["did not answer within 2 s"],
+        ),
+        ("closing", closing, &["closed the connection", "reset"]),
+    ] {
+        let out = dir.path().join(format!("{what}.jsonl"));
+        let url = format!("redis://127.0.0.1:{port}");
+        let mut child = std::process::Command::new(bin())
+            .args([
+                "capture",
+                &url,
+                "--duration",
+                "30s",
+                "-o",
+                out.to_str().unwrap(),
+            ])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let status = wait_within(&mut child, std::time::Duration::from_secs(25))
+            .unwrap_or_else(|| panic!("{what}: capture waited out its duration"));
+        let mut stderr = String::new();
+        std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+        assert_eq!(status.code(), Some(2), "{what}: {stderr}");
+        assert!(
+            stderr.contains(&format!("the server at 127.0.0.1:{port}"))
+                && says.iter().any(|s| stderr.contains(s)),
+            "{what}: {stderr}"
+        );
+        assert!(!stderr.contains("operations written"), "{what}: {stderr}");
+    }
+}
