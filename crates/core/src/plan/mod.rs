@@ -525,46 +525,18 @@ fn workload(given: &Given) -> Result<Workload, PlanError> {
         w.warmup_auto = false;
         w.warmup_s = workload::FIXED_WARMUP_S;
     }
-    if let Some(f) = &w.fault {
-        let origin = given.origin("fault");
-        let Some(d) = w.duration_s else {
-            return Err(origin.err("a fault needs a timed run; give --duration instead of --ops"));
-        };
-        if w.warmup_auto {
-            return Err(origin.err(
-                "a fault's moment counts from the run's start, and `--warmup auto` moves where the measured phase starts; give a fixed --warmup (e.g. 2s)",
-            ));
-        }
-        if f.to_s >= w.warmup_s + d {
-            return Err(origin.err(format!(
-                "{f} is past the end of the run ({} s warm-up + {d} s measured); give an earlier moment or a longer --duration",
-                w.warmup_s
-            )));
-        }
-    }
-    if let Some(p) = &w.provoke {
-        let origin = given.origin("provoke");
-        let Some(d) = w.duration_s else {
-            return Err(origin.err(
-                "background work is asked for at a moment of a timed run; give --duration instead of --ops",
-            ));
-        };
-        if w.warmup_auto {
-            return Err(origin.err(
-                "--provoke's moment counts from the run's start, and `--warmup auto` moves where the measured phase starts; give a fixed --warmup (e.g. 2s)",
-            ));
-        }
-        if p.at_s >= w.warmup_s + d {
-            return Err(origin.err(format!(
-                "--provoke {p} is past the end of the run ({} s warm-up + {d} s measured); give an earlier moment or a longer --duration",
-                w.warmup_s
-            )));
-        }
-        if w.find_peak || w.find_capacity.is_some() {
-            return Err(origin.err(
-                "a search makes run after run and keeps the best; background work in each would find the work's peak, not the target's: run --provoke without --find-peak or --find-capacity",
-            ));
-        }
+    // A fault and background work are each asked for at a moment of the
+    // run, and keep the same limits for the same reasons.
+    let moments = [
+        w.fault
+            .as_ref()
+            .map(|f| ("fault", "a fault", f.to_string(), f.to_s)),
+        w.provoke
+            .as_ref()
+            .map(|p| ("provoke", "background work", p.to_string(), p.at_s)),
+    ];
+    for (key, what, text, at_s) in moments.into_iter().flatten() {
+        check_moment(&w, &given.origin(key), what, &text, at_s)?;
     }
     if w.durability {
         let origin = given.origin("durability");
@@ -581,11 +553,6 @@ fn workload(given: &Given) -> Result<Workload, PlanError> {
         }
     }
     if w.find_peak || w.find_capacity.is_some() {
-        if w.fault.is_some() {
-            return Err(given.origin("fault").err(
-                "a search makes run after run and keeps the best; a fault in each would find the fault's peak, not the target's: run the fault without --find-peak or --find-capacity",
-            ));
-        }
         if given.has("rate") || given.axes.contains_key("rate") {
             return Err(given.origin_or_axis("rate").err(
                 "a search sets the rate itself (the peak runs closed loop, the capacity search bisects the rate): leave out the rate",
@@ -644,6 +611,41 @@ fn workload(given: &Given) -> Result<Workload, PlanError> {
         )));
     }
     Ok(w)
+}
+
+/// Something asked for at a moment of the run (`what`, written `text`,
+/// at `at_s` from the measure job's start): the moment needs a timed run
+/// with a fixed warm-up, before its end, and no search, whose every step
+/// would have it.
+fn check_moment(
+    w: &Workload,
+    origin: &Origin,
+    what: &str,
+    text: &str,
+    at_s: f64,
+) -> Result<(), PlanError> {
+    let Some(d) = w.duration_s else {
+        return Err(origin.err(format!(
+            "{what} ({text}) needs a timed run; give --duration instead of --ops"
+        )));
+    };
+    if w.warmup_auto {
+        return Err(origin.err(format!(
+            "the moment of {what} ({text}) counts from the run's start, and `--warmup auto` moves where the measured phase starts; give a fixed --warmup (e.g. 2s)"
+        )));
+    }
+    if at_s >= w.warmup_s + d {
+        return Err(origin.err(format!(
+            "{text} is past the end of the run ({} s warm-up + {d} s measured); give an earlier moment or a longer --duration",
+            w.warmup_s
+        )));
+    }
+    if w.find_peak || w.find_capacity.is_some() {
+        return Err(origin.err(format!(
+            "a search makes run after run and keeps the best; {what} in each would find its own peak, not the target's: run {text} without --find-peak or --find-capacity"
+        )));
+    }
+    Ok(())
 }
 
 /// `search` needs profile records, and profile records are only searched.
