@@ -98,8 +98,6 @@ fn signal_keeps_finished_runs(signal: i32, code: i32) {
         "1s",
         "--warmup",
         "0",
-        "--clients",
-        "2",
         "--sweep-clients",
         "1,2,3,4,5,6,7,8",
         "--quiet",
