@@ -144,8 +144,8 @@ fn engine_host(args: &crate::cli::EngineHostArgs) -> Result<i32, AppError> {
         |e| match e {
             TargetError::Settings(_)
             | TargetError::NotInstalled { .. }
-            | TargetError::Engine(_) => AppError::Usage(format!("engine-host: {e}")),
-            e => AppError::Failed(format!("engine-host: {e}")),
+            | TargetError::Engine(_) => AppError::Usage(e.to_string()),
+            e => AppError::Failed(e.to_string()),
         },
     )?;
     Ok(EXIT_OK)

@@ -217,9 +217,18 @@ impl Trace {
                 (lo.min(r.0), hi.max(r.0))
             });
         if last - first > MAX_SPAN_S {
+            // Times far past any clock's read best in powers of ten.
+            let t = |x: f64| {
+                if x.abs() >= 1e12 {
+                    format!("{x:e}")
+                } else {
+                    format!("{x}")
+                }
+            };
             return Err(format!(
-                "its times span {} (from {first} s to {last} s), past bakeoff's limit of {}; replay a part of it",
-                crate::units::fmt_duration_s(last - first),
+                "its times run from {} s to {} s, a span past bakeoff's limit of {}; replay a part of it",
+                t(first),
+                t(last),
                 crate::units::fmt_duration_s(MAX_SPAN_S)
             ));
         }
@@ -609,7 +618,10 @@ mod tests {
         }
         let e = jsonl("{\"t\": 0, \"op\": \"get\", \"key\": \"a\"}\n{\"t\": 1e300, \"op\": \"get\", \"key\": \"a\"}\n")
             .unwrap_err();
-        assert!(e.contains("past bakeoff's limit of 366 days"), "{e}");
+        assert!(
+            e.contains("from 0 s to 1e300 s, a span past bakeoff's limit of 366 days"),
+            "{e}"
+        );
         let e = twitter("0,a,1,4000000000,1,set,0\n").unwrap_err();
         assert!(
             e.starts_with("line 1:") && e.contains("4000000000 bytes") && e.contains("64 MiB"),

@@ -739,7 +739,12 @@ fn check_replay(w: &Workload, given: &Given) -> Result<(), PlanError> {
         return Ok(());
     };
     let span_s = trace.span_ns() as f64 / 1e9;
-    let origin = given.origin_or_axis("replay_speed");
+    // The speed, where one was given; else the trace itself.
+    let origin = if given.has("replay_speed") || given.axes.contains_key("replay_speed") {
+        given.origin_or_axis("replay_speed")
+    } else {
+        given.origin("replay")
+    };
     let speed = w.replay_speed;
     if span_s / speed > crate::replay::MAX_REPLAY_S {
         return Err(origin.err(format!(
