@@ -1136,15 +1136,19 @@ fn records_of_this_form(s: &mut Stream, at: &str, plan: &Plan) -> Result<(), Tar
     }
     let key = plan.workload.key_naming.key(0);
     let shown = String::from_utf8_lossy(key.as_bytes()).into_owned();
-    let (want, earlier) = if hashes {
-        ("hash", "plain values")
+    let (want, wants, earlier) = if hashes {
+        ("hash", "hashes", "plain values")
     } else {
-        ("string", "records of several fields, kept as hashes")
+        (
+            "string",
+            "strings",
+            "records of several fields, kept as hashes",
+        )
     };
     match resp_call(s, &[b"TYPE", key.as_bytes()]) {
         Ok(RespReply::Simple(t)) if t == "none" || t == want => Ok(()),
         Ok(RespReply::Simple(t)) => Err(TargetError::Server(format!(
-            "the server at {at} already holds keys of another type ({shown} is a {t}, where this run writes {want}s: an earlier run's {earlier}); flush it (redis-cli -h HOST -p PORT FLUSHALL) or point at another server"
+            "the server at {at} already holds keys of another type ({shown} is a {t}, where this run writes {wants}: an earlier run's {earlier}); flush it (redis-cli -h HOST -p PORT FLUSHALL) or point at another server"
         ))),
         // A server that cannot say: the load will.
         _ => Ok(()),
