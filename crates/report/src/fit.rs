@@ -941,9 +941,10 @@ mod tests {
         for run in r.runs.iter_mut() {
             run.checks.records_after_load = Some(1000);
             run.checks.memory_before_load_bytes = Some(8 << 20);
-            let mut sample = bakeoff_core::result::ResourceSample::default();
-            sample.rss_bytes = (8 << 20) + 100 * 1000;
-            run.resources = vec![sample];
+            run.resources = vec![bakeoff_core::result::ResourceSample {
+                rss_bytes: (8 << 20) + 100 * 1000,
+                ..Default::default()
+            }];
         }
         let a = answer(&r).unwrap();
         let row = a.rows.iter().find(|row| row[0] == "pg").unwrap();
