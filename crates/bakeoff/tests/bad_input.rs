@@ -1704,7 +1704,16 @@ fn a_managed_server_stopped_mid_run_is_named_stalled_at_its_end() {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     let run_ends = std::time::Instant::now() + std::time::Duration::from_secs(4);
-    std::thread::sleep(std::time::Duration::from_millis(500));
+    // Stopped once the measured phase is well under way: a thousand gets
+    // past the first seen, not a fixed wait.
+    let first = gets().unwrap_or(0);
+    while gets().unwrap_or(0) < first + 1000 {
+        assert!(
+            measuring.elapsed() < std::time::Duration::from_secs(60),
+            "no more gets"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
     // SAFETY: stopping the server the bakeoff this test started started.
     unsafe { libc::kill(pid as i32, libc::SIGSTOP) };
     let status = wait_within(&mut child, std::time::Duration::from_secs(120));
