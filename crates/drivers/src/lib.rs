@@ -43,7 +43,12 @@ pub mod mariadb;
 pub mod memcached;
 #[cfg(feature = "mongodb")]
 pub mod mongodb;
-#[cfg(any(feature = "redis", feature = "memcached"))]
+#[cfg(any(
+    feature = "redis",
+    feature = "memcached",
+    feature = "postgres",
+    feature = "mariadb"
+))]
 pub mod nodes;
 #[cfg(feature = "postgres")]
 pub mod postgres;

@@ -54,6 +54,7 @@ pub fn fault(server: Option<&RunningServer>, kind: FaultKind) -> Result<FaultStr
 /// Option<RunningServer>`), perhaps behind a link relay (`relay:
 /// Option<Relay>`): its resources, faults, exit and relay, written once
 /// for every such target. Invoked inside its `impl Target`.
+#[cfg(any(feature = "redis", feature = "memcached", feature = "mariadb"))]
 macro_rules! one_server_methods {
     () => {
         fn resources(&self) -> Option<bakeoff_core::readings::ProcSnapshot> {
@@ -86,4 +87,5 @@ macro_rules! one_server_methods {
         }
     };
 }
+#[cfg(any(feature = "redis", feature = "memcached", feature = "mariadb"))]
 pub(crate) use one_server_methods;

@@ -23,10 +23,8 @@ use bakeoff_core::embedded::EngineSession;
 use bakeoff_core::error::TargetError;
 use bakeoff_core::plan::{Plan, TargetSpec, Workload};
 use bakeoff_core::profile::RecordKind;
-use bakeoff_core::result::TargetRecord;
 use bakeoff_core::target::Target;
 use bakeoff_core::workload::OpKind;
-use bakeoff_servers::{ManagedServer, ServerCommand};
 
 use super::{Engine, Opened};
 
@@ -295,6 +293,13 @@ fn answer<'b, E: Engine>(
 /// profile records (the host serves key-value records only).
 pub fn probe(spec: &TargetSpec, plan: &Plan) -> Result<(), TargetError> {
     let name = &spec.name;
+    // Without a RESP client, the refusal `open` would give, now.
+    #[cfg(not(feature = "redis"))]
+    for point in plan.points() {
+        if point.workload.fault.is_some() {
+            open(spec, plan, &point.workload)?;
+        }
+    }
     for point in plan.points() {
         let w = &point.workload;
         let Some(fault) = &w.fault else { continue };
@@ -315,14 +320,36 @@ pub fn probe(spec: &TargetSpec, plan: &Plan) -> Result<(), TargetError> {
     Ok(())
 }
 
+/// Refuses engine target `spec` in a child process: this build has no RESP
+/// client (the `redis` feature), and the engine host speaks only RESP.
+#[cfg(not(feature = "redis"))]
+pub fn open(
+    spec: &TargetSpec,
+    _plan: &Plan,
+    workload: &Workload,
+) -> Result<Box<dyn Target>, TargetError> {
+    let fault = workload
+        .fault
+        .as_ref()
+        .map(|f| f.to_string())
+        .unwrap_or_default();
+    Err(TargetError::Settings(format!(
+        "--fault {fault} on {}: the engine then runs in a child process that bakeoff reaches over RESP, and this bakeoff was built without its `redis` feature; build it with the default features",
+        spec.name
+    )))
+}
+
 /// Starts engine target `spec` in a child process for a run of `workload`
 /// (which has a fault), on a fresh directory of bakeoff's (on its FUSE
 /// layer when the fault is a power cut), and holds it as a managed server.
+#[cfg(feature = "redis")]
 pub fn open(
     spec: &TargetSpec,
     plan: &Plan,
     workload: &Workload,
 ) -> Result<Box<dyn Target>, TargetError> {
+    use bakeoff_core::result::TargetRecord;
+    use bakeoff_servers::{ManagedServer, ServerCommand};
     let name = spec.name.as_str();
     let table = plan.settings_of(spec).cloned().unwrap_or_default();
     // The running executable itself, even should its file have been
