@@ -5,7 +5,7 @@
 use bakeoff_core::result::{BackgroundBand, ExperimentResult};
 use bakeoff_core::units::fmt_ns;
 
-use crate::sections::Rows;
+use crate::model::Rows;
 use crate::view::{fmt_seconds, measure_start, run_label};
 
 /// The note of the background-work table.

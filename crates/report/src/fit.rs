@@ -13,7 +13,7 @@ use bakeoff_core::plan::{Prices, Requirement};
 use bakeoff_core::result::{decode_histogram, ExperimentResult, RunResult, RunStatus};
 use bakeoff_core::units::{fmt_bytes, fmt_dollars, fmt_ns, fmt_rate};
 
-use crate::sections::Rows;
+use crate::model::Rows;
 use crate::verdict::server_cpu_per_op_ns;
 
 /// The note under the answer.

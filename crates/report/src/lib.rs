@@ -39,6 +39,7 @@ pub mod fit;
 pub mod fixtures;
 pub mod html;
 pub mod markdown;
+pub mod model;
 pub mod plots;
 pub mod search;
 pub mod sections;

@@ -6,7 +6,8 @@ use std::io::Write;
 
 use bakeoff_core::result::ExperimentResult;
 
-use crate::document::{sections, Block, Section};
+use crate::document::sections;
+use crate::model::{Block, Section};
 use crate::view::View;
 use crate::Exporter;
 

@@ -8,12 +8,11 @@
 use bakeoff_core::result::ExperimentResult;
 use bakeoff_core::units::fmt_ns;
 
-use crate::document::Block;
+use crate::model::Block;
 use crate::view::View;
 use crate::{background, durability, encoding, plots, search, topology};
 
-/// A table (head row first), or `None` when the experiment has none.
-pub type Rows = Vec<Vec<String>>;
+pub use crate::model::Rows;
 
 /// One table of the report.
 pub struct TableSection {

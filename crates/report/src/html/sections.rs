@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use super::charts::esc;
 use super::page::Page;
-use crate::document::{Block, Chart, Section, Table};
+use crate::model::{Block, Chart, Section, Table};
 
 /// A table longer than this is folded under a line that says what it
 /// holds: the page stays short enough to read, the rows one click away.

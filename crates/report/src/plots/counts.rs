@@ -5,8 +5,8 @@ use bakeoff_core::result::RunResult;
 use bakeoff_core::units::ticks;
 
 use super::Plot;
-use crate::document::Block;
 use crate::html::charts::{Axis, BarChart, BarGroup};
+use crate::model::Block;
 use crate::view::{point_label, View};
 
 /// The mean time of each step of a request, when requests have steps.

@@ -3,8 +3,8 @@
 //! the tables. Nothing here writes markup: the HTML report draws the
 //! charts ([`crate::html`]), Markdown lists their titles.
 
-use crate::document::{Block, Chart};
 use crate::html::charts::{BarChart, LineChart, RightAxis};
+use crate::model::{Block, Chart};
 use crate::view::View;
 
 mod counts;

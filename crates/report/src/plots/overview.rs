@@ -9,8 +9,8 @@ use bakeoff_core::units::ticks;
 use bakeoff_core::workload::OpKind;
 
 use super::Plot;
-use crate::document::Section;
 use crate::html::charts::{Axis, BarChart, BarGroup, Scale};
+use crate::model::Section;
 use crate::view::{at_point, point_label, Group, Spread, View};
 
 /// What the overview's bars and whiskers are.

@@ -7,8 +7,8 @@ use bakeoff_core::result::ExperimentResult;
 use bakeoff_core::units::ticks;
 
 use super::Plot;
-use crate::document::Block;
 use crate::html::charts::{Axis, BarChart, BarGroup, Line, LineChart, Scale, XAxis};
+use crate::model::Block;
 use crate::view::View;
 
 /// The charts of the section "peak and capacity" for `r`.

@@ -4,8 +4,8 @@ use bakeoff_core::result::ExperimentResult;
 use bakeoff_core::units::{fmt_ns, ticks};
 
 use super::Plot;
-use crate::document::Block;
 use crate::html::charts::{Axis, BarChart, BarGroup};
+use crate::model::Block;
 use crate::view::View;
 
 /// The charts of the section "time inside the server, distributed".

@@ -4,8 +4,8 @@
 use bakeoff_core::units::ticks;
 
 use super::Plot;
-use crate::document::Section;
 use crate::html::charts::{Axis, Line, LineChart, Scale, XAxis};
+use crate::model::Section;
 use crate::view::{at_point, percentile_spectrum, point_label, View};
 
 /// What the spectrum shows.

@@ -6,8 +6,8 @@ use bakeoff_core::result::RunResult;
 use bakeoff_core::units::ticks;
 
 use super::Plot;
-use crate::document::Block;
 use crate::html::charts::{Axis, BarChart, BarGroup, Line, LineChart, Scale, XAxis};
+use crate::model::Block;
 use crate::view::{fmt_seconds, point_label, point_without, AxisView, Figure, Group, Spread, View};
 
 /// The charts of the sweep axes, each under its heading.

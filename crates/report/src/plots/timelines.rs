@@ -6,8 +6,8 @@ use bakeoff_core::result::{Phase, ResourceSample, RunResult, TimelinePoint};
 use bakeoff_core::units::ticks;
 
 use super::Plot;
-use crate::document::{Block, Section};
 use crate::html::charts::{Axis, Band, Line, LineChart, RightAxis, Scale, XAxis};
+use crate::model::{Block, Section};
 use crate::view::{fmt_seconds, measure_start, point_label, View};
 
 /// What the per-second charts show.
