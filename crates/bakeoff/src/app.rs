@@ -512,13 +512,15 @@ pub fn run_experiment_from_args(
         Err(RunError::Write {
             path,
             source,
-            saved: Some((at, result)),
+            saved: Some(at),
         }) => {
             let why = format!(
                 "cannot write result file {path}: {source}; the result is in {} instead",
                 at.display()
             );
-            return Ok((*result, at, Some(why)));
+            let result = ExperimentResult::read(&at)
+                .map_err(|e| AppError::Failed(format!("{why}, but it cannot be read back: {e}")))?;
+            return Ok((result, at, Some(why)));
         }
         r => r?,
     };

@@ -55,16 +55,16 @@ pub enum RunError {
         source: StartError,
     },
     /// The result file could not be written where asked; the experiment
-    /// ends there. What it had measured is in `saved`, when it could be
-    /// written to the temporary folder instead.
-    #[error("cannot write result file {path}: {source}{}", saved.as_ref().map(|(at, _)| format!("; the result is in {} instead", at.display())).unwrap_or_default())]
+    /// ends there. What it had measured was written to `saved` in the
+    /// temporary folder instead, when that could be written.
+    #[error("cannot write result file {path}: {source}{}", saved.as_ref().map(|at| format!("; the result is in {} instead", at.display())).unwrap_or_default())]
     Write {
         /// Path.
         path: String,
         /// Underlying error.
         source: std::io::Error,
-        /// Where the result went instead, and the result.
-        saved: Option<(std::path::PathBuf, Box<crate::result::ExperimentResult>)>,
+        /// Where the result went instead.
+        saved: Option<std::path::PathBuf>,
     },
 }
 

@@ -51,6 +51,7 @@ pub mod environment;
 pub mod error;
 pub mod find;
 pub mod harness;
+pub mod headline;
 pub mod inserts;
 pub mod ketama;
 pub mod keys;

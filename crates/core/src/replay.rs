@@ -519,45 +519,6 @@ pub fn load(path: &str) -> Result<Arc<Trace>, String> {
     Ok(t)
 }
 
-/// Shapes a workload that replays a trace: its records are the trace's
-/// keys, its operations the trace's, in open loop at the trace's mean
-/// rate times the speed, no warm-up, values from the header's size to the
-/// trace's largest. A workload without a trace, or whose trace cannot be
-/// read (the plan said why already), is left as it is.
-pub fn shape(w: &mut crate::plan::Workload) {
-    let Some(path) = &w.replay else {
-        return;
-    };
-    let Ok(t) = load(path) else {
-        return;
-    };
-    let ops = t.ops.len() as u64;
-    w.records = t.sizes.len() as u64;
-    w.ops = Some(ops);
-    w.ops_per_client = None;
-    w.duration_s = None;
-    w.warmup_s = 0.0;
-    w.warmup_auto = false;
-    let span_s = (t.span_ns() as f64 / 1e9).max(1e-3);
-    w.rate = Some(ops as f64 / span_s * w.replay_speed);
-    let largest = t
-        .ops
-        .iter()
-        .map(|o| o.size)
-        .chain(t.sizes.iter().copied())
-        .max();
-    w.value_size = crate::workload::ValueSizes::Range {
-        min: HEADER_LEN,
-        max: largest.unwrap_or(HEADER_LEN as u32) as usize,
-    };
-    let kinds = t.kinds();
-    let mut weights = [0u32; OP_KINDS];
-    for (w, n) in weights.iter_mut().zip(kinds) {
-        *w = n.min(u64::from(u32::MAX)) as u32;
-    }
-    w.mix = crate::plan::Mix { weights };
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

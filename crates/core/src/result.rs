@@ -65,7 +65,7 @@ pub struct ExperimentResult {
     /// the repeats with its 95 % interval, and how steady each run was.
     /// Written with every run; reports render these.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub summaries: Vec<crate::summary::PointSummary>,
+    pub summaries: Vec<crate::headline::PointSummary>,
     /// What `--precision` reached, when it was asked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub precision: Option<PrecisionReport>,
@@ -88,7 +88,7 @@ pub struct PrecisionReport {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PrecisionOutcome {
     /// Which figure.
-    pub figure: crate::summary::Headline,
+    pub figure: crate::headline::Headline,
     /// The bound: largest half-width over the median, a fraction.
     pub within: f64,
     /// The widest half-width reached over every target and point;

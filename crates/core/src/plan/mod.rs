@@ -160,7 +160,7 @@ impl RunOrder {
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PrecisionBound {
     /// Which figure.
-    pub figure: crate::summary::Headline,
+    pub figure: crate::headline::Headline,
     /// Largest half-width over the median, as a fraction.
     pub within: f64,
 }
@@ -168,7 +168,7 @@ pub struct PrecisionBound {
 impl PrecisionBound {
     /// Parses `throughput=3%,p99=10%`.
     pub fn parse_list(text: &str) -> Result<Vec<Self>, String> {
-        use crate::summary::Headline;
+        use crate::headline::Headline;
         let names: Vec<&str> = Headline::ALL.iter().map(|h| h.key()).collect();
         text.split(',')
             .map(|part| {
@@ -2657,7 +2657,7 @@ pub(crate) mod tests {
     fn precision_bounds_parse_and_refuse_nonsense() {
         let b = PrecisionBound::parse_list("throughput=3%, p99=10").unwrap();
         assert_eq!(b.len(), 2);
-        assert_eq!(b[0].figure, crate::summary::Headline::Throughput);
+        assert_eq!(b[0].figure, crate::headline::Headline::Throughput);
         assert!((b[0].within - 0.03).abs() < 1e-12 && (b[1].within - 0.10).abs() < 1e-12);
         let e = PrecisionBound::parse_list("speed=3%").unwrap_err();
         assert!(e.contains("throughput") && e.contains("p99"), "{e}");

@@ -67,7 +67,7 @@ pub(super) fn expand(base: &Workload, axes: &[SweepAxis]) -> Vec<Point> {
         // Threads serve clients; a point with fewer clients has fewer.
         p.workload.threads = p.workload.threads.min(p.workload.clients);
         // A trace sets its records, operations and rate (at each speed).
-        crate::replay::shape(&mut p.workload);
+        p.workload.shape_to_trace();
     }
     if base.grow {
         // Each checkpoint adds the records beyond the previous one.

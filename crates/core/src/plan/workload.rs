@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::value::ValueContent;
+use crate::value::{ValueContent, HEADER_LEN};
 use crate::workload::{KeyDistribution, OpKind, ValueSizes, OP_KINDS};
 
 /// How the network loop moves bytes.
@@ -454,5 +454,47 @@ impl Workload {
     /// Requests in flight when every client is busy.
     pub fn in_flight(&self) -> u64 {
         self.clients as u64 * self.pipeline as u64
+    }
+}
+
+impl Workload {
+    /// Shapes a workload that replays a trace: its records are the trace's
+    /// keys, its operations the trace's, in open loop at the trace's mean
+    /// rate times the speed, no warm-up, values from the header's size to the
+    /// trace's largest. A workload without a trace, or whose trace cannot be
+    /// read (the plan said why already), is left as it is.
+    pub fn shape_to_trace(&mut self) {
+        let w = self;
+        let Some(path) = &w.replay else {
+            return;
+        };
+        let Ok(t) = crate::replay::load(path) else {
+            return;
+        };
+        let ops = t.ops.len() as u64;
+        w.records = t.sizes.len() as u64;
+        w.ops = Some(ops);
+        w.ops_per_client = None;
+        w.duration_s = None;
+        w.warmup_s = 0.0;
+        w.warmup_auto = false;
+        let span_s = (t.span_ns() as f64 / 1e9).max(1e-3);
+        w.rate = Some(ops as f64 / span_s * w.replay_speed);
+        let largest = t
+            .ops
+            .iter()
+            .map(|o| o.size)
+            .chain(t.sizes.iter().copied())
+            .max();
+        w.value_size = ValueSizes::Range {
+            min: HEADER_LEN,
+            max: largest.unwrap_or(HEADER_LEN as u32) as usize,
+        };
+        let kinds = t.kinds();
+        let mut weights = [0u32; OP_KINDS];
+        for (w, n) in weights.iter_mut().zip(kinds) {
+            *w = n.min(u64::from(u32::MAX)) as u32;
+        }
+        w.mix = Mix { weights };
     }
 }

@@ -59,10 +59,7 @@ pub(super) fn write(result: &ExperimentResult, opts: &ExperimentOptions) -> Resu
             .unwrap_or_else(|| "result.json".into());
         let instead =
             std::env::temp_dir().join(format!("bakeoff-unsaved-{}-{name}", std::process::id()));
-        let saved = result
-            .write_atomic(&instead)
-            .ok()
-            .map(|()| (instead, Box::new(result.clone())));
+        let saved = result.write_atomic(&instead).ok().map(|()| instead);
         RunError::Write {
             path: opts.out.display().to_string(),
             source,
