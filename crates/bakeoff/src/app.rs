@@ -140,14 +140,21 @@ fn engine_host(args: &crate::cli::EngineHostArgs) -> Result<i32, AppError> {
     let mut table: toml::Table = toml::from_str(&args.settings)
         .map_err(|e| AppError::Usage(format!("engine-host --settings: {e}")))?;
     table.insert("dir".into(), toml::Value::String(args.dir.clone()));
-    bakeoff_drivers::embedded::host::serve_named(&args.name, &table, args.port).map_err(
-        |e| match e {
-            TargetError::Settings(_)
-            | TargetError::NotInstalled { .. }
-            | TargetError::Engine(_) => AppError::Usage(e.to_string()),
-            e => AppError::Failed(e.to_string()),
-        },
-    )?;
+    let kind = bakeoff_drivers::registry::kind(&args.name).ok_or_else(|| {
+        AppError::Usage(format!(
+            "engine-host: no embedded engine named `{}`",
+            args.name
+        ))
+    })?;
+    // Opens the engine on its settings' `dir` and serves it on
+    // 127.0.0.1:PORT until SIGTERM or SIGINT; its files are never emptied,
+    // so a restart finds what the engine left.
+    kind.serve_hosted(&table, args.port).map_err(|e| match e {
+        TargetError::Settings(_) | TargetError::NotInstalled { .. } | TargetError::Engine(_) => {
+            AppError::Usage(e.to_string())
+        }
+        e => AppError::Failed(e.to_string()),
+    })?;
     Ok(EXIT_OK)
 }
 

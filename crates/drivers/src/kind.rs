@@ -1,16 +1,15 @@
 //! What a target is: the [`TargetKind`] each target module implements —
 //! its name, how bakeoff reaches it, what it can do, its settings and
-//! durability, and how it is checked, probed and opened — and
-//! [`EngineKind`], the shorter form an in-process engine implements (the
-//! rest follows from being in-process). The registry lists the
-//! implementations; nothing else describes a target.
+//! durability, and how it is checked, probed and opened. An in-process
+//! engine implements the shorter [`crate::embedded::EngineKind`] beside
+//! the engines, and the rest follows from being in-process. The registry
+//! lists the implementations; nothing else describes a target.
 
 use bakeoff_core::error::TargetError;
 use bakeoff_core::plan::{Plan, RequestMode, TargetSpec, Work, Workload};
 use bakeoff_core::target::Target;
 use bakeoff_core::workload::OpKind;
 
-use crate::embedded::{Engine, OpenHow, Opened};
 use crate::settings::{Durability, Setting};
 
 /// What a target is, as data: declared once, in its own module.
@@ -95,47 +94,6 @@ pub trait TargetKind: Sync {
             "engine-host: `{}` is a server, not an embedded engine",
             self.name()
         )))
-    }
-}
-
-/// What an in-process engine is: a [`TargetKind`] follows from it (probed
-/// and opened the engines' way, servable from a child process for faults).
-pub trait EngineKind: Sync {
-    /// The engine it opens.
-    type Engine: Engine;
-    /// What it is, as data ([`TargetFacts::engine`]).
-    fn facts(&self) -> &'static TargetFacts;
-    /// Validates `[servers.NAME]`.
-    fn check(&self, settings: Option<&toml::Table>) -> Result<(), TargetError>;
-    /// Whether its library loads here.
-    fn load(&self) -> Result<(), TargetError>;
-    /// Opens the engine on its directory as the run asks.
-    fn opened(
-        &self,
-        settings: Option<&toml::Table>,
-        how: &OpenHow,
-    ) -> Result<Opened<Self::Engine>, TargetError>;
-}
-
-impl<K: EngineKind> TargetKind for K {
-    fn facts(&self) -> &'static TargetFacts {
-        EngineKind::facts(self)
-    }
-    fn available(&self) -> Result<(), TargetError> {
-        self.load()
-    }
-    fn check(&self, settings: Option<&toml::Table>) -> Result<(), TargetError> {
-        EngineKind::check(self, settings)
-    }
-    fn probe(&self, spec: &TargetSpec, plan: &Plan) -> Result<(), TargetError> {
-        crate::embedded::host::probe(spec, plan)
-    }
-    fn open(&self, spec: &TargetSpec, plan: &Plan, workload: &Workload) -> OpenResult {
-        crate::embedded::open_with(spec, plan, workload, |t, how| self.opened(t, how))
-    }
-    fn serve_hosted(&self, settings: &toml::Table, port: u16) -> Result<(), TargetError> {
-        let opened = self.opened(Some(settings), &OpenHow::hosted())?;
-        crate::embedded::host::serve(self.name(), opened, port)
     }
 }
 

@@ -41,18 +41,6 @@ extern "C" fn on_stop_signal(_: libc::c_int) {
     STOP.store(true, Ordering::SeqCst);
 }
 
-/// Opens engine `name` (settings `table`, whose `dir` is where its files
-/// are) and serves it on 127.0.0.1:`port` until SIGTERM or SIGINT. Its
-/// files are never emptied: a restart finds what the engine left.
-pub fn serve_named(name: &str, table: &toml::Table, port: u16) -> Result<(), TargetError> {
-    match crate::registry::kind(name) {
-        Some(kind) => kind.serve_hosted(table, port),
-        None => Err(TargetError::Settings(format!(
-            "engine-host: no embedded engine named `{name}`"
-        ))),
-    }
-}
-
 /// Calls per command, for `INFO commandstats` (bakeoff's count check).
 #[derive(Default)]
 struct Calls {

@@ -388,7 +388,7 @@ pub const FACTS: crate::kind::TargetFacts = crate::kind::TargetFacts::engine(
 /// `lmdb`, as the registry knows it.
 pub struct Lmdb;
 
-impl crate::kind::EngineKind for Lmdb {
+impl super::EngineKind for Lmdb {
     type Engine = LmdbEngine;
 
     fn facts(&self) -> &'static crate::kind::TargetFacts {

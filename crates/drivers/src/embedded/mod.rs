@@ -8,6 +8,7 @@
 //! and disk I/O plus the directory's size each second.
 
 pub mod host;
+mod kind;
 pub mod lmdb;
 pub mod rocksdb;
 pub mod sqlite;
@@ -26,6 +27,7 @@ use bakeoff_core::readings::ProcSnapshot;
 use bakeoff_core::result::TargetRecord;
 use bakeoff_core::target::{Counters, Target};
 use bakeoff_core::workload::OpKind;
+pub use kind::EngineKind;
 
 /// Where an engine keeps its files.
 pub enum DataDir {

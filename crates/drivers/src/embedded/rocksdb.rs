@@ -421,7 +421,7 @@ pub const FACTS: crate::kind::TargetFacts = crate::kind::TargetFacts::engine(
 /// `rocksdb`, as the registry knows it.
 pub struct Rocksdb;
 
-impl crate::kind::EngineKind for Rocksdb {
+impl super::EngineKind for Rocksdb {
     type Engine = RocksEngine;
 
     fn facts(&self) -> &'static crate::kind::TargetFacts {

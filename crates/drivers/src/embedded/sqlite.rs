@@ -750,7 +750,7 @@ pub const FACTS: crate::kind::TargetFacts = crate::kind::TargetFacts::engine(
 /// `sqlite`, as the registry knows it.
 pub struct Sqlite;
 
-impl crate::kind::EngineKind for Sqlite {
+impl super::EngineKind for Sqlite {
     type Engine = SqliteEngine;
 
     fn facts(&self) -> &'static crate::kind::TargetFacts {

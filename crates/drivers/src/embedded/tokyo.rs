@@ -769,7 +769,7 @@ fn opened(
     table: Option<&toml::Table>,
     how: &OpenHow,
 ) -> Result<Opened<TokyoEngine>, TargetError> {
-    let name = crate::kind::EngineKind::facts(&Tokyo(kind)).name;
+    let name = super::EngineKind::facts(&Tokyo(kind)).name;
     let settings = TokyoSettings::parse(kind, table)?;
     let api = Arc::new(Api::load()?);
     let dir = DataDir::new(settings.dir.clone(), name)?;
@@ -936,7 +936,7 @@ pub const BTREE: Tokyo = Tokyo(Kind::BTree);
 /// `tokyo-table`: the table database (TCT).
 pub const TABLE: Tokyo = Tokyo(Kind::Table);
 
-impl crate::kind::EngineKind for Tokyo {
+impl super::EngineKind for Tokyo {
     type Engine = TokyoEngine;
 
     fn facts(&self) -> &'static TargetFacts {
