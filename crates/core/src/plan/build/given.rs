@@ -88,7 +88,7 @@ pub(super) fn declared(
 
 /// Preset key `section.key` is not one of `known`: says so (`why`), with
 /// the closest known key and the list.
-pub(super) fn unknown_key<'k>(
+fn unknown_key<'k>(
     section: &str,
     key: &str,
     why: &str,
@@ -107,7 +107,7 @@ pub(super) fn unknown_key<'k>(
 }
 
 /// The text of a preset value (`100000`, `"100k"`, `true`).
-pub(super) fn text_of(value: &toml::Value, origin: &Origin) -> Result<String, PlanError> {
+fn text_of(value: &toml::Value, origin: &Origin) -> Result<String, PlanError> {
     match value {
         toml::Value::String(s) => Ok(s.clone()),
         toml::Value::Integer(i) => Ok(i.to_string()),

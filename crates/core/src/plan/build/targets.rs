@@ -286,7 +286,7 @@ pub(super) fn targets(
 /// Names targets that would share a name apart: two URLs of one kind by
 /// their address (`redis@127.0.0.1:6380`), the same managed target given
 /// twice by its turn (`redis#2`); a name the user gave twice is refused.
-pub(super) fn tell_apart(targets: &mut [TargetSpec]) -> Result<(), String> {
+fn tell_apart(targets: &mut [TargetSpec]) -> Result<(), String> {
     for i in 0..targets.len() {
         let id = targets[i].id();
         let same: Vec<usize> = (0..targets.len())
@@ -341,7 +341,7 @@ pub fn split_target_list(text: &str) -> Vec<String> {
 }
 
 /// Splits at the commas outside `[...]`.
-pub(super) fn split_outside_brackets(text: &str) -> Vec<&str> {
+fn split_outside_brackets(text: &str) -> Vec<&str> {
     let mut parts = Vec::new();
     let (mut depth, mut start) = (0i32, 0);
     for (i, c) in text.char_indices() {

@@ -144,7 +144,7 @@ pub(super) fn workload(given: &Given) -> Result<Workload, PlanError> {
 /// at `at_s` from the measure job's start): the moment needs a timed run
 /// with a fixed warm-up, before its end, and no search, whose every step
 /// would have it.
-pub(super) fn check_moment(
+fn check_moment(
     w: &Workload,
     origin: &Origin,
     what: &str,
@@ -200,7 +200,7 @@ pub(super) fn check_workload_against_itself(w: &Workload, given: &Given) -> Resu
 /// A link a request cannot cross within its timeout would fail every
 /// request; one over which the load alone takes far longer than the run
 /// would hold it for minutes without a word.
-pub(super) fn check_link(w: &Workload, given: &Given) -> Result<(), PlanError> {
+fn check_link(w: &Workload, given: &Given) -> Result<(), PlanError> {
     let Some(link) = &w.link else {
         return Ok(());
     };
@@ -236,7 +236,7 @@ pub(super) fn check_link(w: &Workload, given: &Given) -> Result<(), PlanError> {
 /// a flag that would set them is refused rather than dropped, as is a
 /// speed with no trace; the speed keeps a replay within the rate `--rate`
 /// allows and the time bakeoff lets a replay take.
-pub(super) fn check_replay(w: &Workload, given: &Given) -> Result<(), PlanError> {
+fn check_replay(w: &Workload, given: &Given) -> Result<(), PlanError> {
     let Some(path) = &w.replay else {
         if given.has("replay_speed") || given.axes.contains_key("replay_speed") {
             return Err(given
@@ -293,7 +293,7 @@ pub(super) fn check_replay(w: &Workload, given: &Given) -> Result<(), PlanError>
 
 /// A record of several fields is a fixed-size value cut into equal fields
 /// of a header each, written whole by every writer bakeoff has.
-pub(super) fn check_fields(w: &Workload, origin: &Origin) -> Result<(), PlanError> {
+fn check_fields(w: &Workload, origin: &Origin) -> Result<(), PlanError> {
     if w.fields <= 1 {
         return Ok(());
     }
@@ -340,7 +340,7 @@ pub(super) fn check_fields(w: &Workload, origin: &Origin) -> Result<(), PlanErro
 /// Pipelining is for key-value operations on kept connections: only they
 /// travel through the wire codecs that pipeline, and the rest would
 /// ignore it.
-pub(super) fn check_pipeline_against_requests(
+fn check_pipeline_against_requests(
     w: &Workload,
     origin: &Origin,
 ) -> Result<(), PlanError> {
@@ -362,7 +362,7 @@ pub(super) fn check_pipeline_against_requests(
     )))
 }
 
-pub(super) fn check_mix_against_record(w: &Workload, origin: &Origin) -> Result<(), PlanError> {
+fn check_mix_against_record(w: &Workload, origin: &Origin) -> Result<(), PlanError> {
     let search = OpKind::Search as usize;
     if w.record == RecordKind::Kv && w.mix.weights[search] > 0 {
         return Err(origin.err(
