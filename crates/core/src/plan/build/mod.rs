@@ -497,18 +497,7 @@ impl Plan {
         catalog: &dyn TargetCatalog,
     ) -> Result<Plan, PlanError> {
         let scale = flags.scale.as_deref().unwrap_or(raw::FULL_SCALE);
-        let (path, raw) = match preset {
-            Some((p, r)) => (Some(p.to_string()), r.at_scale(scale, p)?),
-            None if scale == raw::FULL_SCALE => (None, RawPreset::default()),
-            None => {
-                return Err(PlanError::Invalid {
-                    origin: "flag --scale".into(),
-                    message: format!(
-                        "a scale is a preset's; name one, e.g. bakeoff run 004-peak --scale {scale}"
-                    ),
-                })
-            }
-        };
+        let (path, raw) = scaled(preset, scale)?;
         let given = Given::collect(&raw, flags)?;
         let requirements = requirements(&raw, flags)?;
         let workload = at_required_rate(workload(&given)?, &requirements)?;
@@ -549,61 +538,11 @@ impl Plan {
             &servers,
             catalog,
         )?;
-        // A preset's own target dropped by -t keeps its table unused; a
-        // table for a target neither the preset nor the run has is a slip.
-        let preset_names: Vec<String> = raw
-            .targets
-            .iter()
-            .flatten()
-            // Only the names are wanted here: any password will do for a
-            // URL that reads its own from the environment.
-            .filter_map(|t| {
-                target::parse_target(t, catalog, &Environment::of(|_| Some("-".into()))).ok()
-            })
-            .map(|t| t.name)
-            .collect();
-        if let Some(name) = per_target
-            .keys()
-            .find(|n| !targets.iter().any(|t| &t.name == *n) && !preset_names.contains(n))
-        {
-            return Err(PlanError::Invalid {
-                origin: format!("preset key per_target.{name}"),
-                message: format!(
-                    "`{name}` is not one of this run's targets ({}): its workload would be ignored; add it to the targets or drop the table",
-                    targets.iter().map(|t| t.name.as_str()).collect::<Vec<_>>().join(", ")
-                ),
-            });
-        }
+        refuse_unused_per_target(&raw, &per_target, &targets, catalog)?;
         refuse_what_cannot_apply(&targets, flags, &points_of)?;
         variant_settings(&targets, &mut servers, catalog)?;
 
-        // The name is part of the result file's name: a plain one, so
-        // that the file lands in results/ and nowhere else.
-        let plain = |c: char| c.is_ascii_alphanumeric() || "-_.".contains(c);
-        let name = match &raw.name {
-            Some(n) if n.is_empty() || n.len() > 100 || n.starts_with('.') || !n.chars().all(plain) => {
-                return Err(PlanError::Invalid {
-                    origin: "preset key name".into(),
-                    message: format!(
-                        "`{n}` is not a plain name; it names the result file, so use letters, digits, `-`, `_` and `.` (not first), at most 100"
-                    ),
-                })
-            }
-            Some(n) => n.clone(),
-            None => path
-                .as_deref()
-                .and_then(|p| std::path::Path::new(p).file_stem())
-                .map(|s| {
-                    s.to_string_lossy()
-                        .chars()
-                        .map(|c| if plain(c) { c } else { '-' })
-                        .collect::<String>()
-                        .trim_start_matches('.')
-                        .to_string()
-                })
-                .filter(|n| !n.is_empty())
-                .unwrap_or_else(|| "default".to_string()),
-        };
+        let name = plan_name(&raw, path.as_deref())?;
         refuse_what_shards_cannot_run(&targets, flags, &points_of)?;
         let start = schedule(start_at(flags)?, &targets, repeats, &points_of)?;
         Ok(Plan {
@@ -640,4 +579,91 @@ impl Plan {
             left_out,
         })
     }
+}
+
+/// The preset at `scale` with its path, or none at full scale; a scale
+/// without a preset is refused.
+fn scaled(
+    preset: Option<(&str, RawPreset)>,
+    scale: &str,
+) -> Result<(Option<String>, RawPreset), PlanError> {
+    Ok(match preset {
+        Some((p, r)) => (Some(p.to_string()), r.at_scale(scale, p)?),
+        None if scale == raw::FULL_SCALE => (None, RawPreset::default()),
+        None => {
+            return Err(PlanError::Invalid {
+                origin: "flag --scale".into(),
+                message: format!(
+                    "a scale is a preset's; name one, e.g. bakeoff run 004-peak --scale {scale}"
+                ),
+            })
+        }
+    })
+}
+
+/// Refuses a `per_target` table for a target neither the run nor the
+/// preset has: its workload would be ignored without a word.
+fn refuse_unused_per_target(
+    raw: &RawPreset,
+    per_target: &BTreeMap<String, Workload>,
+    targets: &[TargetSpec],
+    catalog: &dyn TargetCatalog,
+) -> Result<(), PlanError> {
+    // A preset's own target dropped by -t keeps its table unused; a
+    // table for a target neither the preset nor the run has is a slip.
+    let preset_names: Vec<String> = raw
+        .targets
+        .iter()
+        .flatten()
+        // Only the names are wanted here: any password will do for a
+        // URL that reads its own from the environment.
+        .filter_map(|t| {
+            target::parse_target(t, catalog, &Environment::of(|_| Some("-".into()))).ok()
+        })
+        .map(|t| t.name)
+        .collect();
+    if let Some(name) = per_target
+        .keys()
+        .find(|n| !targets.iter().any(|t| &t.name == *n) && !preset_names.contains(n))
+    {
+        return Err(PlanError::Invalid {
+            origin: format!("preset key per_target.{name}"),
+            message: format!(
+                "`{name}` is not one of this run's targets ({}): its workload would be ignored; add it to the targets or drop the table",
+                targets.iter().map(|t| t.name.as_str()).collect::<Vec<_>>().join(", ")
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// The experiment's name: the preset's `name`, else its file's stem made
+/// plain, else "default".
+fn plan_name(raw: &RawPreset, path: Option<&str>) -> Result<String, PlanError> {
+    // The name is part of the result file's name: a plain one, so
+    // that the file lands in results/ and nowhere else.
+    let plain = |c: char| c.is_ascii_alphanumeric() || "-_.".contains(c);
+    Ok(match &raw.name {
+        Some(n) if n.is_empty() || n.len() > 100 || n.starts_with('.') || !n.chars().all(plain) => {
+            return Err(PlanError::Invalid {
+                origin: "preset key name".into(),
+                message: format!(
+                    "`{n}` is not a plain name; it names the result file, so use letters, digits, `-`, `_` and `.` (not first), at most 100"
+                ),
+            })
+        }
+        Some(n) => n.clone(),
+        None => path
+            .and_then(|p| std::path::Path::new(p).file_stem())
+            .map(|s| {
+                s.to_string_lossy()
+                    .chars()
+                    .map(|c| if plain(c) { c } else { '-' })
+                    .collect::<String>()
+                    .trim_start_matches('.')
+                    .to_string()
+            })
+            .filter(|n| !n.is_empty())
+            .unwrap_or_else(|| "default".to_string()),
+    })
 }

@@ -7,8 +7,8 @@ use super::given::Origin;
 use crate::error::PlanError;
 use crate::plan::params::param;
 use crate::plan::{
-    target, Endpoint, LeftOut, Overrides, Point, RawPreset, ReadFrom, Requirement, TargetCatalog,
-    TargetSpec, Topology,
+    target, Capabilities, Endpoint, LeftOut, Overrides, Point, RawPreset, ReadFrom, Requirement,
+    TargetCatalog, TargetSpec, Topology, Workload,
 };
 
 /// The targets that can meet `requirements`, each with the settings that
@@ -136,7 +136,38 @@ pub(super) fn targets(
     catalog: &dyn TargetCatalog,
     points_of: &dyn Fn(&str) -> Vec<Point>,
 ) -> Result<Vec<TargetSpec>, PlanError> {
-    let (texts, origin) = if !flags.targets.is_empty() {
+    let (texts, origin) = target_texts(raw, flags, catalog);
+    if texts.iter().all(|t| t.is_empty()) {
+        return Err(origin.err("no targets; name at least one, e.g. --target redis"));
+    }
+    let mut targets = Vec::new();
+    for text in texts.iter().filter(|t| !t.is_empty()) {
+        let spec = target::parse_target(text, catalog, &flags.env).map_err(|m| origin.err(m))?;
+        let caps = catalog
+            .capabilities(&spec.name)
+            .expect("parse_target checked the name");
+        let points = points_of(&spec.name);
+        let some_replica = points
+            .iter()
+            .any(|p| p.workload.topology == Topology::PrimaryReplica);
+        for p in &points {
+            check_target_at(&spec, &caps, p, some_replica, flags, catalog, &origin)?;
+        }
+        targets.push(spec);
+    }
+    tell_apart(&mut targets).map_err(|m| origin.err(m))?;
+    Ok(targets)
+}
+
+/// The targets' texts as given, and where they came from: `--target`
+/// flags (each perhaps a list), else the preset's, else the catalog's
+/// default comparison.
+fn target_texts(
+    raw: &RawPreset,
+    flags: &Overrides,
+    catalog: &dyn TargetCatalog,
+) -> (Vec<String>, Origin) {
+    if !flags.targets.is_empty() {
         (
             flags
                 .targets
@@ -153,134 +184,145 @@ pub(super) fn targets(
             catalog.default_targets(),
             Origin::other("--target", "targets", false),
         )
-    };
-    if texts.iter().all(|t| t.is_empty()) {
-        return Err(origin.err("no targets; name at least one, e.g. --target redis"));
     }
-    let mut targets = Vec::new();
-    for text in texts.iter().filter(|t| !t.is_empty()) {
-        let spec = target::parse_target(text, catalog, &flags.env).map_err(|m| origin.err(m))?;
-        let caps = catalog
-            .capabilities(&spec.name)
-            .expect("parse_target checked the name");
-        let points = points_of(&spec.name);
-        let some_replica = points
-            .iter()
-            .any(|p| p.workload.topology == Topology::PrimaryReplica);
-        for p in &points {
-            target::check_capabilities(&spec.name, &caps, &p.workload)
-                .map_err(|m| origin.err(m))?;
-            target::check_nodes_of_url(&spec, &p.workload).map_err(|m| origin.err(m))?;
-            let topology = p.workload.topology;
-            // Reads from a replica where no point has one would read from
-            // the primary without a word.
-            if p.workload.read_from == ReadFrom::Replica && !some_replica {
-                return Err(
-                    Origin::param(
-                        param("read_from").expect("declared"),
-                        flags.workload.contains_key("read_from"),
-                    ).err(format!(
-                        "reads from a replica need one: use --topology primary-replica (not {topology}), or sweep it with single as the baseline"
-                    )),
-                );
-            }
-            // A single server serves the reads itself (the baseline of a
-            // replication sweep); shards and clusters have no replica.
-            if p.workload.read_from == ReadFrom::Replica
-                && !matches!(topology, Topology::Single | Topology::PrimaryReplica)
-            {
-                return Err(Origin::param(
-                    param("read_from").expect("declared"),
-                    flags.workload.contains_key("read_from"),
-                )
-                .err(format!(
-                    "reads from a replica need one: use --topology primary-replica (not {topology})"
-                )));
-            }
-            if topology != Topology::Single {
-                if !caps.topologies.iter().any(|t| t == topology.kind()) {
-                    let can: Vec<String> = catalog
-                        .names()
-                        .into_iter()
-                        .filter(|n| {
-                            catalog
-                                .capabilities(n)
-                                .is_some_and(|c| c.topologies.iter().any(|t| t == topology.kind()))
-                        })
-                        .collect();
-                    return Err(origin.err(format!(
-                        "--topology {topology}: target {} cannot have it; {}",
-                        spec.label(),
-                        if can.is_empty() {
-                            "no target bakeoff knows can yet".to_string()
-                        } else {
-                            format!("targets that can: {}", can.join(", "))
-                        }
-                    )));
-                }
-                if let Some(f) = &p.workload.fault {
-                    return Err(origin.err(format!(
-                        "--fault {f} with --topology {topology}: faults strike a single server; drop one of them"
-                    )));
-                }
-                if let Some(w) = &p.workload.provoke {
-                    return Err(origin.err(format!(
-                        "--provoke {w} with --topology {topology}: background work is asked of a single server; drop one of them"
-                    )));
-                }
-                if !matches!(spec.endpoint, Endpoint::Managed) {
-                    return Err(origin.err(format!(
-                        "--topology {topology}: bakeoff starts the nodes itself; name the target (e.g. -t {}) rather than a URL",
-                        spec.name
-                    )));
-                }
-            }
-            if let Endpoint::External { more, .. } = &spec.endpoint {
-                if !more.is_empty() && !caps.topologies.iter().any(|t| t == "shards") {
-                    return Err(origin.err(format!(
-                        "{}: several hosts in one URL make shards, and target {} cannot be sharded; give one host (targets that can: those with --topology shards, see `bakeoff list`)",
-                        spec.label(),
-                        spec.name
-                    )));
-                }
-            }
-            if let (Some(l), false) = (&p.workload.link, caps.network) {
-                let can: Vec<String> = catalog
-                    .names()
-                    .into_iter()
-                    .filter(|n| catalog.capabilities(n).is_some_and(|c| c.network))
-                    .collect();
-                return Err(origin.err(format!(
-                    "--link {l}: target {} runs inside bakeoff, with no network to delay; a link is for the servers: {}",
-                    spec.label(),
-                    can.join(", ")
-                )));
-            }
-            if let (Some(l), Endpoint::External { host, options, .. }) =
-                (&p.workload.link, &spec.endpoint)
-            {
-                // PostgreSQL's socket directory as the host, or MySQL's
-                // `?socket=PATH`.
-                let socket = options.get("socket").map(String::as_str);
-                if let Some(path) = socket.or(host.starts_with('/').then_some(host.as_str())) {
-                    return Err(origin.err(format!(
-                        "--link {l}: a link relays TCP, and {} is reached by its Unix socket ({path}); give the server's host:port in the URL, without a socket, to run it over a link",
-                        spec.label()
-                    )));
-                }
-            }
-            if let (Some(f), Endpoint::External { .. }) = (&p.workload.fault, &spec.endpoint) {
-                return Err(origin.err(format!(
-                    "--fault {f} needs a server bakeoff started; {} runs elsewhere (name the target, e.g. -t {}, to have bakeoff start it)",
-                    spec.label(),
-                    spec.name
-                )));
-            }
+}
+
+/// Refuses target `spec` (able to do `caps`) at point `p` where the point
+/// asks what it cannot do: operations, nodes, reads from a replica, a
+/// topology, a link or a fault it cannot have. `some_replica`: whether
+/// any point of the target has a replica.
+fn check_target_at(
+    spec: &TargetSpec,
+    caps: &Capabilities,
+    p: &Point,
+    some_replica: bool,
+    flags: &Overrides,
+    catalog: &dyn TargetCatalog,
+    origin: &Origin,
+) -> Result<(), PlanError> {
+    target::check_capabilities(&spec.name, caps, &p.workload).map_err(|m| origin.err(m))?;
+    target::check_nodes_of_url(spec, &p.workload).map_err(|m| origin.err(m))?;
+    let topology = p.workload.topology;
+    // Reads from a replica where no point has one would read from
+    // the primary without a word.
+    if p.workload.read_from == ReadFrom::Replica && !some_replica {
+        return Err(
+            Origin::param(
+                param("read_from").expect("declared"),
+                flags.workload.contains_key("read_from"),
+            ).err(format!(
+                "reads from a replica need one: use --topology primary-replica (not {topology}), or sweep it with single as the baseline"
+            )),
+        );
+    }
+    // A single server serves the reads itself (the baseline of a
+    // replication sweep); shards and clusters have no replica.
+    if p.workload.read_from == ReadFrom::Replica
+        && !matches!(topology, Topology::Single | Topology::PrimaryReplica)
+    {
+        return Err(Origin::param(
+            param("read_from").expect("declared"),
+            flags.workload.contains_key("read_from"),
+        )
+        .err(format!(
+            "reads from a replica need one: use --topology primary-replica (not {topology})"
+        )));
+    }
+    if topology != Topology::Single {
+        check_topology(spec, caps, &p.workload, catalog, origin)?;
+    }
+    if let Endpoint::External { more, .. } = &spec.endpoint {
+        if !more.is_empty() && !caps.topologies.iter().any(|t| t == "shards") {
+            return Err(origin.err(format!(
+                "{}: several hosts in one URL make shards, and target {} cannot be sharded; give one host (targets that can: those with --topology shards, see `bakeoff list`)",
+                spec.label(),
+                spec.name
+            )));
         }
-        targets.push(spec);
     }
-    tell_apart(&mut targets).map_err(|m| origin.err(m))?;
-    Ok(targets)
+    if let (Some(l), false) = (&p.workload.link, caps.network) {
+        let can: Vec<String> = catalog
+            .names()
+            .into_iter()
+            .filter(|n| catalog.capabilities(n).is_some_and(|c| c.network))
+            .collect();
+        return Err(origin.err(format!(
+            "--link {l}: target {} runs inside bakeoff, with no network to delay; a link is for the servers: {}",
+            spec.label(),
+            can.join(", ")
+        )));
+    }
+    if let (Some(l), Endpoint::External { host, options, .. }) = (&p.workload.link, &spec.endpoint)
+    {
+        // PostgreSQL's socket directory as the host, or MySQL's
+        // `?socket=PATH`.
+        let socket = options.get("socket").map(String::as_str);
+        if let Some(path) = socket.or(host.starts_with('/').then_some(host.as_str())) {
+            return Err(origin.err(format!(
+                "--link {l}: a link relays TCP, and {} is reached by its Unix socket ({path}); give the server's host:port in the URL, without a socket, to run it over a link",
+                spec.label()
+            )));
+        }
+    }
+    if let (Some(f), Endpoint::External { .. }) = (&p.workload.fault, &spec.endpoint) {
+        return Err(origin.err(format!(
+            "--fault {f} needs a server bakeoff started; {} runs elsewhere (name the target, e.g. -t {}, to have bakeoff start it)",
+            spec.label(),
+            spec.name
+        )));
+    }
+    Ok(())
+}
+
+/// Refuses target `spec` (able to do `caps`) in a topology other than a
+/// single server, where it cannot have it, where `w` also asks for a
+/// fault or background work (those strike one server), or where the
+/// target is a URL (bakeoff starts the nodes itself).
+fn check_topology(
+    spec: &TargetSpec,
+    caps: &Capabilities,
+    w: &Workload,
+    catalog: &dyn TargetCatalog,
+    origin: &Origin,
+) -> Result<(), PlanError> {
+    let topology = w.topology;
+    if !caps.topologies.iter().any(|t| t == topology.kind()) {
+        let can: Vec<String> = catalog
+            .names()
+            .into_iter()
+            .filter(|n| {
+                catalog
+                    .capabilities(n)
+                    .is_some_and(|c| c.topologies.iter().any(|t| t == topology.kind()))
+            })
+            .collect();
+        return Err(origin.err(format!(
+            "--topology {topology}: target {} cannot have it; {}",
+            spec.label(),
+            if can.is_empty() {
+                "no target bakeoff knows can yet".to_string()
+            } else {
+                format!("targets that can: {}", can.join(", "))
+            }
+        )));
+    }
+    if let Some(f) = &w.fault {
+        return Err(origin.err(format!(
+            "--fault {f} with --topology {topology}: faults strike a single server; drop one of them"
+        )));
+    }
+    if let Some(w) = &w.provoke {
+        return Err(origin.err(format!(
+            "--provoke {w} with --topology {topology}: background work is asked of a single server; drop one of them"
+        )));
+    }
+    if !matches!(spec.endpoint, Endpoint::Managed) {
+        return Err(origin.err(format!(
+            "--topology {topology}: bakeoff starts the nodes itself; name the target (e.g. -t {}) rather than a URL",
+            spec.name
+        )));
+    }
+    Ok(())
 }
 
 /// Names targets that would share a name apart: two URLs of one kind by

@@ -340,10 +340,7 @@ fn check_fields(w: &Workload, origin: &Origin) -> Result<(), PlanError> {
 /// Pipelining is for key-value operations on kept connections: only they
 /// travel through the wire codecs that pipeline, and the rest would
 /// ignore it.
-fn check_pipeline_against_requests(
-    w: &Workload,
-    origin: &Origin,
-) -> Result<(), PlanError> {
+fn check_pipeline_against_requests(w: &Workload, origin: &Origin) -> Result<(), PlanError> {
     if w.pipeline <= 1 {
         return Ok(());
     }
