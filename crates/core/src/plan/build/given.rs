@@ -126,6 +126,9 @@ pub(super) struct Given {
 }
 
 impl Given {
+    /// What the preset and the flags give: the preset's `[workload]`,
+    /// `[fault]`, `[topology]` and `[link]`, the flags over them, then the
+    /// sweep axes of both.
     pub(super) fn collect(raw: &RawPreset, flags: &Overrides) -> Result<Self, PlanError> {
         let mut given = Given::default();
         for (key, value) in &raw.workload {
@@ -135,6 +138,27 @@ impl Given {
                 .values
                 .insert(p.key, (text_of(value, &origin)?, origin));
         }
+        given.sections(raw)?;
+        for (key, text) in &flags.workload {
+            let p = declared(key, "workload", false)?;
+            // A flag for one of two exclusive parameters replaces the
+            // preset's other one.
+            for other in p.excludes {
+                if given.values.get(other).is_some_and(|(_, o)| !o.from_flag) {
+                    given.values.remove(other);
+                }
+            }
+            given
+                .values
+                .insert(p.key, (text.clone(), Origin::param(p, true)));
+        }
+        given.axes(raw, flags)?;
+        Ok(given)
+    }
+
+    /// The preset's `[fault]`, `[topology]` and `[link]` sections, each
+    /// key a parameter given once.
+    fn sections(&mut self, raw: &RawPreset) -> Result<(), PlanError> {
         let sections = [
             ("fault", &raw.fault, &params::FAULT_KEYS[..]),
             ("topology", &raw.topology, &params::TOPOLOGY_KEYS[..]),
@@ -150,14 +174,13 @@ impl Given {
                     key: format!("{section}.{key}"),
                     ..Origin::param(p, false)
                 };
-                if given.values.contains_key(p.key) {
+                if self.values.contains_key(p.key) {
                     return Err(origin.err(format!(
                         "also given as workload.{}; give it once, in [{section}]",
                         p.key
                     )));
                 }
-                given
-                    .values
+                self.values
                     .insert(p.key, (text_of(value, &origin)?, origin));
             }
         }
@@ -183,24 +206,17 @@ impl Given {
                 key: "link".into(),
                 ..Origin::param(p, false)
             };
-            if given.values.contains_key(p.key) {
+            if self.values.contains_key(p.key) {
                 return Err(origin.err("also given as workload.link; give it once, in [link]"));
             }
-            given.values.insert(p.key, (parts.join(","), origin));
+            self.values.insert(p.key, (parts.join(","), origin));
         }
-        for (key, text) in &flags.workload {
-            let p = declared(key, "workload", false)?;
-            // A flag for one of two exclusive parameters replaces the
-            // preset's other one.
-            for other in p.excludes {
-                if given.values.get(other).is_some_and(|(_, o)| !o.from_flag) {
-                    given.values.remove(other);
-                }
-            }
-            given
-                .values
-                .insert(p.key, (text.clone(), Origin::param(p, true)));
-        }
+        Ok(())
+    }
+
+    /// The sweep axes, the preset's and the flags'; a flag's axis beside
+    /// the same parameter's flag is refused.
+    fn axes(&mut self, raw: &RawPreset, flags: &Overrides) -> Result<(), PlanError> {
         for (key, list) in &raw.sweep {
             let p = declared(key, "sweep", true)?;
             let origin = Origin::axis(p, false);
@@ -213,22 +229,21 @@ impl Given {
                 .iter()
                 .map(|v| text_of(v, &origin))
                 .collect::<Result<Vec<_>, _>>()?;
-            given.axes.insert(p.key, (texts, origin));
+            self.axes.insert(p.key, (texts, origin));
         }
         for (key, texts) in &flags.sweep {
             let p = declared(key, "sweep", true)?;
-            if given.values.get(p.key).is_some_and(|(_, o)| o.from_flag) {
+            if self.values.get(p.key).is_some_and(|(_, o)| o.from_flag) {
                 let axis = Origin::axis(p, true);
                 return Err(axis.err(format!(
-                    "{} is given too, and the sweep's values would replace it at every point; give one of them",
-                    p.flag_name()
-                )));
+                "{} is given too, and the sweep's values would replace it at every point; give one of them",
+                p.flag_name()
+            )));
             }
-            given
-                .axes
+            self.axes
                 .insert(p.key, (texts.clone(), Origin::axis(p, true)));
         }
-        Ok(given)
+        Ok(())
     }
 
     /// The values for target `target`: its `[per_target.NAME]` keys over

@@ -24,20 +24,7 @@ pub(super) fn workload(given: &Given) -> Result<Workload, PlanError> {
             p.put(&mut w, &value);
         }
     }
-    for counted in ["ops", "ops_per_client"] {
-        if !given.has(counted) {
-            continue;
-        }
-        if let Some(other) = ["duration", "ops", "ops_per_client"]
-            .into_iter()
-            .find(|o| *o != counted && given.has(o))
-        {
-            return Err(given.origin(counted).err(format!(
-                "give one of a duration, an operation count and a count per client, not {counted} and {other}"
-            )));
-        }
-        w.duration_s = None;
-    }
+    one_length(&mut w, given)?;
     w.threads = w.threads.min(w.clients);
     // `auto` is the default only where it can work: a timed run long
     // enough to judge a trend over, with no fault whose moment counts
@@ -65,41 +52,7 @@ pub(super) fn workload(given: &Given) -> Result<Workload, PlanError> {
     for (key, what, text, at_s) in moments.into_iter().flatten() {
         check_moment(&w, &given.origin(key), what, &text, at_s)?;
     }
-    if w.durability {
-        let origin = given.origin("durability");
-        let most = crate::durability::MAX_WRITERS + 1;
-        if w.clients > most {
-            return Err(origin.err(format!(
-                "the durability check has one writer per client, at most {most}; lower --clients"
-            )));
-        }
-        if w.record != crate::profile::RecordKind::Kv || w.request != RequestMode::Op {
-            return Err(origin.err(
-                "the durability check writes key-value records, one operation per request; drop --record and --request",
-            ));
-        }
-    }
-    if w.find_peak || w.find_capacity.is_some() {
-        if given.has("rate") || given.axes.contains_key("rate") {
-            return Err(given.origin_or_axis("rate").err(
-                "a search sets the rate itself (the peak runs closed loop, the capacity search bisects the rate): leave out the rate",
-            ));
-        }
-        if w.find_peak && given.axes.contains_key("clients") {
-            return Err(given.origin_or_axis("clients").err(
-                "--find-peak chooses the clients itself (1, 2, 4, … until throughput stops rising): leave out the clients sweep",
-            ));
-        }
-    }
-    if w.durability {
-        for key in ["mix", "key_distribution"] {
-            if given.has(key) || given.axes.contains_key(key) {
-                return Err(given.origin_or_axis(key).err(
-                    "the durability check writes fresh ids, one per acknowledgement, and reads them back: it uses no mix and no key distribution; leave it out",
-                ));
-            }
-        }
-    }
+    check_durability_and_searches(&w, given)?;
     let mix_given = given.has("mix");
     let update_only = Mix {
         weights: [0, 0, 1, 0, 0, 0, 0, 0],
@@ -138,6 +91,68 @@ pub(super) fn workload(given: &Given) -> Result<Workload, PlanError> {
         )));
     }
     Ok(w)
+}
+
+/// A run's length is given once: a duration, an operation count or a
+/// count per client; a count given makes the run untimed.
+fn one_length(w: &mut Workload, given: &Given) -> Result<(), PlanError> {
+    for counted in ["ops", "ops_per_client"] {
+        if !given.has(counted) {
+            continue;
+        }
+        if let Some(other) = ["duration", "ops", "ops_per_client"]
+            .into_iter()
+            .find(|o| *o != counted && given.has(o))
+        {
+            return Err(given.origin(counted).err(format!(
+                "give one of a duration, an operation count and a count per client, not {counted} and {other}"
+            )));
+        }
+        w.duration_s = None;
+    }
+    Ok(())
+}
+
+/// The durability check (few enough writers, key-value records one per
+/// request, no mix or key distribution) and the searches (which set the
+/// rate, and for the peak the clients, themselves).
+fn check_durability_and_searches(w: &Workload, given: &Given) -> Result<(), PlanError> {
+    if w.durability {
+        let origin = given.origin("durability");
+        let most = crate::durability::MAX_WRITERS + 1;
+        if w.clients > most {
+            return Err(origin.err(format!(
+                "the durability check has one writer per client, at most {most}; lower --clients"
+            )));
+        }
+        if w.record != crate::profile::RecordKind::Kv || w.request != RequestMode::Op {
+            return Err(origin.err(
+                "the durability check writes key-value records, one operation per request; drop --record and --request",
+            ));
+        }
+    }
+    if w.find_peak || w.find_capacity.is_some() {
+        if given.has("rate") || given.axes.contains_key("rate") {
+            return Err(given.origin_or_axis("rate").err(
+                "a search sets the rate itself (the peak runs closed loop, the capacity search bisects the rate): leave out the rate",
+            ));
+        }
+        if w.find_peak && given.axes.contains_key("clients") {
+            return Err(given.origin_or_axis("clients").err(
+                "--find-peak chooses the clients itself (1, 2, 4, … until throughput stops rising): leave out the clients sweep",
+            ));
+        }
+    }
+    if w.durability {
+        for key in ["mix", "key_distribution"] {
+            if given.has(key) || given.axes.contains_key(key) {
+                return Err(given.origin_or_axis(key).err(
+                    "the durability check writes fresh ids, one per acknowledgement, and reads them back: it uses no mix and no key distribution; leave it out",
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Something asked for at a moment of the run (`what`, written `text`,
