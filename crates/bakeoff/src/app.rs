@@ -554,6 +554,48 @@ fn html_path(args: &RunArgs, out: &Path) -> Option<PathBuf> {
 /// small result file's size.
 const PROBE_BYTES: usize = 64 * 1024;
 
+/// The result file `out` where it is a pipe, a socket or a character
+/// device: refused, or for a device taken if it takes a line break.
+/// `None` for anything else (a file, or nothing yet).
+fn check_special_file(out: &Path) -> Option<Result<(), AppError>> {
+    let bad = |m: String| Err(AppError::Usage(m));
+    if std::fs::metadata(out).is_ok_and(|m| {
+        use std::os::unix::fs::FileTypeExt;
+        m.file_type().is_fifo() || m.file_type().is_socket()
+    }) {
+        return Some(bad(format!(
+            "-o {} is a pipe: the result file is written again after every run, and a pipe would take one copy after the other (or wait for ever for a reader); write to a file, or add --print-result to have the result printed once the runs end",
+            out.display()
+        )));
+    }
+    if std::fs::metadata(out).is_ok_and(|m| {
+        use std::os::unix::fs::FileTypeExt;
+        m.file_type().is_char_device()
+    }) {
+        // A device is written in place: a line break tells whether it
+        // takes bytes at all (`/dev/full` refuses every write), where a
+        // terminal is left alone.
+        let took = std::fs::OpenOptions::new()
+            .write(true)
+            .open(out)
+            .and_then(|f| {
+                use std::io::{IsTerminal, Write};
+                if f.is_terminal() {
+                    return Ok(());
+                }
+                (&f).write_all(b"\n")
+            });
+        return Some(match took {
+            Ok(()) => Ok(()),
+            Err(e) => bad(format!(
+                "cannot write the result file to the device {}: {e}; choose a file with -o",
+                out.display()
+            )),
+        });
+    }
+    None
+}
+
 /// Checks, before anything starts, that the result file can be written
 /// where asked and that nothing will overwrite it: a run is never lost
 /// to a path found wrong at its end.
@@ -597,39 +639,8 @@ pub fn check_outputs(out: &Path, html: Option<&Path>) -> Result<(), AppError> {
             ));
         }
     }
-    if std::fs::metadata(out).is_ok_and(|m| {
-        use std::os::unix::fs::FileTypeExt;
-        m.file_type().is_fifo() || m.file_type().is_socket()
-    }) {
-        return bad(format!(
-            "-o {} is a pipe: the result file is written again after every run, and a pipe would take one copy after the other (or wait for ever for a reader); write to a file, or add --print-result to have the result printed once the runs end",
-            out.display()
-        ));
-    }
-    if std::fs::metadata(out).is_ok_and(|m| {
-        use std::os::unix::fs::FileTypeExt;
-        m.file_type().is_char_device()
-    }) {
-        // A device is written in place: a line break tells whether it
-        // takes bytes at all (`/dev/full` refuses every write), where a
-        // terminal is left alone.
-        let took = std::fs::OpenOptions::new()
-            .write(true)
-            .open(out)
-            .and_then(|f| {
-                use std::io::{IsTerminal, Write};
-                if f.is_terminal() {
-                    return Ok(());
-                }
-                (&f).write_all(b"\n")
-            });
-        return match took {
-            Ok(()) => Ok(()),
-            Err(e) => bad(format!(
-                "cannot write the result file to the device {}: {e}; choose a file with -o",
-                out.display()
-            )),
-        };
+    if let Some(checked) = check_special_file(out) {
+        return checked;
     }
     let dir = out
         .parent()

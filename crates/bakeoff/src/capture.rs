@@ -8,7 +8,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use bakeoff_core::plan::{parse_target, redact, Endpoint, Environment};
+use bakeoff_core::plan::{parse_target, redact, Endpoint, Environment, TargetSpec};
 use bakeoff_core::replay::monitor_line;
 use bakeoff_drivers::registry::Registry;
 
@@ -56,12 +56,50 @@ pub fn capture(args: &CaptureArgs, stop: &AtomicBool) -> Result<Captured, AppErr
     let mut file = std::fs::File::create(out)
         .map(std::io::BufWriter::new)
         .map_err(|e| AppError::Usage(format!("cannot write {}: {e}", out.display())))?;
-    let mut stream = TcpStream::connect((host.as_str(), port)).map_err(|e| {
+    let stream = TcpStream::connect((host.as_str(), port)).map_err(|e| {
         AppError::Usage(format!(
             "cannot reach Redis at {host}:{port}: {e}; is it running?"
         ))
     })?;
     let _ = stream.set_read_timeout(Some(Duration::from_millis(200)));
+    let Some(mut reader) = monitor(stream, &spec, &host, port, stop)? else {
+        return Ok(Captured::default());
+    };
+    let mut got = Captured::default();
+    let started = Instant::now();
+    let mut line = String::new();
+    while started.elapsed() < duration && !stop.load(Ordering::Relaxed) {
+        match reader.read_line(&mut line) {
+            Ok(0) => break,
+            Ok(_) if !line.ends_with('\n') => continue,
+            Ok(_) => {
+                record(line.trim_end(), args.keep_keys, &mut file, &mut got)?;
+                line.clear();
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) => {}
+            Err(e) => return Err(AppError::Failed(format!("{host}:{port}: {e}"))),
+        }
+    }
+    file.flush()
+        .map_err(|e| AppError::Failed(format!("cannot write {}: {e}", out.display())))?;
+    Ok(got)
+}
+
+/// Sends MONITOR (after AUTH, where the URL has a password) on `stream`
+/// to the Redis at `host`:`port`, and reads each command's +OK within
+/// the handshake's time: the connection, ready for the traffic, or `None`
+/// when `stop` was set first. Anything else is an error naming the server.
+fn monitor(
+    mut stream: TcpStream,
+    spec: &TargetSpec,
+    host: &str,
+    port: u16,
+    stop: &AtomicBool,
+) -> Result<Option<BufReader<TcpStream>>, AppError> {
     let mut hello = String::new();
     if let Some(p) = &spec.password {
         let user = spec.user.as_deref().unwrap_or("default");
@@ -115,7 +153,7 @@ pub fn capture(args: &CaptureArgs, stop: &AtomicBool) -> Result<Captured, AppErr
                     text.chars().take(60).collect::<String>()
                 )))
             }
-            Err(_) if stop.load(Ordering::Relaxed) => return Ok(Captured::default()),
+            Err(_) if stop.load(Ordering::Relaxed) => return Ok(None),
             Err(e)
                 if matches!(
                     e.kind(),
@@ -130,28 +168,7 @@ pub fn capture(args: &CaptureArgs, stop: &AtomicBool) -> Result<Captured, AppErr
             Err(e) => return Err(unusable(format!("failed: {e}"))),
         }
     }
-    let mut got = Captured::default();
-    let started = Instant::now();
-    let mut line = String::new();
-    while started.elapsed() < duration && !stop.load(Ordering::Relaxed) {
-        match reader.read_line(&mut line) {
-            Ok(0) => break,
-            Ok(_) if !line.ends_with('\n') => continue,
-            Ok(_) => {
-                record(line.trim_end(), args.keep_keys, &mut file, &mut got)?;
-                line.clear();
-            }
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                ) => {}
-            Err(e) => return Err(AppError::Failed(format!("{host}:{port}: {e}"))),
-        }
-    }
-    file.flush()
-        .map_err(|e| AppError::Failed(format!("cannot write {}: {e}", out.display())))?;
-    Ok(got)
+    Ok(Some(reader))
 }
 
 /// One line from the server: an error ends the capture, a command is
