@@ -305,19 +305,24 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
         };
         lp.lazy = lp.harness.open_loop() && matches!(lp.backend, Backend::Uring { .. });
         lp.real_minus_job_ns = realtime_ns() - lp.now() as i64;
-        // Connect every client up front; if none can connect the job fails.
-        // A server that let no connection through for a whole timeout is
-        // not asked again here (a stalled one would hold the job a timeout
-        // per client): the rest are left to the loop's reconnections.
+        lp.connect_all()?;
+        Ok(lp)
+    }
+
+    /// Connects every client up front; if none can connect the job
+    /// fails. A server that let no connection through for a whole timeout
+    /// is not asked again here (a stalled one would hold the job a timeout
+    /// per client): the rest are left to the loop's reconnections.
+    fn connect_all(&mut self) -> Result<(), TargetError> {
         let mut first_err = None;
-        let mut deadline = lp.now() + lp.timeout_ns;
-        for ci in 0..lp.conns.len() {
-            let left = deadline.saturating_sub(lp.now());
+        let mut deadline = self.now() + self.timeout_ns;
+        for ci in 0..self.conns.len() {
+            let left = deadline.saturating_sub(self.now());
             if left == 0 {
                 break;
             }
-            match lp.connect_within(ci, left) {
-                Ok(()) => deadline = lp.now() + lp.timeout_ns,
+            match self.connect_within(ci, left) {
+                Ok(()) => deadline = self.now() + self.timeout_ns,
                 Err(e) => {
                     first_err.get_or_insert(e);
                 }
@@ -325,17 +330,17 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
         }
         // Those not connected have been gone since the start: after a
         // timeout of failed reconnections, their clients give up.
-        let now = lp.now();
-        for c in lp.conns.iter_mut().filter(|c| c.stream.is_none()) {
+        let now = self.now();
+        for c in self.conns.iter_mut().filter(|c| c.stream.is_none()) {
             c.dead_since.get_or_insert(now);
         }
-        if !lp.conns.is_empty() && lp.conns.iter().all(|c| c.stream.is_none()) {
+        if !self.conns.is_empty() && self.conns.iter().all(|c| c.stream.is_none()) {
             let e = first_err.expect("a client failed to connect");
             return Err(
                 ConnectError::new(io_error_kind(&e), format!("cannot connect: {e}")).into(),
             );
         }
-        Ok(lp)
+        Ok(())
     }
 
     /// Writes the key of record `id` into `key_buf`.
