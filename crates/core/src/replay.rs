@@ -211,39 +211,8 @@ impl Trace {
                 format!("none of its operations can be replayed (skipped: {skipped:?})")
             });
         }
-        let (first, last) = raw
-            .iter()
-            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), r| {
-                (lo.min(r.0), hi.max(r.0))
-            });
-        if last - first > MAX_SPAN_S {
-            // Times far past any clock's read best in powers of ten.
-            let t = |x: f64| {
-                if x.abs() >= 1e12 {
-                    format!("{x:e}")
-                } else {
-                    format!("{x}")
-                }
-            };
-            return Err(format!(
-                "its times run from {} s to {} s, a span past bakeoff's limit of {}; replay a part of it",
-                t(first),
-                t(last),
-                crate::units::fmt_duration_s(MAX_SPAN_S)
-            ));
-        }
-        // Keys only ever read were never sized: give them the mean size.
-        let known: Vec<u32> = sizes.iter().copied().filter(|&s| s > 0).collect();
-        let mean = if known.is_empty() {
-            HEADER_LEN as u32
-        } else {
-            (known.iter().map(|&s| u64::from(s)).sum::<u64>() / known.len() as u64) as u32
-        };
-        for s in &mut sizes {
-            if *s == 0 {
-                *s = mean.max(HEADER_LEN as u32);
-            }
-        }
+        check_span(&raw)?;
+        size_the_unsized(&mut sizes);
         let ops = timed(raw, format);
         Ok(Trace {
             format,
@@ -294,6 +263,49 @@ struct Line {
     op: String,
     key: String,
     size: u32,
+}
+
+/// Refuses raw operations (time in s, kind, record, size) whose times
+/// span more than [`MAX_SPAN_S`].
+fn check_span(raw: &[(f64, OpKind, u64, u32)]) -> Result<(), String> {
+    let (first, last) = raw
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), r| {
+            (lo.min(r.0), hi.max(r.0))
+        });
+    if last - first > MAX_SPAN_S {
+        // Times far past any clock's read best in powers of ten.
+        let t = |x: f64| {
+            if x.abs() >= 1e12 {
+                format!("{x:e}")
+            } else {
+                format!("{x}")
+            }
+        };
+        return Err(format!(
+            "its times run from {} s to {} s, a span past bakeoff's limit of {}; replay a part of it",
+            t(first),
+            t(last),
+            crate::units::fmt_duration_s(MAX_SPAN_S)
+        ));
+    }
+    Ok(())
+}
+
+/// Keys only ever read were never sized: gives them the mean size of
+/// those that were (at least a header's).
+fn size_the_unsized(sizes: &mut [u32]) {
+    let known: Vec<u32> = sizes.iter().copied().filter(|&s| s > 0).collect();
+    let mean = if known.is_empty() {
+        HEADER_LEN as u32
+    } else {
+        (known.iter().map(|&s| u64::from(s)).sum::<u64>() / known.len() as u64) as u32
+    };
+    for s in sizes.iter_mut() {
+        if *s == 0 {
+            *s = mean.max(HEADER_LEN as u32);
+        }
+    }
 }
 
 /// `timestamp,anonymized key,key size,value size,client id,operation,TTL`:

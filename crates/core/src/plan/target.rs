@@ -331,6 +331,31 @@ pub fn parse_target(
     Ok(spec)
 }
 
+/// A target bakeoff starts, named without a URL (`redis`,
+/// `redis[appendfsync=always]`).
+fn parse_managed(text: &str, catalog: &dyn TargetCatalog) -> Result<TargetSpec, String> {
+    let (name, variant) = split_variant(text)?;
+    let caps = catalog.capabilities(name).ok_or_else(|| {
+        format!(
+            "unknown target `{name}`; known targets: {} (see `bakeoff list`)",
+            catalog.names().join(", ")
+        )
+    })?;
+    if !caps.managed {
+        return Err(format!(
+            "target {name} cannot be started by bakeoff; give its URL instead"
+        ));
+    }
+    Ok(TargetSpec {
+        name: name.to_string(),
+        endpoint: Endpoint::Managed,
+        password: None,
+        user: None,
+        variant,
+        alias: None,
+    })
+}
+
 /// [`parse_target`] of a target without a user's name.
 fn parse_unnamed(
     text: &str,
@@ -338,26 +363,7 @@ fn parse_unnamed(
     env: &Environment,
 ) -> Result<TargetSpec, String> {
     let Some((scheme, rest)) = text.split_once("://") else {
-        let (name, variant) = split_variant(text)?;
-        let caps = catalog.capabilities(name).ok_or_else(|| {
-            format!(
-                "unknown target `{name}`; known targets: {} (see `bakeoff list`)",
-                catalog.names().join(", ")
-            )
-        })?;
-        if !caps.managed {
-            return Err(format!(
-                "target {name} cannot be started by bakeoff; give its URL instead"
-            ));
-        }
-        return Ok(TargetSpec {
-            name: name.to_string(),
-            endpoint: Endpoint::Managed,
-            password: None,
-            user: None,
-            variant,
-            alias: None,
-        });
+        return parse_managed(text, catalog);
     };
     let name = catalog.target_for_scheme(scheme).ok_or_else(|| {
         format!(
