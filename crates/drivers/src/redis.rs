@@ -295,6 +295,49 @@ fn check_wait_replicas(
     Ok(())
 }
 
+/// Starts redis-server `node` of a run of `workload` with `settings`, a
+/// replica of `replica_of` where given, in cluster mode where the
+/// topology is a cluster, within the run's limits.
+fn start_server(
+    settings: &RedisSettings,
+    workload: &Workload,
+    node: u32,
+    replica_of: Option<SocketAddr>,
+) -> Result<ManagedServer, TargetError> {
+    let args = |port, dir: &Path| {
+        let mut a = settings.args(port, dir);
+        if let Topology::Cluster(_) = workload.topology {
+            a.extend(crate::redis_cluster::ARGS.iter().map(|s| s.to_string()));
+        }
+        if let Some(p) = replica_of {
+            a.extend([
+                "--replicaof".into(),
+                p.ip().to_string(),
+                p.port().to_string(),
+            ]);
+        }
+        a
+    };
+    let cmd = ServerCommand {
+        program: "redis-server",
+        name: "redis-server",
+        package: "redis-server",
+        // A fixed port is the first node's; the others take free ones.
+        port: settings.port.filter(|_| node == 0),
+        args: &args,
+        ready: &|addr| crate::admin::resp_pings(addr, "redis"),
+        ready_timeout: Duration::from_secs(20),
+        extra_dirs: &[],
+        run_as: None,
+        init: None,
+        lazy_disk: workload.cuts_power(),
+        stop_signal: libc::SIGTERM,
+    };
+    let mut server = ManagedServer::start(&cmd).map_err(|e| TargetError::Server(e.to_string()))?;
+    server.limit(bakeoff_servers::Limits::of(workload))?;
+    Ok(server)
+}
+
 /// Starts one redis-server, or connects to the URL.
 fn open_one(
     spec: &TargetSpec,
@@ -306,38 +349,7 @@ fn open_one(
     let settings = RedisSettings::parse(plan.settings_of(spec))?;
     let (server, addr, mode, endpoint) = match &spec.endpoint {
         Endpoint::Managed => {
-            let args = |port, dir: &Path| {
-                let mut a = settings.args(port, dir);
-                if let Topology::Cluster(_) = workload.topology {
-                    a.extend(crate::redis_cluster::ARGS.iter().map(|s| s.to_string()));
-                }
-                if let Some(p) = replica_of {
-                    a.extend([
-                        "--replicaof".into(),
-                        p.ip().to_string(),
-                        p.port().to_string(),
-                    ]);
-                }
-                a
-            };
-            let cmd = ServerCommand {
-                program: "redis-server",
-                name: "redis-server",
-                package: "redis-server",
-                // A fixed port is the first node's; the others take free ones.
-                port: settings.port.filter(|_| node == 0),
-                args: &args,
-                ready: &|addr| crate::admin::resp_pings(addr, "redis"),
-                ready_timeout: Duration::from_secs(20),
-                extra_dirs: &[],
-                run_as: None,
-                init: None,
-                lazy_disk: workload.cuts_power(),
-                stop_signal: libc::SIGTERM,
-            };
-            let mut server =
-                ManagedServer::start(&cmd).map_err(|e| TargetError::Server(e.to_string()))?;
-            server.limit(bakeoff_servers::Limits::of(workload))?;
+            let server = start_server(&settings, workload, node, replica_of)?;
             let addr = server.addr;
             (Some(server), addr, "managed", None)
         }
