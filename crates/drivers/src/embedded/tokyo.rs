@@ -763,35 +763,12 @@ impl Engine for TokyoEngine {
     }
 }
 
-/// Opens a fresh database of `kind` in the target's directory.
-fn opened(
-    kind: Kind,
-    table: Option<&toml::Table>,
-    how: &OpenHow,
-) -> Result<Opened<TokyoEngine>, TargetError> {
-    let name = super::EngineKind::facts(&Tokyo(kind)).name;
-    let settings = TokyoSettings::parse(kind, table)?;
-    let api = Arc::new(Api::load()?);
-    let dir = DataDir::new(settings.dir.clone(), name)?;
-    let file = dir.path().join(match kind {
-        Kind::Hash => "bakeoff.tch",
-        Kind::BTree => "bakeoff.tcb",
-        Kind::Table => "bakeoff.tct",
-    });
-    let path = CString::new(file.display().to_string())
-        .map_err(|_| EngineError("directory path contains a NUL byte".to_string()))?;
-    // A run that loads starts from an empty database; one that does not
-    // (`--no-load`) measures what the directory already holds.
-    let mut mode = OWRITER | OCREAT;
-    if how.load {
-        mode |= OTRUNC;
-    }
-    if settings.sync {
-        mode |= OTSYNC;
-    }
+/// A new handle of `kind`, thread-safe and tuned by `settings`, not yet
+/// open.
+fn tuned(api: &Api, kind: Kind, settings: &TokyoSettings) -> Db {
     // SAFETY: calls on a handle we create here, in the order the Tokyo
     // Cabinet manual prescribes (mutex and tuning before open).
-    let db = unsafe {
+    unsafe {
         match kind {
             Kind::Hash => {
                 let h = (api.hdb_new)();
@@ -838,7 +815,36 @@ fn opened(
                 h
             }
         }
-    };
+    }
+}
+
+/// Opens a fresh database of `kind` in the target's directory.
+fn opened(
+    kind: Kind,
+    table: Option<&toml::Table>,
+    how: &OpenHow,
+) -> Result<Opened<TokyoEngine>, TargetError> {
+    let name = super::EngineKind::facts(&Tokyo(kind)).name;
+    let settings = TokyoSettings::parse(kind, table)?;
+    let api = Arc::new(Api::load()?);
+    let dir = DataDir::new(settings.dir.clone(), name)?;
+    let file = dir.path().join(match kind {
+        Kind::Hash => "bakeoff.tch",
+        Kind::BTree => "bakeoff.tcb",
+        Kind::Table => "bakeoff.tct",
+    });
+    let path = CString::new(file.display().to_string())
+        .map_err(|_| EngineError("directory path contains a NUL byte".to_string()))?;
+    // A run that loads starts from an empty database; one that does not
+    // (`--no-load`) measures what the directory already holds.
+    let mut mode = OWRITER | OCREAT;
+    if how.load {
+        mode |= OTRUNC;
+    }
+    if settings.sync {
+        mode |= OTSYNC;
+    }
+    let db = tuned(&api, kind, &settings);
     let text_index = kind == Kind::Table && how.record == RecordKind::Profile && how.indexes;
     let handle = TokyoDb {
         api: api.clone(),
