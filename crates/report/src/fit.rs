@@ -631,44 +631,8 @@ fn answer_lines(
             }
         }
         [first, rest @ ..] => {
-            // The ones whose cost cannot be told from the first's.
-            let tied: Vec<&str> = rest
-                .iter()
-                .take_while(|c| cost_tied(r, first.label, c.label))
-                .map(|c| c.label)
-                .collect();
-            let why = match rest.first() {
-                Some(next) if !tied.is_empty() => format!(
-                    "they meet every requirement at costs this machine cannot tell apart ({}; {}: {})",
-                    cost_text(&first.cost),
-                    next.label,
-                    cost_text(&next.cost)
-                ),
-                Some(next) => format!(
-                    "it meets every requirement at the least cost ({}; the next, {}: {})",
-                    cost_text(&first.cost),
-                    next.label,
-                    cost_text(&next.cost)
-                ),
-                None if never_ran.is_empty() && candidates.iter().all(|c| judged_all(&c)) => format!(
-                    "it is the only one that meets every requirement ({})",
-                    cost_text(&first.cost)
-                ),
-                None => format!(
-                    "it is the only one of those judged that meets every requirement ({})",
-                    cost_text(&first.cost)
-                ),
-            };
-            let best = if tied.is_empty() {
-                format!("{} fits best", first.label)
-            } else {
-                format!("tie: {} and {} fit best", first.label, tied.join(", "))
-            };
-            lines.push(format!("{best}: {why}"));
-            if rest.len() > tied.len() {
-                let others: Vec<&str> = rest[tied.len()..].iter().map(|c| c.label).collect();
-                lines.push(format!("also fit, in order of cost: {}", others.join(", ")));
-            }
+            let all_judged = never_ran.is_empty() && candidates.iter().all(|c| judged_all(&c));
+            lines.extend(best_lines(r, first, rest, all_judged));
         }
     }
     for c in candidates {
@@ -687,6 +651,57 @@ fn answer_lines(
     }
     for l in &r.plan.left_out {
         lines.push(format!("{} is out: {}", l.target, l.why));
+    }
+    lines
+}
+
+/// The lines naming `first`, the candidate that fits at the least cost,
+/// the others that fit (`rest`, in order of cost) tied with it or after
+/// it, and why; `all_judged`: whether every candidate ran and was judged
+/// (else "the only one" is said of those judged).
+fn best_lines(
+    r: &ExperimentResult,
+    first: &Candidate,
+    rest: &[&Candidate],
+    all_judged: bool,
+) -> Vec<String> {
+    // The ones whose cost cannot be told from the first's.
+    let tied: Vec<&str> = rest
+        .iter()
+        .take_while(|c| cost_tied(r, first.label, c.label))
+        .map(|c| c.label)
+        .collect();
+    let why = match rest.first() {
+        Some(next) if !tied.is_empty() => format!(
+            "they meet every requirement at costs this machine cannot tell apart ({}; {}: {})",
+            cost_text(&first.cost),
+            next.label,
+            cost_text(&next.cost)
+        ),
+        Some(next) => format!(
+            "it meets every requirement at the least cost ({}; the next, {}: {})",
+            cost_text(&first.cost),
+            next.label,
+            cost_text(&next.cost)
+        ),
+        None if all_judged => format!(
+            "it is the only one that meets every requirement ({})",
+            cost_text(&first.cost)
+        ),
+        None => format!(
+            "it is the only one of those judged that meets every requirement ({})",
+            cost_text(&first.cost)
+        ),
+    };
+    let best = if tied.is_empty() {
+        format!("{} fits best", first.label)
+    } else {
+        format!("tie: {} and {} fit best", first.label, tied.join(", "))
+    };
+    let mut lines = vec![format!("{best}: {why}")];
+    if rest.len() > tied.len() {
+        let others: Vec<&str> = rest[tied.len()..].iter().map(|c| c.label).collect();
+        lines.push(format!("also fit, in order of cost: {}", others.join(", ")));
     }
     lines
 }
