@@ -181,6 +181,33 @@ fn mariadb_semisync_is_read_back_from_the_primary() {
     assert_eq!(settings["rpl_semi_sync_master_enabled"], "1", "{settings}");
 }
 
+/// The port a server's command line `args` names (`--port=N`, `-p N`).
+fn port_of(args: &[String]) -> u16 {
+    args.iter()
+        .enumerate()
+        .find_map(|(i, a)| match a.strip_prefix("--port=") {
+            Some(p) => p.parse().ok(),
+            None if a == "-p" => args.get(i + 1)?.parse().ok(),
+            None => None,
+        })
+        .unwrap_or_else(|| panic!("no port in {args:?}"))
+}
+
+/// Established TCP connections to local port `port` (the server's ends,
+/// from /proc/net/tcp and tcp6).
+fn connections_to(port: u16) -> usize {
+    let ours = format!(":{port:04X}");
+    ["/proc/net/tcp", "/proc/net/tcp6"]
+        .iter()
+        .filter_map(|f| std::fs::read_to_string(f).ok())
+        .flat_map(|t| t.lines().skip(1).map(str::to_string).collect::<Vec<_>>())
+        .filter(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            f.len() > 3 && f[1].ends_with(&ours) && f[3] == "01"
+        })
+        .count()
+}
+
 /// Runs `target` with reads at its replica while the replica's processes
 /// (the one `is_replica` picks among bakeoff's children, and its own
 /// children) are stopped for a second: reads served after they resume,
@@ -211,11 +238,20 @@ fn a_paused_replica_serves_stale_reads(target: &str, is_replica: impl Fn(&[Strin
         "-o",
         out.to_str().unwrap(),
     ]);
-    let replica = first_child(child.id(), |pid, args| is_replica(args).then_some(pid));
-    // The replica's set-up and the load of 2000 records take a second or
-    // two; then the 5 s measured phase runs. (Paused a little earlier, the
-    // replica would still start the measured phase behind.)
-    std::thread::sleep(std::time::Duration::from_millis(3000));
+    let (replica, port) = first_child(child.id(), |pid, args| {
+        is_replica(args).then(|| (pid, port_of(args)))
+    });
+    // The measured phase begins when its 16 clients connect to the
+    // replica (the load writes to the primary only): waited for, however
+    // long the set-up and the load take on a busy machine.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while connections_to(port) < 16 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the clients never connected to the replica at port {port}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
     let pids: Vec<u32> = std::iter::once(replica)
         .chain(children_with_cmdline(replica).into_iter().map(|(p, _)| p))
         .collect();

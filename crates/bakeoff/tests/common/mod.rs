@@ -282,7 +282,8 @@ pub fn bakeoff_spawn(args: &[&str]) -> std::process::Child {
 /// What `pick` makes of the first child process of `parent` (its pid and
 /// command line) it accepts, waiting up to 20 s for one.
 pub fn first_child<T>(parent: u32, pick: impl Fn(u32, &[String]) -> Option<T>) -> T {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    // Generous: a condition waited for, which a busy machine only slows.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     loop {
         let found = children_with_cmdline(parent)
             .into_iter()

@@ -12,8 +12,10 @@ use super::super::job::{JobOutcome, Observer};
 use super::{Extra, Stage};
 use crate::target::Target;
 
-/// Longest wait for a replica to catch up after a run.
-const REPLICA_CATCH_UP: Duration = Duration::from_secs(10);
+/// Longest wait for a replica to catch up after a run: the wait ends as
+/// soon as it has, and a replica that was paused, applying on one thread
+/// on a machine busy with other work, was seen taking more than 10 s.
+const REPLICA_CATCH_UP: Duration = Duration::from_secs(60);
 
 /// Longest wait for a replica to catch up after the load: a replica
 /// applying on one thread (MariaDB's) trails a load of 100000 rows by
