@@ -782,93 +782,73 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
                     self.follow_up(ci, front);
                 }
                 Decoded::Complete { len, reply } => {
-                    self.complete_front::<ARRIVED>(ci, front, reply, len, arrived)
+                    // One clock read per reply, where it is parsed; a
+                    // reply read after it arrived is timed by its arrival.
+                    let t = self.now();
+                    let done = if ARRIVED { arrived.max(front.sent) } else { t };
+                    if front.leg == Leg::Merge
+                        && (front.kind == OpKind::ReadModifyWrite || reply != Reply::Miss)
+                        && read_went_well(
+                            self.codec,
+                            self.harness.job().pool,
+                            self.harness.job().workload.fields,
+                            &mut self.scratch,
+                            &front,
+                            reply,
+                            &buf[..len],
+                        )
+                    {
+                        // Its read came back as it should: its write goes
+                        // out, and it stays in flight. Decided before the
+                        // outcome is made, so that the outcome goes once,
+                        // straight to the harness.
+                        self.write_after_read(ci, front, reply, len);
+                        continue;
+                    }
+                    let outcome = match reply {
+                        Reply::Ok if self.batch > 1 => Outcome::Rows(front.rows.into()),
+                        Reply::Ok => Outcome::Ok,
+                        Reply::Miss => Outcome::Miss,
+                        // A follow-up asked for twice, or a redirection
+                        // where no cluster is: the protocol is out of step.
+                        Reply::FollowUp => Outcome::Failed(ErrorKind::Protocol),
+                        Reply::ServerError | Reply::Redirect(_) => {
+                            let said = &buf[..len];
+                            self.harness
+                                .failed_saying(&front, ErrorKind::ServerError, said);
+                            Outcome::Failed(ErrorKind::ServerError)
+                        }
+                        Reply::Value { start, end } if end > len || start > end => {
+                            Outcome::Failed(ErrorKind::Protocol)
+                        }
+                        Reply::Value { start, end } if C::SCANS && front.kind == OpKind::Scan => {
+                            self.scratch.clear();
+                            if self.codec.scan_rows(&buf[start..end], &mut self.scratch) {
+                                Outcome::Scanned(&self.scratch)
+                            } else {
+                                Outcome::Failed(ErrorKind::Protocol)
+                            }
+                        }
+                        Reply::Value { start, end } if C::ESCAPES_VALUES => {
+                            // The reply is consumed below: its bytes may be
+                            // rewritten in place.
+                            let value = &mut self.conns[ci].rbuf[rstart + start..rstart + end];
+                            let n = self.codec.unescape_value(value);
+                            Outcome::Value(&value[..n])
+                        }
+                        Reply::Value { start, end } => Outcome::Value(&buf[start..end]),
+                    };
+                    self.harness.complete(&front, outcome, done);
+                    self.consume_front(ci, len);
+                    let client = self.client_of(ci);
+                    if MULTI {
+                        self.client_inflight[client] -= 1;
+                    }
+                    self.fill(client, t);
                 }
             }
         }
         self.kick_client(self.client_of(ci), now);
-    }
-
-    /// The reply of `len` bytes at the front of connection `ci`'s buffer,
-    /// `reply` to request `front`, that came in whole (at `arrived`, when
-    /// `ARRIVED`): a read-modify-write's read sends its write, anything
-    /// else goes to the harness as its outcome, and the client's next
-    /// request goes out.
-    #[inline(always)]
-    fn complete_front<const ARRIVED: bool>(
-        &mut self,
-        ci: usize,
-        front: Request,
-        reply: Reply,
-        len: usize,
-        arrived: u64,
-    ) {
-        let c = &self.conns[ci];
-        let rstart = c.rstart;
-        let buf = &c.rbuf[rstart..c.rend];
-        // One clock read per reply, where it is parsed; a
-        // reply read after it arrived is timed by its arrival.
-        let t = self.now();
-        let done = if ARRIVED { arrived.max(front.sent) } else { t };
-        if front.leg == Leg::Merge
-            && (front.kind == OpKind::ReadModifyWrite || reply != Reply::Miss)
-            && read_went_well(
-                self.codec,
-                self.harness.job().pool,
-                self.harness.job().workload.fields,
-                &mut self.scratch,
-                &front,
-                reply,
-                &buf[..len],
-            )
-        {
-            // Its read came back as it should: its write goes
-            // out, and it stays in flight. Decided before the
-            // outcome is made, so that the outcome goes once,
-            // straight to the harness.
-            self.write_after_read(ci, front, reply, len);
-            return;
-        }
-        let outcome = match reply {
-            Reply::Ok if self.batch > 1 => Outcome::Rows(front.rows.into()),
-            Reply::Ok => Outcome::Ok,
-            Reply::Miss => Outcome::Miss,
-            // A follow-up asked for twice, or a redirection
-            // where no cluster is: the protocol is out of step.
-            Reply::FollowUp => Outcome::Failed(ErrorKind::Protocol),
-            Reply::ServerError | Reply::Redirect(_) => {
-                let said = &buf[..len];
-                self.harness
-                    .failed_saying(&front, ErrorKind::ServerError, said);
-                Outcome::Failed(ErrorKind::ServerError)
-            }
-            Reply::Value { start, end } if end > len || start > end => {
-                Outcome::Failed(ErrorKind::Protocol)
-            }
-            Reply::Value { start, end } if C::SCANS && front.kind == OpKind::Scan => {
-                self.scratch.clear();
-                if self.codec.scan_rows(&buf[start..end], &mut self.scratch) {
-                    Outcome::Scanned(&self.scratch)
-                } else {
-                    Outcome::Failed(ErrorKind::Protocol)
-                }
-            }
-            Reply::Value { start, end } if C::ESCAPES_VALUES => {
-                // The reply is consumed below: its bytes may be
-                // rewritten in place.
-                let value = &mut self.conns[ci].rbuf[rstart + start..rstart + end];
-                let n = self.codec.unescape_value(value);
-                Outcome::Value(&value[..n])
-            }
-            Reply::Value { start, end } => Outcome::Value(&buf[start..end]),
-        };
-        self.harness.complete(&front, outcome, done);
-        self.consume_front(ci, len);
-        let client = self.client_of(ci);
-        if MULTI {
-            self.client_inflight[client] -= 1;
-        }
-        self.fill(client, t);
     }
 
     /// Decodes the reply at the front of `buf` as the one `front`, the
