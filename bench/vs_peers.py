@@ -6,6 +6,7 @@ import os
 import re
 import resource
 import shutil
+import signal
 import socket
 import statistics
 import subprocess
@@ -292,6 +293,10 @@ def main():
                     help="also run bakeoff with --no-server-signals in every round: what reading the server's own signals costs")
     args = ap.parse_args()
     pipelines = [int(p) for p in args.pipelines.split(",")]
+    # SIGTERM and SIGHUP (a session or a CI job ending) unwind through the
+    # `finally` below as Ctrl-C does: the servers stop, the folder goes.
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, lambda signum, _frame: sys.exit(128 + signum))
     work = tempfile.mkdtemp(prefix="bakeoff-bench-")
     rport, mport = free_port(), free_port()
     servers = [
