@@ -4,8 +4,7 @@
 //! every output; by URL, a wrong secret and a server that speaks something
 //! else are clear errors.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 const SBIN: &[&str] = &["/usr/sbin"];
 

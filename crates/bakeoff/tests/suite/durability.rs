@@ -4,15 +4,12 @@
 //! promise durability keep every acknowledged write while those that do
 //! not are reported as losing them, as the engine's class.
 
-mod common;
-
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 
 /// Record id of writer `w`'s write number `seq` (see
 /// `bakeoff_core::durability::WriteId::record`).
@@ -87,8 +84,13 @@ fn acknowledged_writes_deleted_behind_its_back_are_lost() {
     let server = redis(None);
     let addr = server.addr;
     let deleter = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(1500));
         let keys: Vec<String> = (0..20).map(|s| key_of(0, s)).collect();
+        // Deleted once all 20 are written, waited for (the run writes them
+        // early in its 3 s, later on a busy machine).
+        let exists = format!("EXISTS {}\r\n", keys.join(" "));
+        wait_for("writer 0's first 20 writes", || {
+            call(addr, exists.as_bytes(), |b| b.ends_with(b"\r\n")).trim() == ":20"
+        });
         call(
             addr,
             format!("DEL {}\r\n", keys.join(" ")).as_bytes(),
@@ -180,7 +182,11 @@ fn an_interrupted_durability_run_loses_nothing() {
         out.to_str().unwrap(),
     ]);
     let pid = child.id();
-    std::thread::sleep(Duration::from_millis(3000));
+    // Interrupted once more than 1,000 writes of its measured phase were
+    // made (200 of the load, 1,500 after): counted at the server, not
+    // guessed from a fixed wait, which a busy machine outran.
+    let (_, addr) = managed_redis(pid);
+    wait_for_redis_calls(addr, None, "set", 1700);
     // SAFETY: signalling the bakeoff process this test started.
     unsafe { libc::kill(pid as i32, libc::SIGINT) };
     let o = child.wait_with_output().unwrap();

@@ -3,15 +3,13 @@
 //! other process writes to, and reads that device's counters beside the
 //! run, as a user would with iostat.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use common::{bin, read_json, require, require_in, tmp};
+use crate::common::{bin, read_json, require, require_in, tmp};
 
 /// An ext4 filesystem on a loop device over a file, mounted for the test;
 /// unmounted and detached on drop.
@@ -185,7 +183,7 @@ fn fsynced_appends_are_reported_as_the_device_wrote_them() {
     if !require("redis-server", "redis-server") {
         return;
     }
-    let _alone = common::alone();
+    let _alone = crate::common::alone();
     let disk = Arc::new(LoopDisk::new());
     let sampler = disk.sample();
     let (run, _) = run_on(
@@ -247,7 +245,7 @@ fn postgres_is_reported_as_the_device_wrote_it() {
     if !require_in("postgres", &["/usr/lib/postgresql/*/bin"], "postgresql") {
         return;
     }
-    let _alone = common::alone();
+    let _alone = crate::common::alone();
     let disk = Arc::new(LoopDisk::new());
     let sampler = disk.sample();
     let (run, _) = run_on(
@@ -290,7 +288,7 @@ fn the_idle_rate_is_taken_off() {
     if !require("redis-server", "redis-server") {
         return;
     }
-    let _alone = common::alone();
+    let _alone = crate::common::alone();
     let disk = Arc::new(LoopDisk::new());
     let stop = Arc::new(AtomicBool::new(false));
     let blocks = Arc::new(std::sync::atomic::AtomicU64::new(0));

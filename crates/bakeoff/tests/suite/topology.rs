@@ -2,10 +2,9 @@
 //! Redis, keys spread by ketama as libmemcached does, each node's own
 //! counters checked against what the client sent it.
 
-mod common;
+use crate::common::*;
 use bakeoff_core::ketama::Ketama;
 use bakeoff_core::keys::key_of;
-use common::*;
 
 /// Each of `records` ids is written once, in order, into empty shards:
 /// every node's SET count is the number of ids ketama (checked against
@@ -259,17 +258,18 @@ fn a_paused_replica_serves_stale_reads_and_then_catches_up() {
     ]);
     // redis-server retitles itself `/usr/bin/redis-server 127.0.0.1:PORT`:
     // the replica is the child whose INFO says so.
-    let replica = first_child(child.id(), |pid, args| {
+    let (replica, addr) = first_child(child.id(), |pid, args| {
         let title = args.first()?;
         let port = title[title.find("127.0.0.1:")?..].strip_prefix("127.0.0.1:")?;
         let addr = format!("127.0.0.1:{}", port.split_whitespace().next()?)
             .parse()
             .ok()?;
         let info = call(addr, b"INFO replication\r\n", |b| b.ends_with(b"\r\n\r\n"));
-        info.contains("role:slave").then_some(pid)
+        info.contains("role:slave").then_some((pid, addr))
     });
-    // The load of 2000 records takes well under a second.
-    std::thread::sleep(std::time::Duration::from_millis(1500));
+    // Paused once the measured phase reads from it (the load writes to
+    // the primary only).
+    wait_for_redis_calls(addr, None, "get", 100);
     // SAFETY: pausing and resuming the replica this test's bakeoff started.
     unsafe { libc::kill(replica as i32, libc::SIGSTOP) };
     std::thread::sleep(std::time::Duration::from_millis(1000));

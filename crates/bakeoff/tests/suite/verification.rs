@@ -1,8 +1,7 @@
 //! Values changed behind bakeoff's back are verification failures, never
 //! successes.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 fn load(url: &str, dir: &std::path::Path) {
     let out = dir.join("load.json");

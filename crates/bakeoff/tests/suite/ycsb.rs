@@ -2,8 +2,7 @@
 //! record on an engine, inserts read only once acknowledged, and a
 //! read-modify-write's two requests counted as the server counts them.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 /// The measured phase's figures of `kind` in run `run`.
 fn kind<'r>(run: &'r serde_json::Value, kind: &str) -> &'r serde_json::Value {

@@ -2,8 +2,7 @@
 //! routes each key to its slot's master, and follows the cluster when
 //! slots move under it, losing and miscounting nothing.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -202,7 +201,9 @@ fn slots_moving_during_a_run_lose_nothing_and_are_counted() {
         }
         std::thread::sleep(Duration::from_millis(100));
     }
-    std::thread::sleep(Duration::from_millis(500));
+    // Resharded once the measured phase's reads reach this master.
+    let master = format!("127.0.0.1:{port}").parse().unwrap();
+    wait_for_redis_calls(master, None, "get", 100);
     // `<id> <ip:port@cport> <flags> …`: the first master is `myself`.
     let ids: Vec<(&str, bool)> = nodes
         .lines()

@@ -2,8 +2,7 @@
 //! offline schemas) for a current Kubernetes, and refusals of runs that
 //! shards cannot make.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 use std::path::PathBuf;
 use std::process::Command;

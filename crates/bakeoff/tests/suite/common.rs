@@ -181,18 +181,156 @@ pub fn call(addr: std::net::SocketAddr, req: &[u8], done: impl Fn(&[u8]) -> bool
 
 /// `INFO commandstats` calls of one command.
 pub fn redis_calls(addr: std::net::SocketAddr, cmd: &str) -> u64 {
-    let text = call(addr, b"INFO commandstats\r\n", |b| {
-        b.len() > 4 && b.ends_with(b"\r\n") && {
-            let t = String::from_utf8_lossy(b);
-            let n: usize = t[1..t.find("\r\n").unwrap()].parse().unwrap();
-            b.len() >= t.find("\r\n").unwrap() + 2 + n + 2
+    redis_calls_as(addr, None, cmd).expect("redis answers INFO commandstats")
+}
+
+/// `INFO commandstats` calls of one command, after `AUTH password` where
+/// one is given; `None` where the server does not answer (yet, or any
+/// more), so that a wait can poll a server that is still starting.
+pub fn redis_calls_as(
+    addr: std::net::SocketAddr,
+    password: Option<&str>,
+    cmd: &str,
+) -> Option<u64> {
+    let mut s = TcpStream::connect(addr).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
+    let mut req = String::new();
+    if let Some(p) = password {
+        req.push_str(&format!("AUTH {p}\r\n"));
+    }
+    req.push_str("INFO commandstats\r\n");
+    s.write_all(req.as_bytes()).ok()?;
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 65536];
+    // The bulk reply (`$N`), after AUTH's `+OK` where one was sent.
+    let whole = |b: &[u8]| -> Option<usize> {
+        let t = String::from_utf8_lossy(b);
+        let at = t.find('$')?;
+        let end = at + t[at..].find("\r\n")?;
+        let n: usize = t[at + 1..end].parse().ok()?;
+        (b.len() >= end + 2 + n + 2).then_some(at)
+    };
+    let at = loop {
+        if let Some(at) = whole(&buf) {
+            break at;
         }
+        if buf.starts_with(b"-") && buf.ends_with(b"\r\n") {
+            return None;
+        }
+        let n = s.read(&mut chunk).ok()?;
+        if n == 0 {
+            return None;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    };
+    let text = String::from_utf8_lossy(&buf[at..]).into_owned();
+    Some(
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("cmdstat_{cmd}:")))
+            .and_then(|v| v.split(',').find_map(|f| f.strip_prefix("calls=")))
+            .map(|c| c.parse().unwrap())
+            .unwrap_or(0),
+    )
+}
+
+/// Waits until `ready` holds, polling, and fails naming `what` after two
+/// minutes: a condition waited for, which a busy machine only slows
+/// (where a fixed sleep before a signal was a flake under load).
+pub fn wait_for(what: &str, mut ready: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    while !ready() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "waited 120 s for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Waits until the redis at `addr` has counted more than `at_least` calls
+/// of `cmd` (the run under test is that far along).
+pub fn wait_for_redis_calls(
+    addr: std::net::SocketAddr,
+    password: Option<&str>,
+    cmd: &str,
+    at_least: u64,
+) {
+    wait_for(&format!("{at_least} {cmd} calls at {addr}"), || {
+        redis_calls_as(addr, password, cmd).is_some_and(|n| n >= at_least)
     });
-    text.lines()
-        .find_map(|l| l.strip_prefix(&format!("cmdstat_{cmd}:")))
-        .and_then(|v| v.split(',').find_map(|f| f.strip_prefix("calls=")))
-        .map(|c| c.parse().unwrap())
-        .unwrap_or(0)
+}
+
+/// The pid and address of the first redis-server the process `parent`
+/// started: redis retitles itself `redis-server 127.0.0.1:PORT`, and
+/// before that its command line says `--port PORT`.
+pub fn managed_redis(parent: u32) -> (u32, std::net::SocketAddr) {
+    first_child(parent, |pid, args| {
+        args.first()?.contains("redis-server").then_some(())?;
+        let port = match args.iter().position(|a| a == "--port") {
+            Some(i) => args.get(i + 1)?.clone(),
+            None => {
+                let title = args.first()?;
+                let at = title.find("127.0.0.1:")? + "127.0.0.1:".len();
+                title[at..].split_whitespace().next()?.to_string()
+            }
+        };
+        Some((pid, format!("127.0.0.1:{port}").parse().ok()?))
+    })
+}
+
+/// The port a server's command line `args` names (`--port=N`, `-p N`).
+pub fn port_of(args: &[String]) -> u16 {
+    args.iter()
+        .enumerate()
+        .find_map(|(i, a)| match a.strip_prefix("--port=") {
+            Some(p) => p.parse().ok(),
+            None if a == "-p" => args.get(i + 1)?.parse().ok(),
+            None => None,
+        })
+        .unwrap_or_else(|| panic!("no port in {args:?}"))
+}
+
+/// Established TCP connections to local port `port` (the server's ends,
+/// from /proc/net/tcp and tcp6).
+pub fn connections_to(port: u16) -> usize {
+    let ours = format!(":{port:04X}");
+    ["/proc/net/tcp", "/proc/net/tcp6"]
+        .iter()
+        .filter_map(|f| std::fs::read_to_string(f).ok())
+        .flat_map(|t| t.lines().skip(1).map(str::to_string).collect::<Vec<_>>())
+        .filter(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            f.len() > 3 && f[1].ends_with(&ours) && f[3] == "01"
+        })
+        .count()
+}
+
+/// Transactions a PostgreSQL at loopback `port` has committed, all
+/// databases (`pg_stat_database`, as user `bakeoff`, through psql); `None`
+/// where it does not answer. The statistics reach the view within about a
+/// second of the statements.
+pub fn postgres_commits(port: u16) -> Option<u64> {
+    let o = Command::new("psql")
+        .args(["-h", "127.0.0.1", "-p", &port.to_string(), "-U", "bakeoff"])
+        .args(["-d", "postgres", "-At", "-c"])
+        .arg("SELECT sum(xact_commit) FROM pg_stat_database")
+        .env("PGCONNECT_TIMEOUT", "5")
+        .output()
+        .ok()?;
+    String::from_utf8_lossy(&o.stdout).trim().parse().ok()
+}
+
+/// Waits until the PostgreSQL at `port` has committed `more` transactions
+/// beyond what it had when the wait began (the run under test is serving).
+pub fn wait_for_postgres_commits(port: u16, more: u64) {
+    let mut base = None;
+    wait_for(&format!("{more} transactions at port {port}"), || {
+        let Some(now) = postgres_commits(port) else {
+            return false;
+        };
+        let from = *base.get_or_insert(now);
+        now >= from + more
+    });
 }
 
 /// memcached `stats` value.

@@ -3,9 +3,8 @@
 //! during it (not only of the few in flight), while the service time (from
 //! the actual send) does not; and the requested rate is kept.
 
-mod common;
+use crate::common::*;
 use bakeoff_core::result::decode_histogram;
-use common::*;
 use std::time::Duration;
 
 // The test that holds sends to microseconds of their schedule runs alone:
@@ -63,8 +62,9 @@ fn a_server_stall_shows_in_response_time_not_only_in_flight_requests() {
     let dir = tmp();
     let out = dir.path().join("open.json");
     let child = spawn_open_loop(server.addr, "2s", &[], &out);
-    // The load phase takes a moment; stall the server inside the measured 2 s.
-    std::thread::sleep(Duration::from_millis(1200));
+    // Stalled inside the measured 2 s: once its reads are under way,
+    // however long the load takes on a busy machine.
+    wait_for_redis_calls(server.addr, None, "get", 20);
     // SAFETY: stopping and continuing the server this test started.
     unsafe { libc::kill(server.pid as i32, libc::SIGSTOP) };
     std::thread::sleep(Duration::from_millis(300));
@@ -164,53 +164,105 @@ fn the_trace_keeps_single_latencies_in_time_order_within_its_bound() {
 /// An open loop sends on time: at 500 requests/s from one client, the
 /// thread that waits for each send time wakes early enough that the
 /// response time (from the intended start) exceeds the service time
-/// (from the send) by under a third of the service time at the median;
-/// the send lag is stored as a histogram of its own.
+/// (from the send) by under a third of the service time at the median,
+/// beyond what this machine makes any sleeper wait (a plain thread
+/// sleeping to 500 deadlines a second beside the run: on a machine whose
+/// CPUs other work fills, every thread wakes late, bakeoff's too); the
+/// send lag is stored as a histogram of its own.
 #[test]
 fn an_open_loop_sends_within_microseconds_of_its_schedule() {
     let _alone = alone();
     if !require("redis-server", "redis-server") {
         return;
     }
-    let r = run_ok(&[
-        "run",
-        "-t",
-        "redis",
-        "--records",
-        "1000",
-        "--mix",
-        "100:0",
-        "--rate",
-        "500",
-        "--clients",
-        "1",
-        "--duration",
-        "4s",
-        "--warmup",
-        "1s",
-    ]);
+    let (r, slack) = with_a_plain_sleeper_beside(|| {
+        run_ok(&[
+            "run",
+            "-t",
+            "redis",
+            "--records",
+            "1000",
+            "--mix",
+            "100:0",
+            "--rate",
+            "500",
+            "--clients",
+            "1",
+            "--duration",
+            "4s",
+            "--warmup",
+            "1s",
+        ])
+    });
     let m = &r["runs"][0]["measure"];
     let get = &m["ops"]["get"];
     let response = get["latency"]["p50_ns"].as_u64().unwrap();
     let service = get["service_time"]["p50_ns"].as_u64().unwrap();
     // bakeoff's own lateness is a small part of each response: under a
-    // third of the server's time at the median, a ratio that holds on a
-    // busy machine (a fixed 10 µs did not: 18 µs of 70 µs beside the
-    // suite, issue 52).
+    // third of the server's time at the median, past the machine's own
+    // (a fixed 10 µs did not hold: 18 µs of 70 µs beside the suite).
     assert!(
-        3 * response.saturating_sub(service) < service,
-        "response p50 {response} ns, service p50 {service} ns"
+        3 * response.saturating_sub(service).saturating_sub(slack) < service,
+        "response p50 {response} ns, service p50 {service} ns, a plain sleeper {slack} ns late"
     );
     let lag = &m["send_lag"];
     assert_eq!(lag["count"].as_u64(), get["completed"].as_u64(), "{lag}");
-    assert!(3 * lag["p50_ns"].as_u64().unwrap() < service, "{lag}");
-    // Held to its rate, which it reached: no bottleneck is named.
+    assert!(
+        3 * lag["p50_ns"].as_u64().unwrap().saturating_sub(slack) < service,
+        "{lag}; a plain sleeper {slack} ns late"
+    );
+    // Held to its rate, which it reached: no bottleneck is named, unless
+    // other work filled the machine's CPUs (then, and only then, the
+    // machine is named, and it was full).
     let b = &r["runs"][0]["bottleneck"];
+    if b["kind"] == "machine-cpu" {
+        let busy: Vec<f64> = r["runs"][0]["machine_cpu"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["busy_percent"].as_f64().unwrap())
+            .collect();
+        let mean = busy.iter().sum::<f64>() / busy.len().max(1) as f64;
+        assert!(mean >= 80.0, "machine named at {mean:.0} % busy: {b}");
+        return;
+    }
     assert_eq!(b["kind"], "none", "{b}");
     assert!(
         b["line"].as_str().unwrap().contains("held to --rate 500/s"),
         "{b}"
     );
+}
+
+/// Runs `f` with a thread beside it that sleeps to 500 deadlines a second
+/// (as an open loop at --rate 500 waits) and records how late each wake
+/// was: `f`'s value, and the median lateness in nanoseconds.
+fn with_a_plain_sleeper_beside<T>(f: impl FnOnce() -> T) -> (T, u64) {
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let sleeper = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            // Its sleeps end on time, not up to the default 50 µs of timer
+            // slack after: what is left is how late the machine wakes it.
+            // SAFETY: sets this thread's own timer slack.
+            unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1u64) };
+            let start = std::time::Instant::now();
+            let mut late = Vec::new();
+            let mut n = 1u32;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let due = start + Duration::from_millis(2) * n;
+                if let Some(wait) = due.checked_duration_since(std::time::Instant::now()) {
+                    std::thread::sleep(wait);
+                }
+                late.push(due.elapsed().as_nanos() as u64);
+                n += 1;
+            }
+            late.sort_unstable();
+            late.get(late.len() / 2).copied().unwrap_or(0)
+        })
+    };
+    let value = f();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    (value, sleeper.join().unwrap())
 }
 
 /// Sending on time costs a bounded share of the thread: at 20000
@@ -316,8 +368,9 @@ fn an_open_loop_on_a_server_gone_does_not_poll() {
     let dir = tmp();
     let out = dir.path().join("gone.json");
     let child = spawn_open_loop(server.addr, "3s", &["--timeout", "30s"], &out);
-    // Gone after the load, for the last two seconds of the measured three.
-    std::thread::sleep(Duration::from_millis(1200));
+    // Gone once the measured phase's reads are under way, for most of
+    // its three seconds.
+    wait_for_redis_calls(server.addr, None, "get", 20);
     // SAFETY: killing the server this test started.
     unsafe { libc::kill(server.pid as i32, libc::SIGKILL) };
     let o = child.wait_with_output().unwrap();

@@ -7,8 +7,7 @@
 //! records per scan (lengths uniform in 1..=100), and the server's own
 //! counters must equal bakeoff's requests, scans among them.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 const PG_DIRS: &[&str] = &["/usr/lib/postgresql/*/bin"];
 

@@ -1,8 +1,7 @@
 //! A server that dies mid-run, and Ctrl-C: the run finishes, errors are
 //! counted by kind, the result is written, the exit code says so.
 
-mod common;
-use common::*;
+use crate::common::*;
 use std::time::Duration;
 
 // The test that measures how fast the rate comes back after a restart
@@ -37,7 +36,8 @@ fn killed_server_is_counted_and_the_result_is_written() {
         "-o",
         out.to_str().unwrap(),
     ]);
-    std::thread::sleep(Duration::from_millis(1500));
+    // Killed once more than 100 of the measured reads were served.
+    wait_for_redis_calls(server.addr, None, "get", 200);
     // SAFETY: killing the server this test started, by its pid.
     unsafe { libc::kill(server.pid as i32, libc::SIGKILL) };
     let o = child.wait_with_output().unwrap();
@@ -105,7 +105,14 @@ fn signal_keeps_finished_runs(signal: i32, code: i32) {
         out.to_str().unwrap(),
     ]);
     let pid = child.id();
-    std::thread::sleep(Duration::from_millis(3500));
+    // Signalled once the first run of the sweep is in the result file
+    // (written after each run), with seven still to go.
+    wait_for("the sweep's first run on disk", || {
+        std::fs::read_to_string(&out)
+            .ok()
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+            .is_some_and(|r| r["runs"].as_array().is_some_and(|a| !a.is_empty()))
+    });
     // SAFETY: signalling the bakeoff process this test started.
     unsafe { libc::kill(pid as i32, signal) };
     let o = child.wait_with_output().unwrap();
@@ -420,9 +427,11 @@ fn a_server_that_cannot_restart_fails_the_run_and_keeps_what_was_measured() {
         let cwd = std::fs::read_link(format!("/proc/{pid}/cwd")).ok()?;
         cwd.join("appendonlydir").exists().then_some(cwd)
     });
-    // Redis reads its AOF manifest only when it starts: garbage there stops
-    // the restart after the kill, not the running server.
-    std::thread::sleep(Duration::from_millis(1200));
+    // Redis reads its AOF manifest only when it starts: garbage written
+    // once it serves (the load's first writes) stops the restart after the
+    // kill, not the running server.
+    let (_, addr) = managed_redis(child.id());
+    wait_for_redis_calls(addr, None, "set", 1);
     let manifests: Vec<_> = std::fs::read_dir(data_dir.join("appendonlydir"))
         .expect("redis keeps its AOF in appendonlydir")
         .flatten()
@@ -456,12 +465,25 @@ fn a_server_that_cannot_restart_fails_the_run_and_keeps_what_was_measured() {
         "{}",
         run["timeline"]
     );
-    // No redis left running from this run.
+    // No redis left running from this run: none works in its data
+    // directory (another test's redis-server, a child of this test
+    // process too, works in a directory of its own).
+    let outlived: Vec<u32> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_string_lossy().parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read_link(format!("/proc/{pid}/cwd"))
+                // A removed directory reads `PATH (deleted)`.
+                .is_ok_and(|cwd| {
+                    cwd.to_string_lossy()
+                        .starts_with(&*data_dir.to_string_lossy())
+                })
+        })
+        .collect();
     assert!(
-        children_with_cmdline(std::process::id())
-            .iter()
-            .all(|(_, a)| !a.iter().any(|x| x.contains("redis-server"))),
-        "a redis-server outlived the run"
+        outlived.is_empty(),
+        "redis-server {outlived:?} outlived the run"
     );
 }
 
@@ -492,10 +514,10 @@ fn a_managed_server_that_dies_during_the_load_fails_the_run_saying_how() {
         "-o",
         out.to_str().unwrap(),
     ]);
-    let server = first_child(child.id(), |pid, args| {
-        args.first()?.contains("redis-server").then_some(pid)
-    });
-    std::thread::sleep(Duration::from_millis(700));
+    // Killed once its load is under way (5 million records take far
+    // longer than that).
+    let (server, addr) = managed_redis(child.id());
+    wait_for_redis_calls(addr, None, "set", 1000);
     // SAFETY: killing the redis-server the bakeoff this test started
     // started, by its pid.
     unsafe { libc::kill(server as i32, libc::SIGKILL) };
@@ -542,10 +564,9 @@ fn a_managed_server_that_dies_on_its_own_fails_the_run_saying_how() {
         "-o",
         out.to_str().unwrap(),
     ]);
-    let server = first_child(child.id(), |pid, args| {
-        args.first()?.contains("redis-server").then_some(pid)
-    });
-    std::thread::sleep(Duration::from_millis(1500));
+    // Killed once more than 100 of the measured reads were served.
+    let (server, addr) = managed_redis(child.id());
+    wait_for_redis_calls(addr, None, "get", 200);
     // SAFETY: killing the redis-server the bakeoff this test started
     // started, by its pid.
     unsafe { libc::kill(server as i32, libc::SIGKILL) };

@@ -3,8 +3,7 @@
 //! engine's settings in the result, a missing library skipped with its
 //! package name.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 fn tokyo_installed() -> bool {
     require("tchmgr", "tokyocabinet-bin")

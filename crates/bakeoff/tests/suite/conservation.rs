@@ -1,8 +1,7 @@
 //! Conservation: what bakeoff says it did equals what the server counted,
 //! and the load phase leaves exactly `records` keys behind.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 fn run_against(url: &str, out: &std::path::Path, extra: &[&str]) -> serde_json::Value {
     run_against_for("1s", url, out, extra)

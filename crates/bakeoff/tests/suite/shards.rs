@@ -3,8 +3,7 @@
 //! network stack, as a host of its own would have), against one Redis,
 //! started together with --start-at and merged with `bakeoff merge`.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 use std::net::SocketAddr;
 use std::process::{Command, Stdio};

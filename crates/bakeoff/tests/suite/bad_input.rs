@@ -1,8 +1,7 @@
 //! Bad input gets one clear message naming what is wrong, exit code 2, and
 //! no panic.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 fn expect_usage_error(args: &[&str], needles: &[&str]) {
     let o = bakeoff(args);
@@ -289,7 +288,7 @@ fn result_readers_refuse_endless_and_binary_input() {
     // that does not match the schema is named by its path.
     let dir = tmp();
     let mock: serde_json::Value =
-        serde_json::from_str(include_str!("snapshots/mock.json")).unwrap();
+        serde_json::from_str(include_str!("../snapshots/mock.json")).unwrap();
     let mut broken = mock.clone();
     broken["runs"][0]["measure"]["all"]["hdr"] = "not base64!".into();
     let path = dir.path().join("broken.json");
@@ -373,7 +372,7 @@ fn outputs_that_cannot_be_written_are_refused_up_front() {
         &["is a pipe", "--print-result"],
     );
     let result = dir.path().join("r.json");
-    std::fs::write(&result, include_str!("snapshots/mock.json")).unwrap();
+    std::fs::write(&result, include_str!("../snapshots/mock.json")).unwrap();
     let r = result.to_str().unwrap();
     expect_usage_error(
         &["report", r, "--html", "/proc/no/such/report.html"],
@@ -383,7 +382,7 @@ fn outputs_that_cannot_be_written_are_refused_up_front() {
     let shards: Vec<String> = (0..2)
         .map(|i| {
             let mut v: serde_json::Value =
-                serde_json::from_str(include_str!("snapshots/mock.json")).unwrap();
+                serde_json::from_str(include_str!("../snapshots/mock.json")).unwrap();
             v["shard"] = serde_json::json!({
                 "index": i, "count": 2, "plan_hash": "h",
                 "started_at": "2026-01-01T00:00:00Z", "ended_at": "2026-01-01T00:00:10Z"
@@ -429,8 +428,9 @@ fn a_second_run_to_the_same_output_is_refused() {
         "-o",
         out,
     ]);
-    // The claim is taken before anything starts.
-    std::thread::sleep(std::time::Duration::from_millis(700));
+    // The claim is taken before anything starts: once its redis-server
+    // runs, the first has it.
+    managed_redis(first.id());
     expect_usage_error(
         &["run", "-t", "redis", "--duration", "1s", "-o", out],
         &["another bakeoff is writing", "same.json"],
@@ -1034,7 +1034,9 @@ fn a_stalled_server_holds_neither_the_end_nor_ctrl_c() {
             "-o",
             out.to_str().unwrap(),
         ]);
-        std::thread::sleep(std::time::Duration::from_millis(1500));
+        // Stalled in the measured phase (its reads under way), however
+        // long the load takes on a busy machine.
+        wait_for_redis_calls(server.addr, Some("pw"), "get", 100);
         // SAFETY: stopping the server this test started, by its pid.
         unsafe { libc::kill(server.pid as i32, libc::SIGSTOP) };
         let stalled = std::time::Instant::now();
@@ -1115,7 +1117,8 @@ fn a_server_that_dies_under_a_counted_run_ends_it() {
         "-o",
         out.to_str().unwrap(),
     ]);
-    std::thread::sleep(std::time::Duration::from_millis(1500));
+    // Killed once the counted operations are under way.
+    wait_for_redis_calls(server.addr, None, "get", 100);
     // SAFETY: killing the server this test started, by its pid.
     unsafe { libc::kill(server.pid as i32, libc::SIGKILL) };
     let killed = std::time::Instant::now();
@@ -1211,10 +1214,14 @@ fn ctrl_c_ends_a_session_run_on_a_stalled_server_within_2s() {
         "-o",
         out.to_str().unwrap(),
     ]);
-    let postmaster = first_child(child.id(), |pid, args| {
-        args.first()?.ends_with("postgres").then_some(pid)
+    let (postmaster, port) = first_child(child.id(), |pid, args| {
+        args.first()?
+            .ends_with("postgres")
+            .then(|| (pid, port_of(args)))
     });
-    std::thread::sleep(std::time::Duration::from_millis(2500));
+    // Stalled once the measured phase's connections come and go: more
+    // transactions than the load's 1,000 records made.
+    wait_for_postgres_commits(port, 1200);
     // Every process of the server this test's bakeoff started: the
     // postmaster and its backends.
     let mut stopped = vec![postmaster];
@@ -1285,7 +1292,10 @@ fn a_result_folder_made_read_only_mid_run_loses_nothing() {
         "-o",
         out.to_str().unwrap(),
     ]);
-    std::thread::sleep(std::time::Duration::from_millis(1000));
+    // Read-only once the run measures (after its claim on the folder),
+    // with most of its 2 s still to go.
+    let (_, addr) = managed_redis(child.id());
+    wait_for_redis_calls(addr, None, "get", 1);
     let made_read_only = std::process::Command::new("mount")
         .args(["-o", "remount,ro,bind"])
         .arg(&folder)

@@ -3,8 +3,7 @@
 //! (`--provoke`) are bands at their time, a RocksDB write run shows its
 //! compactions and flushes, an engine with no background work says so.
 
-mod common;
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 
 /// The run's background bands of kind `what`.

@@ -6,8 +6,7 @@
 //! unreachable URL or a wrong password is a clear error; a killed server is
 //! counted as errors with the result still written.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 /// Runs a managed target with `settings`; checks the load, the reads, the
 /// server's counters, Little's law and the cleanup; returns the target's
@@ -443,7 +442,7 @@ fn killed_postgres_is_counted_and_the_result_is_written() {
             "--clients",
             "4",
             "--duration",
-            "4s",
+            "6s",
             "--warmup",
             "0",
             "--quiet",
@@ -453,7 +452,9 @@ fn killed_postgres_is_counted_and_the_result_is_written() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(2000));
+    // Killed once more than 100 of its reads were served (each one a
+    // transaction of its own), however long a busy machine takes to begin.
+    wait_for_postgres_commits(server.addr.port(), 200);
     // SAFETY: killing the server this test started, by its pid.
     unsafe { libc::kill(server.pid as i32, libc::SIGKILL) };
     let o = child.wait_with_output().unwrap();
@@ -481,19 +482,6 @@ fn killed_postgres_is_counted_and_the_result_is_written() {
     assert_eq!(r["runs"][0]["status"], "errors");
 }
 
-/// PostgreSQL backends under `pid` that serve a client over TCP (their
-/// process title names it: `postgres: USER DB 127.0.0.1(PORT) ...`), not
-/// the server's own processes (checkpointer, writers, launchers, workers).
-fn client_backends(pid: u32) -> usize {
-    bakeoff_servers::descendants_of(pid)
-        .iter()
-        .filter(|p| {
-            std::fs::read(format!("/proc/{p}/cmdline"))
-                .is_ok_and(|c| String::from_utf8_lossy(&c).contains("127.0.0.1("))
-        })
-        .count()
-}
-
 /// A server that stops answering mid-run (SIGSTOP, as a stuck disk or a
 /// paused VM would) never hangs bakeoff: each request waiting on it fails
 /// as a timeout after --timeout, the run ends on time with the timeouts
@@ -510,13 +498,6 @@ fn a_stalled_postgres_ends_in_timeouts_not_a_hang() {
     // Loaded first, in a run of its own: the stall below must land in the
     // measured phase, however long a busy machine takes to load.
     load_in_a_run_of_its_own(&url, &dir);
-    // The load run's backends end after it does (slowly on a busy VM): a
-    // count of the server's processes taken while they linger was the
-    // base that the measured phase's four backends never rose above.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while client_backends(server.pid) > 0 && std::time::Instant::now() < deadline {
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
     let child = std::process::Command::new(bin())
         .args([
             "run",
@@ -540,27 +521,16 @@ fn a_stalled_postgres_ends_in_timeouts_not_a_hang() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    // Stalled once the measured phase runs (its connections are up).
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    let mut stopped = Vec::new();
-    while std::time::Instant::now() < deadline {
-        std::thread::sleep(std::time::Duration::from_millis(200));
-        // A backend per client: the measured phase runs; 1.5 s into it
-        // the server stalls.
-        if client_backends(server.pid) >= 4 {
-            std::thread::sleep(std::time::Duration::from_millis(1500));
-            stopped = std::iter::once(server.pid)
-                .chain(bakeoff_servers::descendants_of(server.pid))
-                .collect();
-            for p in &stopped {
-                // SAFETY: stopping the server this test started and its
-                // backends, by pid.
-                unsafe { libc::kill(*p as i32, libc::SIGSTOP) };
-            }
-            break;
-        }
+    // Stalled once the measured phase serves (its reads committed).
+    wait_for_postgres_commits(server.addr.port(), 200);
+    let stopped: Vec<u32> = std::iter::once(server.pid)
+        .chain(bakeoff_servers::descendants_of(server.pid))
+        .collect();
+    for p in &stopped {
+        // SAFETY: stopping the server this test started and its
+        // backends, by pid.
+        unsafe { libc::kill(*p as i32, libc::SIGSTOP) };
     }
-    assert!(!stopped.is_empty(), "the measured phase never began");
     let stalled_at = std::time::Instant::now();
     let mut child = child;
     let status = wait_within(&mut child, std::time::Duration::from_secs(40));

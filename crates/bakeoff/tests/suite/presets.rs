@@ -2,12 +2,10 @@
 //! planned at both scales, and run at `--scale quick` against the targets
 //! this machine has.
 
-mod common;
-
 use std::collections::BTreeSet;
 use std::time::Instant;
 
-use common::{bakeoff, read_json, tmp};
+use crate::common::{bakeoff, read_json, tmp};
 
 /// The preset files of the checkout, by name.
 fn preset_names() -> Vec<String> {

@@ -4,7 +4,7 @@
 //! the result file against its JSON Schema.
 //!
 //! Snapshots live in tests/snapshots; after an intended change, regenerate
-//! them with `UPDATE_SNAPSHOTS=1 cargo test -p bakeoff --test mock_snapshots`
+//! them with `UPDATE_SNAPSHOTS=1 cargo test -p bakeoff --test suite mock_snapshots`
 //! and review the diff.
 
 use std::path::Path;

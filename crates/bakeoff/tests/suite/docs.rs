@@ -5,8 +5,7 @@
 //! a reader makes first (`report`, `compare`, `merge`) are checked for a
 //! known subcommand only.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 use std::path::{Path, PathBuf};
 

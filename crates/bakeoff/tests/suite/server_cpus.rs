@@ -1,8 +1,7 @@
 //! The machine as an axis (`--sweep-server-cpus`): a managed server held
 //! to 1, then 2, of the machine's CPUs, against the real servers.
 
-mod common;
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 
 /// MariaDB's threads use the second CPU, Redis's one thread cannot: the

@@ -3,11 +3,9 @@
 //! sent at its time and verified; and a live Redis's traffic captured
 //! through MONITOR, then replayed.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 fn trace(name: &str) -> String {
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -96,8 +94,8 @@ fn a_captured_redis_trace_replays() {
         "-o",
         out.to_str().unwrap(),
     ]);
-    // Give MONITOR a moment to be in place, then make some traffic.
-    std::thread::sleep(Duration::from_millis(700));
+    // Traffic once MONITOR is in place (the server counts the call).
+    wait_for_redis_calls(server.addr, None, "monitor", 1);
     for i in 0..20 {
         let set = format!("*3\r\n$3\r\nSET\r\n$9\r\nsecret:{i:02}\r\n$5\r\nhello\r\n");
         call(server.addr, set.as_bytes(), |b| b.ends_with(b"\r\n"));

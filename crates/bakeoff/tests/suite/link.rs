@@ -1,8 +1,7 @@
 //! A link with a round-trip time (`--link`): the relay adds the round trip
 //! asked for, no more, no less, and says what it cost.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 /// At one client and pipeline 1, every request crosses the link once each
 /// way: the median with a 1 ms link less the median over loopback is 1 ms

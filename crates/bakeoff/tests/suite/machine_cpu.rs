@@ -4,8 +4,7 @@
 //! machine; and a busy client on a machine full with the server's work too
 //! is not called client-bound.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;

@@ -5,8 +5,7 @@
 //! sampled, every node's statement counters checked against what the
 //! client sent it, and the replica holding every record after the run.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 const PG_DIRS: &[&str] = &["/usr/lib/postgresql/*/bin"];
 
@@ -179,33 +178,6 @@ fn mariadb_semisync_is_read_back_from_the_primary() {
     assert_replicated(&r, 2000);
     let settings = &r["targets"][0]["settings"];
     assert_eq!(settings["rpl_semi_sync_master_enabled"], "1", "{settings}");
-}
-
-/// The port a server's command line `args` names (`--port=N`, `-p N`).
-fn port_of(args: &[String]) -> u16 {
-    args.iter()
-        .enumerate()
-        .find_map(|(i, a)| match a.strip_prefix("--port=") {
-            Some(p) => p.parse().ok(),
-            None if a == "-p" => args.get(i + 1)?.parse().ok(),
-            None => None,
-        })
-        .unwrap_or_else(|| panic!("no port in {args:?}"))
-}
-
-/// Established TCP connections to local port `port` (the server's ends,
-/// from /proc/net/tcp and tcp6).
-fn connections_to(port: u16) -> usize {
-    let ours = format!(":{port:04X}");
-    ["/proc/net/tcp", "/proc/net/tcp6"]
-        .iter()
-        .filter_map(|f| std::fs::read_to_string(f).ok())
-        .flat_map(|t| t.lines().skip(1).map(str::to_string).collect::<Vec<_>>())
-        .filter(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            f.len() > 3 && f[1].ends_with(&ours) && f[3] == "01"
-        })
-        .count()
 }
 
 /// Runs `target` with reads at its replica while the replica's processes

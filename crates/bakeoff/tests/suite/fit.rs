@@ -3,8 +3,7 @@
 //! cannot keep writes left out with its reason, a bound none meets said
 //! with each margin.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 /// `durable=power-cut` over redis, memcached and lmdb: memcached is out
 /// (memory only whatever its settings), redis runs with
