@@ -99,6 +99,39 @@ pub enum TargetError {
     /// not be set up.
     #[error("{0}")]
     Client(String),
+    /// A lower layer's error that says all there is (a server that could
+    /// not start, a client library's refusal), kept whole: its message as
+    /// it was, and its chain of sources for whoever walks it.
+    #[error(transparent)]
+    Cause(Box<dyn std::error::Error + Send + Sync>),
+    /// A lower layer's error during a step bakeoff names.
+    #[error("{what}: {source}")]
+    During {
+        /// The step: "cannot read INFO from redis at 127.0.0.1:6379".
+        what: String,
+        /// What the lower layer said.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+}
+
+impl TargetError {
+    /// `e`, kept whole as the cause: `map_err(TargetError::cause)`.
+    pub fn cause(e: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
+        Self::Cause(e.into())
+    }
+
+    /// `e`, kept whole as the source of a failed step named `what`:
+    /// `map_err(TargetError::during("creating the table"))`.
+    pub fn during<E: Into<Box<dyn std::error::Error + Send + Sync>>>(
+        what: impl Into<String>,
+    ) -> impl FnOnce(E) -> Self {
+        let what = what.into();
+        move |e| Self::During {
+            what,
+            source: e.into(),
+        }
+    }
 }
 
 /// A connection could not be opened. `kind` says how it is counted

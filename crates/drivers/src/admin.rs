@@ -17,7 +17,7 @@ use crate::codec::resp::RespCodec;
 pub fn resolve(host: &str, port: u16) -> Result<SocketAddr, TargetError> {
     (host, port)
         .to_socket_addrs()
-        .map_err(|e| TargetError::Server(format!("cannot resolve {host}:{port}: {e}")))?
+        .map_err(TargetError::during(format!("cannot resolve {host}:{port}")))?
         .next()
         .ok_or_else(|| TargetError::Server(format!("{host}:{port} resolves to no address")))
 }

@@ -413,7 +413,7 @@ impl crate::kind::TargetKind for HandlerSocket {
                 connector
                     .connect(crate::admin::ADMIN_CONNECT_WITHIN)
                     .map(|_| ())
-                    .map_err(|e| TargetError::Server(e.to_string()))
+                    .map_err(TargetError::cause)
             }
         }
     }

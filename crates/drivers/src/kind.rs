@@ -161,6 +161,14 @@ impl Reach {
             Reach::InProcess => None,
         }
     }
+
+    /// The program bakeoff starts, for a server.
+    pub fn program(&self) -> Option<&'static str> {
+        match self {
+            Reach::Server { program, .. } => Some(program),
+            Reach::InProcess => None,
+        }
+    }
 }
 
 /// A server target is available where its program is on PATH.

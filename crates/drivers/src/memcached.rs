@@ -167,10 +167,10 @@ fn stats_within(
 ) -> Result<BTreeMap<String, String>, TargetError> {
     let mut s: bakeoff_core::driver::Stream =
         crate::admin::connect_within(addr, "memcached", within)
-            .map_err(|e| TargetError::Server(e.to_string()))?
+            .map_err(TargetError::cause)?
             .into();
     s.set_read_timeout(Some(within))
-        .map_err(|e| TargetError::Server(e.to_string()))?;
+        .map_err(TargetError::cause)?;
     let lines = memcache_lines_within(&mut s, "stats\r\n", &["END"], within).map_err(|e| {
         TargetError::Server(format!(
             "{addr} did not answer `stats` ({e}); is it a memcached server?"
@@ -216,8 +216,7 @@ fn open_one(
                 lazy_disk: false,
                 stop_signal: libc::SIGTERM,
             };
-            let mut server =
-                ManagedServer::start(&cmd).map_err(|e| TargetError::Server(e.to_string()))?;
+            let mut server = ManagedServer::start(&cmd).map_err(TargetError::cause)?;
             server.limit(bakeoff_servers::Limits::of(workload))?;
             let addr = server.addr;
             (Some(server), addr, "managed", None)

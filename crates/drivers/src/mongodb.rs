@@ -364,7 +364,7 @@ async fn create_collection(db: &mongodb::Database, name: &str) -> Result<(), Tar
         Err(e) if matches!(*e.kind, mongodb::error::ErrorKind::Command(ref c) if c.code == 48) => {
             Ok(())
         }
-        Err(e) => Err(TargetError::Server(e.to_string())),
+        Err(e) => Err(TargetError::cause(e)),
     }
 }
 
@@ -710,17 +710,16 @@ pub struct MongoDriver {
 pub fn ferretdb_counters(addr: std::net::SocketAddr) -> Result<Counters, TargetError> {
     use std::io::{Read, Write};
     let mut s = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(2))
-        .map_err(|e| TargetError::Server(e.to_string()))?;
+        .map_err(TargetError::cause)?;
     s.set_read_timeout(Some(Duration::from_secs(5)))
-        .map_err(|e| TargetError::Server(e.to_string()))?;
+        .map_err(TargetError::cause)?;
     write!(
         s,
         "GET /debug/metrics HTTP/1.0\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
     )
-    .map_err(|e| TargetError::Server(e.to_string()))?;
+    .map_err(TargetError::cause)?;
     let mut body = String::new();
-    s.read_to_string(&mut body)
-        .map_err(|e| TargetError::Server(e.to_string()))?;
+    s.read_to_string(&mut body).map_err(TargetError::cause)?;
     let mut out = Counters::new();
     for line in body.lines() {
         let Some(rest) = line.strip_prefix("ferretdb_client_requests_total{command=\"") else {
@@ -793,10 +792,10 @@ impl MongoDriver {
                 .database("admin")
                 .run_command(doc! {"serverStatus": 1})
                 .await
-                .map_err(|e| TargetError::Server(e.to_string()))?;
+                .map_err(TargetError::cause)?;
             let ops = status
                 .get_document("opcounters")
-                .map_err(|e| TargetError::Server(e.to_string()))?;
+                .map_err(TargetError::cause)?;
             Ok(ops
                 .iter()
                 .filter_map(|(k, v)| {
@@ -848,7 +847,7 @@ impl AsyncDriver for MongoDriver {
             db.collection::<Document>(if profile { "profile" } else { "kv" })
                 .drop()
                 .await
-                .map_err(|e| TargetError::Server(e.to_string()))?;
+                .map_err(TargetError::cause)?;
             make_collection(&db, profile, indexes, pg_port).await
         })
     }
@@ -862,7 +861,7 @@ impl AsyncDriver for MongoDriver {
                 .collection::<Document>(name)
                 .count_documents(doc! {})
                 .await
-                .map_err(|e| TargetError::Server(e.to_string()))
+                .map_err(TargetError::cause)
         })
         .ok()
     }
@@ -921,17 +920,17 @@ impl AsyncDriver for MongoDriver {
             admin
                 .run_command(doc! {"ping": 1})
                 .await
-                .map_err(|e| TargetError::Server(e.to_string()))?;
+                .map_err(TargetError::cause)?;
             let sent = std::time::SystemTime::now();
             let hello = admin
                 .run_command(doc! {"hello": 1})
                 .await
-                .map_err(|e| TargetError::Server(e.to_string()))?;
+                .map_err(TargetError::cause)?;
             let received = std::time::SystemTime::now();
             // `localTime`: the server's clock, to the millisecond.
             let ms = hello
                 .get_datetime("localTime")
-                .map_err(|e| TargetError::Server(format!("hello gave no localTime: {e}")))?
+                .map_err(TargetError::during("hello gave no localTime"))?
                 .timestamp_millis();
             let ms = u64::try_from(ms)
                 .map_err(|_| TargetError::Server(format!("localTime {ms} ms is before 1970")))?;
@@ -974,9 +973,7 @@ async fn profile_indexes(coll: &Collection<Document>, indexes: bool) -> Result<(
                         .build(),
                 )
                 .build();
-            coll.create_index(model)
-                .await
-                .map_err(|e| TargetError::Server(e.to_string()))?;
+            coll.create_index(model).await.map_err(TargetError::cause)?;
         } else {
             // Dropping an index that is not there is not a failure.
             let _ = coll.drop_index(name).await;
@@ -1101,7 +1098,7 @@ pub fn start_on(table: Option<&toml::Table>, lazy_disk: bool) -> Result<Started,
         )
     });
     let metrics_port = bakeoff_servers::free_port()
-        .map_err(|e| TargetError::Server(format!("no free port for FerretDB's metrics: {e}")))?;
+        .map_err(TargetError::during("no free port for FerretDB's metrics"))?;
     let init = |_: &Path, dir: &Path| -> Result<(), ServerError> {
         std::fs::create_dir_all(dir.join("data")).map_err(|e| {
             ServerError::Init(format!("cannot create {}: {e}", dir.join("data").display()))
@@ -1123,7 +1120,7 @@ pub fn start_on(table: Option<&toml::Table>, lazy_disk: bool) -> Result<Started,
         lazy_disk: lazy_disk && backend.is_none(),
         stop_signal: libc::SIGTERM,
     };
-    let server = ManagedServer::start(&cmd).map_err(|e| TargetError::Server(e.to_string()))?;
+    let server = ManagedServer::start(&cmd).map_err(TargetError::cause)?;
     let metrics = (which == Server::FerretDb)
         .then(|| std::net::SocketAddr::from(([127, 0, 0, 1], metrics_port)));
     Ok(Started {

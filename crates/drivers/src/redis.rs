@@ -288,17 +288,19 @@ fn check_wait_replicas(
                 r => format!("has {r} replica"),
             };
             return Err(TargetError::Settings(format!(
-                "servers.redis.wait_replicas={n}: --topology {topology} {has}, so every write would wait in vain; use --topology primary-replica with wait_replicas=1, or drop the setting"
+                "servers.{}.wait_replicas={n}: --topology {topology} {has}, so every write would wait in vain; use --topology primary-replica with wait_replicas=1, or drop the setting",
+                spec.name
             )));
         }
     }
     Ok(())
 }
 
-/// Starts redis-server `node` of a run of `workload` with `settings`, a
-/// replica of `replica_of` where given, in cluster mode where the
-/// topology is a cluster, within the run's limits.
+/// Starts `server`'s program, node `node` of a run of `workload` with
+/// `settings`, a replica of `replica_of` where given, in cluster mode
+/// where the topology is a cluster, within the run's limits.
 fn start_server(
+    server: &RespServer,
     settings: &RedisSettings,
     workload: &Workload,
     node: u32,
@@ -319,13 +321,13 @@ fn start_server(
         a
     };
     let cmd = ServerCommand {
-        program: "redis-server",
-        name: "redis-server",
-        package: "redis-server",
+        program: server.program(),
+        name: server.program(),
+        package: server.facts.package,
         // A fixed port is the first node's; the others take free ones.
         port: settings.port.filter(|_| node == 0),
         args: &args,
-        ready: &|addr| crate::admin::resp_pings(addr, "redis"),
+        ready: &|addr| crate::admin::resp_pings(addr, server.facts.name),
         ready_timeout: Duration::from_secs(20),
         extra_dirs: &[],
         run_as: None,
@@ -333,13 +335,14 @@ fn start_server(
         lazy_disk: workload.cuts_power(),
         stop_signal: libc::SIGTERM,
     };
-    let mut server = ManagedServer::start(&cmd).map_err(|e| TargetError::Server(e.to_string()))?;
+    let mut server = ManagedServer::start(&cmd).map_err(TargetError::cause)?;
     server.limit(bakeoff_servers::Limits::of(workload))?;
     Ok(server)
 }
 
-/// Starts one redis-server, or connects to the URL.
+/// Starts one of `server`'s program, or connects to the URL.
 fn open_one(
+    server: &RespServer,
     spec: &TargetSpec,
     plan: &Plan,
     workload: &Workload,
@@ -347,23 +350,23 @@ fn open_one(
     replica_of: Option<SocketAddr>,
 ) -> Result<RedisTarget, TargetError> {
     let settings = RedisSettings::parse(plan.settings_of(spec))?;
-    let (server, addr, mode, endpoint) = match &spec.endpoint {
+    let (started, addr, mode, endpoint) = match &spec.endpoint {
         Endpoint::Managed => {
-            let server = start_server(&settings, workload, node, replica_of)?;
-            let addr = server.addr;
-            (Some(server), addr, "managed", None)
+            let started = start_server(server, &settings, workload, node, replica_of)?;
+            let addr = started.addr;
+            (Some(started), addr, "managed", None)
         }
         Endpoint::External {
             host, port, url, ..
         } => (None, resolve(host, *port)?, "external", Some(url.clone())),
     };
-    let command_line = server
+    let command_line = started
         .as_ref()
         .map(|s| format!("{} {}", s.binary.display(), s.args.join(" ")));
     let dial = crate::link::dial(workload, addr)?;
     let scans = workload.mix.has(OpKind::Scan);
     let mut target = RedisTarget::over(
-        server,
+        started,
         addr,
         dial,
         spec.user.clone(),
@@ -381,15 +384,16 @@ fn open_one(
         .iter()
         .map(|k| (k.name().to_string(), target.driver.describe(*k)))
         .collect();
-    let info = target
-        .info("default")
-        .map_err(|e| TargetError::Server(format!("cannot read INFO from redis at {addr}: {e}")))?;
+    let info = target.info("default").map_err(TargetError::during(format!(
+        "cannot read INFO from {} at {addr}",
+        server.facts.name
+    )))?;
     let get = |k: &str| {
         info.iter()
             .find(|(key, _)| key == k)
             .map(|(_, v)| v.clone())
     };
-    target.record.version = get("redis_version").map(|v| format!("Redis {v}"));
+    target.record.version = server.version(&info);
     let mut s = BTreeMap::new();
     for k in [
         "maxmemory",
@@ -727,7 +731,7 @@ impl Target for RedisTarget {
                 "redis answered {} with {other:?}",
                 String::from_utf8_lossy(command)
             ))),
-            Err(e) => Err(TargetError::Server(e.to_string())),
+            Err(e) => Err(TargetError::cause(e)),
         }
     }
 
@@ -984,12 +988,50 @@ pub const FACTS: crate::kind::TargetFacts = crate::kind::TargetFacts {
     ],
 };
 
-/// `redis`, as the registry knows it.
-pub struct Redis;
+/// What differs between servers that speak RESP as redis-server does and
+/// take its command line (Redis; Valkey and KeyDB are such servers): their
+/// facts, the program among them, and how they name their version. A
+/// second such server managed by bakeoff is one value of this type and a
+/// line in the registry (docs/targets.md).
+pub struct RespServer {
+    /// Its facts: name, program, package, settings, abilities.
+    pub facts: crate::kind::TargetFacts,
+    /// The product's name in the report's version line (`Redis`).
+    pub product: &'static str,
+    /// The INFO field that holds its version (`redis_version`).
+    pub version_field: &'static str,
+}
 
-impl crate::kind::TargetKind for Redis {
+impl RespServer {
+    /// The program bakeoff starts (looked up on PATH).
+    pub fn program(&self) -> &'static str {
+        self.facts.reach.program().unwrap_or(self.facts.name)
+    }
+
+    /// Its version line from its INFO fields: `Redis 7.0.15`.
+    pub fn version(&self, info: &[(String, String)]) -> Option<String> {
+        info.iter()
+            .find(|(k, _)| k == self.version_field)
+            .map(|(_, v)| format!("{} {v}", self.product))
+    }
+}
+
+/// Redis.
+pub const REDIS: RespServer = RespServer {
+    facts: FACTS,
+    product: "Redis",
+    version_field: "redis_version",
+};
+
+/// `redis`, as the registry knows it.
+pub const REDIS_KIND: RespKind = RespKind(&REDIS);
+
+/// A RESP server as the registry knows it: the target of its facts.
+pub struct RespKind(pub &'static RespServer);
+
+impl crate::kind::TargetKind for RespKind {
     fn facts(&self) -> &'static crate::kind::TargetFacts {
-        &FACTS
+        &self.0.facts
     }
     fn check(&self, settings: Option<&toml::Table>) -> Result<(), TargetError> {
         RedisSettings::parse(settings).map(|_| ())
@@ -1001,10 +1043,11 @@ impl crate::kind::TargetKind for Redis {
             Endpoint::Managed => {
                 let settings = RedisSettings::parse(plan.settings_of(spec))?;
                 check_wait_replicas(&settings, spec, plan)?;
-                if bakeoff_servers::find_on_path("redis-server").is_none() {
-                    return Err(TargetError::Server("`redis-server` is not on PATH; install it with `apt-get install redis-server` (Debian package redis-server)".into()));
+                let (program, package) = (self.0.program(), self.0.facts.package);
+                if bakeoff_servers::find_on_path(program).is_none() {
+                    return Err(TargetError::Server(format!("`{program}` is not on PATH; install it with `apt-get install {package}` (Debian package {package})")));
                 }
-                crate::settings::fixed_port_free("redis", settings.port)
+                crate::settings::fixed_port_free(self.0.facts.name, settings.port)
             }
             Endpoint::External { host, port, .. } => {
                 let addr = resolve(host, *port)?;
@@ -1015,10 +1058,10 @@ impl crate::kind::TargetKind for Redis {
                 };
                 let mut s = c
                     .connect(ADMIN_CONNECT_WITHIN)
-                    .map_err(|e| TargetError::Server(e.to_string()))?
+                    .map_err(TargetError::cause)?
                     .stream;
                 s.set_read_timeout(Some(Duration::from_secs(5)))
-                    .map_err(|e| TargetError::Server(e.to_string()))?;
+                    .map_err(TargetError::cause)?;
                 match resp_call(&mut s, &[b"PING"]) {
                     Ok(RespReply::Simple(p)) if p == "PONG" => {
                         records_of_this_form(&mut s, &format!("{host}:{port}"), plan)
@@ -1046,33 +1089,43 @@ impl crate::kind::TargetKind for Redis {
         let settings = RedisSettings::parse(plan.settings_of(spec))?;
         if settings.cluster_replicas > 0 && !matches!(workload.topology, Topology::Cluster(_)) {
             return Err(TargetError::Settings(format!(
-                "servers.redis.cluster_replicas = {} is for a Redis Cluster; add --topology cluster:N (not {})",
-                settings.cluster_replicas, workload.topology
+                "servers.{}.cluster_replicas = {} is for a Redis Cluster; add --topology cluster:N (not {})",
+                spec.name, settings.cluster_replicas, workload.topology
             )));
         }
         if let Some(specs) = crate::nodes::external_nodes(spec) {
             return Ok(Box::new(MultiNode::shards(
                 specs.len() as u32,
                 RespCodec,
-                |i| Ok(node(open_one(&specs[i as usize], plan, workload, i, None)?)),
+                |i| {
+                    Ok(node(open_one(
+                        self.0,
+                        &specs[i as usize],
+                        plan,
+                        workload,
+                        i,
+                        None,
+                    )?))
+                },
             )?));
         }
         match workload.topology {
             Topology::Shards(n) => Ok(Box::new(MultiNode::shards(n, RespCodec, |i| {
-                Ok(node(open_one(spec, plan, workload, i, None)?))
+                Ok(node(open_one(self.0, spec, plan, workload, i, None)?))
             })?)),
             Topology::Cluster(n) => {
                 let replicas = n as u64 * settings.cluster_replicas;
                 if n as u64 + replicas > 64 {
                     return Err(TargetError::Settings(format!(
-                        "--topology {} with servers.redis.cluster_replicas = {} is {} servers; at most 64 run on one machine",
+                        "--topology {} with servers.{}.cluster_replicas = {} is {} servers; at most 64 run on one machine",
                         workload.topology,
+                        spec.name,
                         settings.cluster_replicas,
                         n as u64 + replicas
                     )));
                 }
                 let targets = (0..n + replicas as u32)
-                    .map(|i| open_one(spec, plan, workload, i, None))
+                    .map(|i| open_one(self.0, spec, plan, workload, i, None))
                     .collect::<Result<Vec<_>, _>>()?;
                 crate::redis_cluster::form(&targets, n as usize)?;
                 Ok(Box::new(MultiNode::cluster(
@@ -1082,8 +1135,15 @@ impl crate::kind::TargetKind for Redis {
                 )))
             }
             Topology::PrimaryReplica => {
-                let primary = open_one(spec, plan, workload, 0, None)?;
-                let replica = open_one(spec, plan, workload, 1, Some(primary.connector_addr))?;
+                let primary = open_one(self.0, spec, plan, workload, 0, None)?;
+                let replica = open_one(
+                    self.0,
+                    spec,
+                    plan,
+                    workload,
+                    1,
+                    Some(primary.connector_addr),
+                )?;
                 replica.wait_for_primary(Duration::from_secs(20))?;
                 let (p, r) = (primary.admin_handle(), replica.admin_handle());
                 let layout = Layout::PrimaryReplica {
@@ -1115,7 +1175,7 @@ impl crate::kind::TargetKind for Redis {
                     None => Box::new(MultiNode::replicated(primary, replica, RespCodec, layout)),
                 })
             }
-            _ => Ok(Box::new(open_one(spec, plan, workload, 0, None)?)),
+            _ => Ok(Box::new(open_one(self.0, spec, plan, workload, 0, None)?)),
         }
     }
 }
@@ -1180,6 +1240,74 @@ mod tests {
         assert_eq!(h["get"], [(1, 19994), (132, 20000)]);
         assert_eq!(h["set"], [(2, 7)]);
         assert_eq!(h.len(), 2);
+    }
+
+    /// A second RESP server: redis-server itself under another name and
+    /// product, as Valkey would be (`valkey-server`, `valkey_version`).
+    const SECOND: RespServer = RespServer {
+        facts: crate::kind::TargetFacts {
+            name: "second-resp",
+            summary: "a second RESP server, for the test",
+            ..FACTS
+        },
+        product: "SecondRESP",
+        version_field: "redis_version",
+    };
+
+    /// One whose program this machine does not have.
+    const ABSENT: RespServer = RespServer {
+        facts: crate::kind::TargetFacts {
+            name: "absent-resp",
+            package: "absent-resp-package",
+            reach: crate::kind::Reach::Server {
+                program: "absent-resp-server",
+                scheme: "absent-resp",
+                url_options: &[],
+                credentials: true,
+                topologies: &[],
+            },
+            ..FACTS
+        },
+        product: "AbsentRESP",
+        version_field: "absent_version",
+    };
+
+    /// A second RESP server managed by bakeoff is one value of facts: its
+    /// name, program and package come from them, the server it starts is
+    /// its program, and its version line names its product.
+    #[test]
+    fn a_second_resp_server_is_one_module_of_facts() {
+        use crate::kind::TargetKind;
+        let kind = RespKind(&SECOND);
+        assert_eq!(kind.name(), "second-resp");
+        assert_eq!(SECOND.program(), "redis-server");
+        kind.check(None).unwrap();
+        let missing = RespKind(&ABSENT).available().unwrap_err().to_string();
+        assert!(
+            missing.contains("absent-resp-server") && missing.contains("absent-resp-package"),
+            "{missing}"
+        );
+        if bakeoff_servers::find_on_path("redis-server").is_none() {
+            assert!(
+                std::env::var("CI").map_or(true, |v| v.is_empty() || v == "false"),
+                "redis-server missing under CI"
+            );
+            return;
+        }
+        let settings = RedisSettings::parse(None).unwrap();
+        let workload = bakeoff_core::plan::params::defaults();
+        let server = start_server(&SECOND, &settings, &workload, 0, None).unwrap();
+        assert!(
+            server.binary.ends_with("redis-server"),
+            "{:?}",
+            server.binary
+        );
+        let addr = server.addr;
+        let dial = crate::link::dial(&workload, addr).unwrap();
+        let target = RedisTarget::over(Some(server), addr, dial, None, None, (false, 0));
+        let version = SECOND.version(&target.info("default").unwrap()).unwrap();
+        assert!(version.starts_with("SecondRESP "), "{version}");
+        assert_eq!(ABSENT.version(&target.info("default").unwrap()), None);
     }
 
     #[test]

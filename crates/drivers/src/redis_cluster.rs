@@ -51,7 +51,7 @@ fn call(node: &impl ClusterNode, words: &[&[u8]], what: &str) -> Result<RespRepl
     let addr = node.addr();
     let mut s = node
         .admin()
-        .map_err(|e| TargetError::Server(format!("redis cluster node {addr}: {e}")))?;
+        .map_err(TargetError::during(format!("redis cluster node {addr}")))?;
     match resp_call(&mut s, words) {
         Ok(RespReply::Error(e)) => Err(TargetError::Server(format!(
             "redis cluster node {addr} refused {what}: {e}"

@@ -15,7 +15,7 @@ use crate::kind::{Reach, TargetKind};
 pub fn kinds() -> Vec<&'static dyn TargetKind> {
     let mut v: Vec<&'static dyn TargetKind> = Vec::new();
     #[cfg(feature = "redis")]
-    v.push(&crate::redis::Redis);
+    v.push(&crate::redis::REDIS_KIND);
     #[cfg(feature = "memcached")]
     v.extend([
         &crate::memcached::TEXT as &dyn TargetKind,

@@ -374,7 +374,7 @@ pub fn open(
         lazy_disk: workload.cuts_power(),
         stop_signal: libc::SIGTERM,
     };
-    let mut server = ManagedServer::start(&cmd).map_err(|e| TargetError::Server(e.to_string()))?;
+    let mut server = ManagedServer::start(&cmd).map_err(TargetError::cause)?;
     server.limit(bakeoff_servers::Limits::of(workload))?;
     let command_line = format!("{shown} {}", server.args.join(" "));
     let mut target = crate::redis::RedisTarget::serving(server);

@@ -871,7 +871,7 @@ pub fn available() -> Result<(), TargetError> {
 
 /// Creates database `bakeoff` and its table `kv`, if absent.
 pub(crate) async fn create_kv(c: &mut Conn) -> Result<(), TargetError> {
-    let e = |r: Result<(), mysql_async::Error>| r.map_err(|e| TargetError::Server(e.to_string()));
+    let e = |r: Result<(), mysql_async::Error>| r.map_err(TargetError::cause);
     e(c.query_drop("CREATE DATABASE IF NOT EXISTS bakeoff").await)?;
     e(c.query_drop("CREATE TABLE IF NOT EXISTS bakeoff.kv (k VARCHAR(32) PRIMARY KEY, v LONGBLOB NOT NULL) ENGINE=InnoDB").await)
 }
@@ -883,7 +883,7 @@ pub(crate) async fn prepare_table(
     workload: &Workload,
 ) -> Result<(String, BTreeMap<String, String>), TargetError> {
     let mut c = connect(dsn, None).await?;
-    let e = |r: Result<(), mysql_async::Error>| r.map_err(|e| TargetError::Server(e.to_string()));
+    let e = |r: Result<(), mysql_async::Error>| r.map_err(TargetError::cause);
     create_kv(&mut c).await?;
     if workload.request == RequestMode::Phases {
         // The one-row INSERT of each phased request goes here, not into kv.
@@ -936,7 +936,7 @@ async fn facts(c: &mut Conn) -> Result<(String, BTreeMap<String, String>), Targe
     let version: Option<String> = c
         .query_first("SELECT VERSION()")
         .await
-        .map_err(|e| TargetError::Server(e.to_string()))?;
+        .map_err(TargetError::cause)?;
     let mut settings = BTreeMap::new();
     for name in [
         "innodb_buffer_pool_size",
@@ -1058,7 +1058,7 @@ pub(crate) fn start_managed(
         lazy_disk,
         stop_signal: libc::SIGTERM,
     };
-    let mut server = ManagedServer::start(&cmd).map_err(|e| TargetError::Server(e.to_string()))?;
+    let mut server = ManagedServer::start(&cmd).map_err(TargetError::cause)?;
     server.limit(limits)?;
     let dsn = local(server.addr.port());
     Ok((server, dsn))
@@ -1084,7 +1084,7 @@ fn status_counters_within(dsn: &Dsn, names: &[&str], within: Duration) -> Option
                 "SHOW GLOBAL STATUS WHERE Variable_name IN ({list})"
             ))
             .await
-            .map_err(|e| TargetError::Server(e.to_string()))?;
+            .map_err(TargetError::cause)?;
         Ok(rows
             .into_iter()
             .filter_map(|(k, v)| Some((k, v.parse().ok()?)))
@@ -1112,7 +1112,7 @@ fn statement_times(dsn: &Dsn) -> Option<Vec<CommandTime>> {
                  WHERE EVENT_NAME = 'statement/com/Execute' AND @@performance_schema = 1",
             )
             .await
-            .map_err(|e| TargetError::Server(e.to_string()))?;
+            .map_err(TargetError::cause)?;
         Ok(row)
     })
     .ok()
@@ -1136,10 +1136,7 @@ pub(crate) fn count_rows(dsn: &Dsn, table: &str) -> Option<u64> {
     let sql = format!("SELECT COUNT(*) FROM bakeoff.{table}");
     block(async move {
         let mut c = connect(&dsn, None).await?;
-        let n: Option<u64> = c
-            .query_first(sql)
-            .await
-            .map_err(|e| TargetError::Server(e.to_string()))?;
+        let n: Option<u64> = c.query_first(sql).await.map_err(TargetError::cause)?;
         Ok(n.unwrap_or(0))
     })
     .ok()
@@ -1244,7 +1241,7 @@ async fn follow(r: &Dsn, p: &Dsn) -> Result<(), TargetError> {
 /// Waits until the replica at `r` has applied everything the primary at
 /// `p` has logged so far.
 async fn caught_up(p: &Dsn, r: &Dsn) -> Result<(), TargetError> {
-    let e = |e: mysql_async::Error| TargetError::Server(e.to_string());
+    let e = |e: mysql_async::Error| TargetError::cause(e);
     let position: Option<String> = connect(p, None)
         .await?
         .query_first("SELECT @@gtid_binlog_pos")
@@ -1274,7 +1271,7 @@ async fn replica_status(r: &Dsn) -> Result<BTreeMap<String, String>, TargetError
     let row: Option<mysql_async::Row> = c
         .query_first("SHOW SLAVE STATUS")
         .await
-        .map_err(|e| TargetError::Server(e.to_string()))?;
+        .map_err(TargetError::cause)?;
     let row = row.ok_or_else(|| TargetError::Server("the server is no replica".into()))?;
     let mut out = BTreeMap::new();
     for name in [
@@ -1307,7 +1304,7 @@ async fn binlog_lag(p: &Dsn, r: &Dsn) -> Result<u64, TargetError> {
     let row: Option<mysql_async::Row> = c
         .query_first("SHOW MASTER STATUS")
         .await
-        .map_err(|e| TargetError::Server(e.to_string()))?;
+        .map_err(TargetError::cause)?;
     let (file, written): (String, u64) = row
         .and_then(|row| Some((row.get("File")?, row.get("Position")?)))
         .ok_or_else(|| TargetError::Server("the primary writes no binary log".into()))?;
@@ -1442,7 +1439,7 @@ impl AsyncDriver for MariaDriver {
             let epoch: Option<String> = c
                 .query_first("SELECT UNIX_TIMESTAMP(NOW(6))")
                 .await
-                .map_err(|e| TargetError::Server(e.to_string()))?;
+                .map_err(TargetError::cause)?;
             let received = std::time::SystemTime::now();
             let epoch: f64 = epoch
                 .and_then(|t| t.parse().ok())
@@ -1506,9 +1503,7 @@ impl crate::kind::TargetKind for Mariadb {
                     socket_there(socket)?;
                 }
                 let mut c = connect(&dsn, None).await?;
-                c.query_drop("SELECT 1")
-                    .await
-                    .map_err(|e| TargetError::Server(e.to_string()))
+                c.query_drop("SELECT 1").await.map_err(TargetError::cause)
             }),
         }
     }

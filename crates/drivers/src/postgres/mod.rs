@@ -749,8 +749,7 @@ async fn prepare_table(dsn: &Dsn, workload: &Workload) -> Result<(), TargetError
     let c = connect(dsn).await?;
     let q = |sql: &'static str| c.simple_query(sql);
     let e = |r: Result<Vec<tokio_postgres::SimpleQueryMessage>, tokio_postgres::Error>| {
-        r.map(|_| ())
-            .map_err(|e| TargetError::Server(e.to_string()))
+        r.map(|_| ()).map_err(TargetError::cause)
     };
     e(q(KV_TABLE).await)?;
     if workload.record == RecordKind::Profile {
@@ -786,7 +785,7 @@ async fn server_facts(dsn: &Dsn) -> Result<(String, BTreeMap<String, String>), T
     let version: String = c
         .query_one("SHOW server_version", &[])
         .await
-        .map_err(|e| TargetError::Server(e.to_string()))?
+        .map_err(TargetError::cause)?
         .get(0);
     let mut settings = BTreeMap::new();
     for name in [
@@ -840,7 +839,7 @@ pub fn start_with_kv(
             .await?
             .simple_query(KV_TABLE)
             .await
-            .map_err(|e| TargetError::Server(e.to_string()))
+            .map_err(TargetError::cause)
     })?;
     let connector = PgConnector {
         addr: Address::Tcp(server.addr),
@@ -896,7 +895,9 @@ pub async fn execute(port: u16, database: &str, sql: &str) -> Result<(), TargetE
         .await?
         .batch_execute(sql)
         .await
-        .map_err(|e| TargetError::Server(format!("PostgreSQL, database {database}: {e}")))
+        .map_err(TargetError::during(format!(
+            "PostgreSQL, database {database}"
+        )))
 }
 
 /// Runs a program of PostgreSQL's as the `postgres` user in `dir`; `what`
@@ -992,7 +993,7 @@ fn start_as(
         // client to leave; SIGINT is its fast one.
         stop_signal: libc::SIGINT,
     };
-    ManagedServer::start(&cmd).map_err(|e| TargetError::Server(e.to_string()))
+    ManagedServer::start(&cmd).map_err(TargetError::cause)
 }
 
 /// Longest wait for a new replica to stream from its primary.
@@ -1085,7 +1086,7 @@ async fn wait_streaming(p: &Dsn, within: Duration) -> Result<(), TargetError> {
                 &[],
             )
             .await
-            .map_err(|e| TargetError::Server(e.to_string()))?
+            .map_err(TargetError::cause)?
             .get(0);
         if n > 0 {
             return Ok(());
@@ -1113,7 +1114,7 @@ async fn wal_lag(p: &Dsn) -> Result<u64, TargetError> {
             &[],
         )
         .await
-        .map_err(|e| TargetError::Server(e.to_string()))?
+        .map_err(TargetError::cause)?
         .ok_or_else(|| TargetError::Server("the replica is not connected".into()))?
         .get(0);
     lag.map(|b| b.max(0) as u64)
@@ -1133,7 +1134,7 @@ impl AsyncDriver for PgDriver {
             let n: i64 = c
                 .query_one(&format!("SELECT count(*) FROM {table}"), &[])
                 .await
-                .map_err(|e| TargetError::Server(e.to_string()))?
+                .map_err(TargetError::cause)?
                 .get(0);
             Ok(n as u64)
         })
@@ -1144,7 +1145,7 @@ impl AsyncDriver for PgDriver {
         let dsn = self.reach.primary().clone();
         let read = block_quick(async move {
             let c = connect(&dsn).await?;
-            let server = |e: tokio_postgres::Error| TargetError::Server(e.to_string());
+            let server = |e: tokio_postgres::Error| TargetError::cause(e);
             // One simple query is one round trip, which bounds the error.
             let sent = std::time::SystemTime::now();
             let rows = c
@@ -1194,7 +1195,7 @@ impl AsyncDriver for PgDriver {
                         &[&sql],
                     )
                     .await
-                    .map_err(|e| TargetError::Server(e.to_string()))?
+                    .map_err(TargetError::cause)?
                     .get(0);
                 *out.entry(name.to_string()).or_default() += calls.unwrap_or(0) as u64;
             }
@@ -1206,7 +1207,7 @@ impl AsyncDriver for PgDriver {
                     &[&"INSERT INTO kv (k, v) VALUES ($1, $2), %"],
                 )
                 .await
-                .map_err(|e| TargetError::Server(e.to_string()))?
+                .map_err(TargetError::cause)?
                 .get(0);
             *out.entry("put".to_string()).or_default() += batches.unwrap_or(0) as u64;
             Ok(out)
@@ -1219,7 +1220,7 @@ impl AsyncDriver for PgDriver {
         let timed = self.timed_statements();
         let times = block_quick(async move {
             let c = connect(&dsn).await?;
-            let server = |e: tokio_postgres::Error| TargetError::Server(e.to_string());
+            let server = |e: tokio_postgres::Error| TargetError::cause(e);
             let texts: Vec<&str> = timed.iter().map(|(_, _, sql)| sql.as_str()).collect();
             // One round trip: every statement's calls and time (ms).
             let rows = c
@@ -1311,7 +1312,7 @@ impl AsyncDriver for PgDriver {
             let c = connect(&dsn).await?;
             c.batch_execute("CHECKPOINT")
                 .await
-                .map_err(|e| TargetError::Server(format!("CHECKPOINT: {e}")))
+                .map_err(TargetError::during("CHECKPOINT"))
         })
     }
 
