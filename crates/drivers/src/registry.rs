@@ -23,11 +23,11 @@ pub fn kinds() -> Vec<&'static dyn TargetKind> {
     ]);
     #[cfg(feature = "mariadb")]
     v.extend([
-        &crate::mariadb::Mariadb as &dyn TargetKind,
+        &crate::mariadb::MARIADB as &dyn TargetKind,
         &crate::handlersocket::HandlerSocket,
     ]);
     #[cfg(feature = "postgres")]
-    v.push(&crate::postgres::Postgres);
+    v.push(&crate::postgres::POSTGRES);
     #[cfg(feature = "mongodb")]
     v.push(&crate::mongodb::Mongodb);
     v.extend([

@@ -9,24 +9,35 @@
 use std::collections::BTreeMap;
 
 use bakeoff_core::error::TargetError;
-use bakeoff_core::plan::{Endpoint, Plan, ReadFrom, TargetSpec, Workload};
+use bakeoff_core::plan::{Endpoint, Plan, ReadFrom, TargetSpec, Topology, Workload};
 use bakeoff_servers::ManagedServer;
 
 use crate::async_target::{AsyncDriver, AsyncTarget, Reach};
-use crate::kind::OpenResult;
+use crate::kind::{OpenResult, TargetFacts, TargetKind};
 use crate::nodes::{Layout, MultiNode};
 
 /// A server's version and the settings in force that the result records.
 pub(crate) type ServerFacts = (String, BTreeMap<String, String>);
 
 /// What one SQL server target does its own way.
-pub(crate) trait SqlServer {
+pub(crate) trait SqlServer: Sync + 'static {
     /// Where its sessions connect.
     type Dsn: Clone;
     /// The driver its sessions run under.
     type Driver: AsyncDriver + 'static;
     /// The product, for the result's version line ("PostgreSQL").
     const PRODUCT: &'static str;
+    /// What it is.
+    const FACTS: &'static TargetFacts;
+
+    /// Whether this machine has its programs; the error says what to install.
+    fn available() -> Result<(), TargetError>;
+    /// Checks `[servers.NAME]`; the fixed port it asks for, if any.
+    fn fixed_port(settings: Option<&toml::Table>) -> Result<Option<u16>, TargetError>;
+    /// Whether the server at `dsn` answers and takes its credentials.
+    fn answers(dsn: &Self::Dsn) -> Result<(), TargetError>;
+    /// A primary and its replica, started and following, as one target.
+    fn open_replicated(spec: &TargetSpec, plan: &Plan, workload: &Workload) -> OpenResult;
 
     /// The connection of an external endpoint; `None` for a managed one.
     fn dsn_of(spec: &TargetSpec) -> Option<Self::Dsn>;
@@ -44,6 +55,46 @@ pub(crate) trait SqlServer {
     fn prepare(dsn: &Self::Dsn, workload: &Workload) -> Result<ServerFacts, TargetError>;
     /// The driver whose sessions go where `reach` says.
     fn driver(reach: Reach<Self::Dsn>, workload: &Workload) -> Result<Self::Driver, TargetError>;
+}
+
+/// A SQL server as the registry knows it: the target of `S`, whose
+/// checks, probe and opening are the same for every SQL server.
+pub struct SqlKind<S>(std::marker::PhantomData<S>);
+
+impl<S> SqlKind<S> {
+    /// The kind of `S`.
+    pub const KIND: Self = Self(std::marker::PhantomData);
+}
+
+impl<S: SqlServer> TargetKind for SqlKind<S> {
+    fn facts(&self) -> &'static TargetFacts {
+        S::FACTS
+    }
+    fn available(&self) -> Result<(), TargetError> {
+        S::available()
+    }
+    fn check(&self, settings: Option<&toml::Table>) -> Result<(), TargetError> {
+        S::fixed_port(settings).map(|_| ())
+    }
+
+    /// Checks a fixed port is free, or an external endpoint answers and
+    /// takes its credentials.
+    fn probe(&self, spec: &TargetSpec, plan: &Plan) -> Result<(), TargetError> {
+        let port = S::fixed_port(plan.settings_of(spec))?;
+        match S::dsn_of(spec) {
+            None => crate::settings::fixed_port_free(S::FACTS.name, port),
+            Some(dsn) => S::answers(&dsn),
+        }
+    }
+
+    /// Opens the target: starts the server (one, or a primary and its
+    /// replica), or connects to the URL.
+    fn open(&self, spec: &TargetSpec, plan: &Plan, workload: &Workload) -> OpenResult {
+        if workload.topology == Topology::PrimaryReplica {
+            return S::open_replicated(spec, plan, workload);
+        }
+        open_single::<S>(spec, plan, workload)
+    }
 }
 
 /// One server: started by bakeoff, or at the spec's URL.
