@@ -305,32 +305,42 @@ pub fn connections_to(port: u16) -> usize {
         .count()
 }
 
-/// Transactions a PostgreSQL at loopback `port` has committed, all
-/// databases (`pg_stat_database`, as user `bakeoff`, through psql); `None`
-/// where it does not answer. The statistics reach the view within about a
-/// second of the statements.
-pub fn postgres_commits(port: u16) -> Option<u64> {
+/// A column of `pg_stat_database` (`xact_commit`, `sessions`) for the
+/// database `postgres`, where bakeoff works, of the PostgreSQL at loopback
+/// `port`; `None` where it does not answer. Asked through psql as user
+/// `bakeoff` from database `template1`, so that the asking is not counted.
+/// The statistics reach the view within about a second of the statements,
+/// a session's when it ends.
+pub fn postgres_stat(port: u16, column: &str) -> Option<u64> {
     let o = Command::new("psql")
         .args(["-h", "127.0.0.1", "-p", &port.to_string(), "-U", "bakeoff"])
-        .args(["-d", "postgres", "-At", "-c"])
-        .arg("SELECT sum(xact_commit) FROM pg_stat_database")
+        .args(["-d", "template1", "-At", "-c"])
+        .arg(format!(
+            "SELECT {column} FROM pg_stat_database WHERE datname = 'postgres'"
+        ))
         .env("PGCONNECT_TIMEOUT", "5")
         .output()
         .ok()?;
     String::from_utf8_lossy(&o.stdout).trim().parse().ok()
 }
 
-/// Waits until the PostgreSQL at `port` has committed `more` transactions
-/// beyond what it had when the wait began (the run under test is serving).
-pub fn wait_for_postgres_commits(port: u16, more: u64) {
+/// Waits until the PostgreSQL at `port` has counted `more` of `column`
+/// (see [`postgres_stat`]) beyond what it had when the wait began.
+pub fn wait_for_postgres_stat(port: u16, column: &str, more: u64) {
     let mut base = None;
-    wait_for(&format!("{more} transactions at port {port}"), || {
-        let Some(now) = postgres_commits(port) else {
+    wait_for(&format!("{more} more {column} at port {port}"), || {
+        let Some(now) = postgres_stat(port, column) else {
             return false;
         };
         let from = *base.get_or_insert(now);
         now >= from + more
     });
+}
+
+/// Waits until the PostgreSQL at `port` has committed `more` transactions
+/// beyond what it had when the wait began (the run under test is serving).
+pub fn wait_for_postgres_commits(port: u16, more: u64) {
+    wait_for_postgres_stat(port, "xact_commit", more);
 }
 
 /// memcached `stats` value.
