@@ -172,6 +172,7 @@ fn a_write_run_shows_rocksdbs_compactions_and_sqlites_checkpoints_and_lmdb_says_
 /// with what it can be asked for.
 #[test]
 fn work_a_target_cannot_do_is_refused_with_what_it_can() {
+    let _beside = crate::common::beside_others();
     let err = expect_exit(
         &[
             "run",

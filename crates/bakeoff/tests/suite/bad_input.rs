@@ -18,6 +18,7 @@ fn expect_usage_error(args: &[&str], needles: &[&str]) {
 
 #[test]
 fn flags_and_values() {
+    let _beside = crate::common::beside_others();
     expect_usage_error(&["run", "--clientz", "3"], &["--clientz"]);
     expect_usage_error(
         &["run", "--clients", "0", "-t", "redis"],
@@ -103,6 +104,7 @@ fn flags_and_values() {
 /// are refused before anything starts, each with the path or key named.
 #[test]
 fn what_would_lose_or_misreport_a_run_is_refused_up_front() {
+    let _beside = crate::common::beside_others();
     let dir = tmp();
     let d = dir.path();
     let json = d.join("r.json");
@@ -183,6 +185,7 @@ fn what_would_lose_or_misreport_a_run_is_refused_up_front() {
 /// says why.
 #[test]
 fn a_run_that_measured_nothing_does_not_exit_0() {
+    let _beside = crate::common::beside_others();
     if !require("redis-server", "redis-server") {
         return;
     }
@@ -223,6 +226,7 @@ fn a_run_that_measured_nothing_does_not_exit_0() {
 /// with other Unix tools.
 #[test]
 fn output_to_a_closed_pipe_ends_quietly() {
+    let _beside = crate::common::beside_others();
     for args in [&["schema"][..], &["list"], &["presets"]] {
         let mut child = std::process::Command::new(bin())
             .args(args)
@@ -241,6 +245,7 @@ fn output_to_a_closed_pipe_ends_quietly() {
 
 #[test]
 fn broken_presets() {
+    let _beside = crate::common::beside_others();
     let dir = tmp();
     let p = dir.path().join("bad.toml");
     std::fs::write(&p, "[workload]\nclient = 3\n").unwrap();
@@ -265,6 +270,7 @@ fn broken_presets() {
 /// wrong, instead of reading until memory runs out.
 #[test]
 fn result_readers_refuse_endless_and_binary_input() {
+    let _beside = crate::common::beside_others();
     for args in [
         &["report", "/dev/zero"][..],
         &["compare", "/dev/zero", "/dev/zero"][..],
@@ -315,6 +321,7 @@ fn result_readers_refuse_endless_and_binary_input() {
 /// and merge exit 2 for an output they cannot write, as run does.
 #[test]
 fn outputs_that_cannot_be_written_are_refused_up_front() {
+    let _beside = crate::common::beside_others();
     let dir = tmp();
     let at = dir.path().join("full");
     std::fs::create_dir(&at).unwrap();
@@ -408,6 +415,7 @@ fn outputs_that_cannot_be_written_are_refused_up_front() {
 /// runs, where both exited 0 and one result was lost (issue 33, class 5).
 #[test]
 fn a_second_run_to_the_same_output_is_refused() {
+    let _beside = crate::common::beside_others();
     if !require("redis-server", "redis-server") {
         return;
     }
@@ -442,6 +450,7 @@ fn a_second_run_to_the_same_output_is_refused() {
 
 #[test]
 fn a_closed_port_refuses_and_cannot_be_taken() {
+    let _beside = crate::common::beside_others();
     let (_closed, port) = closed_port();
     let e = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap_err();
     assert_eq!(e.kind(), std::io::ErrorKind::ConnectionRefused, "{e}");
@@ -451,6 +460,7 @@ fn a_closed_port_refuses_and_cannot_be_taken() {
 
 #[test]
 fn unreachable_or_refusing_servers() {
+    let _beside = crate::common::beside_others();
     // A port nobody listens on, held so that nothing else takes it.
     let (_closed, port) = closed_port();
     let url = format!("redis://127.0.0.1:{port}");
@@ -572,6 +582,7 @@ fn unreachable_or_refusing_servers() {
 
 #[test]
 fn missing_server_binary_names_the_package() {
+    let _beside = crate::common::beside_others();
     let dir = tmp();
     let o = std::process::Command::new(bin())
         .args(["run", "-t", "redis", "-t", "memcached", "--duration", "1s"])
@@ -588,6 +599,7 @@ fn missing_server_binary_names_the_package() {
 
 #[test]
 fn default_run_skips_what_it_cannot_start_and_says_why() {
+    let _beside = crate::common::beside_others();
     let dir = tmp();
     let o = std::process::Command::new(bin())
         .args(["run", "--duration", "1s"])
@@ -627,6 +639,7 @@ fn default_run_skips_what_it_cannot_start_and_says_why() {
 
 #[test]
 fn port_in_use_is_a_clear_error() {
+    let _beside = crate::common::beside_others();
     if !require("redis-server", "redis-server") {
         return;
     }
@@ -641,6 +654,7 @@ fn port_in_use_is_a_clear_error() {
 
 #[test]
 fn help_explains_units_and_defaults() {
+    let _beside = crate::common::beside_others();
     let o = bakeoff(&["run", "--help"]);
     let s = String::from_utf8_lossy(&o.stdout);
     assert_eq!(o.status.code(), Some(0));
@@ -667,6 +681,7 @@ fn help_explains_units_and_defaults() {
 
 #[test]
 fn growth_and_batches_are_checked_before_anything_starts() {
+    let _beside = crate::common::beside_others();
     let cases: [(&[&str], &str); 4] = [
         (&["--grow"], "add --sweep-records"),
         (
@@ -692,6 +707,7 @@ fn growth_and_batches_are_checked_before_anything_starts() {
 /// power cut of memcached, which keeps nothing on disk.
 #[test]
 fn server_settings_and_faults_that_mean_nothing_are_refused() {
+    let _beside = crate::common::beside_others();
     let cases: [(&[&str], &[&str]); 6] = [
         (
             &["-t", "redis", "--set", "redis.wait_replicas=1"],
@@ -745,6 +761,7 @@ fn server_settings_and_faults_that_mean_nothing_are_refused() {
 /// starts, naming the flag.
 #[test]
 fn faults_that_cannot_happen_are_refused() {
+    let _beside = crate::common::beside_others();
     let cases: [(&[&str], &str); 6] = [
         (
             &["-t", "redis", "--fault", "kill@20s"],
@@ -794,6 +811,7 @@ fn faults_that_cannot_happen_are_refused() {
 
 #[test]
 fn request_modes_a_target_cannot_make_are_refused() {
+    let _beside = crate::common::beside_others();
     let stderr = expect_exit(&["run", "-t", "postgres", "--request", "phases"], 2);
     assert!(stderr.contains("cannot make `phases` requests"), "{stderr}");
     let stderr = expect_exit(&["run", "-t", "redis", "--request", "connect"], 2);
@@ -808,6 +826,7 @@ fn request_modes_a_target_cannot_make_are_refused() {
 /// Every preset shipped checks out (plan only, nothing started).
 #[test]
 fn every_preset_plans() {
+    let _beside = crate::common::beside_others();
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../presets");
     let mut seen = 0;
     for entry in std::fs::read_dir(&dir).unwrap() {
@@ -834,6 +853,7 @@ fn every_preset_plans() {
 /// setting is answered with the right name.
 #[test]
 fn dry_run_shows_every_setting_and_a_typo_names_the_right_one() {
+    let _beside = crate::common::beside_others();
     let o = bakeoff(&[
         "run",
         "-t",
@@ -882,6 +902,7 @@ fn dry_run_shows_every_setting_and_a_typo_names_the_right_one() {
 /// starts, with the limit, what is needed and how to raise it.
 #[test]
 fn a_crowd_beyond_the_open_file_limit_is_refused_up_front() {
+    let _beside = crate::common::beside_others();
     let dir = tmp();
     let out = dir.path().join("r.json");
     let started = std::time::Instant::now();
@@ -947,6 +968,7 @@ fn hostile_server(garbage: bool) -> u16 {
 /// wait), never a hang or a busy loop, for every network protocol.
 #[test]
 fn garbage_speaking_or_silent_servers_are_refused_in_time() {
+    let _beside = crate::common::beside_others();
     let garbage = hostile_server(true);
     let silent = hostile_server(false);
     let mut runs = Vec::new();
@@ -1092,6 +1114,7 @@ fn a_stalled_server_holds_neither_the_end_nor_ctrl_c() {
 /// reconnections are spread over rounds.
 #[test]
 fn a_server_that_dies_under_a_counted_run_ends_it() {
+    let _beside = crate::common::beside_others();
     if !require("redis-server", "redis-server") {
         return;
     }
@@ -1142,6 +1165,7 @@ fn a_server_that_dies_under_a_counted_run_ends_it() {
 /// "0 ops/s" run.
 #[test]
 fn a_target_that_cannot_start_for_want_of_space_exits_2_naming_where() {
+    let _beside = crate::common::beside_others();
     let dir = tmp();
     let at = dir.path().join("nearly-full");
     std::fs::create_dir(&at).unwrap();
@@ -1263,6 +1287,7 @@ fn ctrl_c_ends_a_session_run_on_a_stalled_server_within_2s() {
 /// is 1, not a lost run with no table.
 #[test]
 fn a_result_folder_made_read_only_mid_run_loses_nothing() {
+    let _beside = crate::common::beside_others();
     if !require("redis-server", "redis-server") {
         return;
     }
@@ -1328,6 +1353,7 @@ fn a_result_folder_made_read_only_mid_run_loses_nothing() {
 /// is refused before anything starts.
 #[test]
 fn the_newest_surface_keeps_the_old_limits_and_drops_no_flag() {
+    let _beside = crate::common::beside_others();
     let dir = tmp();
     let trace = dir.path().join("t.jsonl");
     std::fs::write(
@@ -1559,6 +1585,7 @@ fn the_newest_surface_keeps_the_old_limits_and_drops_no_flag() {
 /// output searched for it.
 #[test]
 fn no_error_path_prints_a_password() {
+    let _beside = crate::common::beside_others();
     let planted = "PLANTED-pw-52";
     let (_closed, port) = closed_port();
     let urls = [
@@ -1616,6 +1643,7 @@ fn no_error_path_prints_a_password() {
 /// and measuring on.
 #[test]
 fn a_server_holding_records_of_another_form_is_named_before_the_load() {
+    let _beside = crate::common::beside_others();
     if !require("redis-server", "redis-server") {
         return;
     }
@@ -1756,6 +1784,7 @@ fn a_managed_server_stopped_mid_run_is_named_stalled_at_its_end() {
 /// never "0 operations written".
 #[test]
 fn capture_names_a_server_that_does_not_answer_monitor() {
+    let _beside = crate::common::beside_others();
     let closing = {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();

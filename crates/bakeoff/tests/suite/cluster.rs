@@ -39,6 +39,7 @@ fn free_port() -> u16 {
 /// no redirection, and each node's own counters equal what was sent there.
 #[test]
 fn a_cluster_serves_each_key_at_its_slots_master() {
+    let _beside = crate::common::beside_others();
     if !require("redis-server", "redis-server") {
         return;
     }
@@ -93,6 +94,7 @@ fn a_cluster_serves_each_key_at_its_slots_master() {
 /// records are counted once, on the masters; all four servers are sampled.
 #[test]
 fn a_cluster_with_replicas_loads_only_its_masters() {
+    let _beside = crate::common::beside_others();
     if !require("redis-server", "redis-server") {
         return;
     }
@@ -146,6 +148,7 @@ fn a_cluster_with_replicas_loads_only_its_masters() {
 /// was served).
 #[test]
 fn slots_moving_during_a_run_lose_nothing_and_are_counted() {
+    let _beside = crate::common::beside_others();
     if !require("redis-server", "redis-server") || !require("redis-cli", "redis-tools") {
         return;
     }

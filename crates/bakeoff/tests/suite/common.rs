@@ -380,10 +380,10 @@ pub fn expect_exit(args: &[&str], code: i32) -> String {
 }
 
 /// Held for writing by a test that must not share the two cores with
-/// another test of its binary, for reading by the rest.
+/// another test of the suite, for reading by the rest.
 static ALONE: std::sync::RwLock<()> = std::sync::RwLock::new(());
 
-/// Runs the calling test with no other test of its binary beside it (for
+/// Runs the calling test with no other test of the suite beside it (for
 /// as long as the guard lives); the others take [`beside_others`].
 pub fn alone() -> std::sync::RwLockWriteGuard<'static, ()> {
     ALONE.write().unwrap_or_else(|e| e.into_inner())

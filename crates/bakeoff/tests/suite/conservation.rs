@@ -51,6 +51,7 @@ fn sent(run: &serde_json::Value, phase: &str, op: &str) -> u64 {
 
 #[test]
 fn redis_counts_equal_commandstats_and_dbsize() {
+    let _beside = crate::common::beside_others();
     if !require("redis-server", "redis-server") {
         return;
     }
@@ -145,6 +146,7 @@ fn redis_counts_equal_commandstats_and_dbsize() {
 
 #[test]
 fn memcached_counts_equal_stats_and_curr_items() {
+    let _beside = crate::common::beside_others();
     if !require("memcached", "memcached") {
         return;
     }
@@ -193,6 +195,7 @@ fn memcached_counts_equal_stats_and_curr_items() {
 
 #[test]
 fn managed_servers_are_started_recorded_and_cleaned_up() {
+    let _beside = crate::common::beside_others();
     if !require("redis-server", "redis-server") || !require("memcached", "memcached") {
         return;
     }
@@ -278,6 +281,7 @@ fn managed_servers_are_started_recorded_and_cleaned_up() {
 /// `--ops-per-client` gives each client exactly its count.
 #[test]
 fn ten_thousand_connections_are_held_and_counted_by_the_server() {
+    let _beside = crate::common::beside_others();
     if !require("memcached", "memcached") {
         return;
     }
@@ -347,6 +351,7 @@ fn ten_thousand_connections_are_held_and_counted_by_the_server() {
 /// counts still agree. What it said is kept with the errors and printed.
 #[test]
 fn writes_redis_refuses_are_counted_and_what_it_said_is_kept() {
+    let _beside = crate::common::beside_others();
     if !require("redis-server", "redis-server") {
         return;
     }

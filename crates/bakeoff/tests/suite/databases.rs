@@ -108,6 +108,7 @@ fn managed_run(target: &str, settings: &[&str]) -> serde_json::Value {
 
 #[test]
 fn managed_postgres_loads_verifies_and_cleans_up() {
+    let _beside = crate::common::beside_others();
     if !require_in("postgres", PG_DIRS, "postgresql") {
         return;
     }
@@ -128,6 +129,7 @@ fn managed_postgres_loads_verifies_and_cleans_up() {
 
 #[test]
 fn managed_mariadb_loads_verifies_and_cleans_up() {
+    let _beside = crate::common::beside_others();
     if !require_in("mariadbd", &["/usr/sbin"], "mariadb-server") {
         return;
     }
@@ -154,6 +156,7 @@ fn managed_mariadb_loads_verifies_and_cleans_up() {
 /// and the port, and never the password.
 #[test]
 fn an_unreachable_url_is_a_clear_error_without_its_password() {
+    let _beside = crate::common::beside_others();
     let (_closed, port) = closed_port();
     for (scheme, user) in [
         ("postgres", "bakeoff"),
@@ -183,6 +186,7 @@ const PG_DIRS: &[&str] = &["/usr/lib/postgresql/*/bin"];
 
 #[test]
 fn wrong_postgres_password_is_a_clear_error_and_the_right_one_works() {
+    let _beside = crate::common::beside_others();
     if !require_in("postgres", PG_DIRS, "postgresql") {
         return;
     }
@@ -226,6 +230,7 @@ fn wrong_postgres_password_is_a_clear_error_and_the_right_one_works() {
 /// under a port nothing listens on, so TCP could not have served the run.
 #[test]
 fn postgres_over_its_unix_socket_runs_as_over_tcp() {
+    let _beside = crate::common::beside_others();
     if !require_in("postgres", PG_DIRS, "postgresql") {
         return;
     }
@@ -246,6 +251,7 @@ fn postgres_over_its_unix_socket_runs_as_over_tcp() {
 /// clients take it), the URL's port one nothing listens on.
 #[test]
 fn mariadb_over_its_unix_socket_runs_as_over_tcp() {
+    let _beside = crate::common::beside_others();
     if !require_in("mariadbd", &["/usr/sbin"], "mariadb-server") {
         return;
     }
@@ -333,6 +339,7 @@ fn postgres_pss_under(root: u32) -> u64 {
 /// Before, the summed resident sets were reported: 14 × as much.
 #[test]
 fn postgres_memory_counts_shared_pages_once() {
+    let _beside = crate::common::beside_others();
     if !require_in("postgres", PG_DIRS, "postgresql") {
         return;
     }
@@ -421,6 +428,7 @@ fn load_in_a_run_of_its_own(url: &str, dir: &tempfile::TempDir) {
 
 #[test]
 fn killed_postgres_is_counted_and_the_result_is_written() {
+    let _beside = crate::common::beside_others();
     if !require_in("postgres", PG_DIRS, "postgresql") {
         return;
     }
@@ -488,6 +496,7 @@ fn killed_postgres_is_counted_and_the_result_is_written() {
 /// counted, and exits 1.
 #[test]
 fn a_stalled_postgres_ends_in_timeouts_not_a_hang() {
+    let _beside = crate::common::beside_others();
     if !require_in("postgres", PG_DIRS, "postgresql") {
         return;
     }
@@ -564,6 +573,7 @@ fn a_stalled_postgres_ends_in_timeouts_not_a_hang() {
 /// and each search is counted by the server.
 #[test]
 fn searches_return_the_same_rows_on_sql_servers() {
+    let _beside = crate::common::beside_others();
     if !require_in("postgres", PG_DIRS, "postgresql")
         || !require_in("mariadbd", &["/usr/sbin"], "mariadb-server")
     {
@@ -629,6 +639,7 @@ fn searches_return_the_same_rows_on_sql_servers() {
 
 #[test]
 fn managed_mongodb_loads_verifies_counts_and_cleans_up() {
+    let _beside = crate::common::beside_others();
     if !mongodb_installed() {
         return;
     }
@@ -652,6 +663,7 @@ fn managed_mongodb_loads_verifies_counts_and_cleans_up() {
 
 #[test]
 fn mongodb_by_url_works_against_a_wire_compatible_server() {
+    let _beside = crate::common::beside_others();
     if !mongodb_installed() {
         return;
     }
@@ -712,6 +724,7 @@ fn mongodb_by_url_works_against_a_wire_compatible_server() {
 /// Where the machine has no mongod, asking for one says so and what to do.
 #[test]
 fn missing_mongod_is_explained() {
+    let _beside = crate::common::beside_others();
     if bakeoff_servers::find_program("mongod", &[]).is_some() {
         return;
     }
@@ -738,6 +751,7 @@ fn missing_mongod_is_explained() {
 /// and without indexes.
 #[test]
 fn mongodb_searches_return_the_same_rows_as_sqlite() {
+    let _beside = crate::common::beside_others();
     if !mongodb_installed() {
         return;
     }
@@ -789,6 +803,7 @@ fn mongodb_searches_return_the_same_rows_as_sqlite() {
 /// still equal the server's.
 #[test]
 fn growth_checkpoints_load_in_batches_on_one_server() {
+    let _beside = crate::common::beside_others();
     if !require_in("postgres", PG_DIRS, "postgresql")
         || !require_in("mariadbd", &["/usr/sbin"], "mariadb-server")
     {
@@ -869,6 +884,7 @@ fn growth_checkpoints_load_in_batches_on_one_server() {
 /// record loaded once, every read verified, counts equal the server's.
 #[test]
 fn sql_operations_pipeline_and_load_in_uneven_batches() {
+    let _beside = crate::common::beside_others();
     if !require_in("postgres", PG_DIRS, "postgresql")
         || !require_in("mariadbd", &["/usr/sbin"], "mariadb-server")
     {
@@ -932,6 +948,7 @@ fn sql_operations_pipeline_and_load_in_uneven_batches() {
 /// of every request is counted, and the steps add up to the request.
 #[test]
 fn phased_requests_time_each_step_and_add_up() {
+    let _beside = crate::common::beside_others();
     if !require_in("mariadbd", &["/usr/sbin"], "mariadb-server") {
         return;
     }
@@ -997,6 +1014,7 @@ fn phased_requests_time_each_step_and_add_up() {
 /// agree, and connections it turns away are counted as refusals.
 #[test]
 fn a_connection_per_request_is_counted_and_refusals_are_errors() {
+    let _beside = crate::common::beside_others();
     if !require_in("mariadbd", &["/usr/sbin"], "mariadb-server")
         || !require_in("postgres", PG_DIRS, "postgresql")
     {
@@ -1089,6 +1107,7 @@ fn a_connection_per_request_is_counted_and_refusals_are_errors() {
 /// machine is within the round trip and the server's resolution.
 #[test]
 fn a_synchronised_start_reads_the_clocks_of_mariadb_and_mongodb() {
+    let _beside = crate::common::beside_others();
     if !require_in("mariadbd", &["/usr/sbin"], "mariadb-server") {
         return;
     }

@@ -100,6 +100,7 @@ fn words(line: &str) -> Vec<String> {
 
 #[test]
 fn the_shell_splitting_of_the_guide_is_a_shells() {
+    let _beside = crate::common::beside_others();
     assert_eq!(
         words("bakeoff run -t 'redis[a=b]' --find-capacity \"p99<=1ms\" > x.yaml"),
         [
@@ -124,6 +125,7 @@ fn the_shell_splitting_of_the_guide_is_a_shells() {
 
 #[test]
 fn every_command_in_the_guide_works() {
+    let _beside = crate::common::beside_others();
     let dir = tmp();
     // The trace the guide's replay lines name, as `bakeoff capture` writes.
     std::fs::write(

@@ -78,6 +78,7 @@ fn count(run: &serde_json::Value, what: &str) -> u64 {
 /// are counted as lost, each one: the check does not trust the log.
 #[test]
 fn acknowledged_writes_deleted_behind_its_back_are_lost() {
+    let _beside = crate::common::beside_others();
     if !require("redis-server", "redis-server") {
         return;
     }
@@ -125,6 +126,7 @@ fn acknowledged_writes_deleted_behind_its_back_are_lost() {
 /// server's own eviction count (it said "lost 275226 … holes").
 #[test]
 fn writes_a_full_memcached_evicted_are_told_apart_from_losses() {
+    let _beside = crate::common::beside_others();
     if !require("memcached", "memcached") {
         return;
     }
@@ -159,6 +161,7 @@ fn writes_a_full_memcached_evicted_are_told_apart_from_losses() {
 /// not reach was counted lost, and the run was "ok").
 #[test]
 fn an_interrupted_durability_run_loses_nothing() {
+    let _beside = crate::common::beside_others();
     if !require("redis-server", "redis-server") {
         return;
     }
@@ -220,6 +223,7 @@ fn an_interrupted_durability_run_loses_nothing() {
 /// bakeoff was not told, and the read-back finds it (recovered).
 #[test]
 fn a_write_whose_reply_was_swallowed_is_recovered() {
+    let _beside = crate::common::beside_others();
     if !require("redis-server", "redis-server") {
         return;
     }
@@ -303,6 +307,7 @@ fn pump(mut from: TcpStream, mut to: TcpStream, cut: Option<(u64, Arc<AtomicBool
 /// 0), not a bakeoff error.
 #[test]
 fn a_crash_loses_nothing_with_aof_always_and_everything_without_persistence() {
+    let _beside = crate::common::beside_others();
     if !require("redis-server", "redis-server") || !require("memcached", "memcached") {
         return;
     }
@@ -358,6 +363,7 @@ fn a_crash_loses_nothing_with_aof_always_and_everything_without_persistence() {
 /// a crash of the whole process group.
 #[test]
 fn sql_servers_that_commit_durably_lose_nothing_under_a_crash() {
+    let _beside = crate::common::beside_others();
     if !require_in("postgres", &["/usr/lib/postgresql/*/bin"], "postgresql")
         || !require_in("mariadbd", &["/usr/sbin"], "mariadb-server")
     {
@@ -398,6 +404,7 @@ fn sql_servers_that_commit_durably_lose_nothing_under_a_crash() {
 /// is wrong.
 #[test]
 fn bad_durability_input_is_refused_with_exit_2() {
+    let _beside = crate::common::beside_others();
     for (args, expect) in [
         (
             vec!["run", "-t", "redis", "--durability", "--clients", "1001"],
@@ -466,6 +473,7 @@ fn bad_durability_input_is_refused_with_exit_2() {
 /// The layer's exact counts say why: fsyncs per write, or none.
 #[test]
 fn a_power_cut_loses_exactly_what_was_not_fsynced() {
+    let _beside = crate::common::beside_others();
     if !require("redis-server", "redis-server")
         || !require_in("postgres", &["/usr/lib/postgresql/*/bin"], "postgresql")
         || !require_in("mariadbd", &["/usr/sbin"], "mariadb-server")
@@ -547,6 +555,7 @@ fn a_power_cut_loses_exactly_what_was_not_fsynced() {
 /// fsync count per write says why.
 #[test]
 fn embedded_engines_that_sync_each_write_lose_nothing_under_a_power_cut() {
+    let _beside = crate::common::beside_others();
     if !require("tchmgr", "tokyocabinet-bin") {
         return;
     }

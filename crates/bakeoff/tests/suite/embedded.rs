@@ -11,6 +11,7 @@ fn tokyo_installed() -> bool {
 
 #[test]
 fn every_engine_holds_exactly_the_loaded_records_and_reads_verify() {
+    let _beside = crate::common::beside_others();
     if !tokyo_installed() {
         return;
     }
@@ -108,6 +109,7 @@ fn every_engine_holds_exactly_the_loaded_records_and_reads_verify() {
 
 #[test]
 fn tokyo_settings_are_applied_and_recorded() {
+    let _beside = crate::common::beside_others();
     if !tokyo_installed() {
         return;
     }
@@ -239,6 +241,7 @@ fn reads_after_tampering(target: &str, tamper: impl FnOnce(&std::path::Path)) ->
 
 #[test]
 fn tokyo_values_changed_behind_bakeoffs_back_fail_verification() {
+    let _beside = crate::common::beside_others();
     if !tokyo_installed() {
         return;
     }
@@ -267,6 +270,7 @@ fn tokyo_values_changed_behind_bakeoffs_back_fail_verification() {
 
 #[test]
 fn sqlite_values_changed_behind_bakeoffs_back_fail_verification() {
+    let _beside = crate::common::beside_others();
     let (code, failures, ok) = reads_after_tampering("sqlite", |data| {
         let db = data.join("bakeoff.sqlite");
         let st = std::process::Command::new("python3")
@@ -294,6 +298,7 @@ fn sqlite_values_changed_behind_bakeoffs_back_fail_verification() {
 
 #[test]
 fn a_missing_library_is_named_with_its_package() {
+    let _beside = crate::common::beside_others();
     let dir = tmp();
     let o = std::process::Command::new(bin())
         .args(["run", "-t", "tokyo-btree", "--duration", "1s"])
@@ -313,6 +318,7 @@ fn a_missing_library_is_named_with_its_package() {
 
 #[test]
 fn a_memory_cap_bounds_rss_and_page_cache_of_a_fill_past_it() {
+    let _beside = crate::common::beside_others();
     if !tokyo_installed() {
         return;
     }
@@ -417,6 +423,7 @@ fn a_memory_cap_bounds_rss_and_page_cache_of_a_fill_past_it() {
 /// both, with and without indexes; key-value targets refuse to search.
 #[test]
 fn searches_return_the_same_rows_on_every_table_engine() {
+    let _beside = crate::common::beside_others();
     if !tokyo_installed() {
         return;
     }

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 #[test]
 fn killed_server_is_counted_and_the_result_is_written() {
-    let _beside = beside_others();
+    let _beside = crate::common::beside_others();
     if !require("redis-server", "redis-server") {
         return;
     }
@@ -72,7 +72,7 @@ fn killed_server_is_counted_and_the_result_is_written() {
 /// code is 128 + the signal.
 #[test]
 fn a_stop_signal_keeps_finished_runs_and_stops_managed_servers() {
-    let _beside = beside_others();
+    let _beside = crate::common::beside_others();
     if !require("redis-server", "redis-server") {
         return;
     }
@@ -172,7 +172,7 @@ fn signal_keeps_finished_runs(signal: i32, code: i32) {
 /// and the next run removes the directory it left.
 #[test]
 fn after_sigkill_nothing_runs_on_and_the_next_run_removes_the_directory() {
-    let _beside = beside_others();
+    let _beside = crate::common::beside_others();
     if !require_in("initdb", &["/usr/lib/postgresql/15/bin"], "postgresql")
         || !require("redis-server", "redis-server")
     {
@@ -329,7 +329,7 @@ fn a_restart_mid_run_is_measured_and_aof_keeps_the_records() {
 /// of the first process not compared with the second's.
 #[test]
 fn an_embedded_engine_restarts_in_its_child_process_and_keeps_its_records() {
-    let _beside = beside_others();
+    let _beside = crate::common::beside_others();
     if !require("tchmgr", "tokyocabinet-bin") {
         return;
     }
@@ -367,7 +367,7 @@ fn an_embedded_engine_restarts_in_its_child_process_and_keeps_its_records() {
 /// with the AOF fsynced on every write, every record is back.
 #[test]
 fn a_kill_loses_everything_without_persistence_and_nothing_with_aof_always() {
-    let _beside = beside_others();
+    let _beside = crate::common::beside_others();
     if !require("redis-server", "redis-server") {
         return;
     }
@@ -394,7 +394,7 @@ fn a_kill_loses_everything_without_persistence_and_nothing_with_aof_always() {
 /// 1, and everything measured before it in the result file.
 #[test]
 fn a_server_that_cannot_restart_fails_the_run_and_keeps_what_was_measured() {
-    let _beside = beside_others();
+    let _beside = crate::common::beside_others();
     if !require("redis-server", "redis-server") {
         return;
     }
@@ -492,7 +492,7 @@ fn a_server_that_cannot_restart_fails_the_run_and_keeps_what_was_measured() {
 /// connect … are host and port right?" (issue 33, class 4).
 #[test]
 fn a_managed_server_that_dies_during_the_load_fails_the_run_saying_how() {
-    let _beside = beside_others();
+    let _beside = crate::common::beside_others();
     if !require("redis-server", "redis-server") {
         return;
     }
@@ -542,7 +542,7 @@ fn a_managed_server_that_dies_during_the_load_fails_the_run_saying_how() {
 /// errors that followed; exit 1, and the result file has the run.
 #[test]
 fn a_managed_server_that_dies_on_its_own_fails_the_run_saying_how() {
-    let _beside = beside_others();
+    let _beside = crate::common::beside_others();
     if !require("redis-server", "redis-server") {
         return;
     }

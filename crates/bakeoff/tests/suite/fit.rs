@@ -115,6 +115,7 @@ fn a_bound_none_can_meet_says_none_meets_with_each_margin() {
 /// one, are refused with what to write.
 #[test]
 fn requirements_no_target_can_meet_are_refused_before_anything_starts() {
+    let _beside = crate::common::beside_others();
     let err = expect_exit(&["run", "-t", "memcached", "--require", "durable=crash"], 2);
     assert!(
         err.contains("no target can meet these requirements")

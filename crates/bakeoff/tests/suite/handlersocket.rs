@@ -14,6 +14,7 @@ fn have_mariadb() -> bool {
 
 #[test]
 fn managed_handlersocket_loads_verifies_counts_and_keeps_its_secret() {
+    let _beside = crate::common::beside_others();
     if !have_mariadb() {
         return;
     }
@@ -121,6 +122,7 @@ fn managed_handlersocket_loads_verifies_counts_and_keeps_its_secret() {
 
 #[test]
 fn handlersocket_by_url_needs_the_right_secret_and_never_shows_it() {
+    let _beside = crate::common::beside_others();
     if !have_mariadb() {
         return;
     }
@@ -180,6 +182,7 @@ fn handlersocket_by_url_needs_the_right_secret_and_never_shows_it() {
 
 #[test]
 fn a_server_that_does_not_speak_handlersocket_is_a_clear_error() {
+    let _beside = crate::common::beside_others();
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     // Answers every connection with an HTTP error, then closes it.

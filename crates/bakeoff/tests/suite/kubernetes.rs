@@ -61,6 +61,7 @@ fn which(program: &str) -> Result<PathBuf, ()> {
 
 #[test]
 fn the_manifests_of_a_sharded_run_are_valid_kubernetes() {
+    let _beside = crate::common::beside_others();
     let Some(validate) = kubernetes_validate() else {
         return;
     };
@@ -160,6 +161,7 @@ fn the_manifests_of_a_sharded_run_are_valid_kubernetes() {
 
 #[test]
 fn runs_shards_cannot_make_are_refused() {
+    let _beside = crate::common::beside_others();
     for (args, why) in [
         (vec!["--", "-t", "redis"], "one per shard"),
         (
@@ -220,6 +222,7 @@ fn job_args(yaml: &str) -> Vec<String> {
 /// environment, reads it back (issue 33, class 8).
 #[test]
 fn a_target_password_is_only_in_the_secret() {
+    let _beside = crate::common::beside_others();
     let dir = tmp();
     let preset = dir.path().join("guarded.toml");
     std::fs::write(
@@ -370,6 +373,7 @@ fn a_target_password_is_only_in_the_secret() {
 /// class 8).
 #[test]
 fn bad_flags_are_refused_before_anything_is_written() {
+    let _beside = crate::common::beside_others();
     let dir = tmp();
     let out = dir.path().join("job.yaml");
     for (flag, value, wants) in [
@@ -489,6 +493,7 @@ fn bad_flags_are_refused_before_anything_is_written() {
 /// name and says so when it had to change; a given name is used as it is.
 #[test]
 fn a_changed_default_name_is_said() {
+    let _beside = crate::common::beside_others();
     let dir = tmp();
     let preset = dir.path().join("p.toml");
     std::fs::write(

@@ -17,6 +17,7 @@ use crate::common::*;
 /// linked one at 1,070 µs, a difference of 693 µs.
 #[test]
 fn a_1ms_link_adds_1ms_to_the_median() {
+    let _beside = crate::common::beside_others();
     if !require("redis-server", "redis-server") {
         return;
     }
@@ -90,6 +91,7 @@ fn a_1ms_link_adds_1ms_to_the_median() {
 /// A link sits on a network; an engine in bakeoff's process has none.
 #[test]
 fn a_link_on_an_embedded_engine_is_refused_naming_the_targets_that_can() {
+    let _beside = crate::common::beside_others();
     let o = bakeoff(&["run", "-t", "lmdb", "--link", "rtt=150us", "--dry-run"]);
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);

@@ -100,6 +100,7 @@ clients = [1, 4]
 
 #[test]
 fn text_and_json_output_are_stable() {
+    let _beside = crate::common::beside_others();
     let dir = tempfile::tempdir().unwrap();
     let r = run_mock(PRESET, &dir.path().join("m.json"));
     assert_eq!(r.runs.len(), 4);
@@ -150,6 +151,7 @@ fn text_and_json_output_are_stable() {
 
 #[test]
 fn result_file_on_disk_matches_the_schema_and_reads_back() {
+    let _beside = crate::common::beside_others();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("m.json");
     run_mock(PRESET, &path);
@@ -183,6 +185,7 @@ fn result_file_on_disk_matches_the_schema_and_reads_back() {
 
 #[test]
 fn committed_schema_is_the_generated_one() {
+    let _beside = crate::common::beside_others();
     let committed = std::fs::read_to_string(
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../schema/result.schema.json"),
     )
@@ -197,6 +200,7 @@ fn committed_schema_is_the_generated_one() {
 
 #[test]
 fn other_schema_versions_are_refused_clearly() {
+    let _beside = crate::common::beside_others();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("old.json");
     std::fs::write(&path, r#"{"schema_version": 0, "runs": []}"#).unwrap();
@@ -217,6 +221,7 @@ fn other_schema_versions_are_refused_clearly() {
 /// of 2 × 1000 reads records exactly the values of two runs of 1000.
 #[test]
 fn histograms_from_two_files_merge_exactly() {
+    let _beside = crate::common::beside_others();
     let dir = tempfile::tempdir().unwrap();
     let preset = |ops: u32| {
         format!("targets = [\"mock\"]\n[workload]\nrecords = 100\nmix = \"100:0\"\nops = {ops}\nwarmup = \"0\"\nclients = 1\nload = false\n")
@@ -249,6 +254,7 @@ fn histograms_from_two_files_merge_exactly() {
 /// phase's length including the drain read 0.92 here (and in CI).
 #[test]
 fn littles_law_ignores_the_drain_of_slow_requests() {
+    let _beside = crate::common::beside_others();
     let dir = tempfile::tempdir().unwrap();
     let mut opener = MockOpener::default();
     opener.driver.latency_ns[OpKind::Get as usize] = 5_000_000;
@@ -268,6 +274,7 @@ fn littles_law_ignores_the_drain_of_slow_requests() {
 
 #[test]
 fn flags_and_scalar_overrides_reach_the_runner() {
+    let _beside = crate::common::beside_others();
     let raw: RawPreset = toml::from_str(PRESET).unwrap();
     let mut flags = Overrides::default();
     flags.workload.insert("pipeline".into(), "3".into());
@@ -277,6 +284,7 @@ fn flags_and_scalar_overrides_reach_the_runner() {
 
 #[test]
 fn writing_to_a_device_does_not_replace_it() {
+    let _beside = crate::common::beside_others();
     let dir = tempfile::tempdir().unwrap();
     let r = run_mock(
         "targets = [\"mock\"]\n[workload]\nops = 10\nwarmup = \"0\"\nload = false\n",
@@ -324,6 +332,7 @@ impl Drop for SmallDisk {
 /// classes 5 and 1).
 #[test]
 fn a_failed_write_leaves_nothing_and_a_fifo_without_reader_is_refused() {
+    let _beside = crate::common::beside_others();
     let dir = tempfile::tempdir().unwrap();
     let r = run_mock(
         "targets = [\"mock\"]\n[workload]\nops = 10\nwarmup = \"0\"\nload = false\n",
@@ -449,6 +458,7 @@ fn visit(chromium: &str, page: &Path, work: &Path, screenshot: Option<&Path>) ->
 /// caught by the same checks, so they can fail.
 #[test]
 fn html_report_renders_offline_in_chromium() {
+    let _beside = crate::common::beside_others();
     let Some(chromium) = chromium() else { return };
     let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("html_report");
     std::fs::create_dir_all(&out).unwrap();
@@ -523,6 +533,7 @@ fn body_number(dom: &str, name: &str) -> f64 {
 /// once.
 #[test]
 fn the_html_report_opens_with_the_answer() {
+    let _beside = crate::common::beside_others();
     let Some(chromium) = chromium() else { return };
     let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("html_answer");
     std::fs::create_dir_all(&out).unwrap();
@@ -578,6 +589,7 @@ fn the_html_report_opens_with_the_answer() {
 /// refused with exit 2.
 #[test]
 fn compare_tells_changes_from_noise() {
+    let _beside = crate::common::beside_others();
     let dir = tempfile::tempdir().unwrap();
     let a = dir.path().join("a.json");
     let r = run_mock(&PRESET.replace("repeats = 2", "repeats = 4"), &a);
@@ -654,6 +666,7 @@ fn compare_tells_changes_from_noise() {
 /// Several result files make one report, their runs told apart.
 #[test]
 fn several_files_make_one_report() {
+    let _beside = crate::common::beside_others();
     let dir = tempfile::tempdir().unwrap();
     let a = dir.path().join("a.json");
     let mut r = run_mock(PRESET, &a);
@@ -698,6 +711,7 @@ fn mock_of_known_capacity() -> (MockOpener, f64) {
 
 #[test]
 fn find_peak_doubles_the_clients_until_the_mock_saturates() {
+    let _beside = crate::common::beside_others();
     let (opener, capacity) = mock_of_known_capacity();
     let dir = tempfile::tempdir().unwrap();
     let r = run_mock_with(
@@ -736,6 +750,7 @@ find_peak = true
 
 #[test]
 fn find_capacity_bisects_to_the_highest_rate_under_the_bound() {
+    let _beside = crate::common::beside_others();
     let (opener, capacity) = mock_of_known_capacity();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("r.json");
@@ -804,6 +819,7 @@ find_capacity = "p99<=250us"
 /// up and the load's parts cover the records once.
 #[test]
 fn three_merged_shards_of_the_mock_equal_one_process() {
+    let _beside = crate::common::beside_others();
     let preset = "targets = [\"mock\"]\nseed = 5\n[workload]\nrecords = 999\nmix = \"100:0\"\nops = 3000\nwarmup = \"0\"\nclients = 3\n";
     let run = |shard: Option<(u32, u32)>, out: &Path| {
         let flags = Overrides {

@@ -54,7 +54,7 @@ fn spawn_open_loop(
 
 #[test]
 fn a_server_stall_shows_in_response_time_not_only_in_flight_requests() {
-    let _beside = beside_others();
+    let _beside = crate::common::beside_others();
     if !require("redis-server", "redis-server") {
         return;
     }
@@ -107,7 +107,7 @@ fn a_server_stall_shows_in_response_time_not_only_in_flight_requests() {
 /// run, with the count of operations they sample; the report draws them.
 #[test]
 fn the_trace_keeps_single_latencies_in_time_order_within_its_bound() {
-    let _beside = beside_others();
+    let _beside = crate::common::beside_others();
     if !require("memcached", "memcached") {
         return;
     }
@@ -274,7 +274,7 @@ fn with_a_plain_sleeper_beside<T>(f: impl FnOnce() -> T) -> (T, u64) {
 /// holds the send lag to a small share of the service time.)
 #[test]
 fn spinning_before_send_times_is_capped_and_counted_apart() {
-    let _beside = beside_others();
+    let _beside = crate::common::beside_others();
     if !require("redis-server", "redis-server") {
         return;
     }
@@ -320,7 +320,7 @@ fn spinning_before_send_times_is_capped_and_counted_apart() {
 /// took, well under a millisecond, and no reply is timed before its send.
 #[test]
 fn replies_read_at_the_next_send_are_timed_by_their_arrival() {
-    let _beside = beside_others();
+    let _beside = crate::common::beside_others();
     if !require("redis-server", "redis-server") {
         return;
     }
@@ -360,7 +360,7 @@ fn replies_read_at_the_next_send_are_timed_by_their_arrival() {
 /// the thread does not turn into a busy poll while the server is away.
 #[test]
 fn an_open_loop_on_a_server_gone_does_not_poll() {
-    let _beside = beside_others();
+    let _beside = crate::common::beside_others();
     if !require("redis-server", "redis-server") {
         return;
     }

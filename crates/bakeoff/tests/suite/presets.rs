@@ -42,6 +42,7 @@ fn unavailable() -> BTreeSet<String> {
 
 #[test]
 fn every_preset_is_listed_with_its_finding_and_found_by_name() {
+    let _beside = crate::common::beside_others();
     let o = bakeoff(&["presets"]);
     assert_eq!(o.status.code(), Some(0));
     let text = String::from_utf8_lossy(&o.stdout);
@@ -91,6 +92,7 @@ fn every_preset_is_listed_with_its_finding_and_found_by_name() {
 /// table row each) is covered by a preset.
 #[test]
 fn every_seed_experiment_has_a_preset() {
+    let _beside = crate::common::beside_others();
     let scenarios = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/SCENARIOS.md");
     let Ok(text) = std::fs::read_to_string(scenarios) else {
         panic!("{scenarios} is missing: the suite runs with ../shared beside the checkout");
@@ -122,6 +124,7 @@ fn every_seed_experiment_has_a_preset() {
 
 #[test]
 fn every_preset_plans_at_both_scales_and_quick_is_smaller() {
+    let _beside = crate::common::beside_others();
     for name in preset_names() {
         let runs = |scale: &str| -> f64 {
             let o = bakeoff(&["run", &name, "--scale", scale, "--dry-run"]);
@@ -158,12 +161,14 @@ fn every_preset_plans_at_both_scales_and_quick_is_smaller() {
 /// quick run is waiting out its fixed durations.
 #[test]
 fn every_other_preset_runs_at_quick_scale() {
+    let _beside = crate::common::beside_others();
     presets_run_at_quick_scale(0);
 }
 
 /// The other half of [`every_other_preset_runs_at_quick_scale`].
 #[test]
 fn the_remaining_presets_run_at_quick_scale() {
+    let _beside = crate::common::beside_others();
     presets_run_at_quick_scale(1);
 }
 

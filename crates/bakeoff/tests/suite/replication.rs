@@ -91,6 +91,7 @@ fn replicated_run(target: &str, extra: &[&str]) -> serde_json::Value {
 /// 14139 of 65959 reads missed).
 #[test]
 fn reads_at_a_mariadb_replica_start_after_it_has_the_loaded_records() {
+    let _beside = crate::common::beside_others();
     if !have_mariadb() {
         return;
     }
@@ -126,6 +127,7 @@ fn reads_at_a_mariadb_replica_start_after_it_has_the_loaded_records() {
 
 #[test]
 fn a_postgres_streaming_replica_serves_reads_and_holds_every_record() {
+    let _beside = crate::common::beside_others();
     if !have_postgres() {
         return;
     }
@@ -140,6 +142,7 @@ fn a_postgres_streaming_replica_serves_reads_and_holds_every_record() {
 /// read sent after the acknowledgement finds it there.
 #[test]
 fn with_remote_apply_a_postgres_replica_serves_no_stale_read() {
+    let _beside = crate::common::beside_others();
     if !have_postgres() {
         return;
     }
@@ -156,6 +159,7 @@ fn with_remote_apply_a_postgres_replica_serves_no_stale_read() {
 
 #[test]
 fn a_mariadb_gtid_replica_serves_reads_and_holds_every_record() {
+    let _beside = crate::common::beside_others();
     if !have_mariadb() {
         return;
     }
@@ -171,6 +175,7 @@ fn a_mariadb_gtid_replica_serves_reads_and_holds_every_record() {
 /// it, so stale reads are not ruled out and not asserted.
 #[test]
 fn mariadb_semisync_is_read_back_from_the_primary() {
+    let _beside = crate::common::beside_others();
     if !have_mariadb() {
         return;
     }
@@ -251,6 +256,7 @@ fn a_paused_replica_serves_stale_reads(target: &str, is_replica: impl Fn(&[Strin
 
 #[test]
 fn a_paused_postgres_replica_serves_stale_reads_and_then_catches_up() {
+    let _beside = crate::common::beside_others();
     if !have_postgres() {
         return;
     }
@@ -263,6 +269,7 @@ fn a_paused_postgres_replica_serves_stale_reads_and_then_catches_up() {
 
 #[test]
 fn a_paused_mariadb_replica_serves_stale_reads_and_then_catches_up() {
+    let _beside = crate::common::beside_others();
     if !have_mariadb() {
         return;
     }

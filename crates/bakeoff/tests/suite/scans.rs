@@ -19,7 +19,6 @@ fn count(v: &serde_json::Value, field: &str) -> u64 {
 /// counter check whose name starts with `scans_in` must count the scans.
 /// Prints each target's scans, records per scan and counters.
 fn scans_on(target: &str, duration: &str, scans_in: &str) {
-    let _g = beside_others();
     let r = run_ok(&[
         "run",
         "-t",
@@ -79,6 +78,7 @@ fn scans_on(target: &str, duration: &str, scans_in: &str) {
 
 #[test]
 fn postgres_scans_in_key_order_and_counts_them() {
+    let _beside = crate::common::beside_others();
     if !require_in("postgres", PG_DIRS, "postgresql") {
         return;
     }
@@ -87,6 +87,7 @@ fn postgres_scans_in_key_order_and_counts_them() {
 
 #[test]
 fn redis_scans_through_its_key_index_and_counts_them() {
+    let _beside = crate::common::beside_others();
     if !require("redis-server", "redis-server") {
         return;
     }
@@ -97,6 +98,7 @@ fn redis_scans_through_its_key_index_and_counts_them() {
 
 #[test]
 fn mariadb_scans_in_key_order_and_counts_them() {
+    let _beside = crate::common::beside_others();
     if !require_in("mariadbd", &["/usr/sbin"], "mariadb-server") {
         return;
     }
@@ -105,6 +107,7 @@ fn mariadb_scans_in_key_order_and_counts_them() {
 
 #[test]
 fn handlersocket_scans_in_key_order_and_counts_them() {
+    let _beside = crate::common::beside_others();
     if !require_in("mariadbd", &["/usr/sbin"], "mariadb-server") {
         return;
     }
@@ -113,6 +116,7 @@ fn handlersocket_scans_in_key_order_and_counts_them() {
 
 #[test]
 fn mongodb_scans_in_key_order_and_counts_them() {
+    let _beside = crate::common::beside_others();
     if !mongodb_installed() {
         return;
     }

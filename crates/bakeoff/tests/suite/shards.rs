@@ -123,6 +123,7 @@ fn namespaces_work() -> bool {
 /// bucket.
 #[test]
 fn three_shards_in_their_own_namespaces_merge_to_the_servers_counts() {
+    let _beside = crate::common::beside_others();
     if !require("redis-server", "redis-server") || !namespaces_work() {
         return;
     }
@@ -258,6 +259,7 @@ fn three_shards_in_their_own_namespaces_merge_to_the_servers_counts() {
 /// says why; so does a merge with a shard missing or given twice.
 #[test]
 fn a_late_shard_and_incomplete_merges_are_refused() {
+    let _beside = crate::common::beside_others();
     if !require("redis-server", "redis-server") {
         return;
     }

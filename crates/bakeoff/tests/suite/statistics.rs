@@ -127,6 +127,7 @@ fn ranked_lines(r: &ExperimentResult) -> Vec<String> {
 
 #[test]
 fn between_run_intervals_hold_the_true_median_about_95_times_in_100() {
+    let _beside = crate::common::beside_others();
     let dir = tempfile::tempdir().unwrap();
     // The truth: the noise's median factor is 1, so the median run is the
     // run without noise.
@@ -166,6 +167,7 @@ fn between_run_intervals_hold_the_true_median_about_95_times_in_100() {
 
 #[test]
 fn two_identical_targets_are_a_tie_on_every_line() {
+    let _beside = crate::common::beside_others();
     let dir = tempfile::tempdir().unwrap();
     let mut ties: std::collections::BTreeMap<String, u32> = Default::default();
     for seed in 0..100 {
@@ -216,6 +218,7 @@ fn power(cv: f64) -> (u32, u32) {
 
 #[test]
 fn a_target_10_percent_slower_is_named_slower() {
+    let _beside = crate::common::beside_others();
     let (throughput, p99) = power(0.03);
     eprintln!("power at 3 % noise: throughput {throughput}/100, p99 {p99}/100");
     assert!(throughput >= 90, "named slower in {throughput} of 100");
@@ -230,6 +233,7 @@ fn a_target_10_percent_slower_is_named_slower() {
 /// `--max-repeats`, saying it was not met and how wide it got.
 #[test]
 fn precision_adds_rounds_until_the_bound_is_met() {
+    let _beside = crate::common::beside_others();
     let dir = tempfile::tempdir().unwrap();
     let flags = |precision: &str, max: &str| Overrides {
         targets: vec!["a=mock".into(), "b=mock".into()],
@@ -311,6 +315,7 @@ fn shaped_run(
 /// 2 s warm-up measures the ramp, and is labelled as drifting.
 #[test]
 fn an_automatic_warmup_ends_where_a_10_second_ramp_does() {
+    let _beside = crate::common::beside_others();
     let dir = tempfile::tempdir().unwrap();
     let ramp = bakeoff_core::mock::MockShape {
         ramp_s: 10.0,
@@ -357,6 +362,7 @@ fn an_automatic_warmup_ends_where_a_10_second_ramp_does() {
 /// and the summary says so beside its figures.
 #[test]
 fn a_level_shift_mid_run_is_flagged_at_its_second() {
+    let _beside = crate::common::beside_others();
     let dir = tempfile::tempdir().unwrap();
     let shift = bakeoff_core::mock::MockShape {
         shift_at_s: Some(8.0),
@@ -384,6 +390,7 @@ fn a_level_shift_mid_run_is_flagged_at_its_second() {
 /// 3, too few for one) and a band along each run's percentile spectrum.
 #[test]
 fn the_html_draws_intervals_as_whiskers_and_a_band() {
+    let _beside = crate::common::beside_others();
     let dir = tempfile::tempdir().unwrap();
     let page = |repeats: u32| {
         let r = experiment(

@@ -100,11 +100,13 @@ fn shards_take_the_keys_ketama_gives_them(target: &str, program: &str) {
 
 #[test]
 fn memcached_shards_take_the_keys_ketama_gives_them() {
+    let _beside = crate::common::beside_others();
     shards_take_the_keys_ketama_gives_them("memcached", "memcached");
 }
 
 #[test]
 fn redis_shards_take_the_keys_ketama_gives_them() {
+    let _beside = crate::common::beside_others();
     shards_take_the_keys_ketama_gives_them("redis", "redis-server");
 }
 
@@ -112,6 +114,7 @@ fn redis_shards_take_the_keys_ketama_gives_them() {
 /// or miscounted, per node or in all, and every read is verified.
 #[test]
 fn a_pipelined_mixed_load_on_shards_is_counted_per_node() {
+    let _beside = crate::common::beside_others();
     if !require("redis-server", "redis-server") {
         return;
     }
@@ -163,6 +166,7 @@ fn a_pipelined_mixed_load_on_shards_is_counted_per_node() {
 /// flag and the targets that can.
 #[test]
 fn impossible_topologies_are_refused_naming_the_targets_that_can() {
+    let _beside = crate::common::beside_others();
     let refused = |args: &[&str], wanted: &[&str]| {
         let mut all = vec!["run", "--dry-run"];
         all.extend_from_slice(args);
@@ -224,6 +228,7 @@ fn impossible_topologies_are_refused_naming_the_targets_that_can() {
 /// after the run the replica catches up and holds every record.
 #[test]
 fn a_paused_replica_serves_stale_reads_and_then_catches_up() {
+    let _beside = crate::common::beside_others();
     if !require("redis-server", "redis-server") {
         return;
     }
@@ -315,6 +320,7 @@ fn a_paused_replica_serves_stale_reads_and_then_catches_up() {
 /// after a write's acknowledgement finds it at the replica: no stale read.
 #[test]
 fn with_wait_after_each_write_a_replica_serves_no_stale_read() {
+    let _beside = crate::common::beside_others();
     if !require("redis-server", "redis-server") {
         return;
     }
@@ -352,6 +358,7 @@ fn with_wait_after_each_write_a_replica_serves_no_stale_read() {
 /// the result says was sent to it.
 #[test]
 fn a_url_with_several_hosts_is_a_sharded_target() {
+    let _beside = crate::common::beside_others();
     if !require("memcached", "memcached") {
         return;
     }
@@ -436,6 +443,7 @@ fn a_url_with_several_hosts_is_a_sharded_target() {
 /// rather than fail on the port the first already holds.
 #[test]
 fn a_fixed_port_goes_to_the_first_shard() {
+    let _beside = crate::common::beside_others();
     for (target, program) in [("memcached", "memcached"), ("redis", "redis-server")] {
         if !require(program, program) {
             continue;

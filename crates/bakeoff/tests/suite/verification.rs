@@ -61,6 +61,7 @@ fn key(i: u64) -> String {
 
 #[test]
 fn tampered_redis_values_are_counted_as_verification_failures() {
+    let _beside = crate::common::beside_others();
     if !require("redis-server", "redis-server") {
         return;
     }
@@ -136,6 +137,7 @@ fn tampered_redis_values_are_counted_as_verification_failures() {
 
 #[test]
 fn tampered_memcached_values_are_counted_as_verification_failures() {
+    let _beside = crate::common::beside_others();
     if !require("memcached", "memcached") {
         return;
     }
@@ -190,6 +192,7 @@ fn memcached_get(addr: std::net::SocketAddr, key: &str) -> Vec<u8> {
 /// them as verification failures, and the client's cost is measured.
 #[test]
 fn client_encoded_values_are_stored_encoded_and_verified() {
+    let _beside = crate::common::beside_others();
     if !require("memcached", "memcached") {
         return;
     }
