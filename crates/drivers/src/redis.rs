@@ -988,6 +988,20 @@ pub const FACTS: crate::kind::TargetFacts = crate::kind::TargetFacts {
     ],
 };
 
+/// `target` as a node of a target of several, its sessions connecting
+/// with `spec`'s credentials.
+fn node_of(spec: &TargetSpec, target: RedisTarget) -> Node {
+    Node {
+        addr: target.connector_addr,
+        connector: Box::new(RedisConnector {
+            addr: target.load_addr,
+            user: spec.user.clone(),
+            password: spec.password.clone(),
+        }),
+        target: Box::new(target),
+    }
+}
+
 /// What differs between servers that speak RESP as redis-server does and
 /// take its command line (Redis; Valkey and KeyDB are such servers): their
 /// facts, the program among them, and how they name their version. A
@@ -1077,15 +1091,7 @@ impl crate::kind::TargetKind for RespKind {
     /// Opens the target: starts redis-server (one, a node per shard, or a
     /// primary and its replica), or connects to the URL.
     fn open(&self, spec: &TargetSpec, plan: &Plan, workload: &Workload) -> OpenResult {
-        let node = |target: RedisTarget| Node {
-            addr: target.connector_addr,
-            connector: Box::new(RedisConnector {
-                addr: target.load_addr,
-                user: spec.user.clone(),
-                password: spec.password.clone(),
-            }),
-            target: Box::new(target),
-        };
+        let node = |target: RedisTarget| node_of(spec, target);
         let settings = RedisSettings::parse(plan.settings_of(spec))?;
         if settings.cluster_replicas > 0 && !matches!(workload.topology, Topology::Cluster(_)) {
             return Err(TargetError::Settings(format!(

@@ -603,7 +603,22 @@ pub(crate) mod tests {
         .unwrap_err()
         .to_string();
         assert!(e.contains("its trace's own rate"), "{e}");
-        // Its span at its speed, and its rate, within the limits.
+    }
+
+    /// A replay's span at its speed, and its rate, are held within the
+    /// limits of `--duration` and `--rate`; a trace that cannot be read is
+    /// named.
+    #[test]
+    fn a_replayed_trace_keeps_the_limits_of_span_and_rate() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.jsonl");
+        std::fs::write(
+            &path,
+            "{\"t\": 0, \"op\": \"set\", \"key\": \"a\", \"size\": 500}\n\
+             {\"t\": 1, \"op\": \"get\", \"key\": \"a\"}\n\
+             {\"t\": 2, \"op\": \"get\", \"key\": \"b\"}\n",
+        )
+        .unwrap();
         let year = dir.path().join("year.jsonl");
         std::fs::write(
             &year,
