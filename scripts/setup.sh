@@ -52,6 +52,16 @@ if ! command -v cargo >/dev/null 2>&1; then
   fi
 fi
 
+# fsyncs are counted on the filesystem's tracepoints, read through tracefs;
+# a machine that boots without it mounted (this class of machine does) gets
+# it here, as root. Without it, runs say "fsyncs not counted" and why.
+if [ ! -d /sys/kernel/tracing/events ] && [ ! -d /sys/kernel/debug/tracing/events ]; then
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null \
+    || echo "note: tracefs could not be mounted at /sys/kernel/tracing; fsyncs will not be counted"
+fi
+
 cargo build --release --quiet
 echo "built target/release/bakeoff"
 if [ "${1:-}" != "--no-run" ]; then

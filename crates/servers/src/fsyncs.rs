@@ -82,7 +82,9 @@ impl FsyncCounter {
     /// `label`; the error says why they cannot be counted here.
     pub fn create(label: &str, dir: &Path) -> Result<Self, String> {
         let tracepoint = tracepoint_for(dir)?;
-        let tracing = tracefs().ok_or("tracefs is not mounted")?;
+        let tracing = tracefs().ok_or(
+            "tracefs is not mounted (as root: mount -t tracefs tracefs /sys/kernel/tracing)",
+        )?;
         let id: u64 = std::fs::read_to_string(tracing.join("events").join(tracepoint).join("id"))
             .map_err(|e| format!("the tracepoint {tracepoint} cannot be read: {e}"))?
             .trim()
