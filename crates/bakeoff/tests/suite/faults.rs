@@ -312,11 +312,38 @@ fn a_restart_mid_run_is_measured_and_aof_keeps_the_records() {
     let back = f["back_after_s"].as_f64().unwrap();
     assert!(back > 0.0 && back < 10.0, "back after {back}");
     assert!(f["error"].is_null());
-    assert!(
-        f["recovered_after_s"].as_f64().is_some(),
-        "{f}\ntimeline: {}",
-        run["timeline"]
-    );
+    // Recovery is the machine's to give: on these shared machines a rate
+    // can fall by a third and stay down (run 2 of a CI chain: 120k GETs/s
+    // before, 94k to 68k after, bakeoff's own CPU unchanged). What bakeoff
+    // owes is a verdict that agrees with its own timeline: the first whole
+    // second after the fault at 90 % of the slowest whole second before
+    // it, or none where no such second came.
+    let measured: Vec<(f64, f64)> = run["timeline"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["phase"] == "measure")
+        .map(|p| (p["t_s"].as_f64().unwrap(), p["ops_per_s"].as_f64().unwrap()))
+        .collect();
+    let fault_at = f["at_s"].as_f64().unwrap();
+    let slowest = measured
+        .iter()
+        .filter(|(t, _)| t + 1.0 <= fault_at)
+        .map(|(_, ops)| *ops)
+        .fold(f64::INFINITY, f64::min);
+    let first_back = measured
+        .iter()
+        .filter(|(t, _)| *t >= fault_at.floor() + 1.0)
+        .find(|(_, ops)| *ops >= 0.9 * slowest)
+        .map(|(t, _)| t - fault_at);
+    match (f["recovered_after_s"].as_f64(), first_back) {
+        (Some(said), Some(seen)) => assert!((said - seen).abs() < 1e-6, "{said} against {seen}"),
+        (None, None) => {}
+        (said, seen) => panic!(
+            "bakeoff says recovered after {said:?} s, its timeline {seen:?} s: {f}\ntimeline: {}",
+            run["timeline"]
+        ),
+    }
     assert_eq!(misses_after(&run), 0, "records lost across a clean restart");
     // The server's counters restart from zero: not compared.
     assert!(run["checks"]["counters"].as_array().unwrap().is_empty());
