@@ -940,7 +940,7 @@ impl AsyncDriver for MongoDriver {
                 received,
             })
         });
-        Some(read.map_err(|e| std::io::Error::other(e.to_string())))
+        Some(read.map_err(std::io::Error::other))
     }
 }
 
@@ -1100,8 +1100,9 @@ pub fn start_on(table: Option<&toml::Table>, lazy_disk: bool) -> Result<Started,
     let metrics_port = bakeoff_servers::free_port()
         .map_err(TargetError::during("no free port for FerretDB's metrics"))?;
     let init = |_: &Path, dir: &Path| -> Result<(), ServerError> {
-        std::fs::create_dir_all(dir.join("data")).map_err(|e| {
-            ServerError::Init(format!("cannot create {}: {e}", dir.join("data").display()))
+        std::fs::create_dir_all(dir.join("data")).map_err(|source| ServerError::Prepare {
+            what: format!("cannot create {}", dir.join("data").display()),
+            source,
         })
     };
     let cmd = ServerCommand {

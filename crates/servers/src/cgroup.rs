@@ -31,9 +31,29 @@ pub struct CapUsage {
     pub cache: u64,
 }
 
+/// Why this machine has no memory controller a cap can use.
+#[derive(Debug, thiserror::Error)]
+pub enum NoMemoryController {
+    /// cgroup v1 lists a memory controller that no file system mounts.
+    #[error("the memory cgroup controller is listed in /proc/self/cgroup but not mounted")]
+    V1NotMounted,
+    /// cgroup v2 is in use but not mounted.
+    #[error("no cgroup2 file system is mounted")]
+    V2NotMounted,
+    /// cgroup v2's memory controller is not enabled for bakeoff's group.
+    #[error("cgroup v2 is mounted but its memory controller is not enabled for {}", .0.display())]
+    V2Disabled(PathBuf),
+    /// Neither hierarchy is there.
+    #[error("this system has neither a cgroup v1 memory controller nor cgroup v2")]
+    Neither,
+}
+
 fn own_memory_cgroup() -> Result<(PathBuf, bool), ServerError> {
-    let cg = std::fs::read_to_string("/proc/self/cgroup")
-        .map_err(|e| ServerError::MemoryCap(format!("cannot read /proc/self/cgroup: {e}")))?;
+    let cg =
+        std::fs::read_to_string("/proc/self/cgroup").map_err(|source| ServerError::MemoryCap {
+            what: "cannot read /proc/self/cgroup".into(),
+            source,
+        })?;
     let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
     // cgroup v1 with a memory controller.
     if let Some(rel) = cg.lines().find_map(|l| {
@@ -52,12 +72,9 @@ fn own_memory_cgroup() -> Result<(PathBuf, bool), ServerError> {
                         .is_some_and(|o| o.split(',').any(|x| x == "memory"))
             })
             .and_then(|l| l.split(' ').nth(4))
-            .ok_or_else(|| {
-                ServerError::MemoryCap(
-                    "the memory cgroup controller is listed in /proc/self/cgroup but not mounted"
-                        .into(),
-                )
-            })?;
+            .ok_or(ServerError::NoMemoryController(
+                NoMemoryController::V1NotMounted,
+            ))?;
         return Ok((Path::new(mount).join(rel.trim_start_matches('/')), false));
     }
     // cgroup v2: one hierarchy; the memory controller must be available.
@@ -66,30 +83,28 @@ fn own_memory_cgroup() -> Result<(PathBuf, bool), ServerError> {
             .lines()
             .find(|l| l.contains(" - cgroup2 "))
             .and_then(|l| l.split(' ').nth(4))
-            .ok_or_else(|| ServerError::MemoryCap("no cgroup2 file system is mounted".into()))?;
+            .ok_or(ServerError::NoMemoryController(
+                NoMemoryController::V2NotMounted,
+            ))?;
         let dir = Path::new(mount).join(rel.trim_start_matches('/'));
         let ctrls = std::fs::read_to_string(dir.join("cgroup.controllers")).unwrap_or_default();
         if !ctrls.split_whitespace().any(|c| c == "memory") {
-            return Err(ServerError::MemoryCap(format!(
-                "cgroup v2 is mounted but its memory controller is not enabled for {}",
-                dir.display()
-            )));
+            return Err(ServerError::NoMemoryController(
+                NoMemoryController::V2Disabled(dir),
+            ));
         }
         return Ok((dir, true));
     }
-    Err(ServerError::MemoryCap(
-        "this system has neither a cgroup v1 memory controller nor cgroup v2".into(),
-    ))
+    Err(ServerError::NoMemoryController(NoMemoryController::Neither))
 }
 
 impl MemoryCap {
     /// Creates a capped group named after `label`.
     pub fn create(limit: u64, label: &str) -> Result<Self, ServerError> {
-        let why = ServerError::MemoryCap;
+        let why = |what: String| move |source| ServerError::MemoryCap { what, source };
         let (parent, v2) = own_memory_cgroup()?;
         let dir = parent.join(format!("bakeoff-{}-{label}", std::process::id()));
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| why(format!("cannot create {}: {e}", dir.display())))?;
+        std::fs::create_dir_all(&dir).map_err(why(format!("cannot create {}", dir.display())))?;
         let file = if v2 {
             "memory.max"
         } else {
@@ -97,10 +112,7 @@ impl MemoryCap {
         };
         if let Err(e) = std::fs::write(dir.join(file), limit.to_string()) {
             let _ = std::fs::remove_dir(&dir);
-            return Err(why(format!(
-                "cannot write {}: {e}",
-                dir.join(file).display()
-            )));
+            return Err(why(format!("cannot write {}", dir.join(file).display()))(e));
         }
         Ok(MemoryCap {
             dir,
@@ -113,11 +125,11 @@ impl MemoryCap {
 
     /// Moves process `pid` (all its threads) into the group.
     pub fn add(&mut self, pid: u32) -> Result<(), ServerError> {
-        std::fs::write(self.dir.join("cgroup.procs"), pid.to_string()).map_err(|e| {
-            ServerError::MemoryCap(format!(
-                "cannot move process {pid} into {}: {e}",
-                self.dir.display()
-            ))
+        std::fs::write(self.dir.join("cgroup.procs"), pid.to_string()).map_err(|source| {
+            ServerError::MemoryCap {
+                what: format!("cannot move process {pid} into {}", self.dir.display()),
+                source,
+            }
         })?;
         self.members.push(pid);
         Ok(())
@@ -180,10 +192,10 @@ impl CpuSet {
     pub fn last(n: u32) -> Result<Self, ServerError> {
         let own = own_cpus()?;
         if n == 0 || n as usize > own.len() {
-            return Err(ServerError::Cpus(format!(
-                "{n} CPU(s) asked for, and bakeoff may use {} here",
-                own.len()
-            )));
+            return Err(ServerError::TooManyCpus {
+                asked: n,
+                usable: own.len(),
+            });
         }
         Ok(CpuSet {
             cpus: own[own.len() - n as usize..].to_vec(),
@@ -254,10 +266,7 @@ fn own_cpus() -> Result<Vec<usize>, ServerError> {
     unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
         if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
-            return Err(ServerError::Cpus(format!(
-                "cannot read bakeoff's CPU affinity: {}",
-                std::io::Error::last_os_error()
-            )));
+            return Err(ServerError::Affinity(std::io::Error::last_os_error()));
         }
         Ok((0..libc::CPU_SETSIZE as usize)
             .filter(|&c| libc::CPU_ISSET(c, &set))
@@ -288,4 +297,58 @@ fn threads_of(pid: u32) -> Vec<i32> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::error::Error as _;
+
+    #[test]
+    fn more_cpus_than_bakeoff_may_use_are_refused_saying_both_counts() {
+        let usable = own_cpus().unwrap().len();
+        let asked = usable as u32 + 1;
+        match CpuSet::last(asked) {
+            Err(ServerError::TooManyCpus {
+                asked: a,
+                usable: u,
+            }) => {
+                assert_eq!((a, u), (asked, usable));
+            }
+            other => panic!("expected TooManyCpus, got {other:?}"),
+        }
+        let text = CpuSet::last(0).unwrap_err().to_string();
+        assert!(
+            text.starts_with("cannot give the server its CPUs: 0 CPU(s) asked for"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_cap_that_cannot_be_made_keeps_what_the_system_said() {
+        // A group under a file, not a folder, cannot be made: the system's
+        // own error stays the source, below bakeoff's words.
+        let file = std::env::temp_dir().join(format!("bakeoff-cap-test-{}", std::process::id()));
+        std::fs::write(&file, "").unwrap();
+        let source = std::fs::create_dir_all(file.join("group")).unwrap_err();
+        let kind = source.kind();
+        let e = ServerError::MemoryCap {
+            what: format!("cannot create {}", file.join("group").display()),
+            source,
+        };
+        std::fs::remove_file(&file).unwrap();
+        let text = e.to_string();
+        assert!(
+            text.starts_with("cannot cap memory: cannot create "),
+            "{text}"
+        );
+        assert!(text.ends_with("(memory caps need root and a cgroup memory controller)"));
+        let below = e.source().expect("the system's error is kept");
+        let io = below.downcast_ref::<std::io::Error>().unwrap();
+        assert_eq!(io.kind(), kind);
+        // Through a target's error, the chain holds.
+        let t: bakeoff_core::error::TargetError = e.into();
+        assert_eq!(t.to_string(), text);
+        assert!(t.source().is_some());
+    }
 }

@@ -75,15 +75,55 @@ pub enum ServerError {
         /// Underlying error.
         source: std::io::Error,
     },
-    /// Initialising the data directory failed (initdb, mariadb-install-db).
-    #[error("{0}")]
-    Init(String),
-    /// The memory cap could not be set up.
+    /// A step of preparing the server's directory failed: a folder or file
+    /// bakeoff makes there, or running the program that initialises it.
+    #[error("{what}: {source}")]
+    Prepare {
+        /// The step: "cannot create /tmp/…/data", "cannot run initdb".
+        what: String,
+        /// What the system said.
+        source: std::io::Error,
+    },
+    /// The program that initialises a data directory (initdb,
+    /// mariadb-install-db) ran and failed.
+    #[error("{program} failed: {stderr}")]
+    InitFailed {
+        /// The program.
+        program: String,
+        /// What it printed on stderr.
+        stderr: String,
+    },
+    /// The power-cut layer (a FUSE mount) could not be put under the
+    /// server's directory.
+    #[error("cannot mount the power-cut layer (FUSE) on {}: {source}; it needs /dev/fuse and root", dir.display())]
+    PowerCutLayer {
+        /// The server's directory.
+        dir: PathBuf,
+        /// What mounting said.
+        source: std::io::Error,
+    },
+    /// A step of setting up the memory cap failed.
+    #[error("cannot cap memory: {what}: {source} (memory caps need root and a cgroup memory controller)")]
+    MemoryCap {
+        /// The step: "cannot write …/memory.max".
+        what: String,
+        /// What the system said.
+        source: std::io::Error,
+    },
+    /// This machine has no memory controller a cap can use.
     #[error("cannot cap memory: {0} (memory caps need root and a cgroup memory controller)")]
-    MemoryCap(String),
-    /// The CPUs asked for cannot be given.
-    #[error("cannot give the server its CPUs: {0}")]
-    Cpus(String),
+    NoMemoryController(cgroup::NoMemoryController),
+    /// More CPUs were asked for than bakeoff may use.
+    #[error("cannot give the server its CPUs: {asked} CPU(s) asked for, and bakeoff may use {usable} here")]
+    TooManyCpus {
+        /// CPUs asked for.
+        asked: u32,
+        /// CPUs this process may use.
+        usable: usize,
+    },
+    /// bakeoff's own CPU affinity could not be read.
+    #[error("cannot give the server its CPUs: cannot read bakeoff's CPU affinity: {0}")]
+    Affinity(#[source] std::io::Error),
     /// A system user the server runs as is missing.
     #[error("there is no user `{0}` on this machine")]
     NoUser(String),
@@ -96,7 +136,7 @@ impl From<ServerError> for bakeoff_core::error::TargetError {
                 what: format!("`{program}` is not on PATH"),
                 package,
             },
-            other => Self::Server(other.to_string()),
+            other => Self::cause(other),
         }
     }
 }
@@ -604,12 +644,13 @@ impl ManagedServer {
         let dir = ScratchDir::new(cmd.name).map_err(io)?;
         let (disk, backing) = if cmd.lazy_disk {
             let backing = ScratchDir::new(&format!("{}-disk", cmd.name)).map_err(io)?;
-            let mount = bakeoff_lazyfs::LazyMount::mount(backing.path(), dir.path()).map_err(
-                |e| ServerError::Init(format!(
-                    "cannot mount the power-cut layer (FUSE) on {}: {e}; it needs /dev/fuse and root",
-                    dir.path().display()
-                )),
-            )?;
+            let mount =
+                bakeoff_lazyfs::LazyMount::mount(backing.path(), dir.path()).map_err(|source| {
+                    ServerError::PowerCutLayer {
+                        dir: dir.path().to_path_buf(),
+                        source,
+                    }
+                })?;
             (Some(mount), Some(backing))
         } else {
             (None, None)

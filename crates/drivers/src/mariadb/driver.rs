@@ -386,6 +386,6 @@ impl AsyncDriver for MariaDriver {
                 received,
             })
         });
-        Some(read.map_err(|e| std::io::Error::other(e.to_string())))
+        Some(read.map_err(std::io::Error::other))
     }
 }

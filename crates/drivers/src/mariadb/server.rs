@@ -284,8 +284,10 @@ pub(crate) fn start_managed(
                 package: "mariadb-server".into(),
             })?;
         let tmp = dir.join("tmp");
-        std::fs::create_dir_all(&tmp)
-            .map_err(|e| ServerError::Init(format!("cannot create {}: {e}", tmp.display())))?;
+        std::fs::create_dir_all(&tmp).map_err(|source| ServerError::Prepare {
+            what: format!("cannot create {}", tmp.display()),
+            source,
+        })?;
         let out = bakeoff_servers::command_as(&install, None)
             .args([
                 "--no-defaults",
@@ -297,12 +299,15 @@ pub(crate) fn start_managed(
             ])
             .current_dir(dir)
             .output()
-            .map_err(|e| ServerError::Init(format!("cannot run mariadb-install-db: {e}")))?;
+            .map_err(|source| ServerError::Prepare {
+                what: "cannot run mariadb-install-db".into(),
+                source,
+            })?;
         if !out.status.success() {
-            return Err(ServerError::Init(format!(
-                "mariadb-install-db failed: {}",
-                String::from_utf8_lossy(&out.stderr).trim()
-            )));
+            return Err(ServerError::InitFailed {
+                program: "mariadb-install-db".into(),
+                stderr: String::from_utf8_lossy(&out.stderr).trim().into(),
+            });
         }
         Ok(())
     };

@@ -132,7 +132,7 @@ impl AsyncDriver for PgDriver {
                 received,
             })
         });
-        Some(read.map_err(|e| std::io::Error::other(e.to_string())))
+        Some(read.map_err(std::io::Error::other))
     }
 
     fn counters(&self) -> Option<Counters> {

@@ -338,12 +338,15 @@ pub(super) fn run_tool(
     let out = cmd
         .current_dir(dir)
         .output()
-        .map_err(|e| ServerError::Init(format!("cannot run {what}: {e}")))?;
+        .map_err(|source| ServerError::Prepare {
+            what: format!("cannot run {what}"),
+            source,
+        })?;
     if !out.status.success() {
-        return Err(ServerError::Init(format!(
-            "{what} failed: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        )));
+        return Err(ServerError::InitFailed {
+            program: what.into(),
+            stderr: String::from_utf8_lossy(&out.stderr).trim().into(),
+        });
     }
     Ok(())
 }
@@ -381,11 +384,15 @@ pub(super) fn start_as(
             }
             Some(pw) => {
                 let file = dir.join("pwfile");
-                std::fs::write(&file, pw).map_err(|e| {
-                    ServerError::Init(format!("cannot write {}: {e}", file.display()))
+                std::fs::write(&file, pw).map_err(|source| ServerError::Prepare {
+                    what: format!("cannot write {}", file.display()),
+                    source,
                 })?;
-                std::os::unix::fs::chown(&file, Some(ids.0), Some(ids.1)).map_err(|e| {
-                    ServerError::Init(format!("cannot hand {} to postgres: {e}", file.display()))
+                std::os::unix::fs::chown(&file, Some(ids.0), Some(ids.1)).map_err(|source| {
+                    ServerError::Prepare {
+                        what: format!("cannot hand {} to postgres", file.display()),
+                        source,
+                    }
                 })?;
                 cmd.args(["--auth-local=trust", "--auth-host=scram-sha-256"])
                     .arg(format!("--pwfile={}", file.display()));

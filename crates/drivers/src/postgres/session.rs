@@ -172,7 +172,7 @@ impl PgSession {
 impl Session for PgSession {
     async fn get(&mut self, key: &[u8], out: &mut Vec<u8>) -> SessionResult<bool> {
         out.clear();
-        let k = std::str::from_utf8(key).map_err(|e| SessionError::Server(e.to_string()))?;
+        let k = text_key(key)?;
         if self.fields.is_some() {
             return self.get_fields(k, out).await;
         }
@@ -192,7 +192,7 @@ impl Session for PgSession {
     }
 
     async fn put(&mut self, key: &[u8], value: &[u8]) -> SessionResult<()> {
-        let k = std::str::from_utf8(key).map_err(|e| SessionError::Server(e.to_string()))?;
+        let k = text_key(key)?;
         if self.fields.is_some() {
             return self.put_fields(k, value).await;
         }
@@ -207,7 +207,7 @@ impl Session for PgSession {
     }
 
     async fn delete(&mut self, key: &[u8]) -> SessionResult<bool> {
-        let k = std::str::from_utf8(key).map_err(|e| SessionError::Server(e.to_string()))?;
+        let k = text_key(key)?;
         let sql = match &self.fields {
             Some((t, _)) => t.del(),
             None => DEL.into(),
@@ -280,7 +280,7 @@ impl Session for PgSession {
 
     async fn scan(&mut self, start: &[u8], limit: u32, out: &mut Vec<u8>) -> SessionResult<u64> {
         out.clear();
-        let k = std::str::from_utf8(start).map_err(|e| SessionError::Server(e.to_string()))?;
+        let k = text_key(start)?;
         if self.fields.is_some() {
             return self.scan_fields(k, limit, out).await;
         }
@@ -306,7 +306,7 @@ impl Session for PgSession {
     }
 
     async fn put_field(&mut self, key: &[u8], field: usize, value: &[u8]) -> SessionResult<()> {
-        let k = std::str::from_utf8(key).map_err(|e| SessionError::Server(e.to_string()))?;
+        let k = text_key(key)?;
         let Some((t, statements)) = &mut self.fields else {
             return Err(SessionError::Server(
                 "table kv keeps a record as one value".into(),
@@ -322,6 +322,16 @@ impl Session for PgSession {
             .map(|_| ())
             .map_err(fail)
     }
+}
+
+/// The key as the text PostgreSQL's key column holds; a key that is not
+/// UTF-8 is refused by the server's rules, so it is the server's error.
+fn text_key(key: &[u8]) -> SessionResult<&str> {
+    std::str::from_utf8(key).map_err(|e| {
+        SessionError::Server(format!(
+            "a key of PostgreSQL's text column must be UTF-8: {e}"
+        ))
+    })
 }
 
 /// A database error leaves the connection usable; anything else (closed,
