@@ -6,7 +6,7 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::PathBuf;
 use std::process::{Command, Output};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bakeoff_servers::{ManagedServer, ServerCommand};
 
@@ -385,14 +385,57 @@ static ALONE: std::sync::RwLock<()> = std::sync::RwLock::new(());
 
 /// Runs the calling test with no other test of the suite beside it (for
 /// as long as the guard lives); the others take [`beside_others`].
-pub fn alone() -> std::sync::RwLockWriteGuard<'static, ()> {
-    ALONE.write().unwrap_or_else(|e| e.into_inner())
+pub fn alone() -> Turn<std::sync::RwLockWriteGuard<'static, ()>> {
+    Turn::new(ALONE.write().unwrap_or_else(|e| e.into_inner()), "alone")
 }
 
 /// Lets the calling test run beside the others, but not beside one that
 /// runs [`alone`].
-pub fn beside_others() -> std::sync::RwLockReadGuard<'static, ()> {
-    ALONE.read().unwrap_or_else(|e| e.into_inner())
+pub fn beside_others() -> Turn<std::sync::RwLockReadGuard<'static, ()>> {
+    Turn::new(ALONE.read().unwrap_or_else(|e| e.into_inner()), "beside")
+}
+
+/// A test's turn under the lock. Where `BAKEOFF_TEST_TIMES` names a file
+/// (scripts/test.sh sets it), its end appends how long the test held its
+/// turn, how (`alone` / `beside`) and its name: what the suite's minutes
+/// are spent on, without the time a test waited for the lock.
+pub struct Turn<G> {
+    _guard: G,
+    how: &'static str,
+    started: Instant,
+}
+
+impl<G> Turn<G> {
+    fn new(guard: G, how: &'static str) -> Self {
+        Turn {
+            _guard: guard,
+            how,
+            started: Instant::now(),
+        }
+    }
+}
+
+impl<G> Drop for Turn<G> {
+    fn drop(&mut self) {
+        let Some(path) = std::env::var_os("BAKEOFF_TEST_TIMES") else {
+            return;
+        };
+        // libtest names each test's thread after the test.
+        let name = std::thread::current().name().unwrap_or("?").to_string();
+        let line = format!(
+            "{}\t{:.1}\t{name}\n",
+            self.how,
+            self.started.elapsed().as_secs_f64()
+        );
+        use std::io::Write;
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+        {
+            let _ = f.write_all(line.as_bytes());
+        }
+    }
 }
 
 /// A fresh temporary directory.
