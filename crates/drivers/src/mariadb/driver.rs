@@ -2,7 +2,22 @@
 //! times of them (status counters, statement times, InnoDB's background
 //! work).
 
-use super::*;
+use std::time::Duration;
+
+use bakeoff_core::driver::{Carrier, Connector, Driver, Job, JobKind};
+use bakeoff_core::error::TargetError;
+use bakeoff_core::plan::RequestMode;
+use bakeoff_core::target::{BackgroundLook, CommandTime, CounterRule, Counters};
+use bakeoff_core::workload::OpKind;
+use mysql_async::prelude::Queryable;
+
+use super::server::{connect, Dsn};
+use super::session::{MariaSession, PROFILE_PUT};
+use super::wire::MariaConnector;
+use crate::async_target::{block, block_quick, sessions_reached, AsyncDriver, Reach};
+use crate::codec::mysql::{MysqlCodec, DEL, GET, PUT, STATEMENTS};
+use crate::codec::mysql_fields::{table as fields_table, MysqlFieldsCodec};
+use crate::sql::SCAN;
 
 /// What InnoDB's log flushing (and, with a binary log, its syncing) lets
 /// acknowledged writes survive: flush_log_at_trx_commit 1 fsyncs at every

@@ -9,36 +9,16 @@
 //! run, so it skips the grant tables (no accounts to set up).
 //! External: `mariadb://user:password@host:port` (a MySQL server too).
 
-use std::collections::BTreeMap;
-use std::net::SocketAddr;
-use std::path::Path;
-use std::time::Duration;
-
-use bakeoff_core::driver::{Carrier, Connector, Driver, Job, JobKind};
-use bakeoff_core::error::ConnectError;
 use bakeoff_core::error::TargetError;
-use bakeoff_core::keys::{Key, KeyNaming};
-use bakeoff_core::plan::{Endpoint, Plan, RequestMode, TargetSpec, Workload};
-use bakeoff_core::profile::{Profile, Query, RecordKind};
-use bakeoff_core::recorder::ErrorKind;
-use bakeoff_core::session::{io_error_kind, Session, SessionError, SessionResult};
-use bakeoff_core::target::{BackgroundLook, CommandTime, CounterRule, Counters, Target};
-use bakeoff_core::workload::OpKind;
-use bakeoff_servers::{Limits, ManagedServer, ServerCommand, ServerError};
-use mysql_async::prelude::Queryable;
-use mysql_async::{Conn, Opts, OptsBuilder, Statement, Value};
 
-use crate::admin::{resolve, Address};
-use crate::async_target::{
-    block, block_quick, profile_columns, sessions_reached, AsyncDriver, Reach,
-};
-use crate::codec::mysql::{MysqlCodec, STATEMENTS};
-use crate::codec::mysql_fields::{table as fields_table, MysqlFieldsCodec};
+use bakeoff_core::plan::{Plan, RequestMode, TargetSpec, Workload};
+use bakeoff_core::profile::RecordKind;
+use bakeoff_servers::{Limits, ManagedServer};
+use mysql_async::prelude::Queryable;
+
+use crate::async_target::{block, block_quick, Reach};
 use crate::kind::OpenResult;
-use crate::settings::{durable, Durability, DurableRule, Kind, Setting, Settings, PORT};
-use crate::sql::{batch_insert, search_params, search_statements, SCAN};
-use crate::sql_server::{Node, Replication, ServerFacts, SqlKind, SqlServer};
-use bakeoff_core::durability::DurableTo;
+use crate::sql_server::{ServerFacts, SqlKind, SqlServer};
 
 mod driver;
 mod replication;
@@ -52,8 +32,7 @@ use self::replication::*;
 pub use self::server::*;
 pub use self::session::*;
 pub use self::settings::*;
-use crate::codec::mysql::{DEL, GET, PUT};
-use wire::MariaConnector;
+pub use self::wire::start_with_kv;
 
 /// What `mariadb` is.
 pub const FACTS: crate::kind::TargetFacts = crate::kind::TargetFacts {
@@ -79,9 +58,6 @@ pub const FACTS: crate::kind::TargetFacts = crate::kind::TargetFacts {
     durability: DURABILITY,
     provokes: &[],
 };
-
-/// MariaDB: what it does its own way, for [`SqlKind`].
-pub struct Mariadb;
 
 /// `mariadb`, as the registry knows it.
 pub const MARIADB: SqlKind<Mariadb> = SqlKind::KIND;
@@ -154,6 +130,7 @@ impl SqlServer for Mariadb {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bakeoff_core::target::BackgroundLook;
 
     /// Pages written since the last look are flushing at work; a
     /// checkpoint age past three quarters of its maximum is a redo log

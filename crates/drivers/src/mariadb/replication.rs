@@ -1,7 +1,19 @@
 //! A primary and its replica (`--topology primary-replica`): the replica
 //! started following, caught up, and its lag.
 
-use super::*;
+use std::collections::BTreeMap;
+
+use bakeoff_core::error::TargetError;
+use bakeoff_core::plan::{Plan, TargetSpec, Workload};
+use bakeoff_core::target::Target;
+use bakeoff_servers::Limits;
+use mysql_async::prelude::Queryable;
+
+use super::server::{connect, prepare_table, server_facts, start_managed, Dsn, Mariadb};
+use super::settings::{MariaSettings, SEMISYNC_TIMEOUT_MS, SETTINGS};
+use crate::async_target::{block, block_quick};
+use crate::settings::Settings;
+use crate::sql_server::{Node, Replication};
 
 /// Longest wait for a new replica to apply what its primary logged.
 pub(super) const CATCH_UP_WITHIN_S: u64 = 30;

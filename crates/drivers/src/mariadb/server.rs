@@ -1,7 +1,24 @@
 //! The server: where it is (its DSN), connecting, the tables made, its
 //! facts, and a mariadbd bakeoff starts.
 
-use super::*;
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::Duration;
+
+use bakeoff_core::error::{ConnectError, TargetError};
+use bakeoff_core::plan::{Endpoint, RequestMode, TargetSpec, Workload};
+use bakeoff_core::profile::RecordKind;
+use bakeoff_core::recorder::ErrorKind;
+use bakeoff_core::session::io_error_kind;
+use bakeoff_servers::{Limits, ManagedServer, ServerCommand, ServerError};
+use mysql_async::prelude::Queryable;
+use mysql_async::{Conn, Opts, OptsBuilder};
+
+use super::settings::MariaSettings;
+use crate::admin::{resolve, Address};
+use crate::async_target::block_quick;
+use crate::codec::mysql_fields::table as fields_table;
 
 /// Where a MariaDB server takes SQL connections.
 #[derive(Clone)]
@@ -150,6 +167,16 @@ pub(crate) async fn create_kv(c: &mut Conn) -> Result<(), TargetError> {
     e(c.query_drop("CREATE TABLE IF NOT EXISTS bakeoff.kv (k VARCHAR(32) PRIMARY KEY, v LONGBLOB NOT NULL) ENGINE=InnoDB").await)
 }
 
+/// Table profile, of seed 002's records, in
+/// ASCII with binary collation: the same comparisons as the other targets.
+pub(super) const PROFILE_TABLE: &str =
+    "CREATE TABLE IF NOT EXISTS bakeoff.profile (id BIGINT PRIMARY KEY, \
+     name VARCHAR(8) CHARACTER SET ascii COLLATE ascii_bin NOT NULL, \
+     sex CHAR(1) CHARACTER SET ascii COLLATE ascii_bin NOT NULL, \
+     province CHAR(3) CHARACTER SET ascii COLLATE ascii_bin NOT NULL, \
+     city CHAR(2) CHARACTER SET ascii COLLATE ascii_bin NOT NULL, \
+     payload LONGBLOB NOT NULL) ENGINE=InnoDB";
+
 /// Creates the workload's table (emptied before a load) and its indexes,
 /// and reads the server's version and settings.
 pub(crate) async fn prepare_table(
@@ -242,34 +269,6 @@ pub(super) async fn facts(c: &mut Conn) -> Result<(String, BTreeMap<String, Stri
 /// `settings` plus `extra` arguments (given the server's folder), ready once
 /// it answers SQL and `extra_ready` says so; holds it to the workload's
 /// `limits` (memory, CPUs). Returns the server and where it takes SQL.
-/// Starts a MariaDB server with the table `bakeoff.kv` and returns it
-/// with a connector of the wire codec ([`MysqlCodec`]) to it, for tests of
-/// the network loop.
-pub fn start_with_kv(
-    table: Option<&toml::Table>,
-) -> Result<(ManagedServer, Box<dyn Connector>), TargetError> {
-    let settings = MariaSettings::parse(table)?;
-    let (server, dsn) = start_managed(
-        &settings,
-        &|_| Vec::new(),
-        &|_| true,
-        Limits::default(),
-        false,
-    )?;
-    let sql = dsn.clone();
-    block(async move {
-        let mut c = connect(&sql, None).await?;
-        create_kv(&mut c).await
-    })?;
-    let connector = MariaConnector {
-        addr: Address::Tcp(server.addr),
-        dsn,
-        statements: STATEMENTS.map(String::from).to_vec(),
-        table: "kv",
-    };
-    Ok((server, Box::new(connector)))
-}
-
 pub(crate) fn start_managed(
     settings: &MariaSettings,
     extra: &dyn Fn(&Path) -> Vec<String>,
@@ -344,3 +343,6 @@ pub(crate) fn start_managed(
     let dsn = local(server.addr.port());
     Ok((server, dsn))
 }
+
+/// MariaDB: what it does its own way, for [`crate::sql_server::SqlKind`].
+pub struct Mariadb;

@@ -1,16 +1,18 @@
 //! One client's connection: the key-value, field, profile and search
 //! statements through mysql_async, and `--request phases`' steps.
 
-use super::*;
+use bakeoff_core::error::ConnectError;
+use bakeoff_core::keys::{Key, KeyNaming};
+use bakeoff_core::profile::{Profile, Query};
+use bakeoff_core::session::{Session, SessionError, SessionResult};
+use mysql_async::prelude::Queryable;
+use mysql_async::{Conn, Statement, Value};
 
-// ASCII with binary collation: the same comparisons as the other targets.
-pub(super) const PROFILE_TABLE: &str =
-    "CREATE TABLE IF NOT EXISTS bakeoff.profile (id BIGINT PRIMARY KEY, \
-     name VARCHAR(8) CHARACTER SET ascii COLLATE ascii_bin NOT NULL, \
-     sex CHAR(1) CHARACTER SET ascii COLLATE ascii_bin NOT NULL, \
-     province CHAR(3) CHARACTER SET ascii COLLATE ascii_bin NOT NULL, \
-     city CHAR(2) CHARACTER SET ascii COLLATE ascii_bin NOT NULL, \
-     payload LONGBLOB NOT NULL) ENGINE=InnoDB";
+use super::server::{connect, connect_kind, Dsn};
+use crate::async_target::profile_columns;
+use crate::codec::mysql::{DEL, GET, PUT};
+use crate::codec::mysql_fields::table as fields_table;
+use crate::sql::{batch_insert, search_params, search_statements, SCAN};
 
 pub(super) const PROFILE_PUT: &str =
     "INSERT INTO profile (id, name, sex, province, city, payload) \

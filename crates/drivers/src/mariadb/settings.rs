@@ -1,7 +1,12 @@
 //! `[servers.mariadb]` and `[servers.handlersocket]`: the settings a
 //! managed mariadbd takes, and what each makes durable.
 
-use super::*;
+use std::path::Path;
+
+use bakeoff_core::durability::DurableTo;
+use bakeoff_core::error::TargetError;
+
+use crate::settings::{durable, Durability, DurableRule, Kind, Setting, Settings, PORT};
 
 pub(super) const BUFFER_POOL: Setting = Setting {
     name: "innodb_buffer_pool_size",

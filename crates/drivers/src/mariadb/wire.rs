@@ -10,11 +10,18 @@ use std::time::{Duration, Instant};
 use bakeoff_core::driver::{Connected, Connector, Handles, Stream};
 use mysql_common::constants::CapabilityFlags;
 use mysql_common::io::ParseBuf;
+
 use mysql_common::packets::{AuthPlugin, ErrPacket, HandshakePacket, HandshakeResponse};
 use mysql_common::proto::MySerialize;
 
-use super::{Dsn, ER_ACCESS_DENIED, ER_CON_COUNT};
+use super::server::{connect, create_kv, start_managed};
+use super::server::{Dsn, ER_ACCESS_DENIED, ER_CON_COUNT};
+use super::settings::MariaSettings;
 use crate::admin::{read_handshake, Address};
+use crate::async_target::block;
+use crate::codec::mysql::STATEMENTS;
+use bakeoff_core::error::TargetError;
+use bakeoff_servers::{Limits, ManagedServer};
 
 /// What bakeoff asks of the server; the first five it cannot do without.
 const REQUIRED: CapabilityFlags = CapabilityFlags::CLIENT_PROTOCOL_41
@@ -269,4 +276,32 @@ impl Connector for MariaConnector {
             handles,
         })
     }
+}
+
+/// Starts a MariaDB server with the table `bakeoff.kv` and returns it
+/// with a connector of the wire codec ([`MysqlCodec`]) to it, for tests of
+/// the network loop.
+pub fn start_with_kv(
+    table: Option<&toml::Table>,
+) -> Result<(ManagedServer, Box<dyn Connector>), TargetError> {
+    let settings = MariaSettings::parse(table)?;
+    let (server, dsn) = start_managed(
+        &settings,
+        &|_| Vec::new(),
+        &|_| true,
+        Limits::default(),
+        false,
+    )?;
+    let sql = dsn.clone();
+    block(async move {
+        let mut c = connect(&sql, None).await?;
+        create_kv(&mut c).await
+    })?;
+    let connector = MariaConnector {
+        addr: Address::Tcp(server.addr),
+        dsn,
+        statements: STATEMENTS.map(String::from).to_vec(),
+        table: "kv",
+    };
+    Ok((server, Box::new(connector)))
 }

@@ -2,7 +2,21 @@
 //! times of them (pg_stat counters, statement times, its background
 //! work).
 
-use super::*;
+use std::time::Duration;
+
+use bakeoff_core::driver::{Carrier, Connector, Driver, Job};
+use bakeoff_core::error::TargetError;
+use bakeoff_core::target::{CommandTime, CounterRule, Counters};
+use bakeoff_core::workload::OpKind;
+
+use super::log;
+use super::server::{connect, Dsn};
+use super::session::{PgSession, PROFILE_PUT, SCAN};
+use super::wire::PgConnector;
+use crate::async_target::{block, block_quick, sessions_reached, AsyncDriver, Reach};
+use crate::codec::postgres::{PostgresCodec, DEL, GET, PUT};
+use crate::codec::postgres_fields::{table as fields_table, PostgresFieldsCodec};
+use crate::sql::search_statements;
 
 /// The driver: the key-value operations through the wire codec on the
 /// network loop; searches, scans, profile rows, a connection per request

@@ -9,36 +9,15 @@
 //! private socket directory, with the settings of `[servers.postgres]`.
 //! External: `postgres://user:password@host:port[?dbname=NAME]`.
 
-use std::collections::BTreeMap;
-use std::path::Path;
-use std::time::Duration;
-
-use bakeoff_core::driver::{Carrier, Connector, Driver, Job};
-use bakeoff_core::error::ConnectError;
 use bakeoff_core::error::TargetError;
-use bakeoff_core::keys::Key;
-use bakeoff_core::plan::{Endpoint, Plan, TargetSpec, Workload};
-use bakeoff_core::profile::{Profile, Query, RecordKind};
-use bakeoff_core::recorder::ErrorKind;
-use bakeoff_core::session::{io_error_kind, Session, SessionError, SessionResult};
-use bakeoff_core::target::{CommandTime, CounterRule, Counters, Target};
-use bakeoff_core::workload::OpKind;
-use bakeoff_servers::{ManagedServer, ServerCommand, ServerError};
-use tokio_postgres::types::ToSql;
-use tokio_postgres::{Client, Config, NoTls, Statement};
 
-use crate::admin::{resolve, Address};
-use crate::async_target::{
-    block, block_quick, profile_columns, sessions_reached, AsyncDriver, Reach,
-};
-use crate::codec::postgres::PostgresCodec;
-use crate::codec::postgres::BATCH_TAIL;
-use crate::codec::postgres_fields::{table as fields_table, PostgresFieldsCodec};
+use bakeoff_core::plan::{Plan, TargetSpec, Workload};
+use bakeoff_core::profile::RecordKind;
+use bakeoff_servers::ManagedServer;
+
+use crate::async_target::{block, block_quick, Reach};
 use crate::kind::OpenResult;
-use crate::settings::{durable, Durability, Kind, Setting, Settings, PORT};
-use crate::sql::{batch_insert, search_params, search_statements, FieldsTable};
-use crate::sql_server::{Node, Replication, ServerFacts, SqlKind, SqlServer};
-use bakeoff_core::durability::DurableTo;
+use crate::sql_server::{ServerFacts, SqlKind, SqlServer};
 
 mod driver;
 mod log;
@@ -53,9 +32,7 @@ use self::replication::*;
 pub use self::server::*;
 pub use self::session::*;
 pub use self::settings::*;
-use wire::PgConnector;
-
-use crate::codec::postgres::{DEL, GET, PUT};
+pub use self::wire::start_with_kv;
 
 /// What `postgres` is.
 pub const FACTS: crate::kind::TargetFacts = crate::kind::TargetFacts {
@@ -81,9 +58,6 @@ pub const FACTS: crate::kind::TargetFacts = crate::kind::TargetFacts {
     durability: DURABILITY,
     provokes: &[bakeoff_core::plan::Work::Checkpoint],
 };
-
-/// PostgreSQL: what it does its own way, for [`SqlKind`].
-pub struct Postgres;
 
 /// `postgres`, as the registry knows it.
 pub const POSTGRES: SqlKind<Postgres> = SqlKind::KIND;

@@ -1,7 +1,17 @@
 //! A primary and its streaming replica (`--topology primary-replica`):
 //! the replica started from a base backup, streaming, and its lag.
 
-use super::*;
+use std::time::Duration;
+
+use bakeoff_core::error::TargetError;
+use bakeoff_core::plan::{Plan, TargetSpec, Workload};
+use bakeoff_core::target::Target;
+use bakeoff_servers::ManagedServer;
+
+use super::server::{connect, prepare_table, server_facts, start_as, Dsn, Postgres, Role};
+use super::settings::PgSettings;
+use crate::async_target::{block, block_quick};
+use crate::sql_server::{Node, Replication};
 
 /// Longest wait for a new replica to stream from its primary.
 pub(super) const STREAMING_WITHIN: Duration = Duration::from_secs(30);

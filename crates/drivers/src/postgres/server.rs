@@ -2,7 +2,22 @@
 //! facts, and a PostgreSQL bakeoff starts (initdb, postgres, as the
 //! `postgres` user).
 
-use super::*;
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use bakeoff_core::error::{ConnectError, TargetError};
+use bakeoff_core::plan::{Endpoint, TargetSpec, Workload};
+use bakeoff_core::profile::RecordKind;
+use bakeoff_core::recorder::ErrorKind;
+use bakeoff_core::session::io_error_kind;
+use bakeoff_servers::{ManagedServer, ServerCommand, ServerError};
+use tokio_postgres::{Client, Config, NoTls};
+
+use super::settings::{PgSettings, BIN_DIRS};
+use crate::admin::{resolve, Address};
+use crate::async_target::{block, block_quick};
+use crate::codec::postgres_fields::table as fields_table;
 
 /// How to reach the server.
 #[derive(Clone)]
@@ -115,6 +130,34 @@ pub(super) async fn connect_local(dsn: &Dsn) -> Result<Client, ConnectError> {
     Ok(client)
 }
 
+/// A failed connection in words a user can act on: credentials refused, or
+/// no server there, or not PostgreSQL.
+pub(super) fn explain(dsn: &Dsn, e: tokio_postgres::Error) -> String {
+    let text = e.to_string();
+    let detail = e
+        .as_db_error()
+        .map(|d| d.message().to_string())
+        .unwrap_or_default();
+    if detail.contains("password") || text.contains("password") {
+        format!(
+            "{} refused the credentials: {detail}; check the user and password in the URL",
+            dsn.describe()
+        )
+    } else if text.contains("connect") || text.contains("refused") || text.contains("timed out") {
+        format!(
+            "cannot connect to {}: {text}; is the server running, and are host and port right?",
+            dsn.describe()
+        )
+    } else if detail.is_empty() {
+        format!(
+            "{}: {text}; is it a PostgreSQL server, and is it answering?",
+            dsn.describe()
+        )
+    } else {
+        format!("{}: {text} {detail}", dsn.describe())
+    }
+}
+
 /// How a failed connection attempt counts: the server turning it away
 /// ("too many clients") is a refusal; socket errors by their kind; the
 /// driver's own connect timeout is a timeout.
@@ -169,6 +212,16 @@ pub fn available() -> Result<(), TargetError> {
     bakeoff_servers::user_ids("postgres")?;
     Ok(())
 }
+
+/// Table kv, of one value per key.
+pub(super) const KV_TABLE: &str =
+    "CREATE TABLE IF NOT EXISTS kv (k TEXT PRIMARY KEY, v BYTEA NOT NULL)";
+
+/// Table profile, of seed 002's records.
+pub(super) const PROFILE_TABLE: &str =
+    "CREATE TABLE IF NOT EXISTS profile (id BIGINT PRIMARY KEY, \
+     name TEXT NOT NULL, sex TEXT NOT NULL, province TEXT NOT NULL, city TEXT NOT NULL, \
+     payload BYTEA NOT NULL)";
 
 /// Creates the workload's table (emptied before a load) and its indexes.
 pub(super) async fn prepare_table(dsn: &Dsn, workload: &Workload) -> Result<(), TargetError> {
@@ -251,31 +304,6 @@ pub fn start(
     password: Option<&str>,
 ) -> Result<ManagedServer, TargetError> {
     start_on(table, password, false)
-}
-
-/// Starts a PostgreSQL server with the table `kv` and returns it with a
-/// connector of the wire codec ([`PostgresCodec`]) to it, for tests of
-/// the network loop.
-pub fn start_with_kv(
-    table: Option<&toml::Table>,
-) -> Result<(ManagedServer, Box<dyn Connector>), TargetError> {
-    let server = start(table, None)?;
-    let dsn = Dsn::managed(server.addr.port());
-    let sql = dsn.clone();
-    block(async move {
-        connect(&sql)
-            .await?
-            .simple_query(KV_TABLE)
-            .await
-            .map_err(TargetError::cause)
-    })?;
-    let connector = PgConnector {
-        addr: Address::Tcp(server.addr),
-        dsn,
-        statements: PostgresCodec::statements(),
-        table: "kv",
-    };
-    Ok((server, Box::new(connector)))
 }
 
 /// [`start`], with the data directory on the power-cut layer when
@@ -434,3 +462,6 @@ pub(super) fn start_as(
     };
     ManagedServer::start(&cmd).map_err(TargetError::cause)
 }
+
+/// PostgreSQL: what it does its own way, for [`crate::sql_server::SqlKind`].
+pub struct Postgres;

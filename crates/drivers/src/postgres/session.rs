@@ -1,33 +1,18 @@
 //! One client's connection through tokio-postgres: the key-value, field,
 //! profile and search statements, prepared once per connection.
 
-use super::*;
+use bakeoff_core::error::ConnectError;
+use bakeoff_core::keys::Key;
+use bakeoff_core::profile::{Profile, Query};
+use bakeoff_core::session::{Session, SessionError, SessionResult};
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{Client, Statement};
 
-pub(super) fn explain(dsn: &Dsn, e: tokio_postgres::Error) -> String {
-    let text = e.to_string();
-    let detail = e
-        .as_db_error()
-        .map(|d| d.message().to_string())
-        .unwrap_or_default();
-    if detail.contains("password") || text.contains("password") {
-        format!(
-            "{} refused the credentials: {detail}; check the user and password in the URL",
-            dsn.describe()
-        )
-    } else if text.contains("connect") || text.contains("refused") || text.contains("timed out") {
-        format!(
-            "cannot connect to {}: {text}; is the server running, and are host and port right?",
-            dsn.describe()
-        )
-    } else if detail.is_empty() {
-        format!(
-            "{}: {text}; is it a PostgreSQL server, and is it answering?",
-            dsn.describe()
-        )
-    } else {
-        format!("{}: {text} {detail}", dsn.describe())
-    }
-}
+use super::server::{connect_kind, connect_local, Dsn};
+use crate::async_target::profile_columns;
+use crate::codec::postgres::{BATCH_TAIL, DEL, GET, PUT};
+use crate::codec::postgres_fields::table as fields_table;
+use crate::sql::{batch_insert, search_params, search_statements, FieldsTable};
 
 /// The statement in `slot`, prepared from `sql` on first use.
 pub(super) async fn prepared<'a>(
@@ -348,14 +333,6 @@ pub(super) fn fail(e: tokio_postgres::Error) -> SessionError {
 /// pg_stat_statements counts it under. bakeoff's keys (`bk:` and 12
 /// digits) sort alike under any collation, so `ORDER BY k` is their order.
 pub(super) const SCAN: &str = "SELECT k, v FROM kv WHERE k >= $1 ORDER BY k LIMIT $2";
-
-pub(super) const KV_TABLE: &str =
-    "CREATE TABLE IF NOT EXISTS kv (k TEXT PRIMARY KEY, v BYTEA NOT NULL)";
-
-pub(super) const PROFILE_TABLE: &str =
-    "CREATE TABLE IF NOT EXISTS profile (id BIGINT PRIMARY KEY, \
-     name TEXT NOT NULL, sex TEXT NOT NULL, province TEXT NOT NULL, city TEXT NOT NULL, \
-     payload BYTEA NOT NULL)";
 
 pub(super) const PROFILE_PUT: &str =
     "INSERT INTO profile (id, name, sex, province, city, payload) \

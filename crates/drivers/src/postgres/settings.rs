@@ -1,7 +1,13 @@
 //! `[servers.postgres]`: the settings a managed PostgreSQL takes, and
 //! what each makes durable.
 
-use super::*;
+use std::path::Path;
+
+use bakeoff_core::durability::DurableTo;
+use bakeoff_core::error::TargetError;
+
+use super::log;
+use crate::settings::{durable, Durability, Kind, Setting, Settings, PORT};
 
 pub(super) const BIN_DIRS: &[&str] = &["/usr/lib/postgresql/*/bin"];
 

@@ -9,12 +9,18 @@ use std::time::{Duration, Instant};
 use bakeoff_core::driver::{Connector, Stream};
 use bytes::BytesMut;
 use fallible_iterator::FallibleIterator;
+
 use postgres_protocol::authentication::{md5_hash, sasl};
 use postgres_protocol::message::backend::{ErrorResponseBody, Message};
 use postgres_protocol::message::frontend;
 
-use super::Dsn;
+use super::server::Dsn;
+use super::server::{connect, start, KV_TABLE};
 use crate::admin::{read_handshake, Address};
+use crate::async_target::block;
+use crate::codec::postgres::PostgresCodec;
+use bakeoff_core::error::TargetError;
+use bakeoff_servers::ManagedServer;
 
 /// SQLSTATE of "too many connections": the server turning a client away.
 const TOO_MANY_CONNECTIONS: &str = "53300";
@@ -230,4 +236,29 @@ impl Connector for PgConnector {
         s.set_write_timeout(None)?;
         Ok(s.into())
     }
+}
+
+/// Starts a PostgreSQL server with the table `kv` and returns it with a
+/// connector of the wire codec ([`PostgresCodec`]) to it, for tests of
+/// the network loop.
+pub fn start_with_kv(
+    table: Option<&toml::Table>,
+) -> Result<(ManagedServer, Box<dyn Connector>), TargetError> {
+    let server = start(table, None)?;
+    let dsn = Dsn::managed(server.addr.port());
+    let sql = dsn.clone();
+    block(async move {
+        connect(&sql)
+            .await?
+            .simple_query(KV_TABLE)
+            .await
+            .map_err(TargetError::cause)
+    })?;
+    let connector = PgConnector {
+        addr: Address::Tcp(server.addr),
+        dsn,
+        statements: PostgresCodec::statements(),
+        table: "kv",
+    };
+    Ok((server, Box::new(connector)))
 }
