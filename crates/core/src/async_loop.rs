@@ -114,7 +114,7 @@ where
     let harness = RefCell::new(Harness::new(job, worker));
     let t0_ns = monotonic_ns().saturating_sub(job.t0.elapsed().as_nanos() as u64);
     let now_ns = move || monotonic_ns().saturating_sub(t0_ns);
-    let w = job.workload;
+    let w = job.inputs.workload;
     let timeout_ns = (w.timeout_s * 1e9) as u64;
     let limit = Duration::from_nanos(timeout_ns);
     // Requests that open their own connection: measured ones only; the
@@ -179,7 +179,7 @@ where
         // without them, as the codec loop does.
         let clients_done = futures_util::future::join_all(tasks);
         let stopped = async {
-            while !job.stop.load(std::sync::atomic::Ordering::Relaxed) {
+            while !job.inputs.stop.load(std::sync::atomic::Ordering::Relaxed) {
                 tokio::time::sleep(STOP_POLL).await;
             }
             tokio::time::sleep(Duration::from_nanos(STOP_GRACE_NS)).await;
@@ -216,8 +216,8 @@ where
     async fn run(self, mut session: Option<S>) {
         let (ci, now_ns) = (self.ci, self.now_ns);
         let job = self.harness.borrow().job();
-        let mut buffers = OpBuffers::new(job.workload);
-        let batched = job.workload.batch > 1 && job.kind == JobKind::Load;
+        let mut buffers = OpBuffers::new(job.inputs.workload);
+        let batched = job.inputs.workload.batch > 1 && job.kind == JobKind::Load;
         // When the connection was lost (ns since t0), while it is.
         let mut lost_since: Option<u64> =
             (self.mode == RequestMode::Op && session.is_none()).then(now_ns);
@@ -336,7 +336,10 @@ where
         let names = s.phase_steps();
         let (records, naming) = {
             let h = self.harness.borrow();
-            (h.job().workload.records, h.job().workload.key_naming)
+            (
+                h.job().inputs.workload.records,
+                h.job().inputs.workload.key_naming,
+            )
         };
         let mut rows = 0;
         for (i, name) in names.iter().enumerate() {
@@ -364,10 +367,10 @@ where
         let mut values: Vec<Vec<u8>> = Vec::new();
         {
             let mut h = self.harness.borrow_mut();
-            let batch = h.job().workload.batch as usize;
+            let batch = h.job().inputs.workload.batch as usize;
             let mut req = first;
             loop {
-                keys.push(h.job().workload.key_naming.key(req.key));
+                keys.push(h.job().inputs.workload.key_naming.key(req.key));
                 let (head, payload) = h.value(ci, req.key);
                 values.push([&head[..], payload].concat());
                 let now = (self.now_ns)();

@@ -49,8 +49,8 @@ impl ClientState {
     /// The stream of client `client` in `job`; `open_loop` spaces requests
     /// evenly at the workload's rate, staggered between clients.
     pub fn new(job: &Job, client: u32, open_loop: bool) -> Self {
-        let w = job.workload;
-        let replays = job.replay.is_some() && job.kind == JobKind::Measure;
+        let w = job.inputs.workload;
+        let replays = job.inputs.replay.is_some() && job.kind == JobKind::Measure;
         let period = match w.rate {
             // A replay's requests are due when the trace made them.
             _ if replays => 0,
@@ -59,15 +59,15 @@ impl ClientState {
         };
         let range = job.load_range(client);
         Self {
-            rng: Rng::new(job.seed, client as u64),
+            rng: Rng::new(job.inputs.seed, client as u64),
             keys: KeyChooser::new(
                 w.key_distribution,
                 w.records,
                 client as u64,
                 w.clients as u64,
-                job.zipf,
+                job.inputs.zipf,
             )
-            .with_zipf_items(zipf_items(w, job.inserts.is_some())),
+            .with_zipf_items(zipf_items(w, job.inputs.inserts.is_some())),
             version: 1,
             owner: (w.topology == crate::plan::Topology::PrimaryReplica)
                 .then_some((client as u64, w.clients.max(1) as u64)),
@@ -75,14 +75,14 @@ impl ClientState {
             load_end: range.end,
             quota: job.quota(client),
             unique: w.durability,
-            special: w.durability || replays || job.inserts.is_some(),
+            special: w.durability || replays || job.inputs.inserts.is_some(),
             writer: client,
             next_seq: 0,
             next_read: client as usize,
             read_stride: w.clients.max(1) as usize,
             replay_next: client as usize,
             replay_size: 0,
-            next_due: match job.replay {
+            next_due: match job.inputs.replay {
                 Some(trace) if replays => replay_due(trace, client as usize, w.replay_speed),
                 _ if period > 0 => period * client as u64 / w.clients as u64,
                 _ => 0,
@@ -100,7 +100,7 @@ impl ClientState {
             JobKind::Measure => {
                 intended < measure_end && !(self.quota == 0 && intended >= warmup_end)
             }
-            JobKind::ReadBack => self.next_read < job.read_back.len(),
+            JobKind::ReadBack => self.next_read < job.inputs.read_back.len(),
         }
     }
 
@@ -109,7 +109,7 @@ impl ClientState {
         match job.kind {
             JobKind::Load => self.next_load < self.load_end,
             JobKind::Measure => self.quota > 0 || now < warmup_end,
-            JobKind::ReadBack => self.next_read < job.read_back.len(),
+            JobKind::ReadBack => self.next_read < job.inputs.read_back.len(),
         }
     }
 
@@ -134,12 +134,12 @@ impl ClientState {
                 let kind = mix.next(&mut self.rng);
                 let key = self.keys.next(&mut self.rng, 0);
                 if let (Some(owner), true) = (self.owner, kind.writes()) {
-                    return (kind, owned(owner, key, job.workload.records));
+                    return (kind, owned(owner, key, job.inputs.workload.records));
                 }
                 (kind, key)
             }
             JobKind::ReadBack => {
-                let k = job.read_back[self.next_read];
+                let k = job.inputs.read_back[self.next_read];
                 self.next_read += self.read_stride;
                 (OpKind::Get, k)
             }
@@ -154,11 +154,11 @@ impl ClientState {
         if self.unique {
             return self.next_unique();
         }
-        if let Some(trace) = job.replay {
+        if let Some(trace) = job.inputs.replay {
             return self.next_replayed(job, trace);
         }
         let kind = mix.next(&mut self.rng);
-        match job.inserts {
+        match job.inputs.inserts {
             Some(inserts) => self.next_with_inserts(job, inserts, kind),
             None => (kind, self.keys.next(&mut self.rng, 0)),
         }
@@ -178,7 +178,7 @@ impl ClientState {
         if kind == OpKind::Insert {
             return (kind, inserts.take());
         }
-        let w = job.workload;
+        let w = job.inputs.workload;
         let index = self.keys.next(&mut self.rng, inserts.acknowledged());
         (
             kind,
@@ -192,9 +192,9 @@ impl ClientState {
     #[inline(never)]
     fn next_replayed(&mut self, job: &Job, trace: &crate::replay::Trace) -> (OpKind, u64) {
         let op = trace.ops[self.replay_next];
-        self.replay_next += job.workload.clients.max(1) as usize;
+        self.replay_next += job.inputs.workload.clients.max(1) as usize;
         self.replay_size = op.size as usize;
-        self.next_due = replay_due(trace, self.replay_next, job.workload.replay_speed);
+        self.next_due = replay_due(trace, self.replay_next, job.inputs.workload.replay_speed);
         (op.kind, op.record)
     }
 
@@ -232,14 +232,14 @@ impl ClientState {
     /// that follows it.
     #[inline]
     pub fn value<'p>(&mut self, job: &'p Job, key: u64) -> ([u8; HEADER_LEN], &'p [u8]) {
-        let w = job.workload;
-        let len = match job.replay {
+        let w = job.inputs.workload;
+        let len = match job.inputs.replay {
             None => w.value_size.next(&mut self.rng),
             Some(trace) => self.replayed_size(job, trace, key),
         };
         let version = self.value_version(job);
         self.version = self.version.wrapping_add(1);
-        job.pool.value(key, version, len, w.value_content)
+        job.inputs.pool.value(key, version, len, w.value_content)
     }
 
     /// The record of several fields for a write of record `key` (see
@@ -247,10 +247,10 @@ impl ClientState {
     /// of line: only records of several fields come here.
     #[inline(never)]
     pub fn record(&mut self, job: &Job, key: u64) -> &[u8] {
-        let w = job.workload;
+        let w = job.inputs.workload;
         let version = self.value_version(job);
         self.version = self.version.wrapping_add(1);
-        job.pool.record(
+        job.inputs.pool.record(
             key,
             version,
             w.fields,
@@ -267,11 +267,14 @@ impl ClientState {
     /// several fields come here.
     #[inline(never)]
     pub fn field<'p>(&mut self, job: &'p Job, key: u64) -> (usize, [u8; HEADER_LEN], &'p [u8]) {
-        let w = job.workload;
+        let w = job.inputs.workload;
         let field = self.rng.below(u64::from(w.fields.max(1))) as u32;
         let version = crate::value::field_version(self.value_version(job), field);
         self.version = self.version.wrapping_add(1);
-        let (h, p) = job.pool.value(key, version, w.field_len(), w.value_content);
+        let (h, p) = job
+            .inputs
+            .pool
+            .value(key, version, w.field_len(), w.value_content);
         (field as usize, h, p)
     }
 
@@ -295,7 +298,7 @@ impl ClientState {
             0
         } else if self.unique {
             // The durability check's values carry the run's mark.
-            job.nonce
+            job.inputs.nonce
         } else {
             self.version
         }
@@ -309,11 +312,11 @@ impl ClientState {
     /// same on every target of a run).
     #[inline(never)]
     pub fn value_again<'p>(&self, job: &'p Job, key: u64) -> ([u8; HEADER_LEN], &'p [u8]) {
-        let w = job.workload;
+        let w = job.inputs.workload;
         let version = self.value_version(job);
         let mut own = Rng::new(key ^ u64::from(version).rotate_left(32), 1);
         let len = w.value_size.next(&mut own);
-        job.pool.value(key, version, len, w.value_content)
+        job.inputs.pool.value(key, version, len, w.value_content)
     }
 
     /// Parameters of a `kind` search, from this client's stream.

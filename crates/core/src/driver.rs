@@ -331,17 +331,18 @@ pub enum JobKind {
     Load,
     /// Warm-up, then the measured phase.
     Measure,
-    /// The durability check's read-back: every id in [`Job::read_back`]
+    /// The durability check's read-back: every id in [`JobInputs::read_back`]
     /// read once, split between clients, no warm-up.
     ReadBack,
 }
 
-/// Everything a worker needs to run its share of a job. Shared read-only by
-/// all workers of the job.
-pub struct Job<'a> {
-    /// Load or measure.
-    pub kind: JobKind,
-    /// The workload of this run.
+/// What a run hands each of its jobs: the workload and what its features
+/// made for it before the jobs (a replica's acknowledged versions, the
+/// insert counter, a trace), made once by the run and copied into each
+/// job, with the parts a job does not take left out.
+#[derive(Clone, Copy)]
+pub struct JobInputs<'a> {
+    /// The workload of this job.
     pub workload: &'a Workload,
     /// Seed of the plan.
     pub seed: u64,
@@ -349,12 +350,8 @@ pub struct Job<'a> {
     pub pool: &'a ValuePool,
     /// Zipfian constants when the key distribution is zipfian.
     pub zipf: Option<ZipfianConstants>,
-    /// Time zero of the job; every worker measures from it.
-    pub t0: Instant,
     /// Set on Ctrl-C: stop making requests, finish those in flight.
     pub stop: &'a AtomicBool,
-    /// Where workers send their per-second intervals.
-    pub intervals: Sender<Interval>,
     /// The mark of this run in the version field of the durability check's
     /// values, so that a value another run left is told from one this run
     /// wrote.
@@ -366,11 +363,84 @@ pub struct Job<'a> {
     pub acked: Option<&'a crate::stale::AckedVersions>,
     /// The run's insert counter, when inserts are in the mix.
     pub inserts: Option<&'a crate::inserts::InsertKeys>,
-    /// The trace a replay sends (load and measure jobs of a replay).
+    /// The trace a replay sends (the measure job of a replay).
     pub replay: Option<&'a crate::replay::Trace>,
+}
+
+impl<'a> JobInputs<'a> {
+    /// The inputs of a plain job of `workload`: its Zipfian constants,
+    /// nothing any feature adds.
+    pub fn plain(
+        workload: &'a Workload,
+        seed: u64,
+        pool: &'a ValuePool,
+        stop: &'a AtomicBool,
+    ) -> Self {
+        JobInputs {
+            workload,
+            seed,
+            pool,
+            zipf: ZipfianConstants::of(workload.key_distribution, workload.records),
+            stop,
+            nonce: 0,
+            read_back: &[],
+            acked: None,
+            inserts: None,
+            replay: None,
+        }
+    }
+
+    /// The inputs of the load before the measured job, of `workload`: what
+    /// only a measured job takes (acknowledged versions, inserts, a trace)
+    /// left out.
+    pub fn for_load(self, workload: &'a Workload) -> Self {
+        JobInputs {
+            workload,
+            acked: None,
+            inserts: None,
+            replay: None,
+            ..self
+        }
+    }
+
+    /// The inputs of a read-back of `ids`, stopped by `stop`.
+    pub fn for_read_back(self, ids: &'a [u64], stop: &'a AtomicBool) -> Self {
+        JobInputs {
+            read_back: ids,
+            stop,
+            ..self.for_load(self.workload)
+        }
+    }
+}
+
+/// Everything a worker needs to run its share of a job. Shared read-only by
+/// all workers of the job.
+pub struct Job<'a> {
+    /// Load or measure.
+    pub kind: JobKind,
+    /// What the run handed the job.
+    pub inputs: JobInputs<'a>,
+    /// Time zero of the job; every worker measures from it.
+    pub t0: Instant,
+    /// Where workers send their per-second intervals.
+    pub intervals: Sender<Interval>,
     /// Where the warm-up ends: fixed, or moved by the collector once the
     /// job is steady (`--warmup auto`).
     pub warmup: WarmupEnd,
+}
+
+impl<'a> Job<'a> {
+    /// A `kind` job of `inputs`, starting now, whose workers send their
+    /// intervals to `intervals`.
+    pub fn new(kind: JobKind, inputs: JobInputs<'a>, intervals: Sender<Interval>) -> Self {
+        Job {
+            kind,
+            warmup: WarmupEnd::of(kind, inputs.workload),
+            inputs,
+            t0: Instant::now(),
+            intervals,
+        }
+    }
 }
 
 /// The end of a measure job's warm-up, ns since the job's start. Fixed,
@@ -472,30 +542,31 @@ impl Job<'_> {
 
     /// Global indices of the clients worker `worker` runs.
     pub fn clients_of(&self, worker: usize) -> impl Iterator<Item = u32> {
-        let t = self.workload.threads.max(1);
-        (0..self.workload.clients).filter(move |c| c % t == worker as u32)
+        let t = self.inputs.workload.threads.max(1);
+        (0..self.inputs.workload.clients).filter(move |c| c % t == worker as u32)
     }
 
     /// Record ids client `client` writes in a load job.
     pub fn load_range(&self, client: u32) -> Range<u64> {
         let to = self
+            .inputs
             .workload
             .load_to
-            .unwrap_or(self.workload.records)
-            .min(self.workload.records);
-        let from = self.workload.load_from.min(to);
+            .unwrap_or(self.inputs.workload.records)
+            .min(self.inputs.workload.records);
+        let from = self.inputs.workload.load_from.min(to);
         let n = (to - from) as u128;
-        let c = self.workload.clients as u128;
+        let c = self.inputs.workload.clients as u128;
         let i = client as u128;
         (from + (n * i / c) as u64)..(from + (n * (i + 1) / c) as u64)
     }
 
     /// Operations client `client` measures in an operation-count run.
     pub fn quota(&self, client: u32) -> u64 {
-        match self.workload.ops {
-            None => self.workload.ops_per_client.unwrap_or(u64::MAX),
+        match self.inputs.workload.ops {
+            None => self.inputs.workload.ops_per_client.unwrap_or(u64::MAX),
             Some(ops) => {
-                let c = self.workload.clients as u64;
+                let c = self.inputs.workload.clients as u64;
                 ops / c + u64::from((client as u64) < ops % c)
             }
         }
@@ -521,7 +592,7 @@ impl Job<'_> {
 
     /// End of the measured phase in a timed run, ns since `t0`.
     pub fn measure_end_ns(&self) -> u64 {
-        match (self.kind, self.workload.duration_s) {
+        match (self.kind, self.inputs.workload.duration_s) {
             (JobKind::Measure, Some(d)) => self.warmup_end_ns() + (d * 1e9) as u64,
             _ => u64::MAX,
         }

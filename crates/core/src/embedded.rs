@@ -154,7 +154,7 @@ pub(crate) fn run_worker<S: EngineSession>(
     let mut h = Harness::new(job, worker);
     let t0_ns = monotonic_ns().saturating_sub(job.t0.elapsed().as_nanos() as u64);
     let now_ns = || monotonic_ns().saturating_sub(t0_ns);
-    let mut buffers = OpBuffers::new(job.workload);
+    let mut buffers = OpBuffers::new(job.inputs.workload);
     let mut after = 0usize;
     // An open loop keeps a schedule (see crate::pacing): the least timer
     // slack, wake-ups set early by how late they have come, the rest

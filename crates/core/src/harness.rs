@@ -166,7 +166,7 @@ impl<'j> Harness<'j> {
 
     /// The harness of worker `worker` of `job`, with CPU time read from `cpu`.
     pub fn with_cpu_clock(job: &'j Job<'j>, worker: usize, cpu: CpuClock) -> Self {
-        let w = job.workload;
+        let w = job.inputs.workload;
         let open_loop = w.rate.is_some() && job.kind == JobKind::Measure;
         let clients = job
             .clients_of(worker)
@@ -195,9 +195,9 @@ impl<'j> Harness<'j> {
             durability: (job.kind == JobKind::ReadBack
                 || (job.kind == JobKind::Measure && w.durability))
                 .then(WorkerDurability::default),
-            acked: job.acked,
-            careful: job.acked.is_some()
-                || job.inserts.is_some()
+            acked: job.inputs.acked,
+            careful: job.inputs.acked.is_some()
+                || job.inputs.inserts.is_some()
                 || job.kind == JobKind::ReadBack
                 || (job.kind == JobKind::Measure && w.durability),
             first_legs: OpKind::ALL.map(|kind| match kind {
@@ -286,7 +286,12 @@ impl<'j> Harness<'j> {
             self.follow_warmup(now);
         }
         if self.generating
-            && (now >= self.measure_end || self.job.stop.load(std::sync::atomic::Ordering::Relaxed))
+            && (now >= self.measure_end
+                || self
+                    .job
+                    .inputs
+                    .stop
+                    .load(std::sync::atomic::Ordering::Relaxed))
         {
             self.generating = false;
         }
@@ -322,7 +327,10 @@ impl<'j> Harness<'j> {
     /// phase having ended.
     #[inline]
     pub fn stop_asked(&self) -> bool {
-        self.job.stop.load(std::sync::atomic::Ordering::Relaxed)
+        self.job
+            .inputs
+            .stop
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Stops making requests: the loop can no longer send.
@@ -440,10 +448,11 @@ impl<'j> Harness<'j> {
     #[cold]
     #[inline(never)]
     fn scan_request(&mut self, ci: usize) -> (u32, u32) {
-        let most = self.job.workload.scan_length.max(1);
+        let most = self.job.inputs.workload.scan_length.max(1);
         let rows = 1 + self.clients[ci].draw_below(u64::from(most)) as u32;
         let acked = self
             .job
+            .inputs
             .inserts
             .map_or(0, |i| i.acknowledged().min(u64::from(u32::MAX)) as u32);
         (acked, rows)
@@ -459,7 +468,7 @@ impl<'j> Harness<'j> {
     /// Which field of a record of several fields client `ci` writes next
     /// (uniform, YCSB's `writeallfields=false`).
     pub fn draw_field(&mut self, ci: usize) -> usize {
-        let fields = self.job.workload.fields.max(1);
+        let fields = self.job.inputs.workload.fields.max(1);
         self.clients[ci].draw_below(u64::from(fields)) as usize
     }
 
@@ -484,7 +493,7 @@ impl<'j> Harness<'j> {
 
     /// The parameters of client `ci`'s next search.
     pub fn query(&mut self, ci: usize) -> Query {
-        self.clients[ci].query(self.job.workload.search)
+        self.clients[ci].query(self.job.inputs.workload.search)
     }
 
     /// Counts the second request `req` needed (its first reply asked for
@@ -533,7 +542,7 @@ impl<'j> Harness<'j> {
     /// (YCSB acknowledges a failed insert too; reading it is a miss).
     #[cold]
     fn acknowledge_insert(&self, req: &Request) {
-        if let Some(inserts) = self.job.inserts {
+        if let Some(inserts) = self.job.inputs.inserts {
             inserts.acknowledge(req.key);
         }
     }
@@ -600,16 +609,16 @@ impl<'j> Harness<'j> {
             // several fields (a read-merge-write's, its write not sent).
             Outcome::Value(_)
                 if !(matches!(req.kind, OpKind::Get | OpKind::ReadModifyWrite)
-                    || req.kind == OpKind::Update && self.job.workload.fields > 1) =>
+                    || req.kind == OpKind::Update && self.job.inputs.workload.fields > 1) =>
             {
                 Completion::Error(ErrorKind::Protocol)
             }
             Outcome::Value(bytes) => {
-                match self
-                    .job
-                    .pool
-                    .verify_record(req.key, bytes, self.job.workload.fields)
-                {
+                match self.job.inputs.pool.verify_record(
+                    req.key,
+                    bytes,
+                    self.job.inputs.workload.fields,
+                ) {
                     Ok(()) => Completion::Ok,
                     Err(_) => Completion::Error(ErrorKind::Verification),
                 }
@@ -631,7 +640,7 @@ impl<'j> Harness<'j> {
     #[cold]
     #[inline(never)]
     fn check_scan(&mut self, req: &Request, bytes: &[u8]) -> Completion {
-        let w = self.job.workload;
+        let w = self.job.inputs.workload;
         let n = crate::scan::rows(bytes).count() as u64;
         self.meter.stats[req.phase as usize].rows[req.kind as usize] += n;
         // What is known to be there: the loaded records while nothing
@@ -642,7 +651,7 @@ impl<'j> Harness<'j> {
             inserted: u64::from(req.version),
         });
         match crate::scan::check(
-            self.job.pool,
+            self.job.inputs.pool,
             w.key_naming,
             w.fields,
             req.key,
@@ -676,8 +685,8 @@ impl<'j> Harness<'j> {
             return;
         }
         match outcome {
-            Outcome::Value(bytes) => match self.job.pool.verify(req.key, bytes) {
-                Ok(()) if crate::value::version_of(bytes) != Some(self.job.nonce) => {
+            Outcome::Value(bytes) => match self.job.inputs.pool.verify(req.key, bytes) {
+                Ok(()) if crate::value::version_of(bytes) != Some(self.job.inputs.nonce) => {
                     d.foreign.push(id)
                 }
                 Ok(()) => d.found.push((id, ReadBack::Present)),

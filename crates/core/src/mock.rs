@@ -153,7 +153,7 @@ impl Carrier for MockDriver {
     /// next scheduled request in open loop) instead of waiting.
     fn run_worker(&self, job: &Job, worker: usize) -> Result<WorkerOutput, TargetError> {
         let mut h = Harness::with_cpu_clock(job, worker, CpuClock::None).on_simulated_time();
-        let pipeline = job.workload.pipeline.max(1) as usize;
+        let pipeline = job.inputs.workload.pipeline.max(1) as usize;
         let mut conns: Vec<SimConn> = job
             .clients_of(worker)
             .map(|client| SimConn {
@@ -162,7 +162,7 @@ impl Carrier for MockDriver {
                 client: client as u64,
             })
             .collect();
-        let w = job.workload;
+        let w = job.inputs.workload;
         let mut value = Vec::with_capacity(w.value_size.max());
         let mut now = 0u64;
         // When each of the scripted server's workers is next free.
@@ -208,9 +208,12 @@ impl Carrier for MockDriver {
                         Scripted::Error => Outcome::Failed(ErrorKind::ServerError),
                         Scripted::Value => {
                             // The value bakeoff wrote, as a server would return it.
-                            let (head, payload) =
-                                job.pool
-                                    .value(req.key, 0, w.value_size.max(), w.value_content);
+                            let (head, payload) = job.inputs.pool.value(
+                                req.key,
+                                0,
+                                w.value_size.max(),
+                                w.value_content,
+                            );
                             value.clear();
                             value.extend_from_slice(&head);
                             value.extend_from_slice(payload);

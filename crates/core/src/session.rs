@@ -272,9 +272,9 @@ impl OpBuffers {
     #[inline]
     pub fn prepare<'b>(&'b mut self, h: &mut Harness, req: Request) -> (Op<'b>, &'b mut Vec<u8>) {
         let OpBuffers { key, value, read } = self;
-        *key = h.job().workload.key_naming.key(req.key);
+        *key = h.job().inputs.workload.key_naming.key(req.key);
         if (req.kind.writes_value() || req.kind == OpKind::ReadModifyWrite)
-            && h.job().workload.fields > 1
+            && h.job().inputs.workload.fields > 1
         {
             value.clear();
             value.extend_from_slice(h.record(req.client as usize, req.key));
@@ -285,7 +285,7 @@ impl OpBuffers {
             value.extend_from_slice(payload);
         }
         let query = (req.kind == OpKind::Search).then(|| h.query(req.client as usize));
-        let fields = h.job().workload.fields;
+        let fields = h.job().inputs.workload.fields;
         let field = if fields > 1 && matches!(req.kind, OpKind::Update | OpKind::ReadModifyWrite) {
             h.draw_field(req.client as usize)
         } else {
@@ -296,7 +296,7 @@ impl OpBuffers {
             req,
             key,
             value,
-            profile: job.workload.record == RecordKind::Profile,
+            profile: job.inputs.workload.record == RecordKind::Profile,
             fresh: job.kind == crate::driver::JobKind::Load,
             query,
             fields,

@@ -76,7 +76,7 @@ pub fn wire_serves(job: &bakeoff_core::driver::Job, batch_fits: impl Fn(usize) -
     use bakeoff_core::driver::JobKind;
     use bakeoff_core::plan::RequestMode;
     use bakeoff_core::profile::RecordKind;
-    let w = job.workload;
+    let w = job.inputs.workload;
     // The codecs decode one value per reply, not a scan's rows; the load
     // and the read-back of a scan run have none, and stay on the wire.
     let scans = job.kind == JobKind::Measure && w.mix.has(OpKind::Scan);

@@ -7,9 +7,9 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use bakeoff_core::driver::{Codec, Connector, Driver, Job, JobKind};
+use bakeoff_core::driver::{Codec, Connector, Driver, Job, JobInputs, JobKind};
 use bakeoff_core::net::CodecDriver;
 use bakeoff_core::plan::{IoBackend, Mix, Workload};
 use bakeoff_core::value::{ValueContent, ValuePool};
@@ -169,22 +169,9 @@ fn steady_state_allocations_through<C: Codec>(
     let pool = ValuePool::new(400);
     let stop = AtomicBool::new(false);
     let (tx, rx) = std::sync::mpsc::channel();
-    let job = Job {
-        kind: JobKind::Measure,
-        workload: &workload,
-        seed: 1,
-        pool: &pool,
-        zipf: None,
-        t0: Instant::now(),
-        stop: &stop,
-        intervals: tx,
-        nonce: 1,
-        read_back: &[],
-        acked: None,
-        inserts: None,
-        replay: None,
-        warmup: bakeoff_core::driver::WarmupEnd::of(JobKind::Measure, &workload),
-    };
+    let mut inputs = JobInputs::plain(&workload, 1, &pool, &stop);
+    inputs.nonce = 1;
+    let job = Job::new(JobKind::Measure, inputs, tx);
     let (a, b) = std::thread::scope(|s| {
         let h = s.spawn(|| {
             COUNT_ME.with(|c| c.set(true));

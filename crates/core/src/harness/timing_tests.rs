@@ -4,10 +4,9 @@
 
 use std::sync::atomic::AtomicBool;
 use std::sync::mpsc::{channel, Receiver};
-use std::time::Instant;
 
 use super::*;
-use crate::driver::{Job, JobKind};
+use crate::driver::{Job, JobInputs, JobKind};
 use crate::plan::params::defaults;
 use crate::plan::workload::{Mix, Workload};
 use crate::recorder::{Interval, WorkerOutput};
@@ -54,22 +53,9 @@ impl Bench {
     }
 
     fn job(&self, kind: JobKind) -> Job<'_> {
-        Job {
-            kind,
-            workload: &self.workload,
-            seed: 7,
-            pool: &self.pool,
-            zipf: None,
-            t0: Instant::now(),
-            stop: &self.stop,
-            intervals: self.intervals.clone(),
-            nonce: 1,
-            read_back: &[],
-            acked: None,
-            inserts: None,
-            replay: None,
-            warmup: crate::driver::WarmupEnd::of(kind, &self.workload),
-        }
+        let mut inputs = JobInputs::plain(&self.workload, 7, &self.pool, &self.stop);
+        inputs.nonce = 1;
+        Job::new(kind, inputs, self.intervals.clone())
     }
 }
 

@@ -229,7 +229,7 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
         worker: usize,
     ) -> Result<Self, TargetError> {
         let nodes = connectors.len().max(1);
-        let w = job.workload;
+        let w = job.inputs.workload;
         let harness = Harness::new(job, worker);
         let pipeline = w.pipeline.max(1) as usize;
         let batch = match job.kind {
@@ -611,7 +611,7 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
         self.name_key(req.key);
         let c = &mut self.conns[k];
         let key = &self.key_buf[..self.key_len];
-        let field_len = self.harness.job().workload.field_len();
+        let field_len = self.harness.job().inputs.workload.field_len();
         let whole = self.fields as usize * field_len;
         if self.fields > 1 && C::KEEPS_FIELDS {
             // One field, as it is.
@@ -790,8 +790,8 @@ impl<'a, C: Codec, const MULTI: bool> Loop<'a, C, MULTI> {
                         && (front.kind == OpKind::ReadModifyWrite || reply != Reply::Miss)
                         && read_went_well(
                             self.codec,
-                            self.harness.job().pool,
-                            self.harness.job().workload.fields,
+                            self.harness.job().inputs.pool,
+                            self.harness.job().inputs.workload.fields,
                             &mut self.scratch,
                             &front,
                             reply,

@@ -7,7 +7,8 @@ use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use super::job::{run_job, JobContext, Observer};
+use super::job::{run_job, Observer};
+use crate::driver::JobInputs;
 use crate::driver::JobKind;
 use crate::durability::{classify, DurabilityCheck, ReadBack, Stored, WriteId, WriteLog};
 use crate::error::TargetError;
@@ -104,15 +105,15 @@ impl<'a> GraceStop<'a> {
 /// ran out) count as unread, never as lost.
 pub(super) fn read_back(
     target: &dyn Target,
-    ctx: &JobContext,
+    inputs: JobInputs,
     log: &WriteLog,
     fault_ns: u64,
     observer: &mut dyn Observer,
 ) -> Result<DurabilityCheck, TargetError> {
-    let stop = GraceStop::new(ctx.stop, READ_ON_AFTER_STOP);
+    let stop = GraceStop::new(inputs.stop, READ_ON_AFTER_STOP);
     std::thread::scope(|s| {
         s.spawn(|| stop.watch());
-        let checked = read_back_until(target, ctx, log, fault_ns, observer, &stop.own);
+        let checked = read_back_until(target, inputs, log, fault_ns, observer, &stop.own);
         stop.finish();
         checked
     })
@@ -120,7 +121,7 @@ pub(super) fn read_back(
 
 fn read_back_until(
     target: &dyn Target,
-    ctx: &JobContext,
+    inputs: JobInputs,
     log: &WriteLog,
     fault_ns: u64,
     observer: &mut dyn Observer,
@@ -144,20 +145,12 @@ fn read_back_until(
         if attempt > 0 {
             std::thread::sleep(RETRY_AFTER);
         }
-        let job = JobContext {
-            fault: None,
-            read_back: &ids,
-            acked: None,
-            inserts: None,
-            replay: None,
-            stop,
-            ..*ctx
-        };
+        let inputs = inputs.for_read_back(&ids, stop);
         let seen = past_connecting(COME_BACK_WITHIN, RETRY_AFTER, stop, || {
             run_job(
                 target.driver(),
                 JobKind::ReadBack,
-                &job,
+                inputs,
                 &mut crate::readings::Readings::default,
                 &mut super::job::NothingDuring,
                 observer,

@@ -2,14 +2,15 @@
 //! starts one thread per worker, each running its share through the
 //! target's [`Driver`]; the calling thread is the collector: it merges the
 //! workers' per-second intervals into the timeline, samples the target's
-//! resources once a second, injects a scheduled fault and reports progress.
+//! resources once a second, calls what the run does during the job (its
+//! extras: a fault, a provocation) when due, and reports progress.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use crate::driver::{Driver, Job, JobKind};
+use crate::driver::{Driver, Job, JobInputs, JobKind};
 use crate::durability::WorkerDurability;
 use crate::error::TargetError;
 use crate::plan::{RequestMode, Workload};
@@ -18,9 +19,7 @@ use crate::recorder::{Interval, PhaseStats, WorkerOutput};
 use crate::result::{
     MachineCpuSample, NodeResourceSample, Phase, ResourceSample, RunResult, TimelinePoint,
 };
-use crate::target::FaultStruck;
-use crate::value::ValuePool;
-use crate::workload::{ZipfianConstants, OP_KINDS};
+use crate::workload::OP_KINDS;
 
 /// Told about progress; the CLI draws it, tests ignore it.
 pub trait Observer {
@@ -93,9 +92,6 @@ pub struct JobOutcome {
     /// Length of the measured window: from the end of the warm-up to the
     /// end of a timed phase or the last completion, whichever is first, ns.
     pub window_ns: u64,
-    /// When the scheduled fault was injected (seconds since the job's
-    /// start) and how it ended, if it was.
-    pub fault: Option<(f64, Result<Duration, TargetError>)>,
     /// The durability check's writes or read-back, merged over workers.
     pub durability: Option<WorkerDurability>,
     /// Requests sent per node and kind, when the target is sharded.
@@ -124,45 +120,6 @@ pub(super) fn add_node_sent<const N: usize>(into: &mut Vec<[u64; N]>, more: &[[u
     }
 }
 
-/// Everything a job needs from its run.
-pub struct JobContext<'a> {
-    /// The workload.
-    pub workload: &'a Workload,
-    /// Seed.
-    pub seed: u64,
-    /// Value pool.
-    pub pool: &'a ValuePool,
-    /// Zipfian constants, if needed.
-    pub zipf: Option<ZipfianConstants>,
-    /// Ctrl-C flag.
-    pub stop: &'a AtomicBool,
-    /// A fault to inject while the job runs.
-    pub fault: Option<ScheduledFault<'a>>,
-    /// The run's mark in the durability check's values.
-    pub nonce: u32,
-    /// Record ids a read-back job reads.
-    pub read_back: &'a [u64],
-    /// A replication run's acknowledged versions (measure job only).
-    pub acked: Option<&'a crate::stale::AckedVersions>,
-    /// The run's insert counter, when inserts are in the mix (measure job
-    /// only).
-    pub inserts: Option<&'a crate::inserts::InsertKeys>,
-    /// The trace a replay sends.
-    pub replay: Option<&'a crate::replay::Trace>,
-}
-
-/// A fault due while a job runs: at `at_s` seconds since the job's start
-/// the collecting thread calls `inject`, while the workers go on (and meet
-/// the fault as errors).
-#[derive(Clone, Copy)]
-pub struct ScheduledFault<'a> {
-    /// When, seconds since the start of the job.
-    pub at_s: f64,
-    /// Kills or stops the server and starts it again; returns how long
-    /// until its own process held the port again.
-    pub inject: &'a dyn Fn() -> Result<FaultStruck, TargetError>,
-}
-
 /// Most clients a connection-per-request experiment loads with: fewer
 /// than the fewest connections a server can be set to take (MariaDB: 10).
 pub const LOAD_CLIENTS_MAX: u32 = 8;
@@ -188,29 +145,14 @@ pub(super) fn load_workload(w: &Workload) -> Workload {
 pub fn run_job(
     driver: &dyn Driver,
     kind: JobKind,
-    ctx: &JobContext,
+    inputs: JobInputs,
     readings: &mut dyn FnMut() -> Readings,
     during: &mut dyn DuringJob,
     observer: &mut dyn Observer,
 ) -> Result<JobOutcome, TargetError> {
     let (tx, rx) = mpsc::channel::<Interval>();
-    let job = Job {
-        kind,
-        workload: ctx.workload,
-        seed: ctx.seed,
-        pool: ctx.pool,
-        zipf: ctx.zipf,
-        t0: Instant::now(),
-        stop: ctx.stop,
-        intervals: tx,
-        nonce: ctx.nonce,
-        read_back: ctx.read_back,
-        acked: ctx.acked,
-        inserts: ctx.inserts,
-        replay: ctx.replay,
-        warmup: crate::driver::WarmupEnd::of(kind, ctx.workload),
-    };
-    let threads = ctx.workload.threads.max(1) as usize;
+    let job = Job::new(kind, inputs, tx);
+    let threads = job.inputs.workload.threads.max(1) as usize;
     let mut collector = Collector::new(&job, threads, readings());
     let outputs = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
@@ -226,13 +168,12 @@ pub fn run_job(
                 })
             })
             .collect();
-        let mut due_fault = ctx.fault;
         // A warm-up's end, when it has one, in seconds since the start.
         let mut due_warm = (kind == JobKind::Measure && job.warmup_end_ns() > 0)
             .then(|| job.warmup_end_ns() as f64 / 1e9);
         loop {
             let all_done = collector.finished == threads || handles.iter().all(|h| h.is_finished());
-            let due_s = [due_fault.map(|f| f.at_s), due_warm, during.due_s()]
+            let due_s = [due_warm, during.due_s()]
                 .into_iter()
                 .flatten()
                 .reduce(f64::min);
@@ -246,11 +187,10 @@ pub fn run_job(
             if due_warm.take_if(|at| elapsed >= *at).is_some() {
                 during.warmed_up();
             }
-            if during.due_s().is_some_and(|at| elapsed >= at) {
+            // Nothing is due once the workers are done: a fault or a
+            // provocation after the job would measure nothing.
+            if !all_done && during.due_s().is_some_and(|at| elapsed >= at) {
                 during.at(elapsed);
-            }
-            if let Some(f) = due_fault.take_if(|f| elapsed >= f.at_s && !all_done) {
-                collector.strike(&f, elapsed);
             }
             if all_done {
                 break;
@@ -269,7 +209,7 @@ pub fn run_job(
 }
 
 /// The calling thread's part of a job: the per-second timeline merged
-/// over workers, resource samples, and the fault it injected.
+/// over workers and resource samples.
 struct Collector<'j> {
     job: &'j Job<'j>,
     threads: usize,
@@ -285,7 +225,6 @@ struct Collector<'j> {
     last_machine: Option<MachineTicks>,
     last_machine_t: f64,
     next_sample: Duration,
-    fault: Option<(f64, Result<Duration, TargetError>)>,
     /// Workers that said they are done.
     finished: usize,
     /// `--warmup auto`, until the end is settled: each warm-up second's
@@ -316,7 +255,6 @@ impl<'j> Collector<'j> {
             last_machine: first.machine,
             last_machine_t: 0.0,
             next_sample: Duration::from_secs(1),
-            fault: None,
             finished: 0,
             warm: job.warmup.may_move().then(Default::default),
             steady_from: None,
@@ -461,18 +399,6 @@ impl<'j> Collector<'j> {
         }
     }
 
-    /// Injects the due fault; the moment is when it struck (finding a
-    /// process tree to kill takes a while), else when it was called.
-    fn strike(&mut self, f: &ScheduledFault, elapsed: f64) {
-        self.fault = Some(match (f.inject)() {
-            Ok(s) => (
-                s.at.saturating_duration_since(self.job.t0).as_secs_f64(),
-                Ok(s.back_after),
-            ),
-            Err(e) => (elapsed, Err(e)),
-        });
-    }
-
     /// After the workers: intervals sent after the last wait, partial
     /// seconds, and a last resource sample.
     fn drain(
@@ -552,7 +478,6 @@ fn merge_outputs(job: &Job, mut outputs: Vec<WorkerOutput>, collected: Collector
         last_phase_s: last_phase_s(job, last),
         busy_in_window_ns: outputs.iter().map(|o| o.busy_in_window_ns).sum(),
         window_ns: last.min(job.measure_end_ns()).saturating_sub(warmup_end),
-        fault: collected.fault,
         durability,
         node_sent,
         node_redirects,
@@ -566,12 +491,12 @@ fn merge_outputs(job: &Job, mut outputs: Vec<WorkerOutput>, collected: Collector
 /// ns: a timed phase lasts its duration plus the drain of the last
 /// requests, never less than the nominal length.
 pub(super) fn last_phase_s(job: &Job, last: u64) -> f64 {
-    let nominal = match (job.kind, job.workload.duration_s) {
+    let nominal = match (job.kind, job.inputs.workload.duration_s) {
         (JobKind::Measure, Some(d)) => d,
         _ => 0.0,
     };
     let s = last.saturating_sub(job.warmup_end_ns()) as f64 / 1e9;
-    if job.stop.load(Ordering::Relaxed) || s == 0.0 {
+    if job.inputs.stop.load(Ordering::Relaxed) || s == 0.0 {
         s.max(1e-9)
     } else if nominal > 0.0 {
         s.max(nominal)

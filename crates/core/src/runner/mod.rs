@@ -22,7 +22,7 @@ mod one;
 mod search;
 pub mod start;
 
-pub use job::{run_job, JobContext, JobOutcome, Observer, Quiet, ScheduledFault, LOAD_CLIENTS_MAX};
+pub use job::{run_job, JobOutcome, Observer, Quiet, LOAD_CLIENTS_MAX};
 pub use one::ExperimentOptions;
 
 /// Current time as RFC 3339 UTC, to the second (`2026-11-26T22:07:34Z`).

@@ -9,14 +9,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::driver::JobKind;
 use crate::error::RunError;
-use crate::plan::{Plan, Point, TargetSpec, Topology, Workload};
+use crate::plan::{Plan, Point, TargetSpec, Workload};
 use crate::result::{ClientUsage, ExperimentResult, PhaseResult, RunResult, TargetRecord};
 use crate::value::ValuePool;
-use crate::workload::ZipfianConstants;
 
 use super::extras::{self, Extra, Stage};
-use super::job::{load_workload, run_job, JobContext, JobOutcome, Observer, ScheduledFault};
+use super::job::{load_workload, run_job, JobOutcome, Observer};
 use super::notes::run_notes;
+use crate::driver::JobInputs;
 use crate::target::{Sent, Target, TargetOpener};
 
 /// What every run of an experiment shares.
@@ -166,11 +166,11 @@ impl Runs<'_> {
         // This process's part of the point's workload: all of it, or a shard's.
         let w = self.plan.own_part(&at.point.workload);
         let mut run = fresh_run(at, &w);
-        let trace = match w.replay.as_deref().map(crate::replay::load).transpose() {
-            Ok(t) => t,
+        let prepared = match extras::Prepared::of(&w) {
+            Ok(p) => p,
             Err(m) => return Ok(ended(run, m)),
         };
-        run.replay = trace.as_ref().map(|t| t.summary());
+        prepared.record(&mut run);
         let target = match self.open(at, &w, kept) {
             Ok(t) => t,
             Err(m) => {
@@ -178,49 +178,15 @@ impl Runs<'_> {
                 return Ok(ended(run, m));
             }
         };
-        // A replication run checks every read against acknowledged writes.
-        let acked = (w.topology == Topology::PrimaryReplica)
-            .then(|| crate::stale::AckedVersions::new(w.records));
-        // Client-encoded values come from a table of their own, the same
-        // for every run of the form (a growth series reads its earlier
-        // checkpoints' values back).
-        let encoded;
-        let pool = if w.value_form().is_plain() {
-            self.pool
-        } else {
-            encoded = ValuePool::encoded(w.value_form(), w.value_size.max(), w.value_content);
-            &encoded
-        };
-        let inserts = w
-            .mix
-            .has(crate::workload::OpKind::Insert)
-            .then(|| crate::inserts::InsertKeys::new(w.first_insert()));
-        let inject = w.fault.map(|f| move || target.fault(f.kind));
-        let ctx = JobContext {
-            workload: &w,
-            seed: self.plan.run_seed(),
-            pool,
-            zipf: ZipfianConstants::of(w.key_distribution, w.records),
-            stop: &self.opts.stop,
-            fault: w
-                .fault
-                .zip(inject.as_ref())
-                .map(|(f, inject)| ScheduledFault {
-                    at_s: f.moment_s(self.plan.seed, at.index, at.repeat),
-                    inject,
-                }),
-            nonce: run_nonce(self.plan.seed, at.index),
-            read_back: &[],
-            acked: acked.as_ref(),
-            inserts: inserts.as_ref(),
-            replay: trace.as_deref(),
-        };
+        let mut plain = JobInputs::plain(&w, self.plan.run_seed(), self.pool, &self.opts.stop);
+        plain.nonce = run_nonce(self.plan.seed, at.index);
         let stage = Stage {
             spec: at.spec,
             plan: self.plan,
             index: at.index,
+            repeat: at.repeat,
             target,
-            ctx: &ctx,
+            inputs: prepared.inputs(plain),
         };
         let mut extras = extras::for_run(&stage);
         match self.stages(&stage, &mut extras, &mut run) {
@@ -340,18 +306,10 @@ impl Runs<'_> {
                 .filter(|&b| b > 0);
         }
         let load_workload = load_workload(stage.workload());
-        let ctx = JobContext {
-            workload: &load_workload,
-            fault: None,
-            acked: None,
-            inserts: None,
-            replay: None,
-            ..*stage.ctx
-        };
         let o = run_job(
             target.driver(),
             JobKind::Load,
-            &ctx,
+            stage.inputs.for_load(&load_workload),
             &mut || target.readings(),
             &mut super::job::NothingDuring,
             self.observer,
@@ -394,7 +352,7 @@ impl Runs<'_> {
         let outcome = run_job(
             target.driver(),
             JobKind::Measure,
-            stage.ctx,
+            stage.inputs,
             &mut || target.readings(),
             &mut extras::During { stage, extras },
             self.observer,
@@ -526,8 +484,9 @@ fn phase_failed(phase: &str, error: &crate::error::TargetError, target: &dyn Tar
     }
 }
 
-/// The server's counters set against what was sent. A restarted server
-/// counts from zero: its counters cannot be set against what was sent.
+/// The server's counters set against what was sent. A server an extra
+/// restarted counts from zero: its counters cannot be set against what
+/// was sent.
 /// Nor can one shard's requests be: the server counts every shard's (the
 /// merged file's sum is what they add up to).
 fn compare_counters(
@@ -538,8 +497,8 @@ fn compare_counters(
     run: &mut RunResult,
 ) {
     let alone = stage.plan.shard.is_none_or(|s| s.count == 1);
-    let faulted = run.fault.is_some();
-    if let (Some(b), Some(a), false, true) = (before, stage.target.counters(), faulted, alone) {
+    let reset = extras.iter().any(|e| e.reset_counters());
+    if let (Some(b), Some(a), false, true) = (before, stage.target.counters(), reset, alone) {
         run.checks.counters = stage.target.counter_checks(&b, &a, sent);
         for e in extras.iter_mut() {
             e.counters(stage, &b, &a, run);
@@ -573,7 +532,7 @@ fn settle_status(stage: &Stage, extras: &[Box<dyn Extra>], run: &mut RunResult) 
     let explained = (errors > 0)
         .then(|| extras.iter().find_map(|e| e.explains_errors(run, errors)))
         .flatten();
-    let stopped = stage.ctx.stop.load(Ordering::Relaxed);
+    let stopped = stage.inputs.stop.load(Ordering::Relaxed);
     if let Some(why) = explained {
         // The errors are what the run measured (a fault's).
         run.status = crate::result::RunStatus::Ok;

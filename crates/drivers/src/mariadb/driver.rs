@@ -153,11 +153,12 @@ impl Driver for MariaDriver {
     fn carrier(&self, job: &Job) -> &dyn Carrier {
         // A value, and a batch, must fit one packet (16 MiB).
         use crate::codec::mysql::{batch_len, MAX_PAYLOAD};
-        let longest = job.workload.value_size.max();
+        let longest = job.inputs.workload.value_size.max();
         let fits = |rows| batch_len(rows, longest) < MAX_PAYLOAD;
         if crate::sql::wire_serves(job, fits) && longest + 1024 < MAX_PAYLOAD {
             self.wire.carrier(job)
-        } else if job.kind == JobKind::Measure && job.workload.request == RequestMode::Phases {
+        } else if job.kind == JobKind::Measure && job.inputs.workload.request == RequestMode::Phases
+        {
             &*self.phased_sessions
         } else {
             &*self.sessions

@@ -148,7 +148,7 @@ impl Extra for Background {
 
 /// Whether the run was interrupted (Ctrl-C, SIGTERM).
 fn stopping(stage: &Stage) -> bool {
-    stage.ctx.stop.load(std::sync::atomic::Ordering::Relaxed)
+    stage.inputs.stop.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 /// Work seen running and not yet ended.

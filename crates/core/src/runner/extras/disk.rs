@@ -50,12 +50,12 @@ fn idle_baseline(stage: &Stage, first: DeviceCounters) -> Option<IdleBaseline> {
     let want = Duration::from_secs_f64(planned.max(0.0)).clamp(IDLE_QUIET, IDLE_MAX);
     let start = Instant::now();
     let read = || stage.target.resources()?.device;
-    idle_until(start + IDLE_QUIET, stage.ctx.stop)?;
+    idle_until(start + IDLE_QUIET, stage.inputs.stop)?;
     let quiet = read()?;
     let after = if quiet.written_bytes == first.written_bytes && quiet.writes == first.writes {
         quiet
     } else {
-        idle_until(start + want, stage.ctx.stop)?;
+        idle_until(start + want, stage.inputs.stop)?;
         read()?
     };
     Some(IdleBaseline {
@@ -89,7 +89,7 @@ impl Extra for Disk {
     ) -> Result<(), crate::error::RunError> {
         // What the load left in the page cache goes to the disk now, not
         // in the measured phase (nothing for a target of no files here).
-        stage.target.flush_disk(stage.ctx.stop);
+        stage.target.flush_disk(stage.inputs.stop);
         if let Some(first) = stage.target.resources().and_then(|r| r.device) {
             self.idle = idle_baseline(stage, first);
         }
@@ -104,11 +104,11 @@ impl Extra for Disk {
         _load_s: f64,
         _run: &mut RunResult,
     ) -> Result<(), String> {
-        if self.before.is_some() && !stage.ctx.stop.load(Ordering::Relaxed) {
+        if self.before.is_some() && !stage.inputs.stop.load(Ordering::Relaxed) {
             // What the job's writes left in the page cache is theirs too:
             // a store that writes without fsync is not free of the disk
             // because the kernel writes its pages back later.
-            stage.target.flush_disk(stage.ctx.stop);
+            stage.target.flush_disk(stage.inputs.stop);
             self.after = reading(stage.target);
         }
         Ok(())

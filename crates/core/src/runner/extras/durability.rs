@@ -35,13 +35,15 @@ impl Extra for Durability {
         &mut self,
         _stage: &Stage,
         outcome: &mut JobOutcome,
-        _load_s: f64,
-        _run: &mut RunResult,
+        load_s: f64,
+        run: &mut RunResult,
     ) -> Result<(), String> {
-        let end_ns = outcome
+        // The fault's extra, before this one, put the fault on the run's
+        // timeline, which counts the load's seconds.
+        let end_ns = run
             .fault
             .as_ref()
-            .map(|(at_s, _)| (at_s * 1e9) as u64)
+            .map(|f| ((f.at_s - load_s) * 1e9) as u64)
             .unwrap_or(((outcome.warmup_s + outcome.last_phase_s) * 1e9) as u64);
         self.writes = outcome.durability.take().map(|d| (d.writes, end_ns));
         Ok(())
@@ -57,7 +59,7 @@ impl Extra for Durability {
         let Some((log, end_ns)) = &self.writes else {
             return Ok(());
         };
-        let mut checked = check::read_back(stage.target, stage.ctx, log, *end_ns, observer)
+        let mut checked = check::read_back(stage.target, stage.inputs, log, *end_ns, observer)
             .map_err(|e| {
                 format!(
                     "the durability check could not read the writes back: {e}; what was measured before is in the file"

@@ -29,8 +29,10 @@ use crate::error::RunError;
 use crate::plan::{Plan, TargetSpec, Workload};
 use crate::result::{Phase, RunResult};
 
-use super::job::{DuringJob, JobContext, JobOutcome, Observer};
+use super::job::{DuringJob, JobOutcome, Observer};
+use crate::driver::JobInputs;
 use crate::target::{Counters, Target};
+use crate::value::ValuePool;
 
 /// What every stage of one run sees.
 pub(super) struct Stage<'a> {
@@ -40,16 +42,69 @@ pub(super) struct Stage<'a> {
     pub plan: &'a Plan,
     /// The run's index in the experiment.
     pub index: u32,
+    /// Which repetition of its point the run is.
+    pub repeat: u32,
     /// The opened target.
     pub target: &'a dyn Target,
-    /// The measure job's context (its workload, stop flag, fault).
-    pub ctx: &'a JobContext<'a>,
+    /// What the measure job is handed (its workload, stop flag, values).
+    pub inputs: JobInputs<'a>,
 }
 
 impl Stage<'_> {
     /// This process's part of the run's workload.
     pub fn workload(&self) -> &Workload {
-        self.ctx.workload
+        self.inputs.workload
+    }
+}
+
+/// What a run's features make before its jobs, held while the jobs
+/// borrow it: each feature makes its own part here, so that the stages
+/// name none of them.
+pub(super) struct Prepared {
+    /// The trace a replay sends.
+    trace: Option<std::sync::Arc<crate::replay::Trace>>,
+    /// A replication run's acknowledged versions.
+    acked: Option<crate::stale::AckedVersions>,
+    /// The insert counter, when inserts are in the mix.
+    inserts: Option<crate::inserts::InsertKeys>,
+    /// The values of a client-encoded form, in place of the plain pool.
+    encoded: Option<ValuePool>,
+}
+
+impl Prepared {
+    /// What the run of `workload` needs made; an error (a trace that
+    /// cannot be read) ends the run before it opens its target.
+    pub fn of(workload: &Workload) -> Result<Self, String> {
+        let trace = workload
+            .replay
+            .as_deref()
+            .map(crate::replay::load)
+            .transpose()?;
+        Ok(Prepared {
+            trace,
+            acked: replication::acked_versions(workload),
+            inserts: workload
+                .mix
+                .has(crate::workload::OpKind::Insert)
+                .then(|| crate::inserts::InsertKeys::new(workload.first_insert())),
+            encoded: encoding::encoded_pool(workload),
+        })
+    }
+
+    /// What the run records of them before it opens its target.
+    pub fn record(&self, run: &mut RunResult) {
+        run.replay = self.trace.as_ref().map(|t| t.summary());
+    }
+
+    /// The measure job's inputs: `plain` with what was made here.
+    pub fn inputs<'a>(&'a self, plain: JobInputs<'a>) -> JobInputs<'a> {
+        JobInputs {
+            pool: self.encoded.as_ref().unwrap_or(plain.pool),
+            acked: self.acked.as_ref(),
+            inserts: self.inserts.as_ref(),
+            replay: self.trace.as_deref(),
+            ..plain
+        }
     }
 }
 
@@ -115,6 +170,12 @@ pub(super) trait Extra {
     ) {
     }
 
+    /// Whether the extra made the server count from zero during the run
+    /// (a restart): its counters then cannot be set against what was sent.
+    fn reset_counters(&self) -> bool {
+        false
+    }
+
     /// A check after the measure job; an error ends the run as failed,
     /// with that message (what was measured stays in the file).
     fn check(
@@ -148,7 +209,7 @@ pub(super) fn for_run(stage: &Stage) -> Vec<Box<dyn Extra>> {
     let workload = stage.workload();
     let mut extras: Vec<Box<dyn Extra>> = Vec::new();
     extras.push(Box::new(nodes::Nodes::default()));
-    if stage.ctx.acked.is_some() {
+    if stage.inputs.acked.is_some() {
         extras.push(Box::new(replication::Replication::default()));
     }
     extras.push(Box::new(disk::Disk::default()));
@@ -169,8 +230,8 @@ pub(super) fn for_run(stage: &Stage) -> Vec<Box<dyn Extra>> {
     }
     extras.push(Box::new(link::Link::default()));
     extras.push(Box::new(encoding::Encoding));
-    if workload.fault.is_some() {
-        extras.push(Box::new(fault::Fault));
+    if let Some(fault) = fault::Fault::of(stage) {
+        extras.push(Box::new(fault));
     }
     extras.push(Box::new(survived::Survived));
     if workload.durability {

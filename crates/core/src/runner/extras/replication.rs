@@ -6,6 +6,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use crate::plan::{Topology, Workload};
 use crate::result::{ReplicaCheck, RunResult};
 
 use super::super::job::{JobOutcome, Observer};
@@ -22,8 +23,15 @@ const REPLICA_CATCH_UP: Duration = Duration::from_secs(60);
 /// tens of MiB here.
 const REPLICA_CATCH_UP_AFTER_LOAD: Duration = Duration::from_secs(60);
 
+/// What a replication run's measure job checks its reads against: the
+/// versions of the writes acknowledged, made for a primary-replica run.
+pub(super) fn acked_versions(workload: &Workload) -> Option<crate::stale::AckedVersions> {
+    (workload.topology == Topology::PrimaryReplica)
+        .then(|| crate::stale::AckedVersions::new(workload.records))
+}
+
 /// The replication check of one run (the measure job checks reads
-/// against the writes acknowledged: `JobContext::acked`).
+/// against the writes acknowledged: `JobInputs::acked`).
 #[derive(Default)]
 pub(super) struct Replication {
     /// Seconds the replica took to catch up with the load.
@@ -46,7 +54,7 @@ fn replica_caught_up(target: &dyn Target, limit: Duration, stop: &AtomicBool) ->
 impl Extra for Replication {
     fn loaded(&mut self, stage: &Stage, _run: &mut RunResult) {
         self.after_load =
-            replica_caught_up(stage.target, REPLICA_CATCH_UP_AFTER_LOAD, stage.ctx.stop);
+            replica_caught_up(stage.target, REPLICA_CATCH_UP_AFTER_LOAD, stage.inputs.stop);
     }
 
     fn measured(
@@ -71,7 +79,7 @@ impl Extra for Replication {
         let target = stage.target;
         run.checks.replica = Some(ReplicaCheck {
             caught_up_after_load_s: self.after_load,
-            caught_up_after_s: replica_caught_up(target, REPLICA_CATCH_UP, stage.ctx.stop),
+            caught_up_after_s: replica_caught_up(target, REPLICA_CATCH_UP, stage.inputs.stop),
             primary_records: target.record_count(),
             replica_records: target.replica_records(),
         });

@@ -83,7 +83,7 @@ impl Extra for ServerTime {
         run: &mut RunResult,
     ) -> Result<(), String> {
         // Interrupted: the user wants out, and the server may be why.
-        if stage.ctx.stop.load(std::sync::atomic::Ordering::Relaxed) {
+        if stage.inputs.stop.load(std::sync::atomic::Ordering::Relaxed) {
             return Ok(());
         }
         if !self.timed {

@@ -43,6 +43,6 @@ impl Extra for SyncStart {
                 at.at
             ));
         }
-        start::wait_for(&at, stage.ctx.stop, &std::time::SystemTime::now).map_err(refused)
+        start::wait_for(&at, stage.inputs.stop, &std::time::SystemTime::now).map_err(refused)
     }
 }
