@@ -17,27 +17,25 @@ fn kubernetes_validate() -> Option<PathBuf> {
         return Some(p);
     }
     let venv = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("kubernetes-validate");
-    let exe = venv.join("bin/kubernetes-validate");
-    if exe.exists() {
-        return Some(exe);
-    }
-    let made = Command::new("python3")
-        .args(["-m", "venv"])
-        .arg(&venv)
-        .status()
-        .is_ok_and(|s| s.success())
-        && Command::new(venv.join("bin/pip"))
-            .args([
-                "install",
-                "--quiet",
-                "--timeout",
-                "60",
-                "kubernetes-validate",
-            ])
+    let made = installed_once(&venv, |venv| {
+        Command::new("python3")
+            .args(["-m", "venv"])
+            .arg(venv)
             .status()
-            .is_ok_and(|s| s.success());
-    if made && exe.exists() {
-        return Some(exe);
+            .is_ok_and(|s| s.success())
+            && Command::new(venv.join("bin/pip"))
+                .args([
+                    "install",
+                    "--quiet",
+                    "--timeout",
+                    "60",
+                    "kubernetes-validate",
+                ])
+                .status()
+                .is_ok_and(|s| s.success())
+    });
+    if made {
+        return Some(venv.join("bin/kubernetes-validate"));
     }
     if std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false") {
         panic!(
@@ -47,6 +45,56 @@ fn kubernetes_validate() -> Option<PathBuf> {
     }
     eprintln!("skipping: kubernetes-validate is not installed and could not be");
     None
+}
+
+/// Makes `venv` with `install` once for all the suite's tests: two tests
+/// asking at once wait for one install (two pips writing one environment
+/// left a validator that failed), and an install is whole only once its
+/// mark is written (one cut short is made again).
+fn installed_once(venv: &std::path::Path, install: impl FnOnce(&std::path::Path) -> bool) -> bool {
+    static INSTALLING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one = INSTALLING.lock().unwrap_or_else(|e| e.into_inner());
+    let whole = venv.join(".installed-whole");
+    if whole.exists() {
+        return true;
+    }
+    let _ = std::fs::remove_dir_all(venv);
+    install(venv) && std::fs::write(&whole, "").is_ok()
+}
+
+#[test]
+fn tests_asking_at_once_for_the_validator_share_one_whole_install() {
+    let _beside = crate::common::beside_others();
+    let dir = tmp();
+    let venv = dir.path().join("venv");
+    let installs = std::sync::atomic::AtomicUsize::new(0);
+    // The fake install takes a while and writes its program at the end,
+    // as pip does; whoever finds the program before it is whole fails.
+    let install = |venv: &std::path::Path| {
+        installs.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        std::fs::create_dir_all(venv.join("bin")).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        std::fs::write(venv.join("bin/tool"), "whole").unwrap();
+        true
+    };
+    std::thread::scope(|s| {
+        let asks: Vec<_> = (0..3)
+            .map(|_| {
+                s.spawn(|| {
+                    assert!(installed_once(&venv, install));
+                    std::fs::read_to_string(venv.join("bin/tool")).unwrap()
+                })
+            })
+            .collect();
+        for ask in asks {
+            assert_eq!(ask.join().unwrap(), "whole");
+        }
+    });
+    assert_eq!(installs.load(std::sync::atomic::Ordering::SeqCst), 1);
+    // One cut short (no mark) is made again.
+    std::fs::remove_file(venv.join(".installed-whole")).unwrap();
+    assert!(installed_once(&venv, install));
+    assert_eq!(installs.load(std::sync::atomic::Ordering::SeqCst), 2);
 }
 
 fn which(program: &str) -> Result<PathBuf, ()> {
