@@ -212,7 +212,7 @@ pub trait Engine: Send + Sync + 'static {
     /// What one operation does, for the report.
     fn describe(&self, kind: OpKind) -> String;
     /// Where the engine tells of its background work and how often to
-    /// look (see [`crate::target::Target::background_source`]).
+    /// look (see [`crate::target::BackgroundWork::source`]).
     fn background_source(&self) -> Option<(&'static str, std::time::Duration)> {
         None
     }

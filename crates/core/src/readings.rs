@@ -54,7 +54,7 @@ pub struct ProcSnapshot {
     /// connections and its listening sockets.
     pub connections: Option<u64>,
     /// A target of several servers: each node's own counters (the fields
-    /// above are their sums), in the order of [`Target::nodes`].
+    /// above are their sums), in the order of [`crate::target::Nodes::nodes`].
     pub nodes: Vec<NodeProc>,
     /// Each thread's user + system CPU time, ns, by thread id, over every
     /// process counted: what tells a server held by one thread (Redis's)

@@ -215,74 +215,92 @@ pub trait Target {
     fn link(&self) -> Option<LinkSample> {
         None
     }
-    /// Records the replica of a primary-replica target holds, if it is one.
-    fn replica_records(&self) -> Option<u64> {
-        None
-    }
     /// The server's clock, read now, if it tells the time (Redis `TIME`):
     /// what a synchronised start (`--start-at`) holds this machine's clock
     /// against.
     fn clock(&self) -> Option<std::io::Result<ClockReading>> {
         None
     }
-    /// The nodes of a target made of several servers (their addresses), in
-    /// the order of the client's per-node counts; empty for one server.
-    fn nodes(&self) -> Vec<String> {
-        Vec::new()
+    /// The server's own time per command, where the target reads it; else
+    /// why not, where the report should say (memcached's stats keep none),
+    /// or nothing (an in-process engine, whose operations have no round
+    /// trip to split).
+    fn server_time(&self) -> Observed<'_, dyn ServerTime + '_> {
+        Err(None)
     }
-    /// The server's own time per command so far, cumulative (Redis:
-    /// `INFO commandstats`), and where it comes from; `None` where the
-    /// server does not time its commands.
-    fn command_times(&self) -> Option<(&'static str, Vec<CommandTime>)> {
-        None
+    /// The engine's own background work, where the target reads it; else
+    /// why not, where the report should say (LMDB has none), or nothing.
+    fn background_work(&self) -> Observed<'_, dyn BackgroundWork + '_> {
+        Err(None)
     }
-    /// Why the server keeps no time of its own per command, where it
-    /// keeps none (memcached's stats have none): the report says so rather
-    /// than leaving a blank. `None` where it does (see
-    /// [`Target::command_times`]) and for an in-process engine, whose
-    /// operations have no round trip to split.
-    fn no_command_times(&self) -> Option<&'static str> {
-        None
-    }
-    /// Where the engine tells of its work besides serving (checkpoints,
-    /// compactions, forks), and how often to look: `None` where it tells
-    /// nothing (see [`Target::no_background`]).
-    fn background_source(&self) -> Option<(&'static str, Duration)> {
-        None
-    }
-    /// One look at the engine's background work (see
-    /// [`Target::background_source`]); `None` when it did not answer.
-    fn background(&self) -> Option<BackgroundLook> {
-        None
-    }
-    /// Asks the server to start background work now (`--provoke`); the
-    /// plan refuses work a target does not declare it can be asked for,
-    /// so this default is not reached through it.
+    /// Asks the server to start background work now (`--provoke`): an
+    /// act, not an observation, and asked of a server whose work bakeoff
+    /// may not read (PostgreSQL's by URL). The plan refuses work a target
+    /// does not declare it can be asked for, so this default is not
+    /// reached through it.
     fn provoke(&self, work: Work) -> Result<(), TargetError> {
         Err(TargetError::Client(format!(
             "--provoke {}: bakeoff cannot ask this target for it",
             work.name()
         )))
     }
-    /// Why the engine tells nothing of background work, where it does not
-    /// (LMDB has none): the report says so rather than leaving a blank.
-    fn no_background(&self) -> Option<&'static str> {
+    /// The target's nodes, when it is made of several servers (shards, a
+    /// primary and its replica, a cluster); `None` for one server.
+    fn several(&self) -> Option<&dyn Nodes> {
         None
     }
+}
+
+/// An observation a target may offer ([`Target::server_time`],
+/// [`Target::background_work`]): the capability, or why the target does
+/// not offer it (`None`: nothing worth saying). Each optional observation
+/// is a trait of its own, so a new one adds nothing to the targets that
+/// lack it but what [`Target`]'s default says.
+pub type Observed<'a, T> = Result<&'a T, Option<&'static str>>;
+
+/// The server's own time in the commands it ran.
+pub trait ServerTime {
+    /// The time per command so far, cumulative (Redis: `INFO
+    /// commandstats`), and where it comes from; `None` when it could not
+    /// be read now.
+    fn command_times(&self) -> Option<(&'static str, Vec<CommandTime>)>;
+    /// Why there are none where [`ServerTime::command_times`] gives none
+    /// though the server can time its commands (MariaDB with
+    /// performance_schema off), for the report.
+    fn untimed(&self) -> Option<&'static str> {
+        None
+    }
+}
+
+/// The engine's own work besides serving (checkpoints, compactions,
+/// forks).
+pub trait BackgroundWork {
+    /// Where the engine tells of it, and how often to look.
+    fn source(&self) -> (&'static str, Duration);
+    /// One look; `None` when it did not answer.
+    fn look(&self) -> Option<BackgroundLook>;
+}
+
+/// A target made of several servers.
+pub trait Nodes {
+    /// The nodes' addresses, in the order of the client's per-node counts.
+    fn nodes(&self) -> Vec<String>;
     /// Each node's counters compared with the requests sent to it
-    /// (`sent[i]` for node `i`, all phases); empty for one server.
+    /// (`sent[i]` for node `i`, all phases).
     fn node_checks(
         &self,
-        _before: &Counters,
-        _after: &Counters,
-        _sent: &[[u64; OP_KINDS]],
-    ) -> Vec<CounterCheck> {
-        Vec::new()
+        before: &Counters,
+        after: &Counters,
+        sent: &[[u64; OP_KINDS]],
+    ) -> Vec<CounterCheck>;
+    /// Records the replica of a primary-replica target holds, if it is one.
+    fn replica_records(&self) -> Option<u64> {
+        None
     }
 }
 
 /// One command's calls and time inside the server, cumulative since it
-/// started (see [`Target::command_times`]).
+/// started (see [`ServerTime::command_times`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CommandTime {
     /// The server's name of the command.
@@ -304,7 +322,7 @@ pub struct CommandTime {
 }
 
 /// What an engine does besides serving, as one look sees it (see
-/// [`Target::background`]).
+/// [`BackgroundWork::look`]).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct BackgroundLook {
     /// The work running at the look: its name and what it has done so far.

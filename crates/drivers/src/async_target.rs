@@ -19,8 +19,8 @@ use bakeoff_core::readings::{LinkSample, ProcSnapshot};
 use bakeoff_core::result::{CounterCheck, TargetRecord};
 use bakeoff_core::session::{ReadWrite, Session};
 use bakeoff_core::target::{
-    compare_counters, BackgroundLook, CommandTime, CounterRule, Counters, FaultStruck, LoggedWork,
-    Sent, Target,
+    compare_counters, BackgroundLook, BackgroundWork, CommandTime, CounterRule, Counters,
+    FaultStruck, LoggedWork, Observed, Sent, ServerTime, Target,
 };
 use bakeoff_servers::ManagedServer;
 
@@ -60,23 +60,23 @@ pub trait AsyncDriver: Driver {
         false
     }
     /// The server's own time per statement so far (see
-    /// `Target::command_times`).
+    /// `ServerTime::command_times`).
     fn command_times(&self) -> Option<(&'static str, Vec<CommandTime>)> {
         None
     }
     /// Why the server keeps no time of its own per statement (see
-    /// `Target::no_command_times`).
+    /// `ServerTime::untimed`).
     fn no_command_times(&self) -> Option<&'static str> {
         None
     }
     /// Where the server tells of its background work and how often to
-    /// look (see `Target::background_source`), `managed` when bakeoff
+    /// look (see `BackgroundWork::source`), `managed` when bakeoff
     /// started it (and so owns its log).
     fn background_source(&self, _managed: bool) -> Option<(&'static str, Duration)> {
         None
     }
     /// One look at the server's background work through its own counters
-    /// (see `Target::background`); `None` where it has none or did not
+    /// (see `BackgroundWork::look`); `None` where it has none or did not
     /// answer.
     fn background_look(&self) -> Option<BackgroundLook> {
         None
@@ -101,7 +101,7 @@ pub trait AsyncDriver: Driver {
         )))
     }
     /// Why the server tells nothing of its background work (see
-    /// `Target::no_background`), `managed` when bakeoff started it.
+    /// `Target::background_work`), `managed` when bakeoff started it.
     fn no_background(&self, _managed: bool) -> Option<&'static str> {
         None
     }
@@ -199,6 +199,18 @@ impl<D: AsyncDriver> AsyncTarget<D> {
 }
 
 impl<D: AsyncDriver> Target for AsyncTarget<D> {
+    fn server_time(&self) -> Observed<'_, dyn ServerTime + '_> {
+        Ok(self)
+    }
+
+    fn background_work(&self) -> Observed<'_, dyn BackgroundWork + '_> {
+        let managed = self.server.is_some();
+        match self.driver.background_source(managed) {
+            Some(_) => Ok(self),
+            None => Err(self.driver.no_background(managed)),
+        }
+    }
+
     fn driver(&self) -> &dyn Driver {
         &self.driver
     }
@@ -224,35 +236,8 @@ impl<D: AsyncDriver> Target for AsyncTarget<D> {
         self.driver.keeps_fields()
     }
 
-    fn command_times(&self) -> Option<(&'static str, Vec<CommandTime>)> {
-        self.driver.command_times()
-    }
-
-    fn no_command_times(&self) -> Option<&'static str> {
-        self.driver.no_command_times()
-    }
-
     fn record_count(&self) -> Option<u64> {
         self.driver.record_count()
-    }
-
-    fn background_source(&self) -> Option<(&'static str, Duration)> {
-        self.driver.background_source(self.server.is_some())
-    }
-
-    fn background(&self) -> Option<BackgroundLook> {
-        let counted = self.driver.background_look();
-        let Some(logged) = self.logged_background() else {
-            return counted;
-        };
-        Some(BackgroundLook {
-            logged,
-            ..counted.unwrap_or_default()
-        })
-    }
-
-    fn no_background(&self) -> Option<&'static str> {
-        self.driver.no_background(self.server.is_some())
     }
 
     fn provoke(&self, work: Work) -> Result<(), TargetError> {
@@ -313,6 +298,36 @@ impl<D: AsyncDriver> Target for AsyncTarget<D> {
 
     fn link(&self) -> Option<LinkSample> {
         self.relay.as_ref().map(|r| r.sample())
+    }
+}
+
+impl<D: AsyncDriver> ServerTime for AsyncTarget<D> {
+    fn command_times(&self) -> Option<(&'static str, Vec<CommandTime>)> {
+        self.driver.command_times()
+    }
+
+    fn untimed(&self) -> Option<&'static str> {
+        self.driver.no_command_times()
+    }
+}
+
+impl<D: AsyncDriver> BackgroundWork for AsyncTarget<D> {
+    fn source(&self) -> (&'static str, Duration) {
+        // Offered only where the driver names a source (background_work).
+        self.driver
+            .background_source(self.server.is_some())
+            .unwrap_or(("", Duration::from_secs(1)))
+    }
+
+    fn look(&self) -> Option<BackgroundLook> {
+        let counted = self.driver.background_look();
+        let Some(logged) = self.logged_background() else {
+            return counted;
+        };
+        Some(BackgroundLook {
+            logged,
+            ..counted.unwrap_or_default()
+        })
     }
 }
 

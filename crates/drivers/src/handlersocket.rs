@@ -27,7 +27,9 @@ use bakeoff_core::error::TargetError;
 use bakeoff_core::net::CodecDriver;
 use bakeoff_core::plan::{Endpoint, Plan, TargetSpec, Workload};
 use bakeoff_core::result::{CounterCheck, TargetRecord};
-use bakeoff_core::target::{compare_counters, CounterRule, Counters, Sent, Target};
+use bakeoff_core::target::{
+    compare_counters, BackgroundWork, CounterRule, Counters, Observed, Sent, ServerTime, Target,
+};
 use bakeoff_core::workload::OpKind;
 use bakeoff_servers::ManagedServer;
 
@@ -309,12 +311,12 @@ fn handler_checks(before: &Counters, after: &Counters, sent: &Sent) -> Vec<Count
 }
 
 impl Target for HsTarget {
-    fn no_command_times(&self) -> Option<&'static str> {
-        Some("HandlerSocket keeps no time per request")
+    fn server_time(&self) -> Observed<'_, dyn ServerTime + '_> {
+        Err(Some("HandlerSocket keeps no time per request"))
     }
 
-    fn no_background(&self) -> Option<&'static str> {
-        Some(crate::mariadb::INNODB_NOT_READ)
+    fn background_work(&self) -> Observed<'_, dyn BackgroundWork + '_> {
+        Err(Some(crate::mariadb::INNODB_NOT_READ))
     }
 
     fn driver(&self) -> &dyn bakeoff_core::driver::Driver {

@@ -12,7 +12,9 @@ use bakeoff_core::driver::{Codec, Connector, Driver};
 use bakeoff_core::error::TargetError;
 use bakeoff_core::plan::{Endpoint, FaultKind, Plan, TargetSpec, Topology, Workload};
 use bakeoff_core::result::TargetRecord;
-use bakeoff_core::target::{BackgroundLook, CounterRule, Counters, Target};
+use bakeoff_core::target::{
+    BackgroundLook, BackgroundWork, CounterRule, Counters, Observed, ServerTime, Target,
+};
 use bakeoff_core::workload::OpKind;
 use bakeoff_servers::{ManagedServer, ServerCommand};
 
@@ -287,45 +289,14 @@ fn open_one(
 }
 
 impl Target for MemcachedTarget {
-    fn no_command_times(&self) -> Option<&'static str> {
-        Some("memcached's stats have no time per command (only the server's CPU time)")
-    }
-
-    fn background_source(&self) -> Option<(&'static str, Duration)> {
-        Some((
-            "stats: hash table expansion, slab page moves and the LRU crawler, every 1 s",
-            Duration::from_secs(1),
+    fn server_time(&self) -> Observed<'_, dyn ServerTime + '_> {
+        Err(Some(
+            "memcached's stats have no time per command (only the server's CPU time)",
         ))
     }
 
-    fn background(&self) -> Option<BackgroundLook> {
-        // The thread that collects the run waits for the look.
-        let st = stats_within(self.addr, Duration::from_millis(500)).ok()?;
-        let n = |k: &str| st.get(k).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
-        let mut look = BackgroundLook::default();
-        if n("hash_is_expanding") == 1 {
-            look.running.push((
-                "hash expansion",
-                format!(
-                    "the hash table grows to 2^{} buckets",
-                    n("hash_power_level") + 1
-                ),
-            ));
-        }
-        if n("slab_reassign_running") == 1 {
-            look.running
-                .push(("slab move", "a slab page moving to another class".into()));
-        }
-        if n("lru_crawler_running") == 1 {
-            look.running
-                .push(("LRU crawl", "the crawler reclaims expired items".into()));
-        }
-        look.finished.push((
-            "slab move",
-            n("slabs_moved"),
-            "a slab page moved to another class".into(),
-        ));
-        Some(look)
+    fn background_work(&self) -> Observed<'_, dyn BackgroundWork + '_> {
+        Ok(self)
     }
 
     fn driver(&self) -> &dyn Driver {
@@ -377,6 +348,45 @@ impl Target for MemcachedTarget {
     }
 
     crate::running::one_server_methods!();
+}
+
+impl BackgroundWork for MemcachedTarget {
+    fn source(&self) -> (&'static str, Duration) {
+        (
+            "stats: hash table expansion, slab page moves and the LRU crawler, every 1 s",
+            Duration::from_secs(1),
+        )
+    }
+
+    fn look(&self) -> Option<BackgroundLook> {
+        // The thread that collects the run waits for the look.
+        let st = stats_within(self.addr, Duration::from_millis(500)).ok()?;
+        let n = |k: &str| st.get(k).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+        let mut look = BackgroundLook::default();
+        if n("hash_is_expanding") == 1 {
+            look.running.push((
+                "hash expansion",
+                format!(
+                    "the hash table grows to 2^{} buckets",
+                    n("hash_power_level") + 1
+                ),
+            ));
+        }
+        if n("slab_reassign_running") == 1 {
+            look.running
+                .push(("slab move", "a slab page moving to another class".into()));
+        }
+        if n("lru_crawler_running") == 1 {
+            look.running
+                .push(("LRU crawl", "the crawler reclaims expired items".into()));
+        }
+        look.finished.push((
+            "slab move",
+            n("slabs_moved"),
+            "a slab page moved to another class".into(),
+        ));
+        Some(look)
+    }
 }
 
 /// What `memcached` is.

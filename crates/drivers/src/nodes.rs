@@ -21,7 +21,7 @@ use bakeoff_core::plan::{Endpoint, TargetSpec};
 use bakeoff_core::readings::{LinkSample, NodeProc, ProcSnapshot};
 use bakeoff_core::result::{CounterCheck, TargetRecord};
 use bakeoff_core::slots::{self, SlotMap};
-use bakeoff_core::target::{Counters, Sent, Target};
+use bakeoff_core::target::{Counters, Nodes, Sent, Target};
 use bakeoff_core::workload::{OpKind, OP_KINDS};
 
 /// One node, opened: the target, where it listens (its name on the
@@ -256,6 +256,10 @@ fn node_counters(all: &Counters, i: usize) -> Counters {
 }
 
 impl<D: Driver> Target for MultiNode<D> {
+    fn several(&self) -> Option<&dyn Nodes> {
+        Some(self)
+    }
+
     fn driver(&self) -> &dyn Driver {
         &self.driver
     }
@@ -298,50 +302,6 @@ impl<D: Driver> Target for MultiNode<D> {
         self.nodes[0].counter_checks(before, after, sent)
     }
 
-    fn node_checks(
-        &self,
-        before: &Counters,
-        after: &Counters,
-        sent: &[[u64; OP_KINDS]],
-    ) -> Vec<CounterCheck> {
-        let mut out = Vec::new();
-        for (i, node) in self.nodes.iter().enumerate() {
-            let Some(sent) = sent.get(i) else { continue };
-            let (b, a) = (node_counters(before, i), node_counters(after, i));
-            // Per node only the requests are counted: the targets with
-            // nodes have no rule on misses or follow-ups.
-            let sent = Sent::of_node(sent);
-            let checks = node.counter_checks(&b, &a, &sent).into_iter();
-            // A replica also executes the primary's writes: its check is
-            // of the requests sent to it.
-            let replica = match self.layout {
-                Layout::PrimaryReplica { .. } => i > 0,
-                Layout::Cluster { masters } => i >= masters,
-                Layout::Shards => false,
-            };
-            out.extend(checks.filter(|c| !replica || c.bakeoff > 0).map(|mut c| {
-                c.what = format!(
-                    "{} {i} ({}): {}",
-                    if replica {
-                        "replica"
-                    } else if i == 0 && matches!(self.layout, Layout::PrimaryReplica { .. }) {
-                        "primary"
-                    } else {
-                        "node"
-                    },
-                    self.names[i],
-                    c.what
-                );
-                c
-            }));
-        }
-        out
-    }
-
-    fn nodes(&self) -> Vec<String> {
-        self.names.clone()
-    }
-
     /// Shards: the sum; a cluster: the masters' sum; a primary and a
     /// replica: the primary's.
     fn record_count(&self) -> Option<u64> {
@@ -350,13 +310,6 @@ impl<D: Driver> Target for MultiNode<D> {
 
     fn evictions(&self) -> Option<u64> {
         self.over_data_nodes(|n| n.evictions())
-    }
-
-    fn replica_records(&self) -> Option<u64> {
-        match self.layout {
-            Layout::Shards | Layout::Cluster { .. } => None,
-            Layout::PrimaryReplica { .. } => self.nodes[1].record_count(),
-        }
     }
 
     fn flush_disk(&self, stop: &std::sync::atomic::AtomicBool) {
@@ -428,5 +381,58 @@ impl<D: Driver> Target for MultiNode<D> {
             },
             overhead_ns: samples.iter().map(|s| s.overhead_ns).max().unwrap_or(0),
         })
+    }
+}
+
+impl<D: Driver> Nodes for MultiNode<D> {
+    fn nodes(&self) -> Vec<String> {
+        self.names.clone()
+    }
+
+    fn node_checks(
+        &self,
+        before: &Counters,
+        after: &Counters,
+        sent: &[[u64; OP_KINDS]],
+    ) -> Vec<CounterCheck> {
+        let mut out = Vec::new();
+        for (i, node) in self.nodes.iter().enumerate() {
+            let Some(sent) = sent.get(i) else { continue };
+            let (b, a) = (node_counters(before, i), node_counters(after, i));
+            // Per node only the requests are counted: the targets with
+            // nodes have no rule on misses or follow-ups.
+            let sent = Sent::of_node(sent);
+            let checks = node.counter_checks(&b, &a, &sent).into_iter();
+            // A replica also executes the primary's writes: its check is
+            // of the requests sent to it.
+            let replica = match self.layout {
+                Layout::PrimaryReplica { .. } => i > 0,
+                Layout::Cluster { masters } => i >= masters,
+                Layout::Shards => false,
+            };
+            out.extend(checks.filter(|c| !replica || c.bakeoff > 0).map(|mut c| {
+                c.what = format!(
+                    "{} {i} ({}): {}",
+                    if replica {
+                        "replica"
+                    } else if i == 0 && matches!(self.layout, Layout::PrimaryReplica { .. }) {
+                        "primary"
+                    } else {
+                        "node"
+                    },
+                    self.names[i],
+                    c.what
+                );
+                c
+            }));
+        }
+        out
+    }
+
+    fn replica_records(&self) -> Option<u64> {
+        match self.layout {
+            Layout::Shards | Layout::Cluster { .. } => None,
+            Layout::PrimaryReplica { .. } => self.nodes[1].record_count(),
+        }
     }
 }

@@ -13,7 +13,10 @@ use bakeoff_core::driver::{Connector, Driver, Stream};
 use bakeoff_core::error::TargetError;
 use bakeoff_core::plan::{Endpoint, Plan, ReadFrom, TargetSpec, Topology, Work, Workload};
 use bakeoff_core::result::TargetRecord;
-use bakeoff_core::target::{BackgroundLook, CommandTime, CounterRule, Counters, Target};
+use bakeoff_core::target::{
+    BackgroundLook, BackgroundWork, CommandTime, CounterRule, Counters, Observed, ServerTime,
+    Target,
+};
 use bakeoff_core::workload::OpKind;
 use bakeoff_servers::{ManagedServer, ServerCommand};
 
@@ -610,6 +613,19 @@ impl RedisTarget {
 }
 
 impl Target for RedisTarget {
+    fn server_time(&self) -> Observed<'_, dyn ServerTime + '_> {
+        Ok(self)
+    }
+
+    fn background_work(&self) -> Observed<'_, dyn BackgroundWork + '_> {
+        // Redis tells of its forks where bakeoff reads its INFO as it runs.
+        if self.tells_background {
+            Ok(self)
+        } else {
+            Err(None)
+        }
+    }
+
     fn driver(&self) -> &dyn Driver {
         &*self.driver
     }
@@ -638,40 +654,6 @@ impl Target for RedisTarget {
             }
         }
         Some(out)
-    }
-
-    fn command_times(&self) -> Option<(&'static str, Vec<CommandTime>)> {
-        let info = self.info("commandstats").ok()?;
-        // Redis 7's distributions (latency-tracking, on by default); an
-        // older server's error leaves them out.
-        let mut histograms = match self.call(&[b"LATENCY", b"HISTOGRAM"]) {
-            Ok(RespReply::Simple(raw)) => latency_histograms(&raw),
-            _ => Default::default(),
-        };
-        let field = stat_field;
-        let times = info
-            .iter()
-            .filter_map(|(k, v)| {
-                let command = k.strip_prefix("cmdstat_")?;
-                Some(CommandTime {
-                    command: command.to_string(),
-                    kinds: match command {
-                        "get" | "hmget" => &[OpKind::Get],
-                        "set" | "hset" => &[OpKind::Set, OpKind::Update, OpKind::Insert],
-                        "del" => &[OpKind::Delete],
-                        _ => &[],
-                    },
-                    calls: field(v, "calls"),
-                    usec: field(v, "usec"),
-                    apart: false,
-                    histogram_usec: histograms.remove(command).unwrap_or_default(),
-                })
-            })
-            .collect();
-        Some((
-            "INFO commandstats (calls, usec) and LATENCY HISTOGRAM",
-            times,
-        ))
     }
 
     fn counter_rules(&self) -> &'static [CounterRule] {
@@ -712,13 +694,6 @@ impl Target for RedisTarget {
         n.parse().ok()
     }
 
-    fn background_source(&self) -> Option<(&'static str, Duration)> {
-        self.tells_background.then_some((
-            "INFO persistence and stats (bgsave, AOF rewrite, forks), every 100 ms",
-            Duration::from_millis(100),
-        ))
-    }
-
     fn provoke(&self, work: Work) -> Result<(), TargetError> {
         let command: &[u8] = match work {
             Work::Bgsave => b"BGSAVE",
@@ -735,7 +710,54 @@ impl Target for RedisTarget {
         }
     }
 
-    fn background(&self) -> Option<BackgroundLook> {
+    crate::running::one_server_methods!();
+}
+
+impl ServerTime for RedisTarget {
+    fn command_times(&self) -> Option<(&'static str, Vec<CommandTime>)> {
+        let info = self.info("commandstats").ok()?;
+        // Redis 7's distributions (latency-tracking, on by default); an
+        // older server's error leaves them out.
+        let mut histograms = match self.call(&[b"LATENCY", b"HISTOGRAM"]) {
+            Ok(RespReply::Simple(raw)) => latency_histograms(&raw),
+            _ => Default::default(),
+        };
+        let field = stat_field;
+        let times = info
+            .iter()
+            .filter_map(|(k, v)| {
+                let command = k.strip_prefix("cmdstat_")?;
+                Some(CommandTime {
+                    command: command.to_string(),
+                    kinds: match command {
+                        "get" | "hmget" => &[OpKind::Get],
+                        "set" | "hset" => &[OpKind::Set, OpKind::Update, OpKind::Insert],
+                        "del" => &[OpKind::Delete],
+                        _ => &[],
+                    },
+                    calls: field(v, "calls"),
+                    usec: field(v, "usec"),
+                    apart: false,
+                    histogram_usec: histograms.remove(command).unwrap_or_default(),
+                })
+            })
+            .collect();
+        Some((
+            "INFO commandstats (calls, usec) and LATENCY HISTOGRAM",
+            times,
+        ))
+    }
+}
+
+impl BackgroundWork for RedisTarget {
+    fn source(&self) -> (&'static str, Duration) {
+        (
+            "INFO persistence and stats (bgsave, AOF rewrite, forks), every 100 ms",
+            Duration::from_millis(100),
+        )
+    }
+
+    fn look(&self) -> Option<BackgroundLook> {
         let mut looks = self.looks.lock().unwrap_or_else(|e| e.into_inner());
         if looks.is_none() {
             // A look holds up the thread that collects the run: a server
@@ -780,8 +802,6 @@ impl Target for RedisTarget {
             &text,
         ))))
     }
-
-    crate::running::one_server_methods!();
 }
 
 /// Redis's background work in its `INFO persistence` and `stats`: a

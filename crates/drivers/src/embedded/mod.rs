@@ -25,7 +25,7 @@ use bakeoff_core::plan::{Plan, TargetSpec, Workload};
 use bakeoff_core::profile::RecordKind;
 use bakeoff_core::readings::ProcSnapshot;
 use bakeoff_core::result::TargetRecord;
-use bakeoff_core::target::{Counters, Target};
+use bakeoff_core::target::{BackgroundWork, Counters, Observed, Target};
 use bakeoff_core::workload::OpKind;
 pub use kind::EngineKind;
 
@@ -217,6 +217,13 @@ impl<E: Engine> EmbeddedTarget<E> {
 }
 
 impl<E: Engine> Target for EmbeddedTarget<E> {
+    fn background_work(&self) -> Observed<'_, dyn BackgroundWork + '_> {
+        match self.driver.engine().background_source() {
+            Some(_) => Ok(self),
+            None => Err(self.driver.engine().no_background()),
+        }
+    }
+
     fn driver(&self) -> &dyn Driver {
         &self.driver
     }
@@ -235,18 +242,6 @@ impl<E: Engine> Target for EmbeddedTarget<E> {
 
     fn keeps_fields(&self) -> bool {
         self.driver.engine().keeps_fields()
-    }
-
-    fn background_source(&self) -> Option<(&'static str, std::time::Duration)> {
-        self.driver.engine().background_source()
-    }
-
-    fn background(&self) -> Option<bakeoff_core::target::BackgroundLook> {
-        self.driver.engine().background()
-    }
-
-    fn no_background(&self) -> Option<&'static str> {
-        self.driver.engine().no_background()
     }
 
     fn flush_disk(&self, stop: &std::sync::atomic::AtomicBool) {
@@ -269,5 +264,19 @@ impl<E: Engine> Target for EmbeddedTarget<E> {
             s.cgroup_cache_bytes = Some(u.cache);
         }
         Some(s)
+    }
+}
+
+impl<E: Engine> BackgroundWork for EmbeddedTarget<E> {
+    fn source(&self) -> (&'static str, std::time::Duration) {
+        // Offered only where the engine names a source (background_work).
+        self.driver
+            .engine()
+            .background_source()
+            .unwrap_or(("", std::time::Duration::from_secs(1)))
+    }
+
+    fn look(&self) -> Option<bakeoff_core::target::BackgroundLook> {
+        self.driver.engine().background()
     }
 }

@@ -39,13 +39,21 @@ pub(super) struct Background {
     seconds: Vec<(u32, String)>,
 }
 
+/// One look at the engine's background work, where the target reads it.
+fn look(target: &dyn Target) -> Option<crate::target::BackgroundLook> {
+    target.background_work().ok()?.look()
+}
+
 impl Background {
     /// The extra, for a target that tells of its background work or says
     /// why it does not.
     pub fn of(target: &dyn Target) -> Option<Self> {
-        let (source, every) = match target.background_source() {
-            Some((source, every)) => (source, Some(every)),
-            None => (target.no_background()?, None),
+        let (source, every) = match target.background_work() {
+            Ok(work) => {
+                let (source, every) = work.source();
+                (source, Some(every))
+            }
+            Err(why) => (why?, None),
         };
         Some(Background {
             source,
@@ -81,7 +89,7 @@ impl Extra for Background {
         }
         // The job's start on the wall clock, for the engine's own times.
         let t0 = SystemTime::now() - Duration::from_secs_f64(t_s);
-        if let Some(look) = stage.target.background() {
+        if let Some(look) = look(stage.target) {
             self.tracker.look(t_s, t0, look);
         }
     }
@@ -113,10 +121,7 @@ impl Extra for Background {
             .map_or(self.next_s, |p| p.t_s as f64 + 1.0)
             .max(self.tracker.last_s);
         let t0 = SystemTime::now() - Duration::from_secs_f64(end_s);
-        if let Some(look) = (!stopping(stage))
-            .then(|| stage.target.background())
-            .flatten()
-        {
+        if let Some(look) = (!stopping(stage)).then(|| look(stage.target)).flatten() {
             self.tracker.look(end_s, t0, look);
         }
         let bands = std::mem::take(&mut self.tracker).finish(end_s);

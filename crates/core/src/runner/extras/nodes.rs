@@ -32,9 +32,11 @@ impl Extra for Nodes {
         after: &Counters,
         run: &mut RunResult,
     ) {
-        run.checks
-            .counters
-            .extend(stage.target.node_checks(before, after, &self.sent));
+        if let Some(several) = stage.target.several() {
+            run.checks
+                .counters
+                .extend(several.node_checks(before, after, &self.sent));
+        }
     }
 
     fn check(
@@ -45,7 +47,9 @@ impl Extra for Nodes {
     ) -> Result<(), String> {
         run.nodes = stage
             .target
-            .nodes()
+            .several()
+            .map(|s| s.nodes())
+            .unwrap_or_default()
             .into_iter()
             .zip(&self.sent)
             .enumerate()

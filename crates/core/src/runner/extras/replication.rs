@@ -81,7 +81,7 @@ impl Extra for Replication {
             caught_up_after_load_s: self.after_load,
             caught_up_after_s: replica_caught_up(target, REPLICA_CATCH_UP, stage.inputs.stop),
             primary_records: target.record_count(),
-            replica_records: target.replica_records(),
+            replica_records: target.several().and_then(|s| s.replica_records()),
         });
         Ok(())
     }

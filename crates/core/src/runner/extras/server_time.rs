@@ -22,6 +22,11 @@ use super::super::job::Observer;
 use super::{Extra, Stage};
 use crate::target::{CommandTime, Target};
 
+/// The server's command times so far, where it times them.
+fn command_times(target: &dyn Target) -> Option<(&'static str, Vec<CommandTime>)> {
+    target.server_time().ok()?.command_times()
+}
+
 /// Reads of the server's command times around the measured phase.
 pub(super) struct ServerTime {
     /// Where the figures come from, for the result; or why there are none.
@@ -35,9 +40,12 @@ impl ServerTime {
     /// The extra, for a target that times its commands or says why it
     /// does not.
     pub fn of(target: &dyn Target) -> Option<Self> {
-        let (source, timed) = match target.command_times() {
-            Some((source, _)) => (source, true),
-            None => (target.no_command_times()?, false),
+        let (source, timed) = match target.server_time() {
+            Ok(time) => match time.command_times() {
+                Some((source, _)) => (source, true),
+                None => (time.untimed()?, false),
+            },
+            Err(why) => (why?, false),
         };
         Some(ServerTime {
             source,
@@ -58,9 +66,7 @@ impl Extra for ServerTime {
             return Ok(());
         }
         // With a warm-up, the reading as it ends replaces this one.
-        self.before = stage
-            .target
-            .command_times()
+        self.before = command_times(stage.target)
             .map(|(_, t)| t)
             .unwrap_or_default();
         Ok(())
@@ -70,7 +76,7 @@ impl Extra for ServerTime {
         if !self.timed {
             return;
         }
-        if let Some((_, t)) = stage.target.command_times() {
+        if let Some((_, t)) = command_times(stage.target) {
             self.before = t;
         }
     }
@@ -93,7 +99,7 @@ impl Extra for ServerTime {
             });
             return Ok(());
         }
-        let Some((_, after)) = stage.target.command_times() else {
+        let Some((_, after)) = command_times(stage.target) else {
             return Ok(());
         };
         let before: BTreeMap<&str, &CommandTime> = self
