@@ -460,8 +460,8 @@ impl crate::kind::TargetKind for HandlerSocket {
         let version = match &sql {
             Some(dsn) => {
                 // The table is MariaDB's, made (and emptied before a load) by SQL.
-                let (v, settings) =
-                    crate::async_target::block(mariadb::prepare_table(dsn, workload))?;
+                crate::async_target::block(mariadb::prepare_table(dsn, workload))?;
+                let (v, settings) = <mariadb::Mariadb as crate::sql_server::SqlServer>::facts(dsn)?;
                 recorded.extend(settings);
                 format!("MariaDB {v} HandlerSocket plugin")
             }

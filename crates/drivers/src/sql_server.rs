@@ -51,8 +51,11 @@ pub(crate) trait SqlServer: Sync + 'static {
         plan: &Plan,
         workload: &Workload,
     ) -> Result<(ManagedServer, Self::Dsn), TargetError>;
-    /// Makes the tables the workload needs; then the server's facts.
-    fn prepare(dsn: &Self::Dsn, workload: &Workload) -> Result<ServerFacts, TargetError>;
+    /// Makes the tables the workload needs.
+    fn prepare(dsn: &Self::Dsn, workload: &Workload) -> Result<(), TargetError>;
+    /// The server's version and the settings in force that the result
+    /// records.
+    fn facts(dsn: &Self::Dsn) -> Result<ServerFacts, TargetError>;
     /// The driver whose sessions go where `reach` says.
     fn driver(reach: Reach<Self::Dsn>, workload: &Workload) -> Result<Self::Driver, TargetError>;
 }
@@ -116,7 +119,8 @@ pub(crate) fn open_single<S: SqlServer>(
             (Some(server), dsn, None)
         }
     };
-    let facts = S::prepare(&dsn, workload)?;
+    S::prepare(&dsn, workload)?;
+    let facts = S::facts(&dsn)?;
     let node = Node {
         server,
         dsn,
@@ -174,9 +178,29 @@ pub(crate) struct Replication {
     pub lag: Box<dyn Fn() -> Option<u64> + Send + Sync>,
 }
 
+/// A primary and its replica bakeoff started, both following and the
+/// tables made, as one target; each node's facts read from it.
+pub(crate) fn open_started_pair<S: SqlServer>(
+    spec: &TargetSpec,
+    workload: &Workload,
+    primary: (ManagedServer, S::Dsn),
+    replica: (ManagedServer, S::Dsn),
+    replication: Replication,
+) -> OpenResult {
+    let node = |(server, dsn): (ManagedServer, S::Dsn)| -> Result<Node<S>, TargetError> {
+        Ok(Node {
+            server: Some(server),
+            facts: S::facts(&dsn)?,
+            dsn,
+            endpoint: None,
+        })
+    };
+    open_pair(spec, workload, node(primary)?, node(replica)?, replication)
+}
+
 /// A primary and its replica, both started and following, as one target:
 /// writes go to the primary, reads where `--read-from` says.
-pub(crate) fn open_pair<S: SqlServer>(
+fn open_pair<S: SqlServer>(
     spec: &TargetSpec,
     workload: &Workload,
     primary: Node<S>,

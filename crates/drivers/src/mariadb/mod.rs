@@ -114,8 +114,11 @@ impl SqlServer for Mariadb {
             workload.cuts_power(),
         )
     }
-    fn prepare(dsn: &Dsn, workload: &Workload) -> Result<ServerFacts, TargetError> {
+    fn prepare(dsn: &Dsn, workload: &Workload) -> Result<(), TargetError> {
         block(prepare_table(dsn, workload))
+    }
+    fn facts(dsn: &Dsn) -> Result<ServerFacts, TargetError> {
+        block(server_facts(dsn))
     }
     fn driver(reach: Reach<Dsn>, workload: &Workload) -> Result<MariaDriver, TargetError> {
         MariaDriver::new(

@@ -9,11 +9,11 @@ use bakeoff_core::target::Target;
 use bakeoff_servers::Limits;
 use mysql_async::prelude::Queryable;
 
-use super::server::{connect, prepare_table, server_facts, start_managed, Dsn, Mariadb};
+use super::server::{connect, prepare_table, start_managed, Dsn, Mariadb};
 use super::settings::{MariaSettings, SEMISYNC_TIMEOUT_MS, SETTINGS};
 use crate::async_target::{block, block_quick};
 use crate::settings::Settings;
-use crate::sql_server::{Node, Replication};
+use crate::sql_server::Replication;
 
 /// Longest wait for a new replica to apply what its primary logged.
 pub(super) const CATCH_UP_WITHIN_S: u64 = 30;
@@ -75,24 +75,24 @@ pub(super) fn open_replicated(
         false,
     )?;
     block(follow(&r, &p))?;
-    let (version, recorded) = block(prepare_table(&p, workload))?;
+    block(prepare_table(&p, workload))?;
     block(caught_up(&p, &r))?;
-    let (r_version, r_recorded) = block(server_facts(&r))?;
-    let node = |server, dsn: &Dsn, facts| Node::<Mariadb> {
-        server: Some(server),
-        dsn: dsn.clone(),
-        facts,
-        endpoint: None,
-    };
-    let primary = node(primary, &p, (version, recorded));
-    let replica = node(replica, &r, (r_version, r_recorded));
     let replication = Replication {
         // Only clients run prepared statements: the replica applies row
         // events.
         read_counters: &["Com_stmt_execute"],
-        lag: Box::new(move || block_quick(binlog_lag(&p, &r)).ok()),
+        lag: {
+            let (p, r) = (p.clone(), r.clone());
+            Box::new(move || block_quick(binlog_lag(&p, &r)).ok())
+        },
     };
-    crate::sql_server::open_pair(spec, workload, primary, replica, replication)
+    crate::sql_server::open_started_pair::<Mariadb>(
+        spec,
+        workload,
+        (primary, p),
+        (replica, r),
+        replication,
+    )
 }
 
 /// Makes the server at `r` a replica of the one at `p`, by GTID.

@@ -179,10 +179,7 @@ pub(super) const PROFILE_TABLE: &str =
 
 /// Creates the workload's table (emptied before a load) and its indexes,
 /// and reads the server's version and settings.
-pub(crate) async fn prepare_table(
-    dsn: &Dsn,
-    workload: &Workload,
-) -> Result<(String, BTreeMap<String, String>), TargetError> {
+pub(crate) async fn prepare_table(dsn: &Dsn, workload: &Workload) -> Result<(), TargetError> {
     let mut c = connect(dsn, None).await?;
     let e = |r: Result<(), mysql_async::Error>| r.map_err(TargetError::cause);
     create_kv(&mut c).await?;
@@ -224,7 +221,7 @@ pub(crate) async fn prepare_table(
     } else if workload.empties_before_load() {
         e(c.query_drop("TRUNCATE TABLE bakeoff.kv").await)?;
     }
-    facts(&mut c).await
+    Ok(())
 }
 
 /// The version and settings in force of the server at `dsn`.

@@ -110,8 +110,10 @@ impl SqlServer for Postgres {
         let dsn = Dsn::managed(server.addr.port());
         Ok((server, dsn))
     }
-    fn prepare(dsn: &Dsn, workload: &Workload) -> Result<ServerFacts, TargetError> {
-        block(prepare_table(dsn, workload))?;
+    fn prepare(dsn: &Dsn, workload: &Workload) -> Result<(), TargetError> {
+        block(prepare_table(dsn, workload))
+    }
+    fn facts(dsn: &Dsn) -> Result<ServerFacts, TargetError> {
         block_quick(server_facts(dsn))
     }
     fn driver(reach: Reach<Dsn>, workload: &Workload) -> Result<PgDriver, TargetError> {

@@ -6,12 +6,11 @@ use std::time::Duration;
 use bakeoff_core::error::TargetError;
 use bakeoff_core::plan::{Plan, TargetSpec, Workload};
 use bakeoff_core::target::Target;
-use bakeoff_servers::ManagedServer;
 
-use super::server::{connect, prepare_table, server_facts, start_as, Dsn, Postgres, Role};
+use super::server::{connect, prepare_table, start_as, Dsn, Postgres, Role};
 use super::settings::PgSettings;
 use crate::async_target::{block, block_quick};
-use crate::sql_server::{Node, Replication};
+use crate::sql_server::Replication;
 
 /// Longest wait for a new replica to stream from its primary.
 pub(super) const STREAMING_WITHIN: Duration = Duration::from_secs(30);
@@ -38,21 +37,21 @@ pub(super) fn open_replicated(
         // the primary's own set-up would wait for ever.
         block(synchronous_standby(&p))?;
     }
-    let node = |server: ManagedServer, dsn: &Dsn| -> Result<Node<Postgres>, TargetError> {
-        Ok(Node {
-            server: Some(server),
-            facts: block_quick(server_facts(dsn))?,
-            dsn: dsn.clone(),
-            endpoint: None,
-        })
-    };
-    let (primary, replica) = (node(primary, &p)?, node(replica, &r)?);
     let replication = Replication {
         // Statements only clients run: WAL replay runs none.
         read_counters: &["get", "search", "scan"],
-        lag: Box::new(move || block_quick(wal_lag(&p)).ok()),
+        lag: {
+            let p = p.clone();
+            Box::new(move || block_quick(wal_lag(&p)).ok())
+        },
     };
-    crate::sql_server::open_pair(spec, workload, primary, replica, replication)
+    crate::sql_server::open_started_pair::<Postgres>(
+        spec,
+        workload,
+        (primary, p),
+        (replica, r),
+        replication,
+    )
 }
 
 /// Makes the primary at `p` wait for its replica at each commit, and
