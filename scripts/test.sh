@@ -41,7 +41,9 @@ trap 'rm -f "$log" "$BAKEOFF_TEST_TIMES"' EXIT
 # In release mode: the test binaries reuse the dependencies setup.sh has
 # just built (a debug build compiles them all again, about 8 minutes on 2
 # cores), and the load generator under test runs at the speed users get.
-cargo test --workspace --release --quiet --no-fail-fast 2>&1 | tee "$log"
+# A failure ends the script only after the summary and the times below.
+tests_status=0
+cargo test --workspace --release --quiet --no-fail-fast 2>&1 | tee "$log" || tests_status=$?
 # Summary line for whoever reads the log from the end.
 awk '/^test result:/ { split($0, a, " "); p += a[4]; f += a[6] } END { printf "%d passed, %d failed\n", p, f }' "$log"
 # Where the suite's minutes went: tests alone hold the machine, tests
@@ -49,6 +51,7 @@ awk '/^test result:/ { split($0, a, " "); p += a[4]; f += a[6] } END { printf "%
 awk -F'\t' '{ t[$1] += $2; n[$1]++ } END { for (h in t) printf "integration tests %s: %d, %.0f s of their own\n", h, n[h], t[h] }' "$BAKEOFF_TEST_TIMES"
 echo "slowest integration tests (s, how, name):"
 sort -t$'\t' -k2,2 -rn "$BAKEOFF_TEST_TIMES" | head -15 | awk -F'\t' '{ printf "  %6.1f  %-6s  %s\n", $2, $1, $3 }'
+[ "$tests_status" -eq 0 ] || exit "$tests_status"
 stage "instructions per operation"
 # The hot path's instruction count, held within 5 % of the counts kept in
 # bench/instructions-per-get.tsv (callgrind; counts, not timings, so a
