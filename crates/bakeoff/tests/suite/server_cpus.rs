@@ -94,13 +94,25 @@ fn mariadb_grows_with_its_cpus_and_redis_does_not() {
         let grew = ops(maria2) / ops(maria1);
         assert!(grew > 1.05, "mariadb: {} then {}", ops(maria1), ops(maria2));
     }
-    // Redis's one thread cannot: it gains at most what it lost sharing
-    // its one CPU with the rest of the machine (other tests, in CI).
+    // Redis's one thread cannot use a second CPU.
     assert!(
         cpu(redis2) <= 110.0,
         "redis on two CPUs used {} %",
         cpu(redis2)
     );
-    let flat = ops(redis2) / ops(redis1);
-    assert!(flat < 1.5, "redis: {} then {}", ops(redis1), ops(redis2));
+    // What it gains is what it lost sharing its one CPU with the rest of
+    // the machine (bakeoff's own threads run on that CPU too): its
+    // throughput grows with the CPU time it got, not past it. A clean-clone
+    // CI run saw 95.8k then 147.9k ops/s, past the 1.5 x this test once
+    // held it to, with nothing else running.
+    let gained = ops(redis2) / ops(redis1);
+    let cpu_gained = cpu(redis2) / cpu(redis1).max(1.0);
+    assert!(
+        gained < 1.25 * cpu_gained.max(1.0),
+        "redis: {} ops/s at {} % of a CPU, then {} at {} %",
+        ops(redis1),
+        cpu(redis1),
+        ops(redis2),
+        cpu(redis2)
+    );
 }
