@@ -68,12 +68,18 @@ fn tests_asking_at_once_for_the_validator_share_one_whole_install() {
     let dir = tmp();
     let venv = dir.path().join("venv");
     let installs = std::sync::atomic::AtomicUsize::new(0);
-    // The fake install takes a while and writes its program at the end,
-    // as pip does; whoever finds the program before it is whole fails.
+    let asked = std::sync::atomic::AtomicUsize::new(0);
+    // The fake install writes its program only once all three have asked,
+    // as pip writes it at the end; whoever finds the program before it is
+    // whole fails.
     let install = |venv: &std::path::Path| {
-        installs.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let n = installs.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         std::fs::create_dir_all(venv.join("bin")).unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(300));
+        if n == 0 {
+            wait_for("all three asks", || {
+                asked.load(std::sync::atomic::Ordering::SeqCst) == 3
+            });
+        }
         std::fs::write(venv.join("bin/tool"), "whole").unwrap();
         true
     };
@@ -81,6 +87,7 @@ fn tests_asking_at_once_for_the_validator_share_one_whole_install() {
         let asks: Vec<_> = (0..3)
             .map(|_| {
                 s.spawn(|| {
+                    asked.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                     assert!(installed_once(&venv, install));
                     std::fs::read_to_string(venv.join("bin/tool")).unwrap()
                 })

@@ -46,28 +46,22 @@ fn mariadb_grows_with_its_cpus_and_redis_does_not() {
             .unwrap_or_else(|| panic!("no {t} at {cpus}"))
     };
     let ops = |r: &Value| r["measure"]["throughput_per_s"].as_f64().unwrap();
-    // The median of the server's CPU over its seconds, % of one core.
-    let cpu = |r: &Value| {
-        let mut c: Vec<f64> = r["resources"]
+    // The median over the run's seconds of `field` in the samples of
+    // `series`.
+    let median = |r: &Value, series: &str, field: &str| {
+        let mut c: Vec<f64> = r[series]
             .as_array()
             .unwrap()
             .iter()
-            .map(|s| s["cpu_percent"].as_f64().unwrap())
-            .collect();
-        c.sort_by(f64::total_cmp);
-        c[c.len() / 2]
-    };
-    // The machine's CPUs busy, median over the run's seconds, % of all.
-    let machine = |r: &Value| {
-        let mut c: Vec<f64> = r["machine_cpu"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|s| s["busy_percent"].as_f64().unwrap())
+            .map(|s| s[field].as_f64().unwrap())
             .collect();
         c.sort_by(f64::total_cmp);
         c.get(c.len() / 2).copied().unwrap_or(0.0)
     };
+    // The server's CPU, % of one core.
+    let cpu = |r: &Value| median(r, "resources", "cpu_percent");
+    // The machine's CPUs busy, % of all.
+    let machine = |r: &Value| median(r, "machine_cpu", "busy_percent");
     let (maria1, maria2) = (run("mariadb", "1"), run("mariadb", "2"));
     let (redis1, redis2) = (run("redis", "1"), run("redis", "2"));
     assert!(
